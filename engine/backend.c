@@ -1,0 +1,22 @@
+/* backend: views and size helpers shared by every backend (the interface is backend.h). */
+#include "backend.h"
+#include "quant.h"
+
+size_t be_row_bytes(const be_tensor *t) { return qtype_row_size((qtype)t->type, t->cols); }
+size_t be_nbytes(const be_tensor *t) { return be_row_bytes(t) * (size_t)t->rows; }
+
+be_tensor be_view_rows(const be_tensor *t, int64_t row0, int64_t n_rows) {
+    be_tensor v = *t;
+    v.offset = t->offset + (size_t)row0 * be_row_bytes(t);
+    v.rows = n_rows;
+    v.owned = false;
+    return v;
+}
+
+be_tensor be_view_reshape(const be_tensor *t, int64_t cols, int64_t rows) {
+    be_tensor v = *t;
+    v.cols = cols;
+    v.rows = rows;
+    v.owned = false;
+    return v;
+}

@@ -1,0 +1,109 @@
+/* backend: the narrow interface the forward pass is written against once. A backend
+ * (cpu/, engine/vulkan/, hip/) owns memory on one device and executes the ops below
+ * in the order they are issued. GPU backends may record ops and run them later:
+ * results are only guaranteed visible after be_download() or be_sync().
+ *
+ * Conventions
+ *  - A tensor is 2-D: `rows` rows of `cols` elements of `type`, rows contiguous
+ *    (row r starts at byte r * qtype_row_size(type, cols)). Activations are F32.
+ *  - A view (be_view_rows) shares storage: `offset` is added to every access, so every
+ *    op must honour t->offset (bytes).
+ *  - Weights are [rows = output features][cols = input features] like GGUF's ne[1], ne[0];
+ *    matmul computes out[t][r] = sum_c W[r][c] * x[t][c].
+ *  - The KV cache is one tensor per layer for K and one for V: rows = context positions,
+ *    cols = n_kv_head * head_dim, type F16 (default), F32 or Q8_0.
+ */
+#ifndef ANVIL_BACKEND_H
+#define ANVIL_BACKEND_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct backend backend;
+
+typedef struct be_tensor {
+    backend *be;
+    uint32_t type;   /* qtype */
+    int64_t cols;    /* elements per row */
+    int64_t rows;
+    size_t offset;   /* bytes from the start of the storage (views) */
+    void *storage;   /* backend-private: CPU = host pointer to byte 0 of the allocation */
+    bool owned;      /* storage freed with the tensor (false for views and aliased weights) */
+} be_tensor;
+
+typedef enum { BE_GLU_SILU = 0, BE_GLU_GELU_TANH = 1 } be_glu_kind;
+typedef enum { BE_ROPE_NORMAL = 0, BE_ROPE_NEOX = 2 } be_rope_mode;
+
+typedef struct {
+    int n_rot;              /* rotated dims per head (<= head_dim; the rest pass through) */
+    be_rope_mode mode;      /* NORMAL rotates pairs (2i, 2i+1); NEOX rotates (i, i + n_rot/2) */
+    float freq_base;        /* theta_i = pos * freq_scale * base^(-2i/n_rot) / factor_i */
+    float freq_scale;       /* 1 / linear scaling factor */
+    const be_tensor *freq_factors; /* optional F32 [n_rot/2] (llama3 rope_freqs), NULL = all 1 */
+} be_rope_params;
+
+typedef struct {
+    int n_tok;          /* queries: rows of q and out */
+    int pos0;           /* position of query row 0; row t is at pos0 + t (causal) */
+    int n_head, n_kv_head, head_dim; /* GQA: query head h reads kv head h / (n_head / n_kv_head) */
+    float scale;        /* applied to q.k */
+    int window;         /* sliding window: key j visible from query p iff p - j < window; 0 = off */
+    float softcap;      /* if > 0: s = softcap * tanh(s / softcap) before softmax */
+} be_attn_params;
+
+typedef struct backend_ops {
+    void (*destroy)(backend *be);
+    /* Memory. weight_new may alias host_data (the caller keeps it alive: the mmap) or copy it. */
+    be_tensor *(*tensor_new)(backend *be, uint32_t type, int64_t cols, int64_t rows);
+    be_tensor *(*weight_new)(backend *be, uint32_t type, int64_t cols, int64_t rows, const void *host_data);
+    void (*tensor_free)(backend *be, be_tensor *t);
+    void (*upload)(backend *be, be_tensor *t, size_t offset, const void *src, size_t n);
+    void (*download)(backend *be, const be_tensor *t, size_t offset, void *dst, size_t n);
+    void (*sync)(backend *be);
+
+    /* Ops (all outputs F32 unless said). n = element counts; rows use t->cols. */
+    /* out[i][:] = dequant(table row ids[i]), i < n_ids. */
+    void (*get_rows)(backend *be, const be_tensor *table, const int32_t *ids, int n_ids, be_tensor *out);
+    /* For each of n_rows rows of length row_len in x (consecutive): out = x / rms(x) * w
+     * (w: F32 [row_len] or NULL). row_len may be smaller than x->cols (per-head QK-norm). */
+    void (*rms_norm)(backend *be, const be_tensor *x, const be_tensor *w, be_tensor *out, int64_t n_rows, int64_t row_len, float eps);
+    /* out[t][r] (+)= sum_c w[r][c] * x[t][c] for t < n_tok; accumulate adds to out (residual fusion). */
+    void (*matmul)(backend *be, const be_tensor *w, const be_tensor *x, be_tensor *out, int n_tok, bool accumulate);
+    /* out[i] = a[i] + b[i % b_n] and a[i] * b[i % b_n], i < n (broadcast a row of b). out may alias a. */
+    void (*add)(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n);
+    void (*mul)(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n);
+    /* x[i] *= s, i < n, in place. */
+    void (*scale)(backend *be, be_tensor *x, int64_t n, float s);
+    /* In place on x = [n_tok][n_head * head_dim]; row t has position pos0 + t. */
+    void (*rope)(backend *be, be_tensor *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p);
+    /* out[i] = act(gate[i]) * up[i], i < n. */
+    void (*glu)(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind);
+    /* dst rows [dst_row0, dst_row0 + n_rows) = convert(src rows 0..n_rows) (F32 -> dst->type: F32/F16/Q8_0). */
+    void (*store_rows)(backend *be, const be_tensor *src, be_tensor *dst, int64_t dst_row0, int64_t n_rows);
+    /* Causal attention of q [n_tok][n_head*head_dim] over cache rows [0, pos0 + n_tok) of
+     * k, v ([ctx][n_kv_head*head_dim]); out [n_tok][n_head*head_dim]. */
+    void (*attention)(backend *be, const be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *out, const be_attn_params *p);
+} backend_ops;
+
+struct backend {
+    const backend_ops *ops;
+    const char *name;       /* "cpu", "vulkan0" */
+    const char *device_desc;/* human description for placement logs */
+    void *impl;
+};
+
+/* Thin call helpers so model code reads as math. */
+static inline be_tensor *be_tensor_new(backend *be, uint32_t type, int64_t cols, int64_t rows) { return be->ops->tensor_new(be, type, cols, rows); }
+static inline void be_tensor_free(be_tensor *t) { if (t) t->be->ops->tensor_free(t->be, t); }
+static inline void be_upload(be_tensor *t, size_t off, const void *src, size_t n) { t->be->ops->upload(t->be, t, off, src, n); }
+static inline void be_download(const be_tensor *t, size_t off, void *dst, size_t n) { t->be->ops->download(t->be, t, off, dst, n); }
+static inline void be_sync(backend *be) { be->ops->sync(be); }
+
+/* A view of rows [row0, row0 + n_rows) of t (no storage of its own; do not free). */
+be_tensor be_view_rows(const be_tensor *t, int64_t row0, int64_t n_rows);
+/* Same storage read as a different shape (cols * rows must cover the same bytes or fewer). */
+be_tensor be_view_reshape(const be_tensor *t, int64_t cols, int64_t rows);
+/* Bytes of one row / the whole tensor. */
+size_t be_row_bytes(const be_tensor *t);
+size_t be_nbytes(const be_tensor *t);
+#endif

@@ -1,0 +1,67 @@
+/* model: loads a GGUF model (llama, qwen2, qwen3, gemma3 families) into per-layer
+ * backends and runs the one forward pass (forward.c) over a KV cache. */
+#ifndef ANVIL_MODEL_H
+#define ANVIL_MODEL_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "backend.h"
+#include "gguf.h"
+#include "tokenizer.h"
+
+typedef enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3 } model_arch;
+
+typedef struct {
+    model_arch arch;
+    const char *arch_name;
+    int n_vocab, n_ctx_train, n_embd, n_layer, n_ff, n_head, n_head_kv, head_dim_k, head_dim_v;
+    float norm_eps;
+    float rope_base, rope_base_swa, rope_scale;
+    int n_rot;
+    be_rope_mode rope_mode;
+    int swa_window, swa_pattern;  /* gemma3: layer il is sliding iff il % pattern < pattern-1 */
+    float attn_scale;
+    float final_softcap;
+    bool embd_scale;              /* gemma: x *= sqrt(n_embd) after lookup */
+} model_hparams;
+
+typedef struct {
+    be_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm;
+    be_tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
+    backend *be;
+} model_layer;
+
+typedef struct model {
+    gguf_file *gguf;
+    model_hparams hp;
+    tokenizer *tok;
+    char *chat_template;       /* tokenizer.chat_template or NULL */
+    be_tensor *tok_embd;       /* always on the CPU (host lookup) */
+    be_tensor *output_norm, *output; /* on the last layer's backend; output may alias tok_embd */
+    be_tensor *rope_freqs;
+    model_layer *layers;
+    backend *cpu;              /* the CPU backend (owns embeddings, fallback) */
+    backend *out_be;           /* backend of the output head */
+    uint64_t weight_bytes;
+} model;
+
+typedef struct {
+    int n_threads;       /* CPU threads, <= 0 = all */
+    int n_gpu_layers;    /* last N layers on the GPU backend (if any); -1 = all that fit */
+    backend *gpu;        /* optional GPU backend for offloaded layers */
+} model_load_opts;
+
+model *model_load(const char *path, const model_load_opts *opts);
+void model_free(model *m);
+/* Count of parameters (elements of all weight tensors). */
+uint64_t model_n_params(const model *m);
+
+typedef struct model_ctx model_ctx;
+/* kv_type: QT_F16 (default) / QT_F32 / QT_Q8_0. */
+model_ctx *model_ctx_new(model *m, int n_ctx, uint32_t kv_type);
+void model_ctx_free(model_ctx *c);
+int model_ctx_n_past(const model_ctx *c);
+void model_ctx_reset(model_ctx *c);
+/* Runs n tokens at positions n_past.. and advances n_past. logits: n_vocab floats of the
+ * last token, or n * n_vocab if all_logits. Returns 0, or -1 with anv_last_error(). */
+int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool all_logits);
+#endif

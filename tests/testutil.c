@@ -1,0 +1,33 @@
+/* testutil: shared helpers for the C unit tests (see testutil.h). */
+#include "testutil.h"
+#include <math.h>
+
+int tu_passed, tu_failed;
+
+int tu_finish(void) {
+    printf("%d passed, %d failed\n", tu_passed, tu_failed);
+    return tu_failed == 0 && tu_passed > 0 ? 0 : 1;
+}
+
+uint64_t tu_rand_u64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+float tu_rand_f32(uint64_t *s, float lo, float hi) {
+    return lo + (hi - lo) * (float)((tu_rand_u64(s) >> 40) * (1.0 / 16777216.0));
+}
+
+float tu_max_abs_diff(const float *a, const float *b, int64_t n) {
+    float m = 0;
+    for (int64_t i = 0; i < n; i++) { float d = fabsf(a[i] - b[i]); if (!(d <= m)) m = d; }
+    return m;
+}
+
+float tu_rel_err(const float *a, const float *b, int64_t n) {
+    float mb = 0;
+    for (int64_t i = 0; i < n; i++) if (fabsf(b[i]) > mb) mb = fabsf(b[i]);
+    return tu_max_abs_diff(a, b, n) / (mb > 0 ? mb : 1);
+}

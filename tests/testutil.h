@@ -1,0 +1,24 @@
+/* testutil: the tiny assertion layer every C unit test uses; counts checks and prints
+ * "N passed, N failed" so any runner can read the result. */
+#ifndef ANVIL_TESTUTIL_H
+#define ANVIL_TESTUTIL_H
+#include <stdint.h>
+#include <stdio.h>
+
+extern int tu_passed, tu_failed;
+
+#define CHECK(cond) do { if (cond) tu_passed++; else { tu_failed++; \
+    fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+#define CHECKF(cond, ...) do { if (cond) tu_passed++; else { tu_failed++; \
+    fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+/* Prints the summary line and returns the process exit code. */
+int tu_finish(void);
+/* Deterministic pseudo-random numbers for test data. */
+uint64_t tu_rand_u64(uint64_t *state);
+float tu_rand_f32(uint64_t *state, float lo, float hi);
+/* Max |a-b| and the relative error max|a-b|/max|b| over n floats. */
+float tu_max_abs_diff(const float *a, const float *b, int64_t n);
+float tu_rel_err(const float *a, const float *b, int64_t n);
+#endif
