@@ -65,7 +65,8 @@ typedef struct backend_ops {
     /* out[i][:] = dequant(table row ids[i]), i < n_ids. */
     void (*get_rows)(backend *be, const be_tensor *table, const int32_t *ids, int n_ids, be_tensor *out);
     /* For each of n_rows rows of length row_len in x (consecutive): out = x / rms(x) * w
-     * (w: F32 [row_len] or NULL). row_len may be smaller than x->cols (per-head QK-norm). */
+     * (w: F32 [row_len] or NULL). row_len may be smaller than x->cols (per-head QK-norm).
+     * out may alias x (in place). */
     void (*rms_norm)(backend *be, const be_tensor *x, const be_tensor *w, be_tensor *out, int64_t n_rows, int64_t row_len, float eps);
     /* out[t][r] (+)= sum_c w[r][c] * x[t][c] for t < n_tok; accumulate adds to out (residual fusion). */
     void (*matmul)(backend *be, const be_tensor *w, const be_tensor *x, be_tensor *out, int n_tok, bool accumulate);
@@ -76,7 +77,7 @@ typedef struct backend_ops {
     void (*scale)(backend *be, be_tensor *x, int64_t n, float s);
     /* In place on x = [n_tok][n_head * head_dim]; row t has position pos0 + t. */
     void (*rope)(backend *be, be_tensor *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p);
-    /* out[i] = act(gate[i]) * up[i], i < n. */
+    /* out[i] = act(gate[i]) * up[i], i < n. out may alias gate. */
     void (*glu)(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind);
     /* dst rows [dst_row0, dst_row0 + n_rows) = convert(src rows 0..n_rows) (F32 -> dst->type: F32/F16/Q8_0). */
     void (*store_rows)(backend *be, const be_tensor *src, be_tensor *dst, int64_t dst_row0, int64_t n_rows);

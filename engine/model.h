@@ -37,7 +37,8 @@ typedef struct model {
     char *chat_template;       /* tokenizer.chat_template or NULL */
     be_tensor *tok_embd;       /* always on the CPU (host lookup) */
     be_tensor *output_norm, *output; /* on the last layer's backend; output may alias tok_embd */
-    be_tensor *rope_freqs;
+    be_tensor *rope_freqs, *rope_freqs_gpu; /* llama3 rope_freqs on the CPU / on the GPU backend */
+    backend *gpu;              /* GPU backend holding the last layers, or NULL */
     model_layer *layers;
     backend *cpu;              /* the CPU backend (owns embeddings, fallback) */
     backend *out_be;           /* backend of the output head */
@@ -50,6 +51,9 @@ typedef struct {
     backend *gpu;        /* optional GPU backend for offloaded layers */
 } model_load_opts;
 
+/* Gemma 3: true if layer il uses the sliding window (and the local RoPE base). */
+bool model_layer_is_swa(const model_hparams *hp, int il);
+
 model *model_load(const char *path, const model_load_opts *opts);
 void model_free(model *m);
 /* Count of parameters (elements of all weight tensors). */
@@ -60,7 +64,13 @@ typedef struct model_ctx model_ctx;
 model_ctx *model_ctx_new(model *m, int n_ctx, uint32_t kv_type);
 void model_ctx_free(model_ctx *c);
 int model_ctx_n_past(const model_ctx *c);
+model *model_ctx_model(const model_ctx *c);
+int model_ctx_n_ctx(const model_ctx *c);
 void model_ctx_reset(model_ctx *c);
+/* The tokens in the cache (model_ctx_n_past of them). */
+const int32_t *model_ctx_history(const model_ctx *c);
+/* Forgets every token after the first n (prefix reuse between requests). */
+void model_ctx_truncate(model_ctx *c, int n);
 /* Runs n tokens at positions n_past.. and advances n_past. logits: n_vocab floats of the
  * last token, or n * n_vocab if all_logits. Returns 0, or -1 with anv_last_error(). */
 int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool all_logits);

@@ -1,0 +1,60 @@
+/* cpu_kernels: the internal contract between the CPU matmul driver (cpu_matmul.c) and
+ * its per-ISA dot-product kernels (cpu_matmul.c scalar, matmul_avx2.c, matmul_avx512.c).
+ * Activations are quantized once per matmul: to blk_q8x (32-element types) or Q8_K
+ * (K-quants); float weight types read the F32 activations directly. */
+#ifndef ANVIL_CPU_KERNELS_H
+#define ANVIL_CPU_KERNELS_H
+#include <stdint.h>
+#include <string.h>
+#include "quant.h"
+
+/* Q8 activation block for the 32-element weight types: x ~= d * qs, s = d * sum(qs). */
+typedef struct { float d; float s; int8_t qs[32]; } blk_q8x;
+
+typedef enum { ACT_F32 = 0, ACT_Q8X = 1, ACT_Q8K = 2 } act_kind;
+
+/* Tokens one kernel call handles against one weight row (weights decoded once). */
+#define MM_MAX_TOK 4
+
+/* res[t] = dot(weight row w of n elements, activation row t), t < nt <= MM_MAX_TOK.
+ * Activation row t starts at (const uint8_t *)x + t * x_stride (F32, blk_q8x or block_q8_K). */
+typedef void (*mm_dot_fn)(int64_t n, const void *w, const void *x, size_t x_stride, int nt, float *res);
+typedef void (*mm_quant_fn)(const float *x, void *y, int64_t n);
+
+typedef struct {
+    act_kind act[QT_COUNT];
+    mm_dot_fn dot[QT_COUNT];   /* NULL: type not supported by matmul */
+    mm_quant_fn quant_q8x, quant_q8k;
+} mm_kernels;
+
+/* Fill a table: scalar fills every type; the SIMD ones override what they implement. */
+void mm_kernels_scalar(mm_kernels *k);
+void mm_kernels_avx2(mm_kernels *k);
+void mm_kernels_avx512(mm_kernels *k);
+
+/* Row bytes of the quantized activation of n elements. */
+static inline size_t mm_act_row_bytes(act_kind a, int64_t n) {
+    if (a == ACT_Q8X) return (size_t)(n / 32) * sizeof(blk_q8x);
+    if (a == ACT_Q8K) return (size_t)(n / QK_K) * sizeof(block_q8_K);
+    return (size_t)n * sizeof(float);
+}
+
+/* The 6-bit scale j and min j of a Q4_K/Q5_K block (ggml's get_scale_min_k4). */
+static inline void kq_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+    if (j < 4) { *sc = q[j] & 63; *m = q[j + 4] & 63; }
+    else { *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4)); *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4)); }
+}
+
+/* The 16 signed 6-bit scales of a Q3_K block, already minus 32. */
+static inline void q3k_scales(const uint8_t *packed, int8_t out[16]) {
+    uint32_t aux[4];
+    memcpy(aux, packed, 12);
+    const uint32_t tmp = aux[2], k1 = 0x03030303u, k2 = 0x0f0f0f0fu;
+    aux[2] = ((aux[0] >> 4) & k2) | (((tmp >> 4) & k1) << 4);
+    aux[3] = ((aux[1] >> 4) & k2) | (((tmp >> 6) & k1) << 4);
+    aux[0] = (aux[0] & k2) | (((tmp >> 0) & k1) << 4);
+    aux[1] = (aux[1] & k2) | (((tmp >> 2) & k1) << 4);
+    memcpy(out, aux, 16);
+    for (int i = 0; i < 16; i++) out[i] = (int8_t)(out[i] - 32);
+}
+#endif

@@ -1,0 +1,366 @@
+/* cpu_matmul: the matmul driver (activation quantization once per call, rows split over
+ * threads, tiles of MM_MAX_TOK tokens per pass over a block of weight rows) and the
+ * scalar dot kernels of every weight type. SIMD kernels live in matmul_avx2.c/_avx512.c. */
+#include "cpu_internal.h"
+#include "cpu_kernels.h"
+#include "error.h"
+#include "fp16.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- activation quantizers (scalar) ---- */
+
+static void quant_q8x_scalar(const float *x, void *yv, int64_t n) {
+    blk_q8x *y = yv;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *xb = x + b * 32;
+        float amax = 0;
+        for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(xb[i]));
+        const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (int i = 0; i < 32; i++) { y[b].qs[i] = (int8_t)lrintf(xb[i] * id); sum += y[b].qs[i]; }
+        y[b].d = d;
+        y[b].s = d * (float)sum;
+    }
+}
+
+static void quant_q8k_scalar(const float *x, void *yv, int64_t n) {
+    block_q8_K *y = yv;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const float *xb = x + b * QK_K;
+        float amax = 0;
+        for (int i = 0; i < QK_K; i++) amax = fmaxf(amax, fabsf(xb[i]));
+        const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+        for (int i = 0; i < QK_K; i++) y[b].qs[i] = (int8_t)lrintf(xb[i] * id);
+        for (int j = 0; j < QK_K / 16; j++) {
+            int s = 0;
+            for (int i = 0; i < 16; i++) s += y[b].qs[j * 16 + i];
+            y[b].bsums[j] = (int16_t)s;
+        }
+        y[b].d = d;
+    }
+}
+
+/* ---- scalar dot kernels: 32-element types against blk_q8x ---- */
+
+#define ACT_ROW(x, xs, t) ((const void *)((const uint8_t *)(x) + (size_t)(t) * (xs)))
+
+static void dot_q4_0(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {
+    const block_q4_0 *b = w;
+    for (int t = 0; t < nt; t++) {
+        const blk_q8x *y = ACT_ROW(x, xs, t);
+        float acc = 0;
+        for (int64_t i = 0; i < n / 32; i++) {
+            int s = 0;
+            for (int j = 0; j < 16; j++)
+                s += ((b[i].qs[j] & 0xF) - 8) * y[i].qs[j] + ((b[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
+            acc += fp16_to_fp32(b[i].d) * y[i].d * (float)s;
+        }
+        res[t] = acc;
+    }
+}
+
+static void dot_q4_1(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {
+    const block_q4_1 *b = w;
+    for (int t = 0; t < nt; t++) {
+        const blk_q8x *y = ACT_ROW(x, xs, t);
+        float acc = 0;
+        for (int64_t i = 0; i < n / 32; i++) {
+            int s = 0;
+            for (int j = 0; j < 16; j++) s += (b[i].qs[j] & 0xF) * y[i].qs[j] + (b[i].qs[j] >> 4) * y[i].qs[j + 16];
+            acc += fp16_to_fp32(b[i].d) * y[i].d * (float)s + fp16_to_fp32(b[i].m) * y[i].s;
+        }
+        res[t] = acc;
+    }
+}
+
+/* 5-bit quant j (0..31) of a Q5_0/Q5_1 block: nibble plus bit j of qh. */
+static inline int q5_value(const uint8_t *qs, const uint8_t *qh4, int j) {
+    uint32_t qh;
+    memcpy(&qh, qh4, 4);
+    const int nib = j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
+    return nib | (int)(((qh >> j) & 1u) << 4);
+}
+
+static void dot_q5_0(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {
+    const block_q5_0 *b = w;
+    for (int t = 0; t < nt; t++) {
+        const blk_q8x *y = ACT_ROW(x, xs, t);
+        float acc = 0;
+        for (int64_t i = 0; i < n / 32; i++) {
+            int s = 0;
+            for (int j = 0; j < 32; j++) s += (q5_value(b[i].qs, b[i].qh, j) - 16) * y[i].qs[j];
+            acc += fp16_to_fp32(b[i].d) * y[i].d * (float)s;
+        }
+        res[t] = acc;
+    }
+}
+
+static void dot_q5_1(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {
+    const block_q5_1 *b = w;
+    for (int t = 0; t < nt; t++) {
+        const blk_q8x *y = ACT_ROW(x, xs, t);
+        float acc = 0;
+        for (int64_t i = 0; i < n / 32; i++) {
+            int s = 0;
+            for (int j = 0; j < 32; j++) s += q5_value(b[i].qs, b[i].qh, j) * y[i].qs[j];
+            acc += fp16_to_fp32(b[i].d) * y[i].d * (float)s + fp16_to_fp32(b[i].m) * y[i].s;
+        }
+        res[t] = acc;
+    }
+}
+
+static void dot_q8_0(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {
+    const block_q8_0 *b = w;
+    for (int t = 0; t < nt; t++) {
+        const blk_q8x *y = ACT_ROW(x, xs, t);
+        float acc = 0;
+        for (int64_t i = 0; i < n / 32; i++) {
+            int s = 0;
+            for (int j = 0; j < 32; j++) s += b[i].qs[j] * y[i].qs[j];
+            acc += fp16_to_fp32(b[i].d) * y[i].d * (float)s;
+        }
+        res[t] = acc;
+    }
+}
+
+/* ---- scalar dot kernels: K-quants, via one generic decoded form ----
+ * A block decodes to w[i] = d * sc[i/16] * q[i] - dmin * m[i/16], so
+ * dot = dx * (d * sum_j sc_j * (q_j . y_j) - dmin * sum_j m_j * bsum_j). */
+
+typedef struct { float d, dmin; int8_t q[QK_K]; int16_t sc[16], m[16]; } kdecoded;
+
+static void decode_q2_K(const void *blk, kdecoded *o) {
+    const block_q2_K *b = blk;
+    o->d = fp16_to_fp32(b->d);
+    o->dmin = fp16_to_fp32(b->dmin);
+    for (int j = 0; j < 16; j++) { o->sc[j] = b->scales[j] & 0xF; o->m[j] = b->scales[j] >> 4; }
+    int8_t *q = o->q;
+    for (int half = 0; half < 2; half++) {
+        const uint8_t *qs = b->qs + 32 * half;
+        for (int shift = 0; shift < 8; shift += 2)
+            for (int l = 0; l < 32; l++) *q++ = (int8_t)((qs[l] >> shift) & 3);
+    }
+}
+
+static void decode_q3_K(const void *blk, kdecoded *o) {
+    const block_q3_K *b = blk;
+    int8_t sc[16];
+    q3k_scales(b->scales, sc);
+    o->d = fp16_to_fp32(b->d);
+    o->dmin = 0;
+    for (int j = 0; j < 16; j++) { o->sc[j] = sc[j]; o->m[j] = 0; }
+    int8_t *q = o->q;
+    uint8_t m = 1;
+    for (int half = 0; half < 2; half++) {
+        const uint8_t *qs = b->qs + 32 * half;
+        for (int shift = 0; shift < 8; shift += 2, m = (uint8_t)(m << 1))
+            for (int l = 0; l < 32; l++) *q++ = (int8_t)(((qs[l] >> shift) & 3) - ((b->hmask[l] & m) ? 0 : 4));
+    }
+}
+
+static void decode_q4_K(const void *blk, kdecoded *o) {
+    const block_q4_K *b = blk;
+    o->d = fp16_to_fp32(b->d);
+    o->dmin = fp16_to_fp32(b->dmin);
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        kq_scale_min(j, b->scales, &sc, &m);
+        o->sc[2 * j] = o->sc[2 * j + 1] = sc;
+        o->m[2 * j] = o->m[2 * j + 1] = m;
+    }
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++) {
+            o->q[64 * c + l] = (int8_t)(b->qs[32 * c + l] & 0xF);
+            o->q[64 * c + 32 + l] = (int8_t)(b->qs[32 * c + l] >> 4);
+        }
+}
+
+static void decode_q5_K(const void *blk, kdecoded *o) {
+    const block_q5_K *b = blk;
+    o->d = fp16_to_fp32(b->d);
+    o->dmin = fp16_to_fp32(b->dmin);
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        kq_scale_min(j, b->scales, &sc, &m);
+        o->sc[2 * j] = o->sc[2 * j + 1] = sc;
+        o->m[2 * j] = o->m[2 * j + 1] = m;
+    }
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++) {
+            o->q[64 * c + l] = (int8_t)((b->qs[32 * c + l] & 0xF) | (((b->qh[l] >> (2 * c)) & 1) << 4));
+            o->q[64 * c + 32 + l] = (int8_t)((b->qs[32 * c + l] >> 4) | (((b->qh[l] >> (2 * c + 1)) & 1) << 4));
+        }
+}
+
+static void decode_q6_K(const void *blk, kdecoded *o) {
+    const block_q6_K *b = blk;
+    o->d = fp16_to_fp32(b->d);
+    o->dmin = 0;
+    for (int j = 0; j < 16; j++) { o->sc[j] = b->scales[j]; o->m[j] = 0; }
+    for (int half = 0; half < 2; half++) {
+        const uint8_t *ql = b->ql + 64 * half, *qh = b->qh + 32 * half;
+        int8_t *q = o->q + 128 * half;
+        for (int l = 0; l < 32; l++) {
+            q[l] = (int8_t)(((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
+            q[l + 32] = (int8_t)(((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
+            q[l + 64] = (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+            q[l + 96] = (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+        }
+    }
+}
+
+typedef void (*kdecode_fn)(const void *blk, kdecoded *o);
+
+static void dot_kquant(kdecode_fn decode, size_t bsize, int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {
+    float acc[MM_MAX_TOK] = {0};
+    kdecoded k;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        decode((const uint8_t *)w + (size_t)i * bsize, &k);
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *y = (const block_q8_K *)ACT_ROW(x, xs, t) + i;
+            int32_t sum = 0, msum = 0;
+            for (int j = 0; j < 16; j++) {
+                int32_t s = 0;
+                for (int l = 0; l < 16; l++) s += k.q[16 * j + l] * y->qs[16 * j + l];
+                sum += k.sc[j] * s;
+                msum += k.m[j] * y->bsums[j];
+            }
+            acc[t] += y->d * (k.d * (float)sum - k.dmin * (float)msum);
+        }
+    }
+    for (int t = 0; t < nt; t++) res[t] = acc[t];
+}
+
+#define KQ_DOT(name, blk)                                                                        \
+    static void dot_##name(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) { \
+        dot_kquant(decode_##name, sizeof(blk), n, w, x, xs, nt, res);                          \
+    }
+KQ_DOT(q2_K, block_q2_K)
+KQ_DOT(q3_K, block_q3_K)
+KQ_DOT(q4_K, block_q4_K)
+KQ_DOT(q5_K, block_q5_K)
+KQ_DOT(q6_K, block_q6_K)
+
+/* ---- scalar dot kernels: float weights against F32 activations ---- */
+
+static void dot_f32(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {
+    const float *a = w;
+    for (int t = 0; t < nt; t++) {
+        const float *y = ACT_ROW(x, xs, t);
+        float acc = 0;
+        for (int64_t i = 0; i < n; i++) acc += a[i] * y[i];
+        res[t] = acc;
+    }
+}
+
+static void dot_f16(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {
+    const uint16_t *a = w;
+    for (int t = 0; t < nt; t++) {
+        const float *y = ACT_ROW(x, xs, t);
+        float acc = 0;
+        for (int64_t i = 0; i < n; i++) acc += fp16_to_fp32(a[i]) * y[i];
+        res[t] = acc;
+    }
+}
+
+static void dot_bf16(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {
+    const uint16_t *a = w;
+    for (int t = 0; t < nt; t++) {
+        const float *y = ACT_ROW(x, xs, t);
+        float acc = 0;
+        for (int64_t i = 0; i < n; i++) acc += bf16_to_fp32(a[i]) * y[i];
+        res[t] = acc;
+    }
+}
+
+void mm_kernels_scalar(mm_kernels *k) {
+    memset(k, 0, sizeof *k);
+    const struct { qtype t; act_kind a; mm_dot_fn f; } tab[] = {
+        {QT_F32, ACT_F32, dot_f32},   {QT_F16, ACT_F32, dot_f16},   {QT_BF16, ACT_F32, dot_bf16},
+        {QT_Q4_0, ACT_Q8X, dot_q4_0}, {QT_Q4_1, ACT_Q8X, dot_q4_1}, {QT_Q5_0, ACT_Q8X, dot_q5_0},
+        {QT_Q5_1, ACT_Q8X, dot_q5_1}, {QT_Q8_0, ACT_Q8X, dot_q8_0}, {QT_Q2_K, ACT_Q8K, dot_q2_K},
+        {QT_Q3_K, ACT_Q8K, dot_q3_K}, {QT_Q4_K, ACT_Q8K, dot_q4_K}, {QT_Q5_K, ACT_Q8K, dot_q5_K},
+        {QT_Q6_K, ACT_Q8K, dot_q6_K},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) { k->act[tab[i].t] = tab[i].a; k->dot[tab[i].t] = tab[i].f; }
+    k->quant_q8x = quant_q8x_scalar;
+    k->quant_q8k = quant_q8k_scalar;
+}
+
+/* ---- driver ---- */
+
+/* Weight rows per cache tile: all token tiles pass over them while they sit in L1/L2. */
+#define MM_ROW_TILE 16
+
+typedef struct {
+    mm_dot_fn dot;
+    mm_quant_fn quant;
+    const uint8_t *w;
+    size_t w_rb;
+    int64_t cols, rows;
+    const float *x;
+    uint8_t *xq;         /* quantized activations (or NULL: dot reads x) */
+    size_t xq_rb;
+    float *out;
+    int n_tok;
+    bool accumulate;
+} mm_job;
+
+static void mm_quant_worker(void *ctx, int ith, int nth) {
+    mm_job *j = ctx;
+    int64_t t0, t1;
+    tp_slice(j->n_tok, ith, nth, 1, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) j->quant(j->x + t * j->cols, j->xq + (size_t)t * j->xq_rb, j->cols);
+}
+
+static void mm_worker(void *ctx, int ith, int nth) {
+    mm_job *j = ctx;
+    int64_t r0, r1;
+    tp_slice(j->rows, ith, nth, MM_ROW_TILE, &r0, &r1);
+    const uint8_t *act = j->xq ? j->xq : (const uint8_t *)j->x;
+    const size_t act_rb = j->xq ? j->xq_rb : (size_t)j->cols * sizeof(float);
+    float res[MM_MAX_TOK];
+    for (int64_t rb = r0; rb < r1; rb += MM_ROW_TILE) {
+        const int64_t re = rb + MM_ROW_TILE < r1 ? rb + MM_ROW_TILE : r1;
+        for (int t0 = 0; t0 < j->n_tok; t0 += MM_MAX_TOK) {
+            const int nt = j->n_tok - t0 < MM_MAX_TOK ? j->n_tok - t0 : MM_MAX_TOK;
+            for (int64_t r = rb; r < re; r++) {
+                j->dot(j->cols, j->w + (size_t)r * j->w_rb, act + (size_t)t0 * act_rb, act_rb, nt, res);
+                float *o = j->out + (int64_t)t0 * j->rows + r;
+                for (int t = 0; t < nt; t++, o += j->rows) *o = j->accumulate ? *o + res[t] : res[t];
+            }
+        }
+    }
+}
+
+int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok, bool accumulate) {
+    const mm_kernels *k = &c->kernels;
+    const qtype_info *qi = qtype_get(wtype);
+    if (!qi || wtype >= QT_COUNT || !k->dot[wtype]) {
+        anv_set_error("cpu matmul: weight type %s not supported", qi ? qi->name : "(unknown id)");
+        return -1;
+    }
+    if (cols % qi->block_size != 0 || n_tok < 0) {
+        anv_set_error("cpu matmul: %lld columns is not a multiple of the %s block size %d", (long long)cols, qi->name, qi->block_size);
+        return -1;
+    }
+    if (n_tok == 0 || rows == 0) return 0;
+    mm_job j = {.dot = k->dot[wtype], .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
+                .x = x, .out = out, .n_tok = n_tok, .accumulate = accumulate};
+    const act_kind a = k->act[wtype];
+    if (a != ACT_F32) {
+        j.quant = a == ACT_Q8X ? k->quant_q8x : k->quant_q8k;
+        j.xq_rb = mm_act_row_bytes(a, cols);
+        j.xq = cpu_scratch(c, j.xq_rb * (size_t)n_tok);
+        if (!j.xq) return -1;
+        if (n_tok == 1) mm_quant_worker(&j, 0, 1);
+        else tp_run(c->tp, mm_quant_worker, &j, 0);
+    }
+    /* Fewer threads than row tiles would leave some idle anyway. */
+    int64_t tiles = (rows + MM_ROW_TILE - 1) / MM_ROW_TILE;
+    tp_run(c->tp, mm_worker, &j, tiles < c->n_threads ? (int)tiles : 0);
+    return 0;
+}

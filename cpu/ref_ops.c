@@ -1,0 +1,163 @@
+/* ref_ops: the scalar reference of every backend op (see ref_ops.h). Obvious loops,
+ * double accumulators, dequantize_row() for every quantized read. Rounding choices
+ * follow ggml-cpu where they are observable (rope theta recurrence, rms_norm eps). */
+#include "ref_ops.h"
+#include "fp16.h"
+#include "quant.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float *alloc_floats(int64_t n) {
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!p) abort(); /* reference code for tests: no recovery path */
+    return p;
+}
+
+void ref_get_rows(uint32_t type, const void *table, int64_t cols, const int32_t *ids, int n_ids, float *out) {
+    const size_t rb = qtype_row_size((qtype)type, cols);
+    for (int i = 0; i < n_ids; i++)
+        dequantize_row((qtype)type, (const uint8_t *)table + (size_t)ids[i] * rb, out + (int64_t)i * cols, cols);
+}
+
+void ref_rms_norm(const float *x, const float *w, float *out, int64_t n_rows, int64_t row_len, float eps) {
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *xr = x + r * row_len;
+        float *o = out + r * row_len;
+        double sum = 0;
+        for (int64_t i = 0; i < row_len; i++) sum += (double)xr[i] * xr[i];
+        const float mean = (float)(sum / (double)row_len);
+        const float scale = 1.0f / sqrtf(mean + eps);
+        for (int64_t i = 0; i < row_len; i++) o[i] = xr[i] * scale * (w ? w[i] : 1.0f);
+    }
+}
+
+void ref_matmul(uint32_t type, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok, bool accumulate) {
+    const size_t rb = qtype_row_size((qtype)type, cols);
+    float *wr = alloc_floats(cols);
+    for (int64_t r = 0; r < rows; r++) {
+        dequantize_row((qtype)type, (const uint8_t *)w + (size_t)r * rb, wr, cols);
+        for (int t = 0; t < n_tok; t++) {
+            const float *xt = x + (int64_t)t * cols;
+            double acc = 0;
+            for (int64_t c = 0; c < cols; c++) acc += (double)wr[c] * xt[c];
+            float *o = &out[(int64_t)t * rows + r];
+            *o = accumulate ? *o + (float)acc : (float)acc;
+        }
+    }
+    free(wr);
+}
+
+void ref_add(const float *a, const float *b, float *out, int64_t n, int64_t b_n) {
+    for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i % b_n];
+}
+
+void ref_mul(const float *a, const float *b, float *out, int64_t n, int64_t b_n) {
+    for (int64_t i = 0; i < n; i++) out[i] = a[i] * b[i % b_n];
+}
+
+void ref_scale(float *x, int64_t n, float s) {
+    for (int64_t i = 0; i < n; i++) x[i] *= s;
+}
+
+/* Angles of the n_rot/2 pairs at position pos, computed as ggml_rope_cache_init does:
+ * theta_i = freq_scale * (pos * base^(-2/n_rot)^i, by float recurrence) / factor_i. */
+static void rope_angles(int pos, int n_rot, float freq_base, float freq_scale, const float *ff, float *cs, float *sn) {
+    const float theta_scale = powf(freq_base, -2.0f / (float)n_rot);
+    float theta = (float)pos;
+    for (int i = 0; i < n_rot / 2; i++) {
+        const float f = ff ? ff[i] : 1.0f;
+        const float th = freq_scale * (theta / f);
+        cs[i] = cosf(th);
+        sn[i] = sinf(th);
+        theta *= theta_scale;
+    }
+}
+
+void ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot, be_rope_mode mode, float freq_base, float freq_scale, const float *freq_factors) {
+    float *cs = alloc_floats(n_rot / 2 + 1), *sn = alloc_floats(n_rot / 2 + 1);
+    for (int t = 0; t < n_tok; t++) {
+        rope_angles(pos0 + t, n_rot, freq_base, freq_scale, freq_factors, cs, sn);
+        for (int h = 0; h < n_head; h++) {
+            float *v = x + ((int64_t)t * n_head + h) * head_dim;
+            for (int i = 0; i < n_rot / 2; i++) {
+                const int i0 = mode == BE_ROPE_NEOX ? i : 2 * i;
+                const int i1 = mode == BE_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
+                const float a = v[i0], b = v[i1];
+                v[i0] = a * cs[i] - b * sn[i];
+                v[i1] = a * sn[i] + b * cs[i];
+            }
+        }
+    }
+    free(cs);
+    free(sn);
+}
+
+void ref_glu(const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind) {
+    for (int64_t i = 0; i < n; i++) {
+        const float g = gate[i];
+        float a;
+        if (kind == BE_GLU_SILU) a = g / (1.0f + expf(-g));
+        else a = 0.5f * g * (1.0f + tanhf(0.79788456080286535587989211986876f * g * (1.0f + 0.044715f * g * g)));
+        out[i] = a * up[i];
+    }
+}
+
+void ref_store_rows(const float *src, uint32_t dst_type, void *dst, int64_t cols, int64_t row0, int64_t n_rows) {
+    const size_t rb = qtype_row_size((qtype)dst_type, cols);
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *s = src + r * cols;
+        uint8_t *d = (uint8_t *)dst + (size_t)(row0 + r) * rb;
+        if (dst_type == QT_F32) memcpy(d, s, (size_t)cols * sizeof(float));
+        else if (dst_type == QT_F16)
+            for (int64_t c = 0; c < cols; c++) { uint16_t h = fp32_to_fp16(s[c]); memcpy(d + 2 * c, &h, 2); }
+        else quantize_row((qtype)dst_type, s, d, cols);
+    }
+}
+
+void ref_attention(const float *q, uint32_t kv_type, const void *k, const void *v, float *out, const be_attn_params *p) {
+    const int64_t kv_cols = (int64_t)p->n_kv_head * p->head_dim, q_cols = (int64_t)p->n_head * p->head_dim;
+    const int n_ctx = p->pos0 + p->n_tok;
+    const size_t rb = qtype_row_size((qtype)kv_type, kv_cols);
+    float *kf = alloc_floats((int64_t)n_ctx * kv_cols), *vf = alloc_floats((int64_t)n_ctx * kv_cols);
+    for (int j = 0; j < n_ctx; j++) {
+        dequantize_row((qtype)kv_type, (const uint8_t *)k + (size_t)j * rb, kf + (int64_t)j * kv_cols, kv_cols);
+        dequantize_row((qtype)kv_type, (const uint8_t *)v + (size_t)j * rb, vf + (int64_t)j * kv_cols, kv_cols);
+    }
+    double *s = malloc((size_t)n_ctx * sizeof(double));
+    double *acc = malloc((size_t)p->head_dim * sizeof(double));
+    if (!s || !acc) abort();
+    const int group = p->n_head / p->n_kv_head;
+    for (int t = 0; t < p->n_tok; t++) {
+        const int pos = p->pos0 + t;
+        for (int h = 0; h < p->n_head; h++) {
+            const float *qh = q + (int64_t)t * q_cols + (int64_t)h * p->head_dim;
+            const int64_t koff = (int64_t)(h / group) * p->head_dim;
+            double smax = -INFINITY;
+            for (int j = 0; j <= pos; j++) {
+                if (p->window > 0 && pos - j >= p->window) { s[j] = -INFINITY; continue; }
+                double d = 0;
+                for (int c = 0; c < p->head_dim; c++) d += (double)qh[c] * kf[(int64_t)j * kv_cols + koff + c];
+                d *= p->scale;
+                if (p->softcap > 0) d = p->softcap * tanh(d / p->softcap);
+                s[j] = d;
+                if (d > smax) smax = d;
+            }
+            double denom = 0;
+            for (int c = 0; c < p->head_dim; c++) acc[c] = 0;
+            for (int j = 0; j <= pos; j++) {
+                if (s[j] == -INFINITY) continue;
+                const double e = exp(s[j] - smax);
+                denom += e;
+                for (int c = 0; c < p->head_dim; c++) acc[c] += e * vf[(int64_t)j * kv_cols + koff + c];
+            }
+            float *o = out + (int64_t)t * q_cols + (int64_t)h * p->head_dim;
+            for (int c = 0; c < p->head_dim; c++) o[c] = (float)(acc[c] / denom);
+        }
+    }
+    free(s);
+    free(acc);
+    free(kf);
+    free(vf);
+}

@@ -1,0 +1,302 @@
+/* model: reads a GGUF model's hyperparameters and weights for the supported families
+ * (llama, qwen2, qwen3, gemma3), checks every tensor's shape, and places each layer's
+ * weights on a backend (the last n_gpu_layers on the GPU backend, the rest on the CPU).
+ * The forward pass that uses them is forward.c. */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+#include "error.h"
+#include "quant.h"
+
+typedef struct {
+    const char *name;
+    model_arch arch;
+    be_rope_mode rope_mode;
+} arch_desc;
+
+static const arch_desc ARCHS[] = {
+    {"llama", ARCH_LLAMA, BE_ROPE_NORMAL},
+    {"qwen2", ARCH_QWEN2, BE_ROPE_NEOX},
+    {"qwen3", ARCH_QWEN3, BE_ROPE_NEOX},
+    {"gemma3", ARCH_GEMMA3, BE_ROPE_NEOX},
+};
+
+/* Reads "<arch>.<suffix>" as u32; missing and required -> error. */
+static bool read_u32(const gguf_file *f, const char *arch, const char *suffix, int *out, bool required) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    uint32_t v;
+    if (gguf_get_u32(f, key, &v)) {
+        if (v > (1u << 30)) { anv_set_error("%s: metadata %s = %u is out of range", f->path, key, v); return false; }
+        *out = (int)v;
+        return true;
+    }
+    if (gguf_find(f, key)) return false; /* wrong type: error already set */
+    if (required) { anv_set_error("%s: missing metadata key %s", f->path, key); return false; }
+    return true;
+}
+
+static bool read_f32(const gguf_file *f, const char *arch, const char *suffix, float *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (gguf_get_f32(f, key, out)) return true;
+    return gguf_find(f, key) == NULL; /* absent is fine (default kept), wrong type is not */
+}
+
+static int load_hparams(const gguf_file *f, model_hparams *hp) {
+    memset(hp, 0, sizeof *hp);
+    gguf_str a;
+    if (!gguf_get_str(f, "general.architecture", &a)) {
+        anv_set_error("%s: missing general.architecture", f->path);
+        return -1;
+    }
+    const arch_desc *ad = NULL;
+    for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
+        if (gguf_str_eq(a, ARCHS[i].name)) ad = &ARCHS[i];
+    if (!ad) {
+        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, qwen2, qwen3, gemma3)",
+                      f->path, (int)(a.len > 64 ? 64 : a.len), a.ptr);
+        return -1;
+    }
+    const char *arch = ad->name;
+    hp->arch = ad->arch;
+    hp->arch_name = ad->name;
+    hp->rope_mode = ad->rope_mode;
+    hp->n_ctx_train = 4096;
+    if (!read_u32(f, arch, "context_length", &hp->n_ctx_train, false)) return -1;
+    if (!read_u32(f, arch, "embedding_length", &hp->n_embd, true)) return -1;
+    if (!read_u32(f, arch, "block_count", &hp->n_layer, true)) return -1;
+    if (!read_u32(f, arch, "feed_forward_length", &hp->n_ff, true)) return -1;
+    if (!read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
+    hp->n_head_kv = hp->n_head;
+    if (!read_u32(f, arch, "attention.head_count_kv", &hp->n_head_kv, false)) return -1;
+    if (hp->n_head <= 0 || hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv != 0 || hp->n_embd <= 0 || hp->n_layer <= 0 || hp->n_ff <= 0) {
+        anv_set_error("%s: invalid hyperparameters (n_embd %d, n_layer %d, n_ff %d, n_head %d, n_head_kv %d)",
+                      f->path, hp->n_embd, hp->n_layer, hp->n_ff, hp->n_head, hp->n_head_kv);
+        return -1;
+    }
+    hp->head_dim_k = hp->n_embd / hp->n_head;
+    if (!read_u32(f, arch, "attention.key_length", &hp->head_dim_k, false)) return -1;
+    hp->head_dim_v = hp->head_dim_k;
+    if (!read_u32(f, arch, "attention.value_length", &hp->head_dim_v, false)) return -1;
+    if (hp->head_dim_k != hp->head_dim_v || hp->head_dim_k <= 0 || hp->head_dim_k % 2) {
+        anv_set_error("%s: unsupported head dimensions (key %d, value %d)", f->path, hp->head_dim_k, hp->head_dim_v);
+        return -1;
+    }
+    hp->norm_eps = 1e-5f;
+    if (!read_f32(f, arch, "attention.layer_norm_rms_epsilon", &hp->norm_eps)) return -1;
+    hp->rope_base = 10000.0f;
+    if (!read_f32(f, arch, "rope.freq_base", &hp->rope_base)) return -1;
+    hp->rope_scale = 1.0f;
+    char *scaling = NULL;
+    {
+        char key[128];
+        snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+        scaling = gguf_get_str_dup(f, key);
+    }
+    float factor = 0;
+    if (!read_f32(f, arch, "rope.scaling.factor", &factor)) { free(scaling); return -1; }
+    if (scaling && strcmp(scaling, "linear") == 0 && factor > 0) hp->rope_scale = 1.0f / factor;
+    else if (scaling && strcmp(scaling, "none") != 0 && strcmp(scaling, "linear") != 0) {
+        anv_set_error("%s: unsupported rope scaling type '%s'", f->path, scaling);
+        free(scaling);
+        return -1;
+    }
+    free(scaling);
+    hp->n_rot = hp->head_dim_k;
+    if (!read_u32(f, arch, "rope.dimension_count", &hp->n_rot, false)) return -1;
+    if (hp->n_rot <= 0 || hp->n_rot > hp->head_dim_k || hp->n_rot % 2) {
+        anv_set_error("%s: rope dimension %d does not fit head dimension %d", f->path, hp->n_rot, hp->head_dim_k);
+        return -1;
+    }
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
+    if (!read_f32(f, arch, "final_logit_softcapping", &hp->final_softcap)) return -1;
+    if (hp->arch == ARCH_GEMMA3) {
+        hp->embd_scale = true;
+        hp->swa_pattern = 6;
+        hp->rope_base_swa = 10000.0f; /* llama.cpp: local layers use base 10k, no scaling */
+        if (!read_u32(f, arch, "attention.sliding_window", &hp->swa_window, true)) return -1;
+        float qpas = 0;
+        char key[128];
+        snprintf(key, sizeof key, "%s.attention.query_pre_attn_scalar", arch);
+        if (gguf_get_f32(f, key, &qpas) && qpas > 0) hp->attn_scale = 1.0f / sqrtf(qpas);
+        /* Gemma 3 uses no final soft-capping (Gemma 2 did). */
+    }
+    return 0;
+}
+
+bool model_layer_is_swa(const model_hparams *hp, int il) {
+    return hp->swa_pattern > 0 && il % hp->swa_pattern < hp->swa_pattern - 1;
+}
+
+/* Finds a tensor and checks its shape (ne1 = 1 for vectors); NULL + error if missing
+ * (and required) or mis-shaped. */
+static const gguf_tensor *find_checked(const gguf_file *f, const char *name, int64_t ne0, int64_t ne1, bool required, bool *failed) {
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    if (!t) {
+        if (required) { anv_set_error("%s: missing tensor '%s'", f->path, name); *failed = true; }
+        return NULL;
+    }
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
+        anv_set_error("%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]", f->path, name,
+                      (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+                      (long long)ne0, (long long)ne1);
+        *failed = true;
+        return NULL;
+    }
+    const qtype_info *qi = qtype_get(t->type);
+    if (!qi || !qi->can_dequantize) {
+        anv_set_error("%s: tensor '%s' has unsupported type %u", f->path, name, t->type);
+        *failed = true;
+        return NULL;
+    }
+    return t;
+}
+
+static be_tensor *place(model *m, backend *be, const char *name, int64_t ne0, int64_t ne1, bool required, bool *failed) {
+    const gguf_tensor *t = find_checked(m->gguf, name, ne0, ne1, required, failed);
+    if (!t) return NULL;
+    if ((ne1 > 1 || ne0 > 1) && t->type != QT_F32 && ne1 == 1) {
+        /* Vectors (norms, biases) are used as F32 by every op. */
+        anv_set_error("%s: vector tensor '%s' must be F32 (is %s)", m->gguf->path, name, qtype_get(t->type)->name);
+        *failed = true;
+        return NULL;
+    }
+    be_tensor *bt = be->ops->weight_new(be, t->type, ne0, ne1, t->data);
+    if (!bt) { *failed = true; return NULL; }
+    m->weight_bytes += t->nbytes;
+    return bt;
+}
+
+static be_tensor *place_layer(model *m, backend *be, int il, const char *suffix, int64_t ne0, int64_t ne1, bool required, bool *failed) {
+    char name[128];
+    snprintf(name, sizeof name, "blk.%d.%s", il, suffix);
+    return place(m, be, name, ne0, ne1, required, failed);
+}
+
+static int load_layer(model *m, int il, backend *be) {
+    const model_hparams *hp = &m->hp;
+    model_layer *L = &m->layers[il];
+    const int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim_k, kvd = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    bool fail = false;
+    L->be = be;
+    L->attn_norm = place_layer(m, be, il, "attn_norm.weight", e, 1, true, &fail);
+    L->wq = place_layer(m, be, il, "attn_q.weight", e, qd, true, &fail);
+    L->wk = place_layer(m, be, il, "attn_k.weight", e, kvd, true, &fail);
+    L->wv = place_layer(m, be, il, "attn_v.weight", e, kvd, true, &fail);
+    L->wo = place_layer(m, be, il, "attn_output.weight", qd, e, true, &fail);
+    bool bias = hp->arch == ARCH_QWEN2;
+    L->bq = place_layer(m, be, il, "attn_q.bias", qd, 1, bias, &fail);
+    L->bk = place_layer(m, be, il, "attn_k.bias", kvd, 1, bias, &fail);
+    L->bv = place_layer(m, be, il, "attn_v.bias", kvd, 1, bias, &fail);
+    bool qk_norm = hp->arch == ARCH_QWEN3 || hp->arch == ARCH_GEMMA3;
+    L->q_norm = place_layer(m, be, il, "attn_q_norm.weight", hp->head_dim_k, 1, qk_norm, &fail);
+    L->k_norm = place_layer(m, be, il, "attn_k_norm.weight", hp->head_dim_k, 1, qk_norm, &fail);
+    bool post = hp->arch == ARCH_GEMMA3;
+    L->post_attn_norm = place_layer(m, be, il, "post_attention_norm.weight", e, 1, post, &fail);
+    L->post_ffn_norm = place_layer(m, be, il, "post_ffw_norm.weight", e, 1, post, &fail);
+    L->ffn_norm = place_layer(m, be, il, "ffn_norm.weight", e, 1, true, &fail);
+    L->w_gate = place_layer(m, be, il, "ffn_gate.weight", e, hp->n_ff, true, &fail);
+    L->w_up = place_layer(m, be, il, "ffn_up.weight", e, hp->n_ff, true, &fail);
+    L->w_down = place_layer(m, be, il, "ffn_down.weight", hp->n_ff, e, true, &fail);
+    return fail ? -1 : 0;
+}
+
+model *model_load(const char *path, const model_load_opts *opts) {
+    model_load_opts defaults = {0, 0, NULL};
+    if (!opts) opts = &defaults;
+    gguf_file *f = gguf_open(path);
+    if (!f) return NULL;
+    model *m = calloc(1, sizeof *m);
+    if (!m) { gguf_close(f); anv_set_error("out of memory"); return NULL; }
+    m->gguf = f;
+    if (load_hparams(f, &m->hp) != 0) goto fail;
+    model_hparams *hp = &m->hp;
+    m->tok = tokenizer_load(f);
+    if (!m->tok) goto fail;
+    m->chat_template = gguf_get_str_dup(f, "tokenizer.chat_template");
+
+    const gguf_tensor *te = gguf_find_tensor(f, "token_embd.weight");
+    if (!te) { anv_set_error("%s: missing tensor 'token_embd.weight'", path); goto fail; }
+    hp->n_vocab = (int)te->ne[1];
+    if (te->ne[0] != hp->n_embd) {
+        anv_set_error("%s: token_embd.weight has %lld columns, expected n_embd %d", path, (long long)te->ne[0], hp->n_embd);
+        goto fail;
+    }
+    if (tokenizer_n_vocab(m->tok) > hp->n_vocab) {
+        anv_set_error("%s: vocabulary has %d tokens but token_embd.weight only %d rows", path, tokenizer_n_vocab(m->tok), hp->n_vocab);
+        goto fail;
+    }
+
+    m->cpu = cpu_backend_new(opts->n_threads);
+    if (!m->cpu) goto fail;
+    int n_gpu = 0;
+    if (opts->gpu) {
+        n_gpu = opts->n_gpu_layers < 0 || opts->n_gpu_layers > hp->n_layer ? hp->n_layer : opts->n_gpu_layers;
+    }
+    bool fail = false;
+    m->tok_embd = place(m, m->cpu, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &fail);
+    if (fail) goto fail;
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) { anv_set_error("out of memory"); goto fail; }
+    for (int il = 0; il < hp->n_layer; il++) {
+        backend *be = il >= hp->n_layer - n_gpu ? opts->gpu : m->cpu;
+        if (load_layer(m, il, be) != 0) goto fail;
+    }
+    m->out_be = n_gpu > 0 ? opts->gpu : m->cpu;
+    m->output_norm = place(m, m->out_be, "output_norm.weight", hp->n_embd, 1, true, &fail);
+    m->output = place(m, m->out_be, "output.weight", hp->n_embd, hp->n_vocab, false, &fail);
+    if (fail) goto fail;
+    if (!m->output) { /* tied embeddings */
+        m->output = place(m, m->out_be, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &fail);
+        if (fail) goto fail;
+        if (m->out_be == m->cpu) m->weight_bytes -= te->nbytes; /* the same bytes, counted once */
+    }
+    if (hp->arch == ARCH_LLAMA && gguf_find_tensor(f, "rope_freqs.weight")) {
+        m->rope_freqs = place(m, m->cpu, "rope_freqs.weight", hp->n_rot / 2, 1, true, &fail);
+        if (!fail && n_gpu > 0) m->rope_freqs_gpu = place(m, opts->gpu, "rope_freqs.weight", hp->n_rot / 2, 1, true, &fail);
+        if (fail) goto fail;
+    }
+    m->gpu = n_gpu > 0 ? opts->gpu : NULL;
+    return m;
+fail:
+    model_free(m);
+    return NULL;
+}
+
+static void free_layer(model_layer *L) {
+    be_tensor *ts[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->q_norm, L->k_norm,
+                       L->post_attn_norm, L->ffn_norm, L->w_gate, L->w_up, L->w_down, L->post_ffn_norm};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
+}
+
+void model_free(model *m) {
+    if (!m) return;
+    if (m->layers)
+        for (int il = 0; il < m->hp.n_layer; il++) free_layer(&m->layers[il]);
+    free(m->layers);
+    be_tensor_free(m->tok_embd);
+    be_tensor_free(m->output_norm);
+    be_tensor_free(m->output);
+    be_tensor_free(m->rope_freqs);
+    be_tensor_free(m->rope_freqs_gpu);
+    if (m->cpu) m->cpu->ops->destroy(m->cpu);
+    tokenizer_free(m->tok);
+    free(m->chat_template);
+    gguf_close(m->gguf);
+    free(m);
+}
+
+uint64_t model_n_params(const model *m) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < m->gguf->n_tensors; i++) {
+        const gguf_tensor *t = &m->gguf->tensors[i];
+        n += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+    }
+    return n;
+}

@@ -1,0 +1,128 @@
+/* vk_internal: private structures shared by the Vulkan backend's source files
+ * (instance, memory, command recording, pipelines, ops). Not for use outside engine/vulkan. */
+#ifndef ANVIL_VK_INTERNAL_H
+#define ANVIL_VK_INTERNAL_H
+#include "vk_loader.h"
+#include "vk_backend.h"
+#include "vk_pipelines.h"
+
+/* ---- instance (vk_instance.c) ---- */
+typedef struct {
+    VkInstance instance;
+    vkl_instance_fns fn;
+    const vkl_global_fns *g;
+    uint32_t n_pdev;
+    VkPhysicalDevice *pdev;
+} vk_instance;
+
+/* Takes a reference on the process-wide instance (created on first use). */
+vk_instance *vk_instance_acquire(char *why, size_t why_len);
+void vk_instance_release(void);
+bool vk_has_device_extension(const vk_instance *vi, VkPhysicalDevice pd, const char *name);
+void vk_fill_device_info(const vk_instance *vi, int index, anv_vk_device_info *out);
+
+/* ---- memory (vk_memory.c) ---- */
+typedef struct vk_block vk_block;
+
+/* One VkBuffer covering a row-aligned byte range of a tensor's logical storage. */
+typedef struct {
+    VkBuffer buf;
+    vk_block *block;
+    VkDeviceSize mem_offset;
+    size_t begin, size;      /* logical bytes [begin, begin + size) of the tensor storage */
+    uint8_t *mapped;         /* host pointer when the memory is host-visible and coherent */
+    uint64_t write_epoch, read_epoch; /* hazard tracking (vk_cmd.c) */
+} vk_chunk;
+
+typedef struct {
+    int n_chunks;
+    size_t total;
+    vk_chunk chunk[];
+} vk_storage;
+
+/* ---- the backend context ---- */
+typedef struct vk_ctx {
+    backend base;
+    char name[32], desc[320];
+    vk_instance *vi;
+    int index;
+    anv_vk_device_info info;
+    VkPhysicalDevice pdev;
+    VkDevice dev;
+    vkl_device_fns fn;
+    VkQueue queue;
+    uint32_t queue_family;
+    /* paths */
+    bool use_fp16, use_subgroup, use_int8;
+    uint64_t max_alloc, max_binding; /* effective limits for one allocation / one binding */
+    uint32_t timestamp_valid_bits;
+    float timestamp_period;
+    /* memory */
+    VkPhysicalDeviceMemoryProperties memprops;
+    vk_block *blocks;        /* arena blocks with free space */
+    uint64_t block_size;
+    /* staging ring: host-visible buffer used by uploads and downloads of one submission */
+    VkBuffer staging;
+    VkDeviceMemory staging_mem;
+    uint8_t *staging_map;
+    size_t staging_size, staging_used;
+    /* command recording */
+    VkCommandPool cmd_pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    bool recording;
+    uint64_t epoch;
+    int n_dispatch_pending;
+    VkDescriptorPool *desc_pools;
+    int n_desc_pools, cur_desc_pool, desc_sets_in_pool;
+    /* pending host copies after the submit completes (downloads through staging) */
+    struct vk_readback { size_t staging_off; void *dst; size_t n; } *readbacks;
+    int n_readbacks, cap_readbacks;
+    /* pipelines */
+    VkPipelineCache pcache;
+    char pcache_path[512];
+    vk_pipeline pipes[VKP_COUNT];
+    VkBuffer dummy;          /* bound where an optional input is absent */
+    vk_storage *dummy_storage;
+    /* profiling */
+    bool profile;
+    VkQueryPool query_pool;
+    uint32_t n_queries;
+    struct vk_prof_rec { int pipe; uint64_t bytes; } *prof_pending;
+    double prof_ns[VKP_COUNT];
+    double prof_bytes[VKP_COUNT];
+    uint64_t prof_calls[VKP_COUNT];
+    char error[512];         /* sticky op error */
+} vk_ctx;
+
+static inline vk_ctx *vk_of(backend *be) { return (vk_ctx *)be; }
+
+/* vk_memory.c */
+bool vk_memory_init(vk_ctx *c);
+void vk_memory_shutdown(vk_ctx *c);
+vk_storage *vk_storage_new(vk_ctx *c, size_t bytes, size_t row_bytes, bool weights);
+void vk_storage_free(vk_ctx *c, vk_storage *s);
+/* Chunk holding logical bytes [off, off + n), or NULL if the range spans chunks. */
+vk_chunk *vk_storage_find(vk_storage *s, size_t off, size_t n);
+
+/* vk_cmd.c */
+bool vk_cmd_init(vk_ctx *c);
+void vk_cmd_shutdown(vk_ctx *c);
+/* Submits what was recorded and waits for it; 0 or -1 (sticky error set). */
+int vk_flush(vk_ctx *c);
+typedef struct { vk_chunk *ch; bool write; } vk_binding;
+/* Records one dispatch of pipeline p; push constants pc (size of the pipeline's block). */
+void vk_dispatch(vk_ctx *c, int p, const vk_binding *b, int nb, const void *pc, uint32_t gx, uint32_t gy, uint32_t gz, uint64_t bytes);
+/* Records a copy host -> chunk via the staging ring. */
+void vk_record_upload(vk_ctx *c, vk_chunk *dst, size_t dst_off, const void *src, size_t n);
+/* Records a copy chunk -> host (done at the next flush). */
+void vk_record_download(vk_ctx *c, vk_chunk *src, size_t src_off, void *dst, size_t n);
+void vk_fail(vk_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vk_profile_report(vk_ctx *c);
+
+/* vk_pipelines.c */
+bool vk_pipelines_init(vk_ctx *c);
+void vk_pipelines_shutdown(vk_ctx *c);
+/* Creates pipeline p on first use; NULL (sticky error) on failure. */
+vk_pipeline *vk_pipeline_get(vk_ctx *c, int p);
+#endif

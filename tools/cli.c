@@ -1,0 +1,77 @@
+/* cli: shared option parsing and model loading for the anvil subcommands. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu_backend.h"
+#include "error.h"
+#include "quant.h"
+
+double cli_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+const char *cli_value(int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) anv_die("option %s needs a value", argv[*i]);
+    return argv[++*i];
+}
+
+int cli_int(const char *flag, const char *s, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) anv_die("%s: '%s' is not an integer in [%ld, %ld]", flag, s, lo, hi);
+    return (int)v;
+}
+
+double cli_float(const char *flag, const char *s) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end) anv_die("%s: '%s' is not a number", flag, s);
+    return v;
+}
+
+void cli_model_opts_default(cli_model_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->n_threads = 0;
+    o->n_ctx = 0;
+    o->n_gpu_layers = -1;
+    o->kv_type = QT_F16;
+}
+
+bool cli_parse_model_opt(cli_model_opts *o, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o->n_threads = cli_int(a, cli_value(argc, argv, i), 1, 1024);
+    else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) o->n_ctx = cli_int(a, cli_value(argc, argv, i), 1, 1 << 24);
+    else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) o->n_gpu_layers = cli_int(a, cli_value(argc, argv, i), -1, 100000);
+    else if (!strcmp(a, "--kv-type")) {
+        const char *v = cli_value(argc, argv, i);
+        int t = qtype_from_name(v);
+        if (t != QT_F16 && t != QT_F32 && t != QT_Q8_0) anv_die("--kv-type: '%s' is not one of f16, f32, q8_0", v);
+        o->kv_type = (uint32_t)t;
+    } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) o->verbose = true;
+    else return false;
+    return true;
+}
+
+model *cli_load_model(const char *path, const cli_model_opts *o, double *load_seconds) {
+    double t0 = cli_now();
+    model_load_opts lo = {.n_threads = o->n_threads, .n_gpu_layers = o->n_gpu_layers, .gpu = NULL};
+    model *m = model_load(path, &lo);
+    if (!m) anv_die("%s", anv_last_error());
+    if (load_seconds) *load_seconds = cli_now() - t0;
+    const model_hparams *hp = &m->hp;
+    int n_cpu = 0;
+    for (int il = 0; il < hp->n_layer; il++) n_cpu += m->layers[il].be == m->cpu;
+    if (n_cpu == hp->n_layer)
+        anv_log("cpu (%d threads, %s): layers 0-%d + output, %.0f MiB weights; no GPU backend in this build",
+                cpu_backend_threads(m->cpu), cpu_backend_simd(), hp->n_layer - 1, m->weight_bytes / 1048576.0);
+    return m;
+}

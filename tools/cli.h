@@ -1,0 +1,34 @@
+/* cli: what the anvil subcommands share: option parsing helpers, model loading with
+ * the common flags (-t, --ctx, -ngl, --kv-type), clocks, and the subcommand entry points. */
+#ifndef ANVIL_CLI_H
+#define ANVIL_CLI_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "model.h"
+
+typedef struct {
+    int n_threads;      /* -t */
+    int n_ctx;          /* --ctx */
+    int n_gpu_layers;   /* -ngl, -1 = all that fit */
+    uint32_t kv_type;   /* --kv-type */
+    bool verbose;
+} cli_model_opts;
+
+void cli_model_opts_default(cli_model_opts *o);
+/* If argv[*i] is one of the common model flags, consumes it (and its value) and returns
+ * true; a bad value exits with a one-line error. */
+bool cli_parse_model_opt(cli_model_opts *o, int argc, char **argv, int *i);
+/* Loads a model and prints where its layers run. Exits with a one-line error on failure. */
+model *cli_load_model(const char *path, const cli_model_opts *o, double *load_seconds);
+/* The value after a flag, or exits naming the flag. */
+const char *cli_value(int argc, char **argv, int *i);
+int cli_int(const char *flag, const char *s, long lo, long hi);
+double cli_float(const char *flag, const char *s);
+double cli_now(void);
+
+int cmd_run(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+#endif

