@@ -25,6 +25,10 @@ typedef struct {
     act_kind act[QT_COUNT];
     mm_dot_fn dot[QT_COUNT];   /* NULL: type not supported by matmul */
     mm_quant_fn quant_q8x, quant_q8k;
+    /* Float helpers (attention): dot, y += a * x, F16 -> F32. */
+    float (*vec_dot_f32)(const float *a, const float *b, int64_t n);
+    void (*vec_mad_f32)(float *y, const float *x, float a, int64_t n);
+    void (*cvt_f16_f32)(const uint16_t *src, float *dst, int64_t n);
 } mm_kernels;
 
 /* Fill a table: scalar fills every type; the SIMD ones override what they implement. */

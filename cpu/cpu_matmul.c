@@ -276,6 +276,23 @@ static void dot_bf16(int64_t n, const void *w, const void *x, size_t xs, int nt,
     }
 }
 
+static float vec_dot_f32_scalar(const float *a, const float *b, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) acc[l] += a[i + l] * b[i + l];
+    for (; i < n; i++) acc[0] += a[i] * b[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+static void vec_mad_f32_scalar(float *y, const float *x, float a, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+static void cvt_f16_f32_scalar(const uint16_t *src, float *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = fp16_to_fp32(src[i]);
+}
+
 void mm_kernels_scalar(mm_kernels *k) {
     memset(k, 0, sizeof *k);
     const struct { qtype t; act_kind a; mm_dot_fn f; } tab[] = {
@@ -288,6 +305,9 @@ void mm_kernels_scalar(mm_kernels *k) {
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) { k->act[tab[i].t] = tab[i].a; k->dot[tab[i].t] = tab[i].f; }
     k->quant_q8x = quant_q8x_scalar;
     k->quant_q8k = quant_q8k_scalar;
+    k->vec_dot_f32 = vec_dot_f32_scalar;
+    k->vec_mad_f32 = vec_mad_f32_scalar;
+    k->cvt_f16_f32 = cvt_f16_f32_scalar;
 }
 
 /* ---- driver ---- */
@@ -307,21 +327,23 @@ typedef struct {
     float *out;
     int n_tok;
     bool accumulate;
+    int64_t rows_per_chunk;
 } mm_job;
 
-static void mm_quant_worker(void *ctx, int ith, int nth) {
+static void mm_quant_chunk(void *ctx, int64_t t, int ith) {
+    (void)ith;
     mm_job *j = ctx;
-    int64_t t0, t1;
-    tp_slice(j->n_tok, ith, nth, 1, &t0, &t1);
-    for (int64_t t = t0; t < t1; t++) j->quant(j->x + t * j->cols, j->xq + (size_t)t * j->xq_rb, j->cols);
+    j->quant(j->x + t * j->cols, j->xq + (size_t)t * j->xq_rb, j->cols);
 }
 
-static void mm_worker(void *ctx, int ith, int nth) {
+/* One chunk = MM_ROW_TILE weight rows against every token, MM_MAX_TOK tokens per pass. */
+static void mm_chunk(void *ctx, int64_t chunk, int ith) {
+    (void)ith;
     mm_job *j = ctx;
-    int64_t r0, r1;
-    tp_slice(j->rows, ith, nth, MM_ROW_TILE, &r0, &r1);
     const uint8_t *act = j->xq ? j->xq : (const uint8_t *)j->x;
     const size_t act_rb = j->xq ? j->xq_rb : (size_t)j->cols * sizeof(float);
+    const int64_t r0 = chunk * j->rows_per_chunk;
+    const int64_t r1 = r0 + j->rows_per_chunk < j->rows ? r0 + j->rows_per_chunk : j->rows;
     float res[MM_MAX_TOK];
     for (int64_t rb = r0; rb < r1; rb += MM_ROW_TILE) {
         const int64_t re = rb + MM_ROW_TILE < r1 ? rb + MM_ROW_TILE : r1;
@@ -356,11 +378,15 @@ int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t 
         j.xq_rb = mm_act_row_bytes(a, cols);
         j.xq = cpu_scratch(c, j.xq_rb * (size_t)n_tok);
         if (!j.xq) return -1;
-        if (n_tok == 1) mm_quant_worker(&j, 0, 1);
-        else tp_run(c->tp, mm_quant_worker, &j, 0);
+        if (n_tok == 1) mm_quant_chunk(&j, 0, 0);
+        else tp_run(c->tp, mm_quant_chunk, &j, n_tok);
     }
-    /* Fewer threads than row tiles would leave some idle anyway. */
-    int64_t tiles = (rows + MM_ROW_TILE - 1) / MM_ROW_TILE;
-    tp_run(c->tp, mm_worker, &j, tiles < c->n_threads ? (int)tiles : 0);
+    /* ~8 chunks per thread (whole row tiles): enough to rebalance when a thread is slow or
+     * descheduled, few enough that claiming them costs nothing. */
+    const int64_t tiles = (rows + MM_ROW_TILE - 1) / MM_ROW_TILE;
+    int64_t tiles_per_chunk = tiles / (8 * (int64_t)c->n_threads);
+    if (tiles_per_chunk < 1) tiles_per_chunk = 1;
+    j.rows_per_chunk = tiles_per_chunk * MM_ROW_TILE;
+    tp_run(c->tp, mm_chunk, &j, (rows + j.rows_per_chunk - 1) / j.rows_per_chunk);
     return 0;
 }

@@ -1,20 +1,21 @@
-/* threadpool: a persistent pool of n_threads - 1 worker threads plus the caller. A job
- * runs fn(ctx, ith, nth) on every thread (ith = 0 is the caller) and returns when all
- * are done. Workers spin briefly on a generation counter, then sleep on a futex, so
- * back-to-back small jobs (one per op during token generation) cost ~a microsecond. */
+/* threadpool: a persistent pool of n_threads - 1 worker threads plus the caller. A job is
+ * n_chunks independent pieces of work; every thread that joins claims chunks from a
+ * shared counter until none are left, so a thread that the OS deschedules (a busy or
+ * shared machine) delays the job by one chunk at most, and a worker that wakes up late
+ * simply finds the job closed. Workers spin briefly on a generation counter, then sleep
+ * on a futex, so back-to-back small jobs (one per op during token generation) are cheap. */
 #ifndef ANVIL_CPU_THREADPOOL_H
 #define ANVIL_CPU_THREADPOOL_H
 #include <stdint.h>
 
 typedef struct threadpool threadpool;
-typedef void (*tp_job_fn)(void *ctx, int ith, int nth);
+/* Runs chunk `chunk` of a job; ith (0 = caller) is unique per thread, for per-thread scratch. */
+typedef void (*tp_chunk_fn)(void *ctx, int64_t chunk, int ith);
 
 /* n_threads >= 1 (1 = no workers, jobs run inline). NULL + anv_set_error on failure. */
 threadpool *tp_new(int n_threads);
 void tp_free(threadpool *tp);
 int tp_threads(const threadpool *tp);
-/* Runs fn on all threads; nth may be lowered to use fewer threads (0 = all). */
-void tp_run(threadpool *tp, tp_job_fn fn, void *ctx, int nth);
-/* Splits [0, n) into nth near-equal slices, rounded to multiples of `align`: slice ith. */
-void tp_slice(int64_t n, int ith, int nth, int64_t align, int64_t *begin, int64_t *end);
+/* Runs fn on chunks 0 .. n_chunks-1 (in any order, on any threads); returns when all are done. */
+void tp_run(threadpool *tp, tp_chunk_fn fn, void *ctx, int64_t n_chunks);
 #endif

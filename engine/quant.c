@@ -30,8 +30,9 @@ typedef struct {
     q_quant_fn quant;
 } qtype_entry;
 
-#define QT_ROW(id, nm, bs, ts, dq, q) \
-    [id] = { { nm, bs, ts, (dq) != NULL, (q) != NULL }, dq, q }
+/* A type with reference code, and one Anvil only knows by name and size. */
+#define QT_ROW(id, nm, bs, ts, dq, q) [id] = { { nm, bs, ts, true, true }, dq, q }
+#define QT_NAMED(id, nm, bs, ts) [id] = { { nm, bs, ts, false, false }, NULL, NULL }
 
 /* Every ggml type id below QT_COUNT that still exists; ids of removed types stay NULL. */
 static const qtype_entry qtype_table[QT_COUNT] = {
@@ -50,24 +51,24 @@ static const qtype_entry qtype_table[QT_COUNT] = {
     QT_ROW(QT_Q6_K, "q6_K", QK_K, sizeof(block_q6_K), qref_dequant_q6_K, qref_quant_q6_K),
     QT_ROW(QT_Q8_K, "q8_K", QK_K, sizeof(block_q8_K), qref_dequant_q8_K, qref_quant_q8_K),
     /* Known to ggml, named here so errors can say what a file holds; not implemented. */
-    QT_ROW(16, "iq2_xxs", QK_K, 66, NULL, NULL),
-    QT_ROW(17, "iq2_xs", QK_K, 74, NULL, NULL),
-    QT_ROW(18, "iq3_xxs", QK_K, 98, NULL, NULL),
-    QT_ROW(19, "iq1_s", QK_K, 50, NULL, NULL),
-    QT_ROW(20, "iq4_nl", 32, 18, NULL, NULL),
-    QT_ROW(21, "iq3_s", QK_K, 110, NULL, NULL),
-    QT_ROW(22, "iq2_s", QK_K, 82, NULL, NULL),
-    QT_ROW(23, "iq4_xs", QK_K, 136, NULL, NULL),
-    QT_ROW(24, "i8", 1, 1, NULL, NULL),
-    QT_ROW(25, "i16", 1, 2, NULL, NULL),
-    QT_ROW(26, "i32", 1, 4, NULL, NULL),
-    QT_ROW(27, "i64", 1, 8, NULL, NULL),
-    QT_ROW(28, "f64", 1, 8, NULL, NULL),
-    QT_ROW(29, "iq1_m", QK_K, 56, NULL, NULL),
+    QT_NAMED(16, "iq2_xxs", QK_K, 66),
+    QT_NAMED(17, "iq2_xs", QK_K, 74),
+    QT_NAMED(18, "iq3_xxs", QK_K, 98),
+    QT_NAMED(19, "iq1_s", QK_K, 50),
+    QT_NAMED(20, "iq4_nl", 32, 18),
+    QT_NAMED(21, "iq3_s", QK_K, 110),
+    QT_NAMED(22, "iq2_s", QK_K, 82),
+    QT_NAMED(23, "iq4_xs", QK_K, 136),
+    QT_NAMED(24, "i8", 1, 1),
+    QT_NAMED(25, "i16", 1, 2),
+    QT_NAMED(26, "i32", 1, 4),
+    QT_NAMED(27, "i64", 1, 8),
+    QT_NAMED(28, "f64", 1, 8),
+    QT_NAMED(29, "iq1_m", QK_K, 56),
     QT_ROW(QT_BF16, "bf16", 1, 2, qref_dequant_bf16, qref_quant_bf16),
-    QT_ROW(34, "tq1_0", QK_K, 54, NULL, NULL),
-    QT_ROW(35, "tq2_0", QK_K, 66, NULL, NULL),
-    QT_ROW(39, "mxfp4", 32, 17, NULL, NULL),
+    QT_NAMED(34, "tq1_0", QK_K, 54),
+    QT_NAMED(35, "tq2_0", QK_K, 66),
+    QT_NAMED(39, "mxfp4", 32, 17),
 };
 
 static const qtype_entry *entry_of(uint32_t type) {

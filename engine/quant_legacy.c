@@ -8,6 +8,14 @@
 #include "fp16.h"
 #include "quant_impl.h"
 
+/* Byte-exactness with ggml needs every a*b+c rounded twice, never fused into an FMA, even
+ * where the target has FMA (-march=native) or the dialect allows contraction (gnu11). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 /* ---- float types ---- */
 
 void qref_dequant_f32(const void *src, float *dst, int64_t n) {

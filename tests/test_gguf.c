@@ -362,7 +362,7 @@ static void test_bad_inputs(void) {
     w_header(&b, 3, 0, 1); w_key(&b, "t.bs", GGUF_ARRAY); w_u32(&b, GGUF_BOOL); w_u64(&b, 3);
     w_u8(&b, 0); w_u8(&b, 1); w_u8(&b, 9);
     expect_fail(&b, "bool array", "'t.bs') element 2", "bool value 9");
-    w_header(&b, 3, 0, 1); w_key(&b, "", GGUF_UINT8); w_u8(&b, 0);
+    w_header(&b, 3, 0, 1); w_key(&b, "", GGUF_UINT8); w_u8(&b, 0); w_pad_to(&b, 100);
     expect_fail(&b, "empty key", "key 0 has an empty name", NULL);
     w_header(&b, 3, 0, 3); w_key(&b, "a.b", GGUF_UINT8); w_u8(&b, 0); w_key(&b, "c", GGUF_UINT8); w_u8(&b, 0);
     w_key(&b, "a.b", GGUF_STRING); w_str(&b, "x");
@@ -537,7 +537,30 @@ static void test_gemma(void) {
     gguf_close(f);
 }
 
-int main(void) {
+/* --dump PATH: one line per key ("K name type arr_type arr_len") and tensor ("T name
+ * file_offset nbytes type"), for tests/gguf_crosscheck.py to compare with gguf-py. */
+static int dump(const char *path) {
+    gguf_file *f = gguf_open(path);
+    if (!f) {
+        fprintf(stderr, "%s\n", anv_last_error());
+        return 1;
+    }
+    for (uint64_t i = 0; i < f->n_kv; i++) {
+        const gguf_kv *kv = &f->kv[i];
+        printf("K %.*s %d %d %" PRIu64 "\n", (int)kv->key.len, kv->key.ptr, (int)kv->type,
+               kv->type == GGUF_ARRAY ? (int)kv->arr_type : -1, kv->type == GGUF_ARRAY ? kv->arr_len : 0);
+    }
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        printf("T %.*s %zu %" PRIu64 " %u\n", (int)t->name.len, t->name.ptr,
+               (size_t)((const uint8_t *)t->data - f->base), t->nbytes, t->type);
+    }
+    gguf_close(f);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--dump") == 0) return dump(argv[2]);
     CHECK(strcmp(gguf_type_name(GGUF_FLOAT32), "float32") == 0 && strcmp(gguf_type_name((gguf_type)99), "unknown") == 0);
     gguf_str s = { "abc", 3 };
     CHECK(gguf_str_eq(s, "abc") && !gguf_str_eq(s, "ab") && !gguf_str_eq(s, "abcd"));

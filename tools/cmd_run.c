@@ -16,6 +16,7 @@ typedef struct {
     int n_predict;
     const char *system;
     bool raw;
+    bool interactive;     /* -i: chat on stdin even when it is not a terminal */
     int format;           /* chat_format, -1 = detect */
 } run_opts;
 
@@ -26,6 +27,7 @@ static void run_usage(void) {
          "  --presence-penalty P  --frequency-penalty P  --seed S   (Ollama's defaults)\n"
          "  --system TEXT         system prompt\n"
          "  --raw                 no chat template: the prompt is given to the model as is\n"
+         "  -i, --interactive     chat line by line on stdin even when it is not a terminal\n"
          "  --template NAME       gemma | llama3 | chatml | mistral | llama2 (default: detected)\n"
          "  -t N  --ctx N  --kv-type f16|f32|q8_0  --verbose");
 }
@@ -155,6 +157,7 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) o.sp.seed = (uint64_t)cli_float(a, cli_value(argc, argv, &i));
         else if (!strcmp(a, "--system")) o.system = cli_value(argc, argv, &i);
         else if (!strcmp(a, "--raw")) o.raw = true;
+        else if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) o.interactive = true;
         else if (!strcmp(a, "--template")) {
             const char *v = cli_value(argc, argv, &i);
             o.format = chat_format_from_name(v);
@@ -165,7 +168,7 @@ int cmd_run(int argc, char **argv) {
         else anv_die("run: unexpected argument '%s' (quote the prompt)", a);
     }
     if (!model_path) { run_usage(); return 2; }
-    if (!prompt && !isatty(0)) {
+    if (!prompt && !o.interactive && !isatty(0)) {
         /* A piped prompt: read stdin whole (like `echo hi | ollama run m`). */
         size_t len = 0;
         FILE *f = open_memstream(&prompt, &len);

@@ -5,12 +5,14 @@
 #include "vk_loader.h"
 #include "vk_backend.h"
 #include "vk_pipelines.h"
+#include "error.h"
 
 /* ---- instance (vk_instance.c) ---- */
 typedef struct {
     VkInstance instance;
     vkl_instance_fns fn;
     const vkl_global_fns *g;
+    uint32_t api_version;   /* instance API version used */
     uint32_t n_pdev;
     VkPhysicalDevice *pdev;
 } vk_instance;
@@ -43,7 +45,7 @@ typedef struct {
 /* ---- the backend context ---- */
 typedef struct vk_ctx {
     backend base;
-    char name[32], desc[320];
+    char name[32], desc[1024];
     vk_instance *vi;
     int index;
     anv_vk_device_info info;
@@ -71,7 +73,7 @@ typedef struct vk_ctx {
     VkCommandBuffer cmd;
     VkFence fence;
     bool recording;
-    uint64_t epoch;
+    uint64_t epoch, cmd_epoch0;
     int n_dispatch_pending;
     VkDescriptorPool *desc_pools;
     int n_desc_pools, cur_desc_pool, desc_sets_in_pool;
@@ -92,6 +94,7 @@ typedef struct vk_ctx {
     double prof_ns[VKP_COUNT];
     double prof_bytes[VKP_COUNT];
     uint64_t prof_calls[VKP_COUNT];
+    vk_storage *scratch_q8;  /* quantized activations of the integer-dot mat-vec */
     char error[512];         /* sticky op error */
 } vk_ctx;
 
@@ -112,7 +115,10 @@ void vk_cmd_shutdown(vk_ctx *c);
 int vk_flush(vk_ctx *c);
 typedef struct { vk_chunk *ch; bool write; } vk_binding;
 /* Records one dispatch of pipeline p; push constants pc (size of the pipeline's block). */
-void vk_dispatch(vk_ctx *c, int p, const vk_binding *b, int nb, const void *pc, uint32_t gx, uint32_t gy, uint32_t gz, uint64_t bytes);
+void vk_dispatch(vk_ctx *c, int p, int variant, const vk_binding *b, int nb, const void *pc, uint32_t gx, uint32_t gy, uint32_t gz, uint64_t bytes);
+/* Copies n bytes into the staging ring (bindable as a read-only input of a dispatch in
+ * this submission: bind chunk NULL); returns the byte offset. */
+size_t vk_staging_put(vk_ctx *c, const void *src, size_t n);
 /* Records a copy host -> chunk via the staging ring. */
 void vk_record_upload(vk_ctx *c, vk_chunk *dst, size_t dst_off, const void *src, size_t n);
 /* Records a copy chunk -> host (done at the next flush). */
@@ -120,9 +126,19 @@ void vk_record_download(vk_ctx *c, vk_chunk *src, size_t src_off, void *dst, siz
 void vk_fail(vk_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void vk_profile_report(vk_ctx *c);
 
+/* vk_backend.c: the memory half of backend_ops */
+void vkb_destroy(backend *be);
+be_tensor *vkb_tensor_new(backend *be, uint32_t type, int64_t cols, int64_t rows);
+be_tensor *vkb_weight_new(backend *be, uint32_t type, int64_t cols, int64_t rows, const void *host_data);
+void vkb_tensor_free(backend *be, be_tensor *t);
+void vkb_upload(backend *be, be_tensor *t, size_t off, const void *src, size_t n);
+void vkb_download(backend *be, const be_tensor *t, size_t off, void *dst, size_t n);
+void vkb_sync(backend *be);
+
 /* vk_pipelines.c */
 bool vk_pipelines_init(vk_ctx *c);
 void vk_pipelines_shutdown(vk_ctx *c);
-/* Creates pipeline p on first use; NULL (sticky error) on failure. */
-vk_pipeline *vk_pipeline_get(vk_ctx *c, int p);
+/* Creates pipeline p (variant) on first use; VK_NULL_HANDLE (sticky error) on failure. */
+VkPipeline vk_pipeline_get(vk_ctx *c, int p, int variant);
+void vk_pipeline_cache_save(vk_ctx *c);
 #endif

@@ -1,0 +1,122 @@
+/* cpu_attention: causal GQA attention over the KV cache (F32/F16/Q8_0), flash-style:
+ * keys and values are converted to F32 in chunks and folded into an online softmax, so
+ * memory stays O(chunk) at any context length. Work items are (query head, tile of
+ * tokens): each chunk of K/V is converted once per tile and reused by all its tokens. */
+#include "cpu_internal.h"
+#include "error.h"
+#include "quant.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ATT_TOK_TILE 8
+#define ATT_KV_CHUNK 64
+
+typedef struct {
+    cpu_ctx *c;
+    const float *q;
+    uint32_t kv_type;
+    const uint8_t *k, *v;
+    size_t kv_rb;        /* bytes per cache row */
+    float *out;
+    const be_attn_params *p;
+    int n_items, n_tiles;
+    size_t per_thread;   /* floats of scratch per thread */
+    float *scratch;
+} att_job;
+
+/* Head slice kvh of cache rows [j0, j0 + n) to F32 dst [n][head_dim]. */
+static void load_rows(const att_job *a, const uint8_t *cache, int j0, int n, int kvh, float *dst) {
+    const int hd = a->p->head_dim;
+    for (int j = 0; j < n; j++) {
+        const uint8_t *row = cache + (size_t)(j0 + j) * a->kv_rb;
+        float *d = dst + (size_t)j * hd;
+        if (a->kv_type == QT_F32) memcpy(d, (const float *)(const void *)row + (size_t)kvh * hd, (size_t)hd * sizeof(float));
+        else if (a->kv_type == QT_F16) a->c->kernels.cvt_f16_f32((const uint16_t *)(const void *)row + (size_t)kvh * hd, d, hd);
+        else dequantize_row(QT_Q8_0, row + (size_t)kvh * (hd / QK8_0) * sizeof(block_q8_0), d, hd);
+    }
+}
+
+static void att_item(const att_job *a, int item, float *buf) {
+    const be_attn_params *p = a->p;
+    const mm_kernels *kk = &a->c->kernels;
+    const int hd = p->head_dim, h = item % p->n_head, tile = item / p->n_head;
+    const int kvh = h / (p->n_head / p->n_kv_head);
+    const int t0 = tile * ATT_TOK_TILE, nt = p->n_tok - t0 < ATT_TOK_TILE ? p->n_tok - t0 : ATT_TOK_TILE;
+    const int64_t q_cols = (int64_t)p->n_head * hd;
+    float *kb = buf, *vb = kb + (size_t)ATT_KV_CHUNK * hd, *acc = vb + (size_t)ATT_KV_CHUNK * hd;
+    float *s = acc + (size_t)ATT_TOK_TILE * hd;
+    float mx[ATT_TOK_TILE], sum[ATT_TOK_TILE];
+    for (int t = 0; t < nt; t++) { mx[t] = -INFINITY; sum[t] = 0; }
+    memset(acc, 0, (size_t)nt * hd * sizeof(float));
+
+    const int first_pos = p->pos0 + t0, last_pos = first_pos + nt - 1;
+    const int j_lo = p->window > 0 && first_pos - p->window + 1 > 0 ? first_pos - p->window + 1 : 0;
+    for (int cj = j_lo; cj <= last_pos; cj += ATT_KV_CHUNK) {
+        const int nj = last_pos + 1 - cj < ATT_KV_CHUNK ? last_pos + 1 - cj : ATT_KV_CHUNK;
+        load_rows(a, a->k, cj, nj, kvh, kb);
+        load_rows(a, a->v, cj, nj, kvh, vb);
+        for (int t = 0; t < nt; t++) {
+            const int pos = first_pos + t;
+            const float *qt = a->q + (int64_t)(t0 + t) * q_cols + (int64_t)h * hd;
+            float *st = s + (size_t)t * ATT_KV_CHUNK;
+            float cmax = -INFINITY;
+            for (int jj = 0; jj < nj; jj++) {
+                const int j = cj + jj;
+                if (j > pos || (p->window > 0 && pos - j >= p->window)) { st[jj] = -INFINITY; continue; }
+                float d = kk->vec_dot_f32(qt, kb + (size_t)jj * hd, hd) * p->scale;
+                if (p->softcap > 0) d = p->softcap * tanhf(d / p->softcap);
+                st[jj] = d;
+                if (d > cmax) cmax = d;
+            }
+            if (cmax == -INFINITY) continue;
+            float *at = acc + (size_t)t * hd;
+            if (cmax > mx[t]) {
+                const float corr = expf(mx[t] - cmax); /* 0 on the first visible chunk */
+                sum[t] *= corr;
+                for (int c = 0; c < hd; c++) at[c] *= corr;
+                mx[t] = cmax;
+            }
+            for (int jj = 0; jj < nj; jj++) {
+                if (st[jj] == -INFINITY) continue;
+                const float e = expf(st[jj] - mx[t]);
+                sum[t] += e;
+                kk->vec_mad_f32(at, vb + (size_t)jj * hd, e, hd);
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        float *o = a->out + (int64_t)(t0 + t) * q_cols + (int64_t)h * hd;
+        const float inv = sum[t] > 0 ? 1.0f / sum[t] : 0.0f;
+        for (int c = 0; c < hd; c++) o[c] = acc[(size_t)t * hd + c] * inv;
+    }
+}
+
+static void att_chunk(void *ctx, int64_t item, int ith) {
+    const att_job *a = ctx;
+    /* Last token tiles first: they see the most keys, so threads finish together. */
+    att_item(a, a->n_items - 1 - (int)item, a->scratch + (size_t)ith * a->per_thread);
+}
+
+int cpu_attention(cpu_ctx *c, const float *q, uint32_t kv_type, const void *k, const void *v, float *out, const be_attn_params *p) {
+    if (kv_type != QT_F32 && kv_type != QT_F16 && kv_type != QT_Q8_0) {
+        const qtype_info *qi = qtype_get(kv_type);
+        anv_set_error("cpu attention: KV cache type %s not supported (f32, f16, q8_0)", qi ? qi->name : "(unknown id)");
+        return -1;
+    }
+    if (kv_type == QT_Q8_0 && p->head_dim % QK8_0 != 0) {
+        anv_set_error("cpu attention: a q8_0 KV cache needs head_dim %% 32 == 0 (head_dim %d)", p->head_dim);
+        return -1;
+    }
+    if (p->n_tok <= 0) return 0;
+    att_job a = {.c = c, .q = q, .kv_type = kv_type, .k = k, .v = v, .out = out, .p = p,
+                 .kv_rb = qtype_row_size((qtype)kv_type, (int64_t)p->n_kv_head * p->head_dim)};
+    a.n_tiles = (p->n_tok + ATT_TOK_TILE - 1) / ATT_TOK_TILE;
+    a.n_items = a.n_tiles * p->n_head;
+    /* kb + vb + acc + scores, rounded to 64-byte multiples per thread. */
+    a.per_thread = ((size_t)(2 * ATT_KV_CHUNK + ATT_TOK_TILE) * p->head_dim + (size_t)ATT_TOK_TILE * ATT_KV_CHUNK + 15) / 16 * 16;
+    a.scratch = cpu_scratch(c, a.per_thread * sizeof(float) * (size_t)c->n_threads);
+    if (!a.scratch) return -1;
+    tp_run(c->tp, att_chunk, &a, a.n_items);
+    return 0;
+}

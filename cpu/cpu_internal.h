@@ -1,0 +1,39 @@
+/* cpu_internal: what the CPU backend's files share: the per-backend context (thread
+ * pool, chosen kernel table, scratch memory) and the op entry points on host pointers. */
+#ifndef ANVIL_CPU_INTERNAL_H
+#define ANVIL_CPU_INTERNAL_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "backend.h"
+#include "cpu_kernels.h"
+#include "threadpool.h"
+
+typedef enum { CPU_SIMD_SCALAR = 0, CPU_SIMD_AVX2 = 1, CPU_SIMD_AVX512 = 2 } cpu_simd_level;
+
+typedef struct cpu_ctx {
+    threadpool *tp;
+    int n_threads;
+    cpu_simd_level simd;
+    mm_kernels kernels;
+    uint8_t *scratch;      /* 64-byte aligned, grown on demand; one op uses it at a time */
+    size_t scratch_cap;
+} cpu_ctx;
+
+/* Level picked for this CPU, after ANVIL_CPU_SIMD (scalar|avx2|avx512) is applied. */
+cpu_simd_level cpu_simd_detect(void);
+/* At least n bytes of scratch (contents undefined), NULL + error on allocation failure. */
+void *cpu_scratch(cpu_ctx *c, size_t n);
+
+/* Ops on host data (pointers already include the tensor offsets); -1 + error on bad input. */
+int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok, bool accumulate);
+int cpu_attention(cpu_ctx *c, const float *q, uint32_t kv_type, const void *k, const void *v, float *out, const be_attn_params *p);
+void cpu_rms_norm(cpu_ctx *c, const float *x, const float *w, float *out, int64_t n_rows, int64_t row_len, float eps);
+void cpu_add(cpu_ctx *c, const float *a, const float *b, float *out, int64_t n, int64_t b_n);
+void cpu_mul(cpu_ctx *c, const float *a, const float *b, float *out, int64_t n, int64_t b_n);
+void cpu_scale(cpu_ctx *c, float *x, int64_t n, float s);
+void cpu_rope(cpu_ctx *c, float *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p, const float *freq_factors);
+void cpu_glu(cpu_ctx *c, const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind);
+int cpu_get_rows(cpu_ctx *c, uint32_t type, const void *table, int64_t cols, const int32_t *ids, int n_ids, float *out);
+int cpu_store_rows(cpu_ctx *c, const float *src, uint32_t dst_type, void *dst, int64_t cols, int64_t row0, int64_t n_rows);
+#endif

@@ -1,0 +1,106 @@
+/* tokenizer_impl: the private layout of a tokenizer, shared by tokenizer.c (loading, special
+ * tokens, dispatch, detokenization), tokenizer_spm.c (SentencePiece-style merges) and
+ * tokenizer_bpe.c (byte-level BPE with llama.cpp's pre-tokenizer regexes). Not a public API. */
+#ifndef ANVIL_TOKENIZER_IMPL_H
+#define ANVIL_TOKENIZER_IMPL_H
+#include "tokenizer.h"
+
+/* Token attributes, as llama.cpp's llama_token_attr bits. */
+enum {
+    TOK_ATTR_UNDEFINED = 0,
+    TOK_ATTR_UNKNOWN = 1 << 0,
+    TOK_ATTR_UNUSED = 1 << 1,
+    TOK_ATTR_NORMAL = 1 << 2,
+    TOK_ATTR_CONTROL = 1 << 3,
+    TOK_ATTR_USER_DEFINED = 1 << 4,
+    TOK_ATTR_BYTE = 1 << 5,
+    TOK_ATTR_LSTRIP = 1 << 7,
+    TOK_ATTR_RSTRIP = 1 << 8,
+};
+
+/* Open-addressing index of int32 values (token ids or merge ranks); -1 marks an empty slot.
+ * The keys live elsewhere (the vocabulary or the merge table), the index only holds ids. */
+typedef struct {
+    int32_t *slots;
+    uint32_t *hashes;
+    uint32_t mask;
+} tok_index;
+
+/* A growable array of token ids. */
+typedef struct {
+    int32_t *ids;
+    size_t n, cap;
+    bool oom;
+} tok_vec;
+
+/* Pre-tokenizer regex sets (a subset of llama.cpp's llama_vocab_pre_type). */
+typedef enum {
+    TOK_PRE_DEFAULT,
+    TOK_PRE_LLAMA3,
+    TOK_PRE_QWEN2,
+    TOK_PRE_GPT2,
+    TOK_PRE_STARCODER,
+} tok_pre;
+
+#define TOK_MAX_REGEX 4
+
+struct tokenizer {
+    tok_kind kind;
+    int32_t n_vocab;
+
+    /* Token texts, copied out of the GGUF mapping into one arena. */
+    char *arena;
+    uint64_t *text_off;
+    uint32_t *text_len;
+    float *score;
+    uint16_t *attr;
+    tok_index vocab; /* text -> id (the last of duplicate texts wins, as in llama.cpp) */
+
+    int32_t bos, eos, eot, eom, unk, sep, pad, mask;
+    int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
+    bool add_bos, add_eos, add_space_prefix, ignore_merges, clean_spaces;
+    uint8_t *is_eog; /* n_vocab flags */
+
+    /* Control, user-defined and unknown tokens, longest text first (partition order). */
+    int32_t *special;
+    int32_t n_special;
+
+    /* BPE only. */
+    tok_pre pre;
+    char *merge_arena;
+    uint64_t *merge_off;                 /* first part at merge_off, second right after it */
+    uint32_t *merge_len1, *merge_len2;
+    int32_t n_merges;
+    tok_index merges;                    /* (first, second) -> rank (first of duplicates wins) */
+    void *regex[TOK_MAX_REGEX];          /* pcre2_code_8 * */
+    int n_regex;
+    char byte_utf8[256][2];              /* byte -> its GPT-2 unicode char (UTF-8, 1 or 2 bytes) */
+    uint8_t byte_utf8_len[256];
+    int16_t cpt_byte[324];               /* GPT-2 unicode char (code point < 324) -> byte, -1 */
+};
+
+static inline const char *tok_text(const struct tokenizer *t, int32_t id) { return t->arena + t->text_off[id]; }
+
+/* tokenizer.c */
+uint32_t tok_hash(const char *s, size_t n);
+int32_t tok_lookup(const struct tokenizer *t, const char *s, size_t n);
+bool tok_vec_push(tok_vec *v, int32_t id);
+/* llama.cpp's lenient UTF-8 decoder: returns the code point and sets *len (>= 1); an
+ * invalid sequence gives U+FFFD with *len = 1. Code points may be overlong or surrogates. */
+uint32_t tok_utf8_decode(const unsigned char *s, size_t n, size_t *len);
+/* Encodes a code point (<= 0x10FFFF) to UTF-8; returns its length. */
+int tok_utf8_encode(uint32_t cpt, char *out);
+
+/* tokenizer_spm.c: encodes one text fragment whose spaces are already escaped as U+2581. */
+bool tok_spm_encode(const struct tokenizer *t, const char *text, size_t len, tok_vec *out);
+
+/* tokenizer_bpe.c */
+/* Reads the merges, maps the pre-tokenizer name and compiles its regexes. */
+bool tok_bpe_init(struct tokenizer *t, const struct gguf_file *f, const char *pre_name);
+void tok_bpe_free(struct tokenizer *t);
+/* Encodes one raw text fragment (no special tokens inside). */
+bool tok_bpe_encode(const struct tokenizer *t, const char *text, size_t len, tok_vec *out);
+/* The bytes a BPE token text stands for (llama.cpp's llama_decode_text); returns the full
+ * length, writes up to cap bytes. */
+int tok_bpe_decode_text(const struct tokenizer *t, const char *text, size_t len, char *buf, int cap);
+#endif

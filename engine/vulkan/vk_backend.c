@@ -1,0 +1,242 @@
+/* vk_backend: creating a backend on one Vulkan device (queue, features, the optional
+ * paths and ANVIL_VK_* switches) and the memory half of backend_ops: tensors, weights,
+ * uploads, downloads, sync, destroy. The ops are in vk_ops.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "quant.h"
+#include "vk_internal.h"
+
+extern const backend_ops vk_backend_ops; /* vk_ops.c */
+
+static bool env_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* ANVIL_VK_DISABLE=fp16,subgroup,int8 (or "all"). */
+static bool disabled(const char *feature) {
+    const char *v = getenv("ANVIL_VK_DISABLE");
+    if (!v) return false;
+    if (strstr(v, "all")) return true;
+    size_t n = strlen(feature);
+    for (const char *p = v; (p = strstr(p, feature)) != NULL; p += n) {
+        bool start = p == v || p[-1] == ',' || p[-1] == ' ';
+        bool end = p[n] == 0 || p[n] == ',' || p[n] == ' ';
+        if (start && end) return true;
+    }
+    return false;
+}
+
+void vkb_destroy(backend *be) {
+    vk_ctx *c = vk_of(be);
+    if (c->dev) {
+        vk_flush(c);
+        c->fn.vkDeviceWaitIdle(c->dev);
+        vk_profile_report(c);
+        vk_storage_free(c, c->scratch_q8);
+        vk_pipelines_shutdown(c);
+        vk_cmd_shutdown(c);
+        vk_memory_shutdown(c);
+        c->fn.vkDestroyDevice(c->dev, NULL);
+    }
+    if (c->vi) vk_instance_release();
+    free(c);
+}
+
+backend *vk_backend_new(int device_index) {
+    char why[256];
+    vk_instance *vi = vk_instance_acquire(why, sizeof why);
+    if (!vi) return NULL;
+    if (device_index < 0 || (uint32_t)device_index >= vi->n_pdev) {
+        anv_set_error("Vulkan device %d does not exist (%u device(s))", device_index, vi->n_pdev);
+        vk_instance_release();
+        return NULL;
+    }
+    vk_ctx *c = calloc(1, sizeof *c);
+    if (!c) { vk_instance_release(); anv_set_error("out of host memory"); return NULL; }
+    c->vi = vi;
+    c->index = device_index;
+    c->pdev = vi->pdev[device_index];
+    vk_fill_device_info(vi, device_index, &c->info);
+    c->base.ops = &vk_backend_ops;
+    c->base.impl = c;
+    snprintf(c->name, sizeof c->name, "vulkan%d", device_index);
+    c->base.name = c->name;
+    if (!c->info.supported) {
+        anv_set_error("Vulkan device %d (%s) is not supported: %s", device_index, c->info.name, c->info.unsupported_why);
+        vkb_destroy(&c->base);
+        return NULL;
+    }
+
+    /* Queue: a compute family, preferring one without graphics. */
+    uint32_t nq = 0;
+    vi->fn.vkGetPhysicalDeviceQueueFamilyProperties(c->pdev, &nq, NULL);
+    VkQueueFamilyProperties *qf = calloc(nq ? nq : 1, sizeof *qf);
+    if (!qf) { vkb_destroy(&c->base); anv_set_error("out of host memory"); return NULL; }
+    vi->fn.vkGetPhysicalDeviceQueueFamilyProperties(c->pdev, &nq, qf);
+    int fam = -1;
+    for (uint32_t i = 0; i < nq && fam < 0; i++)
+        if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) fam = (int)i;
+    for (uint32_t i = 0; i < nq && fam < 0; i++)
+        if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) fam = (int)i;
+    if (fam >= 0) c->timestamp_valid_bits = qf[fam].timestampValidBits;
+    free(qf);
+    if (fam < 0) { anv_set_error("Vulkan device %d (%s) has no compute queue", device_index, c->info.name); vkb_destroy(&c->base); return NULL; }
+    c->queue_family = (uint32_t)fam;
+
+    /* Optional paths. */
+    c->use_fp16 = c->info.fp16 && !disabled("fp16");
+    c->use_subgroup = c->info.subgroup_arith && c->info.subgroup_size >= 4 && c->info.subgroup_size <= 64 && !disabled("subgroup");
+    c->use_int8 = c->info.int8_dot && !disabled("int8");
+    c->profile = env_on("ANVIL_VK_PROFILE") && c->timestamp_valid_bits > 0;
+    VkPhysicalDeviceProperties props;
+    vi->fn.vkGetPhysicalDeviceProperties(c->pdev, &props);
+    c->timestamp_period = props.limits.timestampPeriod;
+    c->max_alloc = c->info.max_allocation;
+    const char *ma = getenv("ANVIL_VK_MAX_ALLOCATION");
+    if (ma && *ma) {
+        char *end = NULL;
+        unsigned long long v = strtoull(ma, &end, 10);
+        if (end && (*end == 'k' || *end == 'K')) v <<= 10;
+        else if (end && (*end == 'm' || *end == 'M')) v <<= 20;
+        else if (end && (*end == 'g' || *end == 'G')) v <<= 30;
+        if (v >= (1u << 20) && v < c->max_alloc) c->max_alloc = v;
+    }
+    c->max_binding = c->info.max_storage_range < c->info.max_buffer_size ? c->info.max_storage_range : c->info.max_buffer_size;
+    if (c->max_binding > c->max_alloc) c->max_binding = c->max_alloc;
+
+    /* Device. */
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qi = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = c->queue_family,
+                                   .queueCount = 1, .pQueuePriorities = &prio };
+    bool v13 = c->info.api_version >= VK_API_VERSION_1_3 && vi->api_version >= VK_API_VERSION_1_3;
+    if (!v13) c->use_int8 = false;
+    VkPhysicalDeviceVulkan13Features f13 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+                                             .shaderIntegerDotProduct = c->use_int8 };
+    VkPhysicalDeviceVulkan12Features f12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                             .shaderFloat16 = c->use_fp16, .pNext = v13 ? &f13 : NULL };
+    VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                             .storageBuffer16BitAccess = VK_TRUE, .pNext = &f12 };
+    const char *exts[2];
+    uint32_t n_ext = 0;
+    if (c->info.has_budget) exts[n_ext++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    VkDeviceCreateInfo di = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f11, .queueCreateInfoCount = 1,
+                              .pQueueCreateInfos = &qi, .enabledExtensionCount = n_ext, .ppEnabledExtensionNames = exts };
+    VkResult r = vi->fn.vkCreateDevice(c->pdev, &di, NULL, &c->dev);
+    if (r != VK_SUCCESS) {
+        c->dev = VK_NULL_HANDLE;
+        anv_set_error("Vulkan device %d (%s): vkCreateDevice failed (%s)", device_index, c->info.name, vkl_result_name(r));
+        vkb_destroy(&c->base);
+        return NULL;
+    }
+    if (!vkl_load_device(&vi->fn, c->dev, &c->fn)) {
+        vi->fn.vkGetDeviceProcAddr(c->dev, "vkDestroyDevice");
+        PFN_vkDestroyDevice dd = (PFN_vkDestroyDevice)vi->fn.vkGetDeviceProcAddr(c->dev, "vkDestroyDevice");
+        if (dd) dd(c->dev, NULL);
+        c->dev = VK_NULL_HANDLE;
+        vkb_destroy(&c->base);
+        return NULL;
+    }
+    c->fn.vkGetDeviceQueue(c->dev, c->queue_family, 0, &c->queue);
+    if (!vk_memory_init(c) || !vk_cmd_init(c) || !vk_pipelines_init(c)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", c->error[0] ? c->error : anv_last_error());
+        vkb_destroy(&c->base);
+        anv_set_error("%s", msg);
+        return NULL;
+    }
+    snprintf(c->desc, sizeof c->desc, "%s (%s, %s %s; fp16 %s, subgroup %s(%u), int8 dot %s)", c->info.name,
+             vk_device_type_name(c->info.type), c->info.driver_name, c->info.driver_info,
+             c->use_fp16 ? "on" : "off", c->use_subgroup ? "on" : "off", c->info.subgroup_size, c->use_int8 ? "on" : "off");
+    c->base.device_desc = c->desc;
+    return &c->base;
+}
+
+bool vk_backend_is(const backend *be) { return be && be->ops == &vk_backend_ops; }
+
+anv_vk_paths vk_backend_paths(const backend *be) {
+    anv_vk_paths p = { 0 };
+    if (!vk_backend_is(be)) return p;
+    const vk_ctx *c = (const vk_ctx *)be;
+    p.fp16 = c->use_fp16; p.subgroup = c->use_subgroup; p.int8 = c->use_int8;
+    p.subgroup_size = c->info.subgroup_size;
+    p.max_allocation = c->max_alloc; p.max_binding = c->max_binding;
+    return p;
+}
+
+int vk_tensor_chunks(const be_tensor *t) {
+    return t && t->storage ? ((const vk_storage *)t->storage)->n_chunks : 0;
+}
+
+const char *vk_backend_error(const backend *be) {
+    if (!vk_backend_is(be)) return NULL;
+    const vk_ctx *c = (const vk_ctx *)be;
+    return c->error[0] ? c->error : NULL;
+}
+
+/* ---- memory ops ---- */
+
+be_tensor *vkb_tensor_new(backend *be, uint32_t type, int64_t cols, int64_t rows) {
+    vk_ctx *c = vk_of(be);
+    const qtype_info *qi = qtype_get(type);
+    if (!qi) { anv_set_error("vulkan: unknown tensor type %u", type); return NULL; }
+    if (cols <= 0 || rows <= 0) { anv_set_error("vulkan: bad tensor shape %lld x %lld", (long long)rows, (long long)cols); return NULL; }
+    size_t rb = qtype_row_size((qtype)type, cols);
+    if (rb == 0) { anv_set_error("vulkan: %lld columns is not a multiple of the %s block size", (long long)cols, qi->name); return NULL; }
+    if ((uint64_t)rows > SIZE_MAX / rb) { anv_set_error("vulkan: tensor too large"); return NULL; }
+    be_tensor *t = calloc(1, sizeof *t);
+    if (!t) { anv_set_error("out of host memory"); return NULL; }
+    t->storage = vk_storage_new(c, rb * (size_t)rows, rb, false);
+    if (!t->storage) { free(t); return NULL; }
+    t->be = be; t->type = type; t->cols = cols; t->rows = rows; t->owned = true;
+    return t;
+}
+
+void vkb_upload(backend *be, be_tensor *t, size_t off, const void *src, size_t n) {
+    vk_ctx *c = vk_of(be);
+    vk_storage *s = t->storage;
+    size_t lo = t->offset + off, hi = lo + n;
+    if (hi > s->total) { vk_fail(c, "vulkan: upload of %zu bytes at %zu past the end of a %zu-byte tensor", n, lo, s->total); return; }
+    for (int i = 0; i < s->n_chunks; i++) {
+        vk_chunk *ch = &s->chunk[i];
+        size_t a = lo > ch->begin ? lo : ch->begin, b = hi < ch->begin + ch->size ? hi : ch->begin + ch->size;
+        if (a < b) vk_record_upload(c, ch, a - ch->begin, (const uint8_t *)src + (a - lo), b - a);
+    }
+}
+
+void vkb_download(backend *be, const be_tensor *t, size_t off, void *dst, size_t n) {
+    vk_ctx *c = vk_of(be);
+    vk_storage *s = t->storage;
+    size_t lo = t->offset + off, hi = lo + n;
+    if (hi > s->total) { vk_fail(c, "vulkan: download of %zu bytes at %zu past the end of a %zu-byte tensor", n, lo, s->total); memset(dst, 0, n); return; }
+    for (int i = 0; i < s->n_chunks; i++) {
+        vk_chunk *ch = &s->chunk[i];
+        size_t a = lo > ch->begin ? lo : ch->begin, b = hi < ch->begin + ch->size ? hi : ch->begin + ch->size;
+        if (a < b) vk_record_download(c, ch, a - ch->begin, (uint8_t *)dst + (a - lo), b - a);
+    }
+    vk_flush(c);
+    if (c->error[0]) memset(dst, 0, n);
+}
+
+be_tensor *vkb_weight_new(backend *be, uint32_t type, int64_t cols, int64_t rows, const void *host_data) {
+    be_tensor *t = vkb_tensor_new(be, type, cols, rows);
+    if (!t) return NULL;
+    vkb_upload(be, t, 0, host_data, be_nbytes(t));
+    vk_ctx *c = vk_of(be);
+    if (c->error[0]) { anv_set_error("%s", c->error); vk_storage_free(c, t->storage); free(t); return NULL; }
+    return t;
+}
+
+void vkb_tensor_free(backend *be, be_tensor *t) {
+    vk_ctx *c = vk_of(be);
+    if (!t) return;
+    if (t->owned) {
+        if (c->recording) vk_flush(c); /* the GPU may still use it */
+        vk_storage_free(c, t->storage);
+    }
+    free(t);
+}
+
+void vkb_sync(backend *be) { vk_flush(vk_of(be)); }
+

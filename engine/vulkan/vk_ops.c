@@ -1,0 +1,343 @@
+/* vk_ops: the compute half of backend_ops for Vulkan: argument checks, splitting work
+ * over the chunks a large tensor is made of (row ranges with separate bindings), push
+ * constants with element offsets (views), choice of kernel (mat-vec / integer-dot
+ * mat-vec / tiled mat-mat) and dispatch. Semantics are those of backend.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "quant.h"
+#include "vk_internal.h"
+
+#define MAX_SEGS 64
+#define MAX_GROUPS 65535u
+
+typedef struct { vk_chunk *ch; int64_t r0, r1; size_t local; } row_seg; /* rows [r0, r1), local byte offset of r0 */
+
+/* Splits rows [0, n_rows) of t into pieces that each lie in one chunk; -1 if a row straddles
+ * two chunks (a reshape view across a chunk boundary). */
+static int row_segments(const be_tensor *t, int64_t n_rows, row_seg *segs) {
+    vk_storage *s = t->storage;
+    size_t rb = be_row_bytes(t);
+    int n = 0;
+    int64_t r = 0;
+    while (r < n_rows) {
+        size_t off = t->offset + (size_t)r * rb;
+        vk_chunk *ch = vk_storage_find(s, off, rb);
+        if (!ch || n == MAX_SEGS) return -1;
+        int64_t fit = (int64_t)((ch->begin + ch->size - off) / rb);
+        int64_t r1 = r + fit < n_rows ? r + fit : n_rows;
+        segs[n++] = (row_seg){ ch, r, r1, off - ch->begin };
+        r = r1;
+    }
+    return n;
+}
+
+/* The one chunk holding bytes [t->offset + off, + n) of t, or NULL (sticky error). */
+static vk_chunk *span(vk_ctx *c, const be_tensor *t, size_t off, size_t n, size_t *local, const char *op) {
+    vk_storage *s = t->storage;
+    size_t lo = t->offset + off;
+    *local = 0;
+    if (lo + n > s->total) { vk_fail(c, "vulkan %s: access of %zu bytes at %zu is past the end of a %zu-byte tensor", op, n, lo, s->total); return NULL; }
+    vk_chunk *ch = vk_storage_find(s, lo, n);
+    if (!ch) { vk_fail(c, "vulkan %s: the accessed range spans two device buffers (tensor larger than one binding)", op); return NULL; }
+    *local = lo - ch->begin;
+    return ch;
+}
+
+static bool same_be(vk_ctx *c, const be_tensor *t, const char *op) {
+    if (t && t->be != &c->base) { vk_fail(c, "vulkan %s: tensor belongs to another backend", op); return false; }
+    return true;
+}
+
+static bool f32_tensor(vk_ctx *c, const be_tensor *t, const char *op) {
+    if (!same_be(c, t, op)) return false;
+    if (t->type != QT_F32) { vk_fail(c, "vulkan %s: expected an F32 tensor, got type %u", op, t->type); return false; }
+    if (t->offset % 4) { vk_fail(c, "vulkan %s: F32 view offset %zu not 4-byte aligned", op, t->offset); return false; }
+    return true;
+}
+
+static void grid2(uint32_t groups, uint32_t *gx, uint32_t *gy) {
+    *gx = groups < MAX_GROUPS ? groups : MAX_GROUPS;
+    if (*gx == 0) *gx = 1;
+    *gy = (groups + *gx - 1) / *gx;
+}
+
+/* ---- get_rows ---- */
+static void op_get_rows(backend *be, const be_tensor *table, const int32_t *ids, int n_ids, be_tensor *out) {
+    vk_ctx *c = vk_of(be);
+    if (c->error[0] || n_ids <= 0) return;
+    if (!same_be(c, table, "get_rows") || !f32_tensor(c, out, "get_rows")) return;
+    int ti = vkp_type_index(table->type);
+    if (ti < 0) { vk_fail(c, "vulkan get_rows: table type %u has no kernel", table->type); return; }
+    for (int i = 0; i < n_ids; i++)
+        if (ids[i] < 0 || ids[i] >= table->rows) { vk_fail(c, "vulkan get_rows: id %d out of range [0, %lld)", ids[i], (long long)table->rows); return; }
+    row_seg segs[MAX_SEGS];
+    int ns = row_segments(table, table->rows, segs);
+    if (ns < 0) { vk_fail(c, "vulkan get_rows: table rows straddle device buffers"); return; }
+    const size_t rb = be_row_bytes(table);
+    const size_t ids_off = vk_staging_put(c, ids, (size_t)n_ids * sizeof(int32_t));
+    size_t d_local;
+    vk_chunk *dch = span(c, out, 0, (size_t)n_ids * (size_t)out->cols * 4, &d_local, "get_rows");
+    if (!dch) return;
+    for (int s = 0; s < ns; s++) {
+        for (int i0 = 0; i0 < n_ids; i0 += (int)MAX_GROUPS) {
+            uint32_t n = (uint32_t)(n_ids - i0 < (int)MAX_GROUPS ? n_ids - i0 : (int)MAX_GROUPS);
+            uint32_t pc[10] = { (uint32_t)table->cols, n, (uint32_t)segs[s].r0, (uint32_t)segs[s].r1, (uint32_t)segs[s].local,
+                                (uint32_t)rb, (uint32_t)(ids_off / 4 + (size_t)i0),
+                                (uint32_t)(d_local / 4 + (size_t)i0 * (size_t)out->cols), (uint32_t)out->cols, 0 };
+            vk_binding b[3] = { { segs[s].ch, false }, { NULL, false }, { dch, true } };
+            vk_dispatch(c, VKP_GET_ROWS + ti, 0, b, 3, pc, (uint32_t)((table->cols + 255) / 256), n, 1,
+                        (uint64_t)n * (rb + (uint64_t)table->cols * 4) / (uint64_t)ns);
+        }
+    }
+}
+
+/* ---- matmul ---- */
+static vk_chunk *scratch_q8(vk_ctx *c, size_t bytes) {
+    if (c->scratch_q8 && c->scratch_q8->total >= bytes) return &c->scratch_q8->chunk[0];
+    if (c->scratch_q8) { vk_flush(c); vk_storage_free(c, c->scratch_q8); c->scratch_q8 = NULL; }
+    size_t want = bytes < (1u << 20) ? (1u << 20) : bytes;
+    c->scratch_q8 = vk_storage_new(c, want, want, false);
+    if (!c->scratch_q8 || c->scratch_q8->n_chunks != 1) { vk_fail(c, "vulkan matmul: cannot allocate %zu bytes of scratch: %s", want, anv_last_error()); return NULL; }
+    return &c->scratch_q8->chunk[0];
+}
+
+static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_tensor *out, int n_tok, bool accumulate) {
+    vk_ctx *c = vk_of(be);
+    if (c->error[0] || n_tok <= 0) return;
+    if (!same_be(c, w, "matmul") || !f32_tensor(c, x, "matmul") || !f32_tensor(c, out, "matmul")) return;
+    int ti = vkp_type_index(w->type);
+    if (ti < 0) { vk_fail(c, "vulkan matmul: weight type %u has no kernel", w->type); return; }
+    const int64_t K = w->cols, N = w->rows;
+    if (x->cols < K || out->cols < N || x->rows < n_tok || out->rows < n_tok) {
+        vk_fail(c, "vulkan matmul: shapes do not match (w %lldx%lld, x %lldx%lld, out %lldx%lld, n_tok %d)",
+                (long long)N, (long long)K, (long long)x->rows, (long long)x->cols, (long long)out->rows, (long long)out->cols, n_tok);
+        return;
+    }
+    row_seg ws[MAX_SEGS], xs[MAX_SEGS], os[MAX_SEGS];
+    int nw = row_segments(w, N, ws), nx = row_segments(x, n_tok, xs), no = row_segments(out, n_tok, os);
+    if (nw < 0 || nx < 0 || no < 0) { vk_fail(c, "vulkan matmul: rows straddle device buffers"); return; }
+    const size_t rb = be_row_bytes(w);
+    const bool int8 = c->use_int8 && (w->type == QT_Q4_0 || w->type == QT_Q8_0) && K % 32 == 0;
+    /* token ranges inside one x chunk and one out chunk */
+    int ix = 0, io = 0;
+    for (int64_t t0 = 0; t0 < n_tok;) {
+        while (xs[ix].r1 <= t0) ix++;
+        while (os[io].r1 <= t0) io++;
+        int64_t t1 = xs[ix].r1 < os[io].r1 ? xs[ix].r1 : os[io].r1;
+        const size_t x_local = xs[ix].local + (size_t)(t0 - xs[ix].r0) * be_row_bytes(x);
+        const size_t o_local = os[io].local + (size_t)(t0 - os[io].r0) * be_row_bytes(out);
+        for (int64_t ta = t0; ta < t1;) {
+            const int64_t nt_all = t1 - ta;
+            const bool vec = n_tok <= 8;
+            const int64_t nt = vec ? nt_all : nt_all; /* mat-mat takes the whole range */
+            const size_t xl = x_local + (size_t)(ta - t0) * be_row_bytes(x);
+            const size_t ol = o_local + (size_t)(ta - t0) * be_row_bytes(out);
+            vk_chunk *qch = NULL;
+            if (vec && int8) {
+                const size_t qbytes = (size_t)nt * (size_t)(K / 32) * 40;
+                qch = scratch_q8(c, qbytes);
+                if (!qch) return;
+                uint32_t qpc[5] = { (uint32_t)K, (uint32_t)nt, (uint32_t)(xl / 4), (uint32_t)x->cols, 0 };
+                vk_binding qb[2] = { { xs[ix].ch, false }, { qch, true } };
+                vk_dispatch(c, VKP_QUANT_Q8_1, 0, qb, 2, qpc, (uint32_t)((K / 32 + 63) / 64), (uint32_t)nt, 1,
+                            (uint64_t)nt * (uint64_t)K * 4 + qbytes);
+            }
+            for (int s = 0; s < nw; s++) {
+                const uint32_t nrows = (uint32_t)(ws[s].r1 - ws[s].r0);
+                uint32_t pc[11] = { (uint32_t)K, nrows, (uint32_t)nt, (uint32_t)ws[s].local, (uint32_t)rb,
+                                    (uint32_t)(xl / 4), (uint32_t)x->cols, (uint32_t)(ol / 4 + (size_t)ws[s].r0), (uint32_t)out->cols,
+                                    accumulate ? 1u : 0u, 0 };
+                const uint64_t bytes = (uint64_t)nrows * rb + (uint64_t)nt * (uint64_t)K * 4 + (uint64_t)nt * nrows * 4;
+                if (vec) {
+                    uint32_t gx, gy;
+                    grid2((nrows + 1) / 2, &gx, &gy);
+                    pc[10] = gx;
+                    vk_binding b[3] = { { ws[s].ch, false }, { int8 ? qch : xs[ix].ch, false }, { os[io].ch, true } };
+                    if (int8) pc[5] = 0, pc[6] = 0;
+                    vk_dispatch(c, int8 ? (w->type == QT_Q4_0 ? VKP_MMVQ_Q4_0 : VKP_MMVQ_Q8_0) : VKP_MMV + ti,
+                                vkp_ntok_variant((int)nt), b, 3, pc, gx, gy, 1, bytes);
+                } else {
+                    vk_binding b[3] = { { ws[s].ch, false }, { xs[ix].ch, false }, { os[io].ch, true } };
+                    vk_dispatch(c, VKP_MM + ti, 0, b, 3, pc, (nrows + 63) / 64, (uint32_t)((nt + 63) / 64), 1, bytes);
+                }
+            }
+            ta += nt;
+        }
+        t0 = t1;
+    }
+}
+
+/* ---- rms_norm ---- */
+static void op_rms_norm(backend *be, const be_tensor *x, const be_tensor *w, be_tensor *out, int64_t n_rows, int64_t row_len, float eps) {
+    vk_ctx *c = vk_of(be);
+    if (c->error[0] || n_rows <= 0) return;
+    if (!f32_tensor(c, x, "rms_norm") || !f32_tensor(c, out, "rms_norm") || (w && !f32_tensor(c, w, "rms_norm"))) return;
+    if (row_len <= 0) { vk_fail(c, "vulkan rms_norm: row_len %lld", (long long)row_len); return; }
+    size_t n = (size_t)(n_rows * row_len) * 4, xl, ol, wl = 0;
+    vk_chunk *xc = span(c, x, 0, n, &xl, "rms_norm"), *oc = span(c, out, 0, n, &ol, "rms_norm");
+    vk_chunk *wc = w ? span(c, w, 0, (size_t)row_len * 4, &wl, "rms_norm") : NULL;
+    if (!xc || !oc || (w && !wc)) return;
+    uint32_t gx, gy;
+    grid2((uint32_t)n_rows, &gx, &gy);
+    struct { uint32_t row_len, n_rows, x_off, w_off, has_w, d_off, groups_x; float eps; } pc = {
+        (uint32_t)row_len, (uint32_t)n_rows, (uint32_t)(xl / 4), (uint32_t)(wl / 4), w ? 1u : 0u, (uint32_t)(ol / 4), gx, eps };
+    vk_binding b[3] = { { xc, false }, { wc ? wc : xc, false }, { oc, true } };
+    vk_dispatch(c, VKP_RMS_NORM, 0, b, 3, &pc, gx, gy, 1, 2 * (uint64_t)n);
+}
+
+/* ---- element-wise ---- */
+static void binary(vk_ctx *c, int pipe, const be_tensor *a, const be_tensor *bt, be_tensor *out, int64_t n, int64_t b_n, float s, const char *op) {
+    if (c->error[0] || n <= 0) return;
+    if (!f32_tensor(c, a, op) || !f32_tensor(c, bt, op) || !f32_tensor(c, out, op)) return;
+    if (b_n <= 0) { vk_fail(c, "vulkan %s: b_n %lld", op, (long long)b_n); return; }
+    size_t al, bl, ol;
+    vk_chunk *ac = span(c, a, 0, (size_t)n * 4, &al, op), *bc = span(c, bt, 0, (size_t)b_n * 4, &bl, op);
+    vk_chunk *oc = span(c, out, 0, (size_t)n * 4, &ol, op);
+    if (!ac || !bc || !oc) return;
+    uint32_t gx, gy;
+    grid2((uint32_t)((n + 255) / 256), &gx, &gy);
+    struct { uint32_t n, b_n, a_off, b_off, d_off, groups_x; float s; } pc = {
+        (uint32_t)n, (uint32_t)b_n, (uint32_t)(al / 4), (uint32_t)(bl / 4), (uint32_t)(ol / 4), gx, s };
+    vk_binding b[3] = { { ac, false }, { bc, false }, { oc, true } };
+    vk_dispatch(c, pipe, 0, b, 3, &pc, gx, gy, 1, (uint64_t)n * 12);
+}
+
+static void op_add(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n) {
+    binary(vk_of(be), VKP_ADD, a, b, out, n, b_n, 0.0f, "add");
+}
+static void op_mul(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n) {
+    binary(vk_of(be), VKP_MUL, a, b, out, n, b_n, 0.0f, "mul");
+}
+static void op_scale(backend *be, be_tensor *x, int64_t n, float s) {
+    binary(vk_of(be), VKP_SCALE, x, x, x, n, 1, s, "scale");
+}
+
+static void op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind) {
+    vk_ctx *c = vk_of(be);
+    if (c->error[0] || n <= 0) return;
+    if (!f32_tensor(c, gate, "glu") || !f32_tensor(c, up, "glu") || !f32_tensor(c, out, "glu")) return;
+    size_t gl, ul, ol;
+    vk_chunk *gc = span(c, gate, 0, (size_t)n * 4, &gl, "glu"), *uc = span(c, up, 0, (size_t)n * 4, &ul, "glu");
+    vk_chunk *oc = span(c, out, 0, (size_t)n * 4, &ol, "glu");
+    if (!gc || !uc || !oc) return;
+    uint32_t gx, gy;
+    grid2((uint32_t)((n + 255) / 256), &gx, &gy);
+    uint32_t pc[5] = { (uint32_t)n, (uint32_t)(gl / 4), (uint32_t)(ul / 4), (uint32_t)(ol / 4), gx };
+    vk_binding b[3] = { { gc, false }, { uc, false }, { oc, true } };
+    vk_dispatch(c, kind == BE_GLU_GELU_TANH ? VKP_GLU_GELU : VKP_GLU_SILU, 0, b, 3, pc, gx, gy, 1, (uint64_t)n * 12);
+}
+
+/* ---- rope ---- */
+static void op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p) {
+    vk_ctx *c = vk_of(be);
+    if (c->error[0] || n_tok <= 0) return;
+    if (!f32_tensor(c, x, "rope") || (p->freq_factors && !f32_tensor(c, p->freq_factors, "rope"))) return;
+    if (p->n_rot <= 0 || p->n_rot > head_dim || p->n_rot % 2 || n_head <= 0 || pos0 < 0) {
+        vk_fail(c, "vulkan rope: bad parameters (n_rot %d, head_dim %d, n_head %d, pos0 %d)", p->n_rot, head_dim, n_head, pos0);
+        return;
+    }
+    const int half = p->n_rot / 2;
+    size_t xl, fl = 0;
+    vk_chunk *xc = span(c, x, 0, (size_t)n_tok * (size_t)x->cols * 4, &xl, "rope");
+    vk_chunk *fc = p->freq_factors ? span(c, p->freq_factors, 0, (size_t)half * 4, &fl, "rope") : NULL;
+    if (!xc || (p->freq_factors && !fc)) return;
+    if ((int64_t)n_head * head_dim > x->cols) { vk_fail(c, "vulkan rope: %d heads x %d > %lld columns", n_head, head_dim, (long long)x->cols); return; }
+    const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+    const int tok_per = (int)(MAX_GROUPS / (uint32_t)n_head);
+    for (int t0 = 0; t0 < n_tok; t0 += tok_per) {
+        int nt = n_tok - t0 < tok_per ? n_tok - t0 : tok_per;
+        struct { uint32_t n_tok, n_head, head_dim, pos0, n_rot, neox, x_off, x_stride, ff_off, has_ff; float theta_scale, freq_scale; } pc = {
+            (uint32_t)nt, (uint32_t)n_head, (uint32_t)head_dim, (uint32_t)(pos0 + t0), (uint32_t)p->n_rot,
+            p->mode == BE_ROPE_NEOX ? 1u : 0u, (uint32_t)(xl / 4 + (size_t)t0 * (size_t)x->cols), (uint32_t)x->cols,
+            (uint32_t)(fl / 4), fc ? 1u : 0u, theta_scale, p->freq_scale };
+        vk_binding b[2] = { { xc, true }, { fc ? fc : xc, false } };
+        vk_dispatch(c, VKP_ROPE, 0, b, 2, &pc, (uint32_t)((half + 63) / 64), (uint32_t)(nt * n_head), 1,
+                    (uint64_t)nt * (uint64_t)n_head * (uint64_t)p->n_rot * 8);
+    }
+}
+
+/* ---- store_rows ---- */
+static void op_store_rows(backend *be, const be_tensor *src, be_tensor *dst, int64_t dst_row0, int64_t n_rows) {
+    vk_ctx *c = vk_of(be);
+    if (c->error[0] || n_rows <= 0) return;
+    if (!f32_tensor(c, src, "store_rows") || !same_be(c, dst, "store_rows")) return;
+    int pipe = dst->type == QT_F32 ? VKP_STORE_F32 : dst->type == QT_F16 ? VKP_STORE_F16 : dst->type == QT_Q8_0 ? VKP_STORE_Q8_0 : -1;
+    if (pipe < 0) { vk_fail(c, "vulkan store_rows: destination type %u unsupported (F32/F16/Q8_0)", dst->type); return; }
+    if (dst_row0 < 0 || dst_row0 + n_rows > dst->rows || src->cols < dst->cols || src->rows < n_rows) {
+        vk_fail(c, "vulkan store_rows: rows [%lld, %lld) outside the destination (%lld rows) or source too small",
+                (long long)dst_row0, (long long)(dst_row0 + n_rows), (long long)dst->rows);
+        return;
+    }
+    const size_t drb = be_row_bytes(dst);
+    size_t sl, dl;
+    vk_chunk *sc = span(c, src, 0, (size_t)n_rows * (size_t)src->cols * 4, &sl, "store_rows");
+    vk_chunk *dc = span(c, dst, (size_t)dst_row0 * drb, (size_t)n_rows * drb, &dl, "store_rows");
+    if (!sc || !dc) return;
+    if (dl % 4 && pipe == VKP_STORE_F32) { vk_fail(c, "vulkan store_rows: misaligned destination"); return; }
+    uint32_t pc[7] = { (uint32_t)dst->cols, (uint32_t)n_rows, (uint32_t)(sl / 4), (uint32_t)src->cols, (uint32_t)dl, (uint32_t)drb, 0 };
+    uint32_t per_row = pipe == VKP_STORE_Q8_0 ? (uint32_t)(dst->cols / 32) : (uint32_t)dst->cols;
+    vk_binding b[2] = { { sc, false }, { dc, true } };
+    for (int64_t r0 = 0; r0 < n_rows; r0 += MAX_GROUPS) {
+        uint32_t nr = (uint32_t)(n_rows - r0 < MAX_GROUPS ? n_rows - r0 : MAX_GROUPS);
+        pc[1] = nr;
+        pc[2] = (uint32_t)(sl / 4 + (size_t)r0 * (size_t)src->cols);
+        pc[4] = (uint32_t)(dl + (size_t)r0 * drb);
+        vk_dispatch(c, pipe, 0, b, 2, pc, (per_row + 63) / 64, nr, 1, (uint64_t)nr * ((uint64_t)dst->cols * 4 + drb));
+    }
+}
+
+/* ---- attention ---- */
+static void op_attention(backend *be, const be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *out, const be_attn_params *p) {
+    vk_ctx *c = vk_of(be);
+    if (c->error[0] || p->n_tok <= 0) return;
+    if (!f32_tensor(c, q, "attention") || !f32_tensor(c, out, "attention") || !same_be(c, k, "attention") || !same_be(c, v, "attention")) return;
+    if (k->type != v->type || k->cols != v->cols) { vk_fail(c, "vulkan attention: K and V caches differ in type or shape"); return; }
+    int pipe = k->type == QT_F32 ? VKP_FA_F32 : k->type == QT_F16 ? VKP_FA_F16 : k->type == QT_Q8_0 ? VKP_FA_Q8_0 : -1;
+    if (pipe < 0) { vk_fail(c, "vulkan attention: KV type %u unsupported (F16/F32/Q8_0)", k->type); return; }
+    if (p->n_head <= 0 || p->n_kv_head <= 0 || p->n_head % p->n_kv_head || p->head_dim <= 0 || p->head_dim > 512 || p->pos0 < 0 ||
+        (k->type == QT_Q8_0 && p->head_dim % 32) || (int64_t)p->n_kv_head * p->head_dim != k->cols ||
+        (int64_t)p->n_head * p->head_dim > q->cols || (int64_t)p->n_head * p->head_dim > out->cols) {
+        vk_fail(c, "vulkan attention: bad parameters (n_head %d, n_kv_head %d, head_dim %d, cache cols %lld)",
+                p->n_head, p->n_kv_head, p->head_dim, (long long)k->cols);
+        return;
+    }
+    const int64_t n_kv = (int64_t)p->pos0 + p->n_tok;
+    if (n_kv > k->rows) { vk_fail(c, "vulkan attention: %lld positions exceed the cache (%lld rows)", (long long)n_kv, (long long)k->rows); return; }
+    const size_t kvrb = be_row_bytes(k);
+    size_t ql, kl, vl, ol;
+    vk_chunk *qc = span(c, q, 0, (size_t)p->n_tok * (size_t)q->cols * 4, &ql, "attention");
+    vk_chunk *kc = span(c, k, 0, (size_t)n_kv * kvrb, &kl, "attention");
+    vk_chunk *vc = span(c, v, 0, (size_t)n_kv * kvrb, &vl, "attention");
+    vk_chunk *oc = span(c, out, 0, (size_t)p->n_tok * (size_t)out->cols * 4, &ol, "attention");
+    if (!qc || !kc || !vc || !oc) return;
+    uint32_t gx, gy;
+    grid2((uint32_t)(p->n_tok * p->n_head), &gx, &gy);
+    struct { uint32_t n_tok, pos0, n_head, n_kv_head, head_dim, window, q_off, q_stride, k_off, v_off, kv_stride, o_off, o_stride, groups_x; float scale, softcap; } pc = {
+        (uint32_t)p->n_tok, (uint32_t)p->pos0, (uint32_t)p->n_head, (uint32_t)p->n_kv_head, (uint32_t)p->head_dim,
+        (uint32_t)(p->window > 0 ? p->window : 0), (uint32_t)(ql / 4), (uint32_t)q->cols, (uint32_t)kl, (uint32_t)vl, (uint32_t)kvrb,
+        (uint32_t)(ol / 4), (uint32_t)out->cols, gx, p->scale, p->softcap };
+    vk_binding b[4] = { { qc, false }, { kc, false }, { vc, false }, { oc, true } };
+    vk_dispatch(c, pipe, 0, b, 4, &pc, gx, gy, 1,
+                (uint64_t)p->n_tok * (uint64_t)p->n_head * (uint64_t)p->head_dim * 8 + 2 * (uint64_t)n_kv * kvrb);
+}
+
+const backend_ops vk_backend_ops = {
+    .destroy = vkb_destroy,
+    .tensor_new = vkb_tensor_new,
+    .weight_new = vkb_weight_new,
+    .tensor_free = vkb_tensor_free,
+    .upload = vkb_upload,
+    .download = vkb_download,
+    .sync = vkb_sync,
+    .get_rows = op_get_rows,
+    .rms_norm = op_rms_norm,
+    .matmul = op_matmul,
+    .add = op_add,
+    .mul = op_mul,
+    .scale = op_scale,
+    .rope = op_rope,
+    .glu = op_glu,
+    .store_rows = op_store_rows,
+    .attention = op_attention,
+};

@@ -1,0 +1,194 @@
+/* vk_pipelines: pipeline descriptions (which SPIR-V variant, bindings, push constants,
+ * specialization constants, always set explicitly), lazy creation on first use, and the
+ * VkPipelineCache kept on disk in ~/.cache/anvil (ANVIL_VK_NO_PIPELINE_CACHE=1 skips it). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "quant.h"
+#include "vk_internal.h"
+#include "vk_spirv.h"
+
+static const uint32_t k_types[VKP_N_TYPES] = { QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
+                                               QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K };
+static const char *k_type_names[VKP_N_TYPES] = { "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1",
+                                                 "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k" };
+
+int vkp_type_index(uint32_t qtype) {
+    for (int i = 0; i < VKP_N_TYPES; i++)
+        if (k_types[i] == qtype) return i;
+    return -1;
+}
+
+#define PC_MAT 44u  /* 11 x u32 */
+
+void vkp_describe(int id, vkp_desc *d) {
+    memset(d, 0, sizeof *d);
+    if (id >= VKP_GET_ROWS && id < VKP_GET_ROWS + VKP_N_TYPES) {
+        snprintf(d->name, sizeof d->name, "get_rows_%s", k_type_names[id - VKP_GET_ROWS]);
+        d->n_bind = 3; d->pc_size = 40; d->spec = VKP_SPEC_NONE;
+    } else if (id >= VKP_MMV && id < VKP_MMV + VKP_N_TYPES) {
+        snprintf(d->name, sizeof d->name, "mul_mat_vec_%s", k_type_names[id - VKP_MMV]);
+        d->n_bind = 3; d->pc_size = PC_MAT; d->spec = VKP_SPEC_MV; d->has_sg = true;
+    } else if (id >= VKP_MM && id < VKP_MM + VKP_N_TYPES) {
+        snprintf(d->name, sizeof d->name, "mul_mm_%s", k_type_names[id - VKP_MM]);
+        d->n_bind = 3; d->pc_size = PC_MAT; d->spec = VKP_SPEC_MM; d->has_f16 = true;
+    } else {
+        switch (id) {
+        case VKP_MMVQ_Q4_0: snprintf(d->name, sizeof d->name, "mul_mat_vecq_q4_0"); d->n_bind = 3; d->pc_size = PC_MAT; d->spec = VKP_SPEC_MV; d->has_sg = true; break;
+        case VKP_MMVQ_Q8_0: snprintf(d->name, sizeof d->name, "mul_mat_vecq_q8_0"); d->n_bind = 3; d->pc_size = PC_MAT; d->spec = VKP_SPEC_MV; d->has_sg = true; break;
+        case VKP_QUANT_Q8_1: snprintf(d->name, sizeof d->name, "quantize_q8_1"); d->n_bind = 2; d->pc_size = 20; break;
+        case VKP_RMS_NORM: snprintf(d->name, sizeof d->name, "rms_norm"); d->n_bind = 3; d->pc_size = 32; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
+        case VKP_ADD: snprintf(d->name, sizeof d->name, "add"); d->n_bind = 3; d->pc_size = 28; break;
+        case VKP_MUL: snprintf(d->name, sizeof d->name, "mul"); d->n_bind = 3; d->pc_size = 28; break;
+        case VKP_SCALE: snprintf(d->name, sizeof d->name, "scale"); d->n_bind = 3; d->pc_size = 28; break;
+        case VKP_GLU_SILU: snprintf(d->name, sizeof d->name, "glu_silu"); d->n_bind = 3; d->pc_size = 20; break;
+        case VKP_GLU_GELU: snprintf(d->name, sizeof d->name, "glu_gelu"); d->n_bind = 3; d->pc_size = 20; break;
+        case VKP_ROPE: snprintf(d->name, sizeof d->name, "rope"); d->n_bind = 2; d->pc_size = 48; break;
+        case VKP_STORE_F32: snprintf(d->name, sizeof d->name, "store_f32"); d->n_bind = 2; d->pc_size = 28; break;
+        case VKP_STORE_F16: snprintf(d->name, sizeof d->name, "store_f16"); d->n_bind = 2; d->pc_size = 28; break;
+        case VKP_STORE_Q8_0: snprintf(d->name, sizeof d->name, "store_q8_0"); d->n_bind = 2; d->pc_size = 28; break;
+        case VKP_FA_F32: snprintf(d->name, sizeof d->name, "flash_attn_f32"); d->n_bind = 4; d->pc_size = 64; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
+        case VKP_FA_F16: snprintf(d->name, sizeof d->name, "flash_attn_f16"); d->n_bind = 4; d->pc_size = 64; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
+        case VKP_FA_Q8_0: snprintf(d->name, sizeof d->name, "flash_attn_q8_0"); d->n_bind = 4; d->pc_size = 64; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
+        default: break;
+        }
+    }
+}
+
+static const anv_spirv_blob *find_blob(const char *name) {
+    for (int i = 0; i < anv_spirv_count; i++)
+        if (strcmp(anv_spirv_blobs[i].name, name) == 0) return &anv_spirv_blobs[i];
+    return NULL;
+}
+
+static void mkdirs(char *path) {
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') { *p = 0; mkdir(path, 0755); *p = '/'; }
+}
+
+bool vk_pipelines_init(vk_ctx *c) {
+    for (int i = 0; i < VKP_COUNT; i++) vkp_describe(i, &c->pipes[i].desc);
+    void *data = NULL;
+    size_t size = 0;
+    const char *no = getenv("ANVIL_VK_NO_PIPELINE_CACHE");
+    if (!(no && *no && strcmp(no, "0"))) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        VkPhysicalDeviceProperties p;
+        c->vi->fn.vkGetPhysicalDeviceProperties(c->pdev, &p);
+        char uuid[33];
+        for (int i = 0; i < 16; i++) snprintf(uuid + 2 * i, 3, "%02x", p.pipelineCacheUUID[i]);
+        if (xdg && *xdg) snprintf(c->pcache_path, sizeof c->pcache_path, "%s/anvil/vk-pipelines-%04x-%04x-%s.bin", xdg, p.vendorID, p.deviceID, uuid);
+        else if (home && *home) snprintf(c->pcache_path, sizeof c->pcache_path, "%s/.cache/anvil/vk-pipelines-%04x-%04x-%s.bin", home, p.vendorID, p.deviceID, uuid);
+        FILE *f = c->pcache_path[0] ? fopen(c->pcache_path, "rb") : NULL;
+        if (f) {
+            if (fseek(f, 0, SEEK_END) == 0) {
+                long n = ftell(f);
+                if (n > 0 && n < (256l << 20) && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)n))) {
+                    size = fread(data, 1, (size_t)n, f);
+                    if (size != (size_t)n) size = 0;
+                }
+            }
+            fclose(f);
+        }
+    }
+    VkPipelineCacheCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO, .initialDataSize = size, .pInitialData = size ? data : NULL };
+    VkResult r = c->fn.vkCreatePipelineCache(c->dev, &ci, NULL, &c->pcache);
+    if (r != VK_SUCCESS && size) { /* a bad file: start empty */
+        ci.initialDataSize = 0; ci.pInitialData = NULL;
+        r = c->fn.vkCreatePipelineCache(c->dev, &ci, NULL, &c->pcache);
+    }
+    free(data);
+    if (r != VK_SUCCESS) c->pcache = VK_NULL_HANDLE;
+    return true;
+}
+
+void vk_pipeline_cache_save(vk_ctx *c) {
+    if (!c->pcache || !c->pcache_path[0]) return;
+    size_t n = 0;
+    if (c->fn.vkGetPipelineCacheData(c->dev, c->pcache, &n, NULL) != VK_SUCCESS || n == 0) return;
+    void *data = malloc(n);
+    if (!data) return;
+    if (c->fn.vkGetPipelineCacheData(c->dev, c->pcache, &n, data) == VK_SUCCESS) {
+        char tmp[560];
+        snprintf(tmp, sizeof tmp, "%s.%d.tmp", c->pcache_path, (int)getpid());
+        mkdirs(tmp);
+        FILE *f = fopen(tmp, "wb");
+        if (f) {
+            bool ok = fwrite(data, 1, n, f) == n;
+            ok = fclose(f) == 0 && ok;
+            if (ok) rename(tmp, c->pcache_path);
+            else remove(tmp);
+        }
+    }
+    free(data);
+}
+
+void vk_pipelines_shutdown(vk_ctx *c) {
+    vk_pipeline_cache_save(c);
+    for (int i = 0; i < VKP_COUNT; i++) {
+        vk_pipeline *p = &c->pipes[i];
+        for (int v = 0; v < VKP_N_VARIANTS; v++)
+            if (p->pipe[v]) c->fn.vkDestroyPipeline(c->dev, p->pipe[v], NULL);
+        if (p->layout) c->fn.vkDestroyPipelineLayout(c->dev, p->layout, NULL);
+        if (p->dsl) c->fn.vkDestroyDescriptorSetLayout(c->dev, p->dsl, NULL);
+    }
+    if (c->pcache) c->fn.vkDestroyPipelineCache(c->dev, c->pcache, NULL);
+}
+
+VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
+    vk_pipeline *p = &c->pipes[id];
+    if (p->pipe[variant]) return p->pipe[variant];
+    if (c->error[0]) return VK_NULL_HANDLE;
+    const vkp_desc *d = &p->desc;
+    if (!p->layout_ready) {
+        VkDescriptorSetLayoutBinding b[8];
+        for (int i = 0; i < d->n_bind; i++)
+            b[i] = (VkDescriptorSetLayoutBinding){ .binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                   .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT };
+        VkDescriptorSetLayoutCreateInfo li = { .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, .bindingCount = (uint32_t)d->n_bind, .pBindings = b };
+        if (c->fn.vkCreateDescriptorSetLayout(c->dev, &li, NULL, &p->dsl) != VK_SUCCESS) { vk_fail(c, "Vulkan: descriptor set layout for %s failed", d->name); return VK_NULL_HANDLE; }
+        VkPushConstantRange pr = { VK_SHADER_STAGE_COMPUTE_BIT, 0, d->pc_size };
+        VkPipelineLayoutCreateInfo pi = { .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &p->dsl,
+                                          .pushConstantRangeCount = d->pc_size ? 1u : 0u, .pPushConstantRanges = &pr };
+        if (c->fn.vkCreatePipelineLayout(c->dev, &pi, NULL, &p->layout) != VK_SUCCESS) { vk_fail(c, "Vulkan: pipeline layout for %s failed", d->name); return VK_NULL_HANDLE; }
+        char base[sizeof d->name];
+        memcpy(base, d->name, sizeof base);
+        snprintf(p->used_name, sizeof p->used_name, "%s%s%s", base, d->has_sg && c->use_subgroup ? "_sg" : "",
+                 d->has_f16 && c->use_fp16 ? "_f16" : "");
+        p->layout_ready = true;
+    }
+    const anv_spirv_blob *blob = find_blob(p->used_name);
+    if (!blob) { vk_fail(c, "Vulkan: shader variant %s is not built in", p->used_name); return VK_NULL_HANDLE; }
+    uint32_t *code = malloc(blob->size + 4);
+    if (!code) { vk_fail(c, "out of host memory"); return VK_NULL_HANDLE; }
+    memcpy(code, blob->data, blob->size);
+    VkShaderModuleCreateInfo smi = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = blob->size, .pCode = code };
+    VkShaderModule mod;
+    VkResult r = c->fn.vkCreateShaderModule(c->dev, &smi, NULL, &mod);
+    free(code);
+    if (r != VK_SUCCESS) { vk_fail(c, "Vulkan: shader module %s failed (%s)", p->used_name, vkl_result_name(r)); return VK_NULL_HANDLE; }
+
+    uint32_t spec[3] = { 0, 0, 0 };
+    uint32_t n_spec = 0;
+    switch (d->spec) {
+    case VKP_SPEC_WG: spec[0] = 64; n_spec = 1; break;
+    case VKP_SPEC_MV: spec[0] = 64; spec[1] = 2; spec[2] = 1u << variant; n_spec = 3; break;
+    case VKP_SPEC_MM: spec[0] = 256; spec[1] = 64; spec[2] = 64; n_spec = 3; break;
+    default: break;
+    }
+    VkSpecializationMapEntry me[3];
+    for (uint32_t i = 0; i < n_spec; i++) me[i] = (VkSpecializationMapEntry){ i, i * 4, 4 };
+    VkSpecializationInfo si = { .mapEntryCount = n_spec, .pMapEntries = me, .dataSize = n_spec * 4, .pData = spec };
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                   .module = mod, .pName = "main", .pSpecializationInfo = n_spec ? &si : NULL },
+        .layout = p->layout };
+    r = c->fn.vkCreateComputePipelines(c->dev, c->pcache, 1, &ci, NULL, &p->pipe[variant]);
+    c->fn.vkDestroyShaderModule(c->dev, mod, NULL);
+    if (r != VK_SUCCESS) { p->pipe[variant] = VK_NULL_HANDLE; vk_fail(c, "Vulkan: pipeline %s failed (%s)", p->used_name, vkl_result_name(r)); return VK_NULL_HANDLE; }
+    return p->pipe[variant];
+}

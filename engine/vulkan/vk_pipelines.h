@@ -1,0 +1,56 @@
+/* vk_pipelines: the ids of every compute pipeline of the Vulkan backend and their
+ * per-id description (SPIR-V variant, bindings, push-constant size, specialization). */
+#ifndef ANVIL_VK_PIPELINES_H
+#define ANVIL_VK_PIPELINES_H
+#include <stdbool.h>
+#include <stdint.h>
+#ifndef VK_NO_PROTOTYPES
+#define VK_NO_PROTOTYPES
+#endif
+#include <vulkan/vulkan.h>
+
+/* Weight types with shaders, in this order (index = vkp_type_index()). */
+#define VKP_N_TYPES 13
+int vkp_type_index(uint32_t qtype); /* -1 if the type has no shaders */
+
+enum {
+    VKP_GET_ROWS = 0,
+    VKP_MMV = VKP_GET_ROWS + VKP_N_TYPES,
+    VKP_MM = VKP_MMV + VKP_N_TYPES,
+    VKP_MMVQ_Q4_0 = VKP_MM + VKP_N_TYPES,
+    VKP_MMVQ_Q8_0,
+    VKP_QUANT_Q8_1,
+    VKP_RMS_NORM,
+    VKP_ADD, VKP_MUL, VKP_SCALE,
+    VKP_GLU_SILU, VKP_GLU_GELU,
+    VKP_ROPE,
+    VKP_STORE_F32, VKP_STORE_F16, VKP_STORE_Q8_0,
+    VKP_FA_F32, VKP_FA_F16, VKP_FA_Q8_0,
+    VKP_COUNT
+};
+
+/* Mat-vec pipelines exist per token count (spec constant NTOK): 1, 2, 4, 8. */
+#define VKP_N_VARIANTS 4
+static inline int vkp_ntok_variant(int n_tok) { return n_tok <= 1 ? 0 : n_tok <= 2 ? 1 : n_tok <= 4 ? 2 : 3; }
+
+typedef enum { VKP_SPEC_NONE, VKP_SPEC_WG, VKP_SPEC_MV, VKP_SPEC_MM } vkp_spec_kind;
+
+typedef struct {
+    char name[48];          /* SPIR-V base name; "_sg"/"_f16" appended when those paths are used */
+    int n_bind;
+    uint32_t pc_size;
+    vkp_spec_kind spec;
+    bool has_sg, has_f16;   /* variants exist */
+} vkp_desc;
+
+typedef struct {
+    vkp_desc desc;
+    VkPipeline pipe[VKP_N_VARIANTS];
+    VkPipelineLayout layout;
+    VkDescriptorSetLayout dsl;
+    bool layout_ready;
+    char used_name[64];     /* resolved SPIR-V variant (profile output) */
+} vk_pipeline;
+
+void vkp_describe(int id, vkp_desc *out);
+#endif

@@ -1,0 +1,267 @@
+// dequant.glsl: reading every GGUF weight type from a `uint wq[]` storage buffer that the
+// including shader declares. Byte-exact layouts of engine/quant.h. One DATA_A_<TYPE>
+// define selects the type. Provides:
+//   QK, BLOCK_BYTES          elements / bytes of one block (F32/F16/BF16: 1 element)
+//   float dq_elem(bb, e)     element e (< QK) of the block starting at byte bb
+//   Mat-vec units: MV_QK elements per unit-block, MV_UNITS units per block, MV_RUNS runs of
+//   4 consecutive elements per unit, mv_pos(u, r) the block position of run r of unit u,
+//   dq_unit(bb, u, v) the dequantized runs (F types: one unit = 8 elements, v masked by caller).
+
+uint ld_u16(uint b) { return (wq[b >> 2] >> ((b & 2u) << 3)) & 0xffffu; }
+uint ld_u8(uint b) { return (wq[b >> 2] >> ((b & 3u) << 3)) & 0xffu; }
+// 4 bytes at an even address.
+uint ld_u32(uint b) {
+    uint lo = wq[b >> 2];
+    if ((b & 2u) == 0u) return lo;
+    return (lo >> 16) | (wq[(b >> 2) + 1u] << 16);
+}
+float ld_f16(uint b) { return unpackHalf2x16(ld_u16(b)).x; }
+vec4 nib_lo(uint q) { return vec4(q & 0xfu, (q >> 8) & 0xfu, (q >> 16) & 0xfu, (q >> 24) & 0xfu); }
+vec4 nib_hi(uint q) { return vec4((q >> 4) & 0xfu, (q >> 12) & 0xfu, (q >> 20) & 0xfu, q >> 28); }
+vec4 bytes_s8(uint q) { return vec4(ivec4(int(q << 24), int(q << 16), int(q << 8), int(q)) >> 24); }
+// Bit i (i = 0..3) of 4 consecutive bits of h starting at bit s, as 0/1 floats.
+vec4 bits4(uint h, uint s) { return vec4((h >> s) & 1u, (h >> (s + 1u)) & 1u, (h >> (s + 2u)) & 1u, (h >> (s + 3u)) & 1u); }
+// Bit `bit` of each of the 4 bytes of q.
+vec4 bytebit(uint q, uint bit) { return vec4((q >> bit) & 1u, (q >> (bit + 8u)) & 1u, (q >> (bit + 16u)) & 1u, (q >> (bit + 24u)) & 1u); }
+// 2-bit fields at `shift` of each of the 4 bytes of q.
+vec4 byte2(uint q, uint shift) { return vec4((q >> shift) & 3u, (q >> (shift + 8u)) & 3u, (q >> (shift + 16u)) & 3u, (q >> (shift + 24u)) & 3u); }
+
+// K-quant 6-bit scale/min pair j of a 12-byte packed scale array at byte sb (ggml get_scale_min_k4).
+vec2 scale_min_k4(uint sb, uint j) {
+    if (j < 4u) return vec2(ld_u8(sb + j) & 63u, ld_u8(sb + j + 4u) & 63u);
+    uint a = ld_u8(sb + j + 4u), lo = ld_u8(sb + j - 4u), hi = ld_u8(sb + j);
+    return vec2((a & 0xfu) | ((lo >> 6) << 4), (a >> 4) | ((hi >> 6) << 4));
+}
+// Q3_K signed 6-bit scale i (0..15) from the 12-byte array at sb.
+float q3k_scale(uint sb, uint i) {
+    uint lo4 = (ld_u8(sb + (i & 7u)) >> (4u * (i >> 3))) & 0xfu;
+    uint hi2 = (ld_u8(sb + 8u + (i & 3u)) >> (2u * (i >> 2))) & 3u;
+    return float(int(lo4 | (hi2 << 4)) - 32);
+}
+
+#if defined(DATA_A_F32)
+#define QK 1u
+#define BLOCK_BYTES 4u
+#define IS_FLOAT_TYPE 1
+float dq_elem(uint bb, uint e) { return uintBitsToFloat(wq[bb >> 2]); }
+#elif defined(DATA_A_F16)
+#define QK 1u
+#define BLOCK_BYTES 2u
+#define IS_FLOAT_TYPE 1
+float dq_elem(uint bb, uint e) { return ld_f16(bb); }
+#elif defined(DATA_A_BF16)
+#define QK 1u
+#define BLOCK_BYTES 2u
+#define IS_FLOAT_TYPE 1
+float dq_elem(uint bb, uint e) { return uintBitsToFloat(ld_u16(bb) << 16); }
+#elif defined(DATA_A_Q4_0)
+#define QK 32u
+#define BLOCK_BYTES 18u
+float dq_elem(uint bb, uint e) {
+    uint q = ld_u8(bb + 2u + (e & 15u));
+    q = e < 16u ? (q & 0xfu) : (q >> 4);
+    return ld_f16(bb) * (float(q) - 8.0);
+}
+#elif defined(DATA_A_Q4_1)
+#define QK 32u
+#define BLOCK_BYTES 20u
+float dq_elem(uint bb, uint e) {
+    uint q = ld_u8(bb + 4u + (e & 15u));
+    q = e < 16u ? (q & 0xfu) : (q >> 4);
+    return ld_f16(bb) * float(q) + ld_f16(bb + 2u);
+}
+#elif defined(DATA_A_Q5_0)
+#define QK 32u
+#define BLOCK_BYTES 22u
+float dq_elem(uint bb, uint e) {
+    uint qh = ld_u16(bb + 2u) | (ld_u16(bb + 4u) << 16);
+    uint q = ld_u8(bb + 6u + (e & 15u));
+    q = (e < 16u ? (q & 0xfu) : (q >> 4)) | (((qh >> e) & 1u) << 4);
+    return ld_f16(bb) * (float(q) - 16.0);
+}
+#elif defined(DATA_A_Q5_1)
+#define QK 32u
+#define BLOCK_BYTES 24u
+float dq_elem(uint bb, uint e) {
+    uint qh = ld_u32(bb + 4u);
+    uint q = ld_u8(bb + 8u + (e & 15u));
+    q = (e < 16u ? (q & 0xfu) : (q >> 4)) | (((qh >> e) & 1u) << 4);
+    return ld_f16(bb) * float(q) + ld_f16(bb + 2u);
+}
+#elif defined(DATA_A_Q8_0)
+#define QK 32u
+#define BLOCK_BYTES 34u
+float dq_elem(uint bb, uint e) {
+    int q = int(ld_u8(bb + 2u + e) << 24) >> 24;
+    return ld_f16(bb) * float(q);
+}
+#elif defined(DATA_A_Q2_K)
+#define QK 256u
+#define BLOCK_BYTES 84u
+float dq_elem(uint bb, uint e) {
+    uint sc = ld_u8(bb + e / 16u);
+    uint n = e / 128u, j = (e % 128u) / 32u, l = e % 32u;
+    uint q = (ld_u8(bb + 16u + 32u * n + l) >> (2u * j)) & 3u;
+    return ld_f16(bb + 80u) * float(sc & 0xfu) * float(q) - ld_f16(bb + 82u) * float(sc >> 4);
+}
+#elif defined(DATA_A_Q3_K)
+#define QK 256u
+#define BLOCK_BYTES 110u
+float dq_elem(uint bb, uint e) {
+    uint n = e / 128u, j = (e % 128u) / 32u, l = e % 32u;
+    uint q = (ld_u8(bb + 32u + 32u * n + l) >> (2u * j)) & 3u;
+    uint h = (ld_u8(bb + l) >> (4u * n + j)) & 1u;
+    return ld_f16(bb + 108u) * q3k_scale(bb + 96u, e / 16u) * (float(q) - (h != 0u ? 0.0 : 4.0));
+}
+#elif defined(DATA_A_Q4_K)
+#define QK 256u
+#define BLOCK_BYTES 144u
+float dq_elem(uint bb, uint e) {
+    uint g = e / 64u, l = e % 32u, s = e / 32u;
+    uint q = ld_u8(bb + 16u + 32u * g + l);
+    q = (s & 1u) == 0u ? (q & 0xfu) : (q >> 4);
+    vec2 sm = scale_min_k4(bb + 4u, s);
+    return ld_f16(bb) * sm.x * float(q) - ld_f16(bb + 2u) * sm.y;
+}
+#elif defined(DATA_A_Q5_K)
+#define QK 256u
+#define BLOCK_BYTES 176u
+float dq_elem(uint bb, uint e) {
+    uint g = e / 64u, l = e % 32u, s = e / 32u;
+    uint q = ld_u8(bb + 48u + 32u * g + l);
+    q = (s & 1u) == 0u ? (q & 0xfu) : (q >> 4);
+    q |= ((ld_u8(bb + 16u + l) >> s) & 1u) << 4;
+    vec2 sm = scale_min_k4(bb + 4u, s);
+    return ld_f16(bb) * sm.x * float(q) - ld_f16(bb + 2u) * sm.y;
+}
+#elif defined(DATA_A_Q6_K)
+#define QK 256u
+#define BLOCK_BYTES 210u
+float dq_elem(uint bb, uint e) {
+    uint n = e / 128u, k = (e % 128u) / 32u, l = e % 32u;
+    uint ql = ld_u8(bb + 64u * n + l + 32u * (k & 1u));
+    ql = (k >> 1) == 0u ? (ql & 0xfu) : (ql >> 4);
+    uint qh = (ld_u8(bb + 128u + 32u * n + l) >> (2u * k)) & 3u;
+    float sc = float(int(ld_u8(bb + 192u + e / 16u) << 24) >> 24);
+    return ld_f16(bb + 208u) * sc * (float(ql | (qh << 4)) - 32.0);
+}
+#else
+#error "dequant.glsl: no DATA_A_<type> defined"
+#endif
+
+#ifdef DQ_UNITS
+// ---- mat-vec units: runs of 4 consecutive elements ----
+#if defined(IS_FLOAT_TYPE)
+#define MV_QK 8u
+#define MV_UNITS 1u
+#define MV_RUNS 2
+uint mv_pos(uint u, uint r) { return 4u * r; }
+#if defined(DATA_A_F32)
+void dq_unit(uint bb, uint u, out vec4 v[MV_RUNS]) {
+    v[0] = vec4(uintBitsToFloat(wq[(bb >> 2)]), uintBitsToFloat(wq[(bb >> 2) + 1u]), uintBitsToFloat(wq[(bb >> 2) + 2u]), uintBitsToFloat(wq[(bb >> 2) + 3u]));
+    v[1] = vec4(uintBitsToFloat(wq[(bb >> 2) + 4u]), uintBitsToFloat(wq[(bb >> 2) + 5u]), uintBitsToFloat(wq[(bb >> 2) + 6u]), uintBitsToFloat(wq[(bb >> 2) + 7u]));
+}
+#elif defined(DATA_A_F16)
+void dq_unit(uint bb, uint u, out vec4 v[MV_RUNS]) {
+    v[0] = vec4(unpackHalf2x16(ld_u32(bb)), unpackHalf2x16(ld_u32(bb + 4u)));
+    v[1] = vec4(unpackHalf2x16(ld_u32(bb + 8u)), unpackHalf2x16(ld_u32(bb + 12u)));
+}
+#else
+vec2 bf2(uint w) { return vec2(uintBitsToFloat(w << 16), uintBitsToFloat(w & 0xffff0000u)); }
+void dq_unit(uint bb, uint u, out vec4 v[MV_RUNS]) {
+    v[0] = vec4(bf2(ld_u32(bb)), bf2(ld_u32(bb + 4u)));
+    v[1] = vec4(bf2(ld_u32(bb + 8u)), bf2(ld_u32(bb + 12u)));
+}
+#endif
+#elif defined(DATA_A_Q4_0) || defined(DATA_A_Q4_1) || defined(DATA_A_Q5_0) || defined(DATA_A_Q5_1)
+#define MV_QK 32u
+#define MV_UNITS 4u
+#define MV_RUNS 2
+uint mv_pos(uint u, uint r) { return 4u * u + 16u * r; }
+void dq_unit(uint bb, uint u, out vec4 v[MV_RUNS]) {
+    float d = ld_f16(bb);
+#if defined(DATA_A_Q4_0)
+    uint q = ld_u32(bb + 2u + 4u * u);
+    v[0] = d * (nib_lo(q) - 8.0); v[1] = d * (nib_hi(q) - 8.0);
+#elif defined(DATA_A_Q4_1)
+    float m = ld_f16(bb + 2u);
+    uint q = ld_u32(bb + 4u + 4u * u);
+    v[0] = d * nib_lo(q) + m; v[1] = d * nib_hi(q) + m;
+#elif defined(DATA_A_Q5_0)
+    uint qh = ld_u16(bb + 2u) | (ld_u16(bb + 4u) << 16);
+    uint q = ld_u32(bb + 6u + 4u * u);
+    v[0] = d * (nib_lo(q) + 16.0 * bits4(qh, 4u * u) - 16.0);
+    v[1] = d * (nib_hi(q) + 16.0 * bits4(qh, 16u + 4u * u) - 16.0);
+#else
+    float m = ld_f16(bb + 2u);
+    uint qh = ld_u32(bb + 4u);
+    uint q = ld_u32(bb + 8u + 4u * u);
+    v[0] = d * (nib_lo(q) + 16.0 * bits4(qh, 4u * u)) + m;
+    v[1] = d * (nib_hi(q) + 16.0 * bits4(qh, 16u + 4u * u)) + m;
+#endif
+}
+#elif defined(DATA_A_Q8_0)
+#define MV_QK 32u
+#define MV_UNITS 4u
+#define MV_RUNS 2
+uint mv_pos(uint u, uint r) { return 8u * u + 4u * r; }
+void dq_unit(uint bb, uint u, out vec4 v[MV_RUNS]) {
+    float d = ld_f16(bb);
+    v[0] = d * bytes_s8(ld_u32(bb + 2u + 8u * u));
+    v[1] = d * bytes_s8(ld_u32(bb + 6u + 8u * u));
+}
+#elif defined(DATA_A_Q4_K) || defined(DATA_A_Q5_K)
+#define MV_QK 256u
+#define MV_UNITS 32u
+#define MV_RUNS 2
+uint mv_pos(uint u, uint r) { return 64u * (u / 8u) + 32u * r + 4u * (u % 8u); }
+void dq_unit(uint bb, uint u, out vec4 v[MV_RUNS]) {
+    uint g = u / 8u, l0 = 4u * (u % 8u);
+    float d = ld_f16(bb), dmin = ld_f16(bb + 2u);
+    vec2 sm0 = scale_min_k4(bb + 4u, 2u * g), sm1 = scale_min_k4(bb + 4u, 2u * g + 1u);
+#if defined(DATA_A_Q4_K)
+    uint q = ld_u32(bb + 16u + 32u * g + l0);
+    vec4 h0 = vec4(0.0), h1 = vec4(0.0);
+#else
+    uint q = ld_u32(bb + 48u + 32u * g + l0);
+    uint qh = ld_u32(bb + 16u + l0);
+    vec4 h0 = 16.0 * bytebit(qh, 2u * g), h1 = 16.0 * bytebit(qh, 2u * g + 1u);
+#endif
+    v[0] = d * sm0.x * (nib_lo(q) + h0) - dmin * sm0.y;
+    v[1] = d * sm1.x * (nib_hi(q) + h1) - dmin * sm1.y;
+}
+#elif defined(DATA_A_Q2_K) || defined(DATA_A_Q3_K) || defined(DATA_A_Q6_K)
+#define MV_QK 256u
+#define MV_UNITS 16u
+#define MV_RUNS 4
+uint mv_pos(uint u, uint r) { return 128u * (u / 8u) + 32u * r + 4u * (u % 8u); }
+void dq_unit(uint bb, uint u, out vec4 v[MV_RUNS]) {
+    uint n = u / 8u, l0 = 4u * (u % 8u);
+    uint is0 = 8u * n + l0 / 16u; // scale index of run r is is0 + 2r
+#if defined(DATA_A_Q2_K)
+    float d = ld_f16(bb + 80u), dmin = ld_f16(bb + 82u);
+    uint q = ld_u32(bb + 16u + 32u * n + l0);
+    for (uint r = 0u; r < 4u; r++) {
+        uint sc = ld_u8(bb + is0 + 2u * r);
+        v[r] = d * float(sc & 0xfu) * byte2(q, 2u * r) - dmin * float(sc >> 4);
+    }
+#elif defined(DATA_A_Q3_K)
+    float d = ld_f16(bb + 108u);
+    uint q = ld_u32(bb + 32u + 32u * n + l0);
+    uint hm = ld_u32(bb + l0);
+    for (uint r = 0u; r < 4u; r++)
+        v[r] = d * q3k_scale(bb + 96u, is0 + 2u * r) * (byte2(q, 2u * r) - 4.0 + 4.0 * bytebit(hm, 4u * n + r));
+#else
+    float d = ld_f16(bb + 208u);
+    uint ql0 = ld_u32(bb + 64u * n + l0), ql1 = ld_u32(bb + 64u * n + 32u + l0);
+    uint qh = ld_u32(bb + 128u + 32u * n + l0);
+    vec4 qv[4];
+    qv[0] = nib_lo(ql0); qv[1] = nib_lo(ql1); qv[2] = nib_hi(ql0); qv[3] = nib_hi(ql1);
+    for (uint r = 0u; r < 4u; r++) {
+        float sc = float(int(ld_u8(bb + 192u + is0 + 2u * r) << 24) >> 24);
+        v[r] = d * sc * (qv[r] + 16.0 * byte2(qh, 2u * r) - 32.0);
+    }
+#endif
+}
+#endif
+#endif

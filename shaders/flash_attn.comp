@@ -1,0 +1,100 @@
+#version 450
+// flash_attn: causal attention in one pass with an online softmax. One workgroup per
+// (query row, head); each invocation scores one key of a WG-key block, then every
+// invocation accumulates its own output dims over the block. GQA: head h reads kv head
+// h / (n_head / n_kv_head). Keys [lo, pos] are visible (window > 0: pos - j < window).
+// KV_F32 / KV_F16 / KV_Q8_0 select the cache type (read as 32-bit words).
+#extension GL_EXT_control_flow_attributes : enable
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+#define MAX_D 512u
+#define MAX_DPT (MAX_D / 32u)
+layout(binding = 0) readonly buffer Q { float qf[]; };
+layout(binding = 1) readonly buffer K { uint kw[]; };
+layout(binding = 2) readonly buffer V { uint vw[]; };
+layout(binding = 3) writeonly buffer O { float of[]; };
+layout(push_constant) uniform PC {
+    uint n_tok, pos0, n_head, n_kv_head, head_dim, window, q_off, q_stride,
+         k_off, v_off, kv_stride, o_off, o_stride, groups_x;
+    float scale, softcap;
+} pc;
+#include "reduce.glsl"
+
+#define LD16(buf, b) ((buf[(b) >> 2] >> (((b) & 2u) << 3)) & 0xffffu)
+#if defined(KV_F32)
+#define KV_ELEM(buf, rb, d) uintBitsToFloat(buf[((rb) >> 2) + (d)])
+#elif defined(KV_F16)
+#define KV_ELEM(buf, rb, d) unpackHalf2x16(LD16(buf, (rb) + 2u * (d))).x
+#elif defined(KV_Q8_0)
+// block (d / 32) of 34 bytes: fp16 scale then 32 int8
+#define KV_ELEM(buf, rb, d) (unpackHalf2x16(LD16(buf, (rb) + 34u * ((d) >> 5))).x * \
+    float(int(((buf[((rb) + 34u * ((d) >> 5) + 2u + ((d) & 31u)) >> 2] >> ((((rb) + 34u * ((d) >> 5) + 2u + ((d) & 31u)) & 3u) << 3)) & 0xffu) << 24) >> 24))
+#else
+#error "flash_attn: define KV_F32, KV_F16 or KV_Q8_0"
+#endif
+
+shared float q_sh[MAX_D];
+shared float p_sh[WG];
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint qi = gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x; // t * n_head + h
+    if (qi >= pc.n_tok * pc.n_head) return;
+    const uint t = qi / pc.n_head, h = qi % pc.n_head;
+    const uint kvh = h / (pc.n_head / pc.n_kv_head);
+    const uint D = pc.head_dim;
+    const uint pos = pc.pos0 + t;
+    const uint lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
+    const uint qb = pc.q_off + t * pc.q_stride + h * D;
+    for (uint d = tid; d < D; d += WG) q_sh[d] = qf[qb + d];
+    barrier();
+    // Key/value element (j, d) lives at byte off + j * kv_stride + kv head part.
+#if defined(KV_Q8_0)
+    const uint head_bytes = (D / 32u) * 34u;
+#elif defined(KV_F16)
+    const uint head_bytes = D * 2u;
+#else
+    const uint head_bytes = D * 4u;
+#endif
+    float o[MAX_DPT];
+    [[unroll]] for (uint i = 0u; i < MAX_DPT; i++) o[i] = 0.0;
+    float m = -1.0 / 0.0, l = 0.0;
+    for (uint j0 = lo; j0 <= pos; j0 += WG) {
+        const uint j = j0 + tid;
+        float s = -1.0 / 0.0;
+        if (j <= pos) {
+            const uint rb = pc.k_off + j * pc.kv_stride + kvh * head_bytes;
+            float acc = 0.0;
+            for (uint d = 0u; d < D; d++) acc += q_sh[d] * KV_ELEM(kw, rb, d);
+            s = acc * pc.scale;
+            if (pc.softcap > 0.0) {
+                const float z = clamp(2.0 * s / pc.softcap, -80.0, 80.0);
+                s = pc.softcap * (1.0 - 2.0 / (exp(z) + 1.0));
+            }
+        }
+        const float m_blk = wg_max(s);
+        const float m_new = max(m, m_blk);
+        const float p = j <= pos ? exp(s - m_new) : 0.0;
+        const float corr = exp(m - m_new); // m = -inf on the first block: 0
+        p_sh[tid] = p;
+        const float l_blk = wg_sum(p);     // its barriers also publish p_sh
+        l = l * corr + l_blk;
+        m = m_new;
+        const uint n_blk = min(WG, pos + 1u - j0);
+        [[unroll]] for (uint i = 0u; i < MAX_DPT; i++) {
+            const uint d = tid + i * WG;
+            if (d >= D) break;
+            float acc = o[i] * corr;
+            for (uint jj = 0u; jj < n_blk; jj++)
+                acc += p_sh[jj] * KV_ELEM(vw, pc.v_off + (j0 + jj) * pc.kv_stride + kvh * head_bytes, d);
+            o[i] = acc;
+        }
+        barrier();
+    }
+    const uint ob = pc.o_off + t * pc.o_stride + h * D;
+    [[unroll]] for (uint i = 0u; i < MAX_DPT; i++) {
+        const uint d = tid + i * WG;
+        if (d >= D) break;
+        of[ob + d] = o[i] / l;
+    }
+}

@@ -1,0 +1,93 @@
+#version 450
+// mul_mat_vec: out[t][r] (+)= sum_c W[r][c] * x[t][c] for few tokens (NTOK <= 8, spec
+// constant): each weight byte is read once for all tokens. ROWS rows per workgroup;
+// the partial sums are reduced with subgroup adds (USE_SUBGROUP) or in shared memory.
+#extension GL_EXT_control_flow_attributes : enable
+#ifdef USE_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint ROWS = 2;
+layout(constant_id = 2) const uint NTOK = 1;
+layout(binding = 0) readonly buffer W { uint wq[]; };
+layout(binding = 1) readonly buffer X { float xf[]; };
+layout(binding = 2) buffer D { float dst[]; };
+layout(push_constant) uniform PC {
+    uint ncols, nrows, ntok, w_off, w_stride, x_off, x_stride, d_off, d_stride, accumulate, groups_x;
+} pc;
+#define DQ_UNITS
+#include "dequant.glsl"
+#define MV_BLOCK_BYTES ((MV_QK / QK) * BLOCK_BYTES)
+
+shared float red[ROWS * NTOK * WG];
+
+vec4 ldx(uint i) { return vec4(xf[i], xf[i + 1u], xf[i + 2u], xf[i + 3u]); }
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint row0 = (gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x) * ROWS;
+    if (row0 >= pc.nrows) return;
+    float acc[ROWS * NTOK];
+    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) acc[i] = 0.0;
+    const uint nblk = (pc.ncols + MV_QK - 1u) / MV_QK;
+    for (uint i = tid; i < nblk * MV_UNITS; i += WG) {
+        const uint b = i / MV_UNITS, u = i % MV_UNITS;
+        const uint c0 = b * MV_QK;
+#ifdef IS_FLOAT_TYPE
+        if (c0 + MV_QK > pc.ncols) { // ragged tail of a float row
+            for (uint c = c0; c < pc.ncols; c++) {
+                [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+                    if (row0 + r >= pc.nrows) break;
+                    float w = dq_elem(pc.w_off + (row0 + r) * pc.w_stride + c * BLOCK_BYTES, 0u);
+                    [[unroll]] for (uint t = 0u; t < NTOK; t++)
+                        if (t < pc.ntok) acc[r * NTOK + t] += w * xf[pc.x_off + t * pc.x_stride + c];
+                }
+            }
+            continue;
+        }
+#endif
+        vec4 xv[NTOK * MV_RUNS];
+        [[unroll]] for (uint t = 0u; t < NTOK; t++)
+            [[unroll]] for (uint k = 0u; k < MV_RUNS; k++)
+                xv[t * MV_RUNS + k] = t < pc.ntok ? ldx(pc.x_off + t * pc.x_stride + c0 + mv_pos(u, k)) : vec4(0.0);
+        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+            if (row0 + r >= pc.nrows) break;
+            vec4 v[MV_RUNS];
+            dq_unit(pc.w_off + (row0 + r) * pc.w_stride + b * MV_BLOCK_BYTES, u, v);
+            [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+                float s = 0.0;
+                [[unroll]] for (uint k = 0u; k < MV_RUNS; k++) s += dot(v[k], xv[t * MV_RUNS + k]);
+                acc[r * NTOK + t] += s;
+            }
+        }
+    }
+#ifdef USE_SUBGROUP
+    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) {
+        float s = subgroupAdd(acc[i]);
+        if (subgroupElect()) red[i * WG + gl_SubgroupID] = s;
+    }
+    barrier();
+    if (tid < ROWS * NTOK) {
+        float s = 0.0;
+        for (uint k = 0u; k < gl_NumSubgroups; k++) s += red[tid * WG + k];
+        acc[0] = s;
+    }
+#else
+    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] = acc[i];
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+        if (tid < s)
+            [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] += red[i * WG + tid + s];
+        barrier();
+    }
+    if (tid < ROWS * NTOK) acc[0] = red[tid * WG];
+#endif
+    if (tid < ROWS * NTOK) {
+        const uint r = tid / NTOK, t = tid % NTOK;
+        if (row0 + r < pc.nrows && t < pc.ntok) {
+            const uint di = pc.d_off + t * pc.d_stride + row0 + r;
+            dst[di] = (pc.accumulate != 0u ? dst[di] : 0.0) + acc[0];
+        }
+    }
+}

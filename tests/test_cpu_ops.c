@@ -1,0 +1,347 @@
+/* test_cpu_ops: every CPU backend op against ref_ops, on odd shapes and views with a
+ * non-zero offset, for each SIMD path this CPU has (forced with ANVIL_CPU_SIMD) at 1 and
+ * 2 threads. Matmul covers every weight type at 1, 7 and 64 tokens, accumulate on/off.
+ *
+ * Tolerances (max |cpu - ref| / max |ref| over the output):
+ *  - float ops (norm, rope, glu, add, ...), F32/F16/BF16 matmul: 1e-5 .. 1e-4 (float vs double sums)
+ *  - quantized-weight matmul vs ref (F32 activations, double sums): 2e-2, the cost of
+ *    quantizing activations to 8 bits, as llama.cpp does
+ *  - SIMD matmul vs the scalar path on the same quantized activations: 1e-5
+ *  - attention: 1e-4 (F32/F16/Q8_0 caches are read exactly; differences are summation order). */
+#include "cpu_backend.h"
+#include "error.h"
+#include "fp16.h"
+#include "quant.h"
+#include "ref_ops.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 12345;
+
+static float *rand_floats(int64_t n, float lo, float hi) {
+    float *p = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++) p[i] = tu_rand_f32(&rng, lo, hi);
+    return p;
+}
+
+/* A tensor with `pad` rows before the data, and a view of the data rows (offset != 0). */
+typedef struct { be_tensor *base; be_tensor view; } vt;
+
+static vt make(backend *be, uint32_t type, int64_t cols, int64_t rows, int64_t pad) {
+    vt v;
+    v.base = be_tensor_new(be, type, cols, rows + pad);
+    v.view = be_view_rows(v.base, pad, rows);
+    return v;
+}
+
+static vt make_f32(backend *be, const float *data, int64_t cols, int64_t rows) {
+    vt v = make(be, QT_F32, cols, rows, 3);
+    be_upload(&v.view, 0, data, (size_t)(cols * rows) * sizeof(float));
+    return v;
+}
+
+static float *read_f32(const be_tensor *t, int64_t n) {
+    float *p = malloc((size_t)n * sizeof(float));
+    be_download(t, 0, p, (size_t)n * sizeof(float));
+    return p;
+}
+
+/* ---- matmul ---- */
+
+static const uint32_t mm_types[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
+                                    QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+#define N_MM_TYPES (int)(sizeof mm_types / sizeof mm_types[0])
+
+static int64_t mm_cols(uint32_t type) {
+    const int bs = qtype_get(type)->block_size;
+    return bs == 1 ? 203 : bs == 32 ? 32 * 11 : 256 * 3;
+}
+
+/* Results of the scalar path per (type, n_tok index, accumulate): SIMD paths compare to them. */
+static float *scalar_results[N_MM_TYPES][3][2];
+static const int mm_ntoks[3] = {1, 7, 64};
+static float worst_vs_ref[N_MM_TYPES], worst_vs_scalar[N_MM_TYPES]; /* printed at the end */
+
+static void test_matmul(backend *be, bool is_scalar) {
+    const int64_t rows = 37;
+    for (int ti = 0; ti < N_MM_TYPES; ti++) {
+        const uint32_t type = mm_types[ti];
+        const int64_t cols = mm_cols(type);
+        const size_t rb = qtype_row_size(type, cols);
+        rng = 1000 + (uint64_t)ti; /* same data on every path, so SIMD can be compared to scalar */
+        /* weights: quantized from random floats, aliased with one row of padding before */
+        float *wf = rand_floats(cols * rows, -1.0f, 1.0f);
+        uint8_t *wq = malloc(rb * (size_t)(rows + 1));
+        memset(wq, 0x5a, rb);
+        for (int64_t r = 0; r < rows; r++) quantize_row(type, wf + r * cols, wq + rb * (size_t)(r + 1), cols);
+        be_tensor *wbase = be->ops->weight_new(be, type, cols, rows + 1, wq);
+        CHECK(wbase != NULL);
+        if (!wbase) { free(wf); free(wq); continue; }
+        be_tensor w = be_view_rows(wbase, 1, rows);
+        for (int ni = 0; ni < 3; ni++) {
+            const int n_tok = mm_ntoks[ni];
+            float *x = rand_floats(cols * n_tok, -2.0f, 2.0f);
+            float *init = rand_floats(rows * n_tok, -1.0f, 1.0f);
+            vt xt = make_f32(be, x, cols, n_tok);
+            for (int acc = 0; acc < 2; acc++) {
+                vt ot = make_f32(be, init, rows, n_tok);
+                be->ops->matmul(be, &w, &xt.view, &ot.view, n_tok, acc);
+                float *got = read_f32(&ot.view, rows * n_tok);
+                float *want = malloc((size_t)(rows * n_tok) * sizeof(float));
+                memcpy(want, init, (size_t)(rows * n_tok) * sizeof(float));
+                ref_matmul(type, wq + rb, cols, rows, x, want, n_tok, acc);
+                /* compare the product only: subtract the accumulated start value */
+                if (acc) for (int64_t i = 0; i < rows * n_tok; i++) { got[i] -= init[i]; want[i] -= init[i]; }
+                const bool is_float = type == QT_F32 || type == QT_F16 || type == QT_BF16;
+                const float tol = is_float ? 1e-5f : 2e-2f;
+                const float err = tu_rel_err(got, want, rows * n_tok);
+                if (err > worst_vs_ref[ti]) worst_vs_ref[ti] = err;
+                CHECKF(err < tol, "matmul %s n_tok %d acc %d: rel err %g >= %g", qtype_get(type)->name, n_tok, acc, err, tol);
+                if (is_scalar) {
+                    free(scalar_results[ti][ni][acc]);
+                    scalar_results[ti][ni][acc] = got;
+                    got = NULL;
+                } else if (scalar_results[ti][ni][acc]) {
+                    const float e2 = tu_rel_err(got, scalar_results[ti][ni][acc], rows * n_tok);
+                    if (e2 > worst_vs_scalar[ti]) worst_vs_scalar[ti] = e2;
+                    CHECKF(e2 < 1e-5f, "matmul %s n_tok %d acc %d: SIMD vs scalar rel err %g", qtype_get(type)->name, n_tok, acc, e2);
+                }
+                free(got);
+                free(want);
+                be_tensor_free(ot.base);
+            }
+            be_tensor_free(xt.base);
+            free(x);
+            free(init);
+        }
+        be_tensor_free(wbase);
+        free(wf);
+        free(wq);
+    }
+}
+
+/* ---- element-wise and row ops ---- */
+
+static void test_rms_norm(backend *be) {
+    const int64_t n_rows = 9, row_len = 67; /* per-head norm: row_len < x->cols */
+    float *x = rand_floats(n_rows * row_len, -3, 3), *w = rand_floats(row_len, 0.5f, 1.5f);
+    vt xt = make_f32(be, x, row_len * 3, n_rows / 3), wt = make_f32(be, w, row_len, 1), ot = make(be, QT_F32, row_len, n_rows, 2);
+    float want[9 * 67];
+    for (int with_w = 0; with_w < 2; with_w++) {
+        be->ops->rms_norm(be, &xt.view, with_w ? &wt.view : NULL, &ot.view, n_rows, row_len, 1e-6f);
+        float *got = read_f32(&ot.view, n_rows * row_len);
+        ref_rms_norm(x, with_w ? w : NULL, want, n_rows, row_len, 1e-6f);
+        CHECKF(tu_rel_err(got, want, n_rows * row_len) < 1e-6f, "rms_norm w=%d err %g", with_w, tu_rel_err(got, want, n_rows * row_len));
+        free(got);
+    }
+    be_tensor_free(xt.base); be_tensor_free(wt.base); be_tensor_free(ot.base);
+    free(x); free(w);
+}
+
+static void test_elementwise(backend *be) {
+    const int64_t n = 67 * 1031, b_n = 1031; /* large enough to be split over threads */
+    float *a = rand_floats(n, -2, 2), *b = rand_floats(b_n, -2, 2);
+    float *want = malloc((size_t)n * sizeof(float));
+    vt at = make_f32(be, a, b_n, n / b_n), bt = make_f32(be, b, b_n, 1), ot = make(be, QT_F32, b_n, n / b_n, 1);
+    for (int op = 0; op < 3; op++) {
+        if (op == 0) { be->ops->add(be, &at.view, &bt.view, &ot.view, n, b_n); ref_add(a, b, want, n, b_n); }
+        if (op == 1) { be->ops->mul(be, &at.view, &bt.view, &ot.view, n, b_n); ref_mul(a, b, want, n, b_n); }
+        if (op == 2) { /* in place, and out aliasing a for add */
+            be->ops->add(be, &at.view, &bt.view, &at.view, n, b_n); ref_add(a, b, want, n, b_n);
+            be->ops->scale(be, &at.view, n, -0.37f); ref_scale(want, n, -0.37f);
+        }
+        float *got = read_f32(op == 2 ? &at.view : &ot.view, n);
+        CHECKF(tu_max_abs_diff(got, want, n) == 0, "elementwise op %d: diff %g", op, tu_max_abs_diff(got, want, n));
+        free(got);
+    }
+    /* small sizes take the inline path */
+    be->ops->mul(be, &bt.view, &bt.view, &ot.view, 5, 3);
+    float *got = read_f32(&ot.view, 5);
+    float w5[5];
+    ref_mul(b, b, w5, 5, 3);
+    CHECK(tu_max_abs_diff(got, w5, 5) == 0);
+    free(got);
+    be_tensor_free(at.base); be_tensor_free(bt.base); be_tensor_free(ot.base);
+    free(a); free(b); free(want);
+}
+
+static void test_glu(backend *be) {
+    const int64_t n = 40001;
+    float *g = rand_floats(n, -8, 8), *u = rand_floats(n, -2, 2), *want = malloc((size_t)n * sizeof(float));
+    vt gt = make_f32(be, g, n, 1), ut = make_f32(be, u, n, 1), ot = make(be, QT_F32, n, 1, 1);
+    for (int k = 0; k < 2; k++) {
+        be->ops->glu(be, &gt.view, &ut.view, &ot.view, n, (be_glu_kind)k);
+        ref_glu(g, u, want, n, (be_glu_kind)k);
+        float *got = read_f32(&ot.view, n);
+        CHECKF(tu_rel_err(got, want, n) < 1e-6f, "glu %d err %g", k, tu_rel_err(got, want, n));
+        free(got);
+    }
+    be_tensor_free(gt.base); be_tensor_free(ut.base); be_tensor_free(ot.base);
+    free(g); free(u); free(want);
+}
+
+static void test_rope(backend *be) {
+    const int n_head = 3, head_dim = 40;
+    const int n_rots[2] = {40, 24};
+    for (int tk = 0; tk < 2; tk++) {
+        const int n_tok = tk ? 64 : 1, pos0 = tk ? 3 : 517;
+        for (int mode = 0; mode < 2; mode++)
+            for (int ri = 0; ri < 2; ri++)
+                for (int with_ff = 0; with_ff < 2; with_ff++) {
+                    const int n_rot = n_rots[ri];
+                    const int64_t n = (int64_t)n_tok * n_head * head_dim;
+                    float *x = rand_floats(n, -1, 1), *ff = rand_floats(n_rot / 2, 1, 8);
+                    vt xt = make_f32(be, x, n_head * head_dim, n_tok), ft = make_f32(be, ff, n_rot / 2, 1);
+                    be_rope_params p = {n_rot, mode ? BE_ROPE_NEOX : BE_ROPE_NORMAL, 10000.0f, 0.5f, with_ff ? &ft.view : NULL};
+                    be->ops->rope(be, &xt.view, n_tok, n_head, head_dim, pos0, &p);
+                    ref_rope(x, n_tok, n_head, head_dim, pos0, n_rot, p.mode, 10000.0f, 0.5f, with_ff ? ff : NULL);
+                    float *got = read_f32(&xt.view, n);
+                    CHECKF(tu_max_abs_diff(got, x, n) < 1e-6f, "rope n_tok %d mode %d n_rot %d ff %d: diff %g", n_tok, mode, n_rot, with_ff, tu_max_abs_diff(got, x, n));
+                    free(got);
+                    be_tensor_free(xt.base); be_tensor_free(ft.base);
+                    free(x); free(ff);
+                }
+    }
+}
+
+static void test_get_rows(backend *be) {
+    const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0, QT_Q4_K, QT_Q6_K};
+    const int32_t ids[5] = {4, 0, 4, 6, 2};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        const uint32_t type = types[k];
+        const int64_t cols = qtype_get(type)->block_size == 1 ? 13 : 512, rows = 7;
+        const size_t rb = qtype_row_size(type, cols);
+        float *f = rand_floats(cols * rows, -1, 1);
+        uint8_t *q = malloc(rb * (size_t)rows);
+        for (int64_t r = 0; r < rows; r++) quantize_row(type, f + r * cols, q + rb * (size_t)r, cols);
+        be_tensor *tab = be->ops->weight_new(be, type, cols, rows, q);
+        vt ot = make(be, QT_F32, cols, 5, 2);
+        be->ops->get_rows(be, tab, ids, 5, &ot.view);
+        float *got = read_f32(&ot.view, 5 * cols), *want = malloc((size_t)(5 * cols) * sizeof(float));
+        ref_get_rows(type, q, cols, ids, 5, want);
+        CHECKF(tu_max_abs_diff(got, want, 5 * cols) == 0, "get_rows %s", qtype_get(type)->name);
+        /* out-of-range id: error, no crash */
+        const int32_t bad = 7;
+        anv_set_error("%s", "");
+        be->ops->get_rows(be, tab, &bad, 1, &ot.view);
+        CHECK(strstr(anv_last_error(), "out of range") != NULL);
+        free(got); free(want); free(f); free(q);
+        be_tensor_free(tab); be_tensor_free(ot.base);
+    }
+}
+
+static void test_store_rows(backend *be) {
+    const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0};
+    for (size_t k = 0; k < 3; k++) {
+        const uint32_t type = types[k];
+        const int64_t cols = type == QT_Q8_0 ? 96 : 45, rows = 11, n = 4, row0 = 5;
+        const size_t rb = qtype_row_size(type, cols);
+        float *src = rand_floats(cols * n, -3, 3);
+        vt st = make_f32(be, src, cols, n);
+        vt dt = make(be, type, cols, rows, 1);
+        uint8_t *want = calloc(rows, rb), *got = malloc(rb * rows);
+        be_upload(&dt.view, 0, want, rb * rows);
+        be->ops->store_rows(be, &st.view, &dt.view, row0, n);
+        ref_store_rows(src, type, want, cols, row0, n);
+        be_download(&dt.view, 0, got, rb * rows);
+        CHECKF(memcmp(got, want, rb * rows) == 0, "store_rows %s not byte-exact", qtype_get(type)->name);
+        anv_set_error("%s", "");
+        be->ops->store_rows(be, &st.view, &dt.view, rows - 1, n); /* past the end */
+        CHECK(anv_last_error()[0] != 0);
+        free(src); free(want); free(got);
+        be_tensor_free(st.base); be_tensor_free(dt.base);
+    }
+}
+
+static void test_attention(backend *be) {
+    const uint32_t kv_types[3] = {QT_F32, QT_F16, QT_Q8_0};
+    const int ratios[3] = {1, 4, 6};
+    for (int kt = 0; kt < 3; kt++)
+        for (int ri = 0; ri < 3; ri++)
+            for (int tk = 0; tk < 2; tk++)
+                for (int variant = 0; variant < 3; variant++) { /* plain, window, softcap */
+                    be_attn_params p = {0};
+                    p.n_tok = tk ? 64 : 1;
+                    p.pos0 = tk ? 5 : 70;
+                    p.n_kv_head = 2;
+                    p.n_head = 2 * ratios[ri];
+                    p.head_dim = kv_types[kt] == QT_Q8_0 ? 64 : 72;
+                    p.scale = 1.0f / sqrtf((float)p.head_dim);
+                    p.window = variant == 1 ? 16 : 0;
+                    p.softcap = variant == 2 ? 5.0f : 0.0f;
+                    const int64_t q_cols = (int64_t)p.n_head * p.head_dim, kv_cols = (int64_t)p.n_kv_head * p.head_dim;
+                    const int ctx = p.pos0 + p.n_tok + 3;
+                    float *q = rand_floats(q_cols * p.n_tok, -2, 2);
+                    float *kf = rand_floats(kv_cols * ctx, -2, 2), *vf = rand_floats(kv_cols * ctx, -2, 2);
+                    vt qt = make_f32(be, q, q_cols, p.n_tok), ot = make(be, QT_F32, q_cols, p.n_tok, 1);
+                    vt kc = make(be, kv_types[kt], kv_cols, ctx, 2), vc = make(be, kv_types[kt], kv_cols, ctx, 2);
+                    vt ks = make_f32(be, kf, kv_cols, ctx), vs = make_f32(be, vf, kv_cols, ctx);
+                    be->ops->store_rows(be, &ks.view, &kc.view, 0, ctx);
+                    be->ops->store_rows(be, &vs.view, &vc.view, 0, ctx);
+                    be->ops->attention(be, &qt.view, &kc.view, &vc.view, &ot.view, &p);
+                    const size_t kv_bytes = be_nbytes(&kc.view);
+                    uint8_t *kh = malloc(kv_bytes), *vh = malloc(kv_bytes);
+                    be_download(&kc.view, 0, kh, kv_bytes);
+                    be_download(&vc.view, 0, vh, kv_bytes);
+                    float *want = malloc((size_t)(q_cols * p.n_tok) * sizeof(float));
+                    ref_attention(q, kv_types[kt], kh, vh, want, &p);
+                    float *got = read_f32(&ot.view, q_cols * p.n_tok);
+                    const float err = tu_rel_err(got, want, q_cols * p.n_tok);
+                    CHECKF(err < 1e-4f, "attention %s gqa %d n_tok %d variant %d: rel err %g", qtype_get(kv_types[kt])->name, ratios[ri], p.n_tok, variant, err);
+                    free(q); free(kf); free(vf); free(kh); free(vh); free(want); free(got);
+                    be_tensor_free(qt.base); be_tensor_free(ot.base); be_tensor_free(kc.base);
+                    be_tensor_free(vc.base); be_tensor_free(ks.base); be_tensor_free(vs.base);
+                }
+}
+
+static void test_errors(backend *be) {
+    CHECK(be_tensor_new(be, QT_Q4_0, 33, 2) == NULL); /* cols not a block multiple */
+    CHECK(strstr(anv_last_error(), "bad shape") != NULL);
+    CHECK(be_tensor_new(be, 999, 32, 2) == NULL);
+    uint8_t raw[292 * 2] = {0};
+    be_tensor *w = be->ops->weight_new(be, QT_Q8_K, 256, 2, raw); /* not a weight type */
+    vt x = make(be, QT_F32, 256, 1, 0), o = make(be, QT_F32, 2, 1, 0);
+    anv_set_error("%s", "");
+    if (w) be->ops->matmul(be, w, &x.view, &o.view, 1, false);
+    CHECK(w == NULL || strstr(anv_last_error(), "not supported") != NULL);
+    be_tensor_free(w);
+    be_tensor_free(x.base);
+    be_tensor_free(o.base);
+}
+
+int main(void) {
+    anv_log_enabled = 0;
+    const char *paths[3] = {"scalar", "avx2", "avx512"};
+    setenv("ANVIL_CPU_SIMD", "avx512", 1);
+    const char *best = cpu_backend_simd();
+    int n_paths = !strcmp(best, "avx512") ? 3 : !strcmp(best, "avx2") ? 2 : 1;
+    for (int pi = 0; pi < n_paths; pi++) {
+        setenv("ANVIL_CPU_SIMD", paths[pi], 1);
+        CHECK(!strcmp(cpu_backend_simd(), paths[pi]));
+        for (int threads = 1; threads <= 2; threads++) {
+            backend *be = cpu_backend_new(threads);
+            CHECK(be != NULL);
+            if (!be) continue;
+            CHECK(cpu_backend_threads(be) == threads);
+            printf("path %s, %d thread(s): %s\n", paths[pi], threads, be->device_desc);
+            test_matmul(be, pi == 0 && threads == 1);
+            test_rms_norm(be);
+            test_elementwise(be);
+            test_glu(be);
+            test_rope(be);
+            test_get_rows(be);
+            test_store_rows(be);
+            test_attention(be);
+            test_errors(be);
+            be->ops->destroy(be);
+        }
+    }
+    for (int a = 0; a < N_MM_TYPES; a++)
+        printf("matmul %-5s worst rel err vs ref %.2e, SIMD vs scalar %.2e\n", qtype_get(mm_types[a])->name, worst_vs_ref[a], worst_vs_scalar[a]);
+    for (int a = 0; a < N_MM_TYPES; a++)
+        for (int b = 0; b < 3; b++) for (int c = 0; c < 2; c++) free(scalar_results[a][b][c]);
+    return tu_finish();
+}

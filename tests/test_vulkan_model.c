@@ -1,0 +1,134 @@
+/* test_vulkan_model: whole models on lavapipe against the CPU backend. Usage:
+ *   test_vulkan_model [--greedy-exact] MODEL.gguf N_GEN [MODEL.gguf N_GEN ...]
+ * For each model: a fixed 24-token prompt with all logits on the CPU and with every layer
+ * on Vulkan; per position KL(cpu || vulkan) must stay small and the top-1 must agree
+ * wherever the CPU's top-1 leads the second by > 0.05 probability; then N_GEN greedy
+ * tokens: with --greedy-exact they must be identical, otherwise identical up to the first
+ * step whose CPU margin is < 0.05. Missing model files fail the test. */
+#include <math.h>
+#include "model.h"
+#include "vk_testlib.h"
+
+#ifdef ANVIL_HAVE_VULKAN
+#define N_PROMPT 24
+
+typedef struct { double kl_max, kl_mean; int top1_checked, top1_bad; } cmp_stats;
+
+static void softmax(const float *l, double *p, int n) {
+    double m = -INFINITY, s = 0;
+    for (int i = 0; i < n; i++) if (l[i] > m) m = l[i];
+    for (int i = 0; i < n; i++) { p[i] = exp((double)l[i] - m); s += p[i]; }
+    for (int i = 0; i < n; i++) p[i] /= s;
+}
+
+static int argmax(const float *l, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++) if (l[i] > l[b]) b = i;
+    return b;
+}
+
+/* Probability margin between the first and second choice. */
+static double margin(const double *p, int n) {
+    double a = 0, b = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] > a) { b = a; a = p[i]; } else if (p[i] > b) b = p[i];
+    }
+    return a - b;
+}
+
+static void compare_pos(const float *lc, const float *lv, int n, cmp_stats *st) {
+    double *pc = malloc(sizeof(double) * n), *pv = malloc(sizeof(double) * n);
+    softmax(lc, pc, n); softmax(lv, pv, n);
+    double kl = 0;
+    for (int i = 0; i < n; i++) if (pc[i] > 0) kl += pc[i] * (log(pc[i]) - log(pv[i] > 1e-300 ? pv[i] : 1e-300));
+    if (kl > st->kl_max) st->kl_max = kl;
+    st->kl_mean += kl;
+    if (margin(pc, n) > 0.05) {
+        st->top1_checked++;
+        if (argmax(lc, n) != argmax(lv, n)) st->top1_bad++;
+    }
+    free(pc); free(pv);
+}
+
+/* Prompt logits (n_prompt x V) and n_gen greedy tokens (with the CPU margins when asked). */
+static int run(const char *path, backend *gpu, const int32_t *prompt, int n_gen, float **logits, int32_t *gen, double *margins, int *n_vocab) {
+    model_load_opts o = { .n_threads = 2, .n_gpu_layers = gpu ? -1 : 0, .gpu = gpu };
+    model *m = model_load(path, &o);
+    if (!m) { fprintf(stderr, "%s: %s\n", path, anv_last_error()); return -1; }
+    const int V = m->hp.n_vocab;
+    *n_vocab = V;
+    model_ctx *c = model_ctx_new(m, N_PROMPT + n_gen + 8, QT_F16);
+    *logits = malloc(sizeof(float) * (size_t)V * N_PROMPT);
+    int rc = c ? model_eval(c, prompt, N_PROMPT, *logits, true) : -1;
+    float *l = malloc(sizeof(float) * (size_t)V);
+    double *p = malloc(sizeof(double) * (size_t)V);
+    int32_t tok = rc == 0 ? argmax(*logits + (size_t)(N_PROMPT - 1) * V, V) : 0;
+    if (margins && rc == 0) { softmax(*logits + (size_t)(N_PROMPT - 1) * V, p, V); margins[0] = margin(p, V); }
+    for (int i = 0; i < n_gen && rc == 0; i++) {
+        gen[i] = tok;
+        if (i + 1 == n_gen) break;
+        rc = model_eval(c, &tok, 1, l, false);
+        tok = argmax(l, V);
+        if (margins) { softmax(l, p, V); margins[i + 1] = margin(p, V); }
+    }
+    if (rc != 0) fprintf(stderr, "%s: eval failed: %s\n", path, anv_last_error());
+    free(l); free(p);
+    model_ctx_free(c);
+    model_free(m);
+    return rc;
+}
+
+static void test_model(backend *gpu, const char *path, int n_gen, bool exact) {
+    FILE *f = fopen(path, "rb");
+    CHECKF(f != NULL, "model %s missing", path);
+    if (!f) return;
+    fclose(f);
+    int32_t prompt[N_PROMPT];
+    uint64_t seed = 7;
+    for (int i = 0; i < N_PROMPT; i++) prompt[i] = 3 + (int32_t)(tu_rand_u64(&seed) % 250);
+    float *lc = NULL, *lv = NULL;
+    int32_t *gc = calloc(n_gen, sizeof *gc), *gv = calloc(n_gen, sizeof *gv);
+    double *mc = calloc(n_gen, sizeof *mc);
+    int V = 0;
+    int rc_cpu = run(path, NULL, prompt, n_gen, &lc, gc, mc, &V);
+    int rc_vk = run(path, gpu, prompt, n_gen, &lv, gv, NULL, &V);
+    CHECKF(rc_cpu == 0 && rc_vk == 0, "%s: cpu rc %d vulkan rc %d (%s)", path, rc_cpu, rc_vk, vk_backend_error(gpu));
+    if (rc_cpu == 0 && rc_vk == 0) {
+        cmp_stats st = { 0 };
+        for (int t = 0; t < N_PROMPT; t++) compare_pos(lc + (size_t)t * V, lv + (size_t)t * V, V, &st);
+        st.kl_mean /= N_PROMPT;
+        int same = 0;
+        while (same < n_gen && gc[same] == gv[same]) same++;
+        printf("%s: KL max %.2e mean %.2e; top-1 %d/%d agree (margin > 0.05); greedy %d/%d identical\n", path,
+               st.kl_max, st.kl_mean, st.top1_checked - st.top1_bad, st.top1_checked, same, n_gen);
+        CHECKF(st.kl_max < 5e-3, "%s: KL max %g", path, st.kl_max);
+        CHECKF(st.top1_bad == 0 && st.top1_checked > 0, "%s: %d top-1 mismatches of %d", path, st.top1_bad, st.top1_checked);
+        if (exact) CHECKF(same == n_gen, "%s: greedy continuation differs at %d", path, same);
+        else CHECKF(same == n_gen || mc[same] < 0.05, "%s: greedy differs at step %d with CPU margin %.3f", path, same, mc[same]);
+    }
+    free(lc); free(lv); free(gc); free(gv); free(mc);
+}
+#endif
+
+int main(int argc, char **argv) {
+#ifdef ANVIL_HAVE_VULKAN
+    anv_log_enabled = 0;
+    backend *gpu = vkt_open_lavapipe();
+    if (!gpu) return tu_finish();
+    bool exact = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--greedy-exact") == 0) { exact = true; continue; }
+        int n_gen = i + 1 < argc ? atoi(argv[i + 1]) : 8;
+        test_model(gpu, argv[i], n_gen > 0 ? n_gen : 8, exact);
+        i++;
+    }
+    CHECKF(vk_backend_error(gpu) == NULL, "%s", vk_backend_error(gpu));
+    gpu->ops->destroy(gpu);
+    const char *val = getenv("ANVIL_VK_VALIDATE");
+    if (val && strcmp(val, "1") == 0) CHECKF(vk_validation_messages() == 0, "%d validation messages", vk_validation_messages());
+#else
+    (void)argc; (void)argv;
+    CHECK(1);
+#endif
+    return tu_finish();
+}

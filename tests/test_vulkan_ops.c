@@ -1,0 +1,304 @@
+/* test_vulkan_ops: every Vulkan op against cpu/ref_ops on odd shapes, every weight type,
+ * views with non-zero offsets, on lavapipe. ctest runs it twice: with every optional
+ * path the device has, and with ANVIL_VK_DISABLE=fp16,subgroup,int8 (the fallbacks);
+ * both with ANVIL_VK_VALIDATE=1, and zero validation messages are required. */
+#include <math.h>
+#include "ref_ops.h"
+#include "vk_testlib.h"
+
+#ifdef ANVIL_HAVE_VULKAN
+static uint64_t seed = 12345;
+static anv_vk_paths paths;
+
+static const uint32_t k_types[] = { QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0,
+                                    QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K };
+#define N_TYPES (int)(sizeof k_types / sizeof k_types[0])
+
+static int64_t cols_for(uint32_t type) {
+    const qtype_info *qi = qtype_get(type);
+    if (qi->block_size == 1) return 67;          /* ragged: not a multiple of 4 or 8 */
+    if (qi->block_size == 32) return 32 * 5;
+    return 256 * 2;
+}
+
+static void test_device_info(backend *be) {
+    anv_vk_device_info info;
+    int idx = vk_device_find(ANV_VK_DEVICE_CPU);
+    CHECK(vk_device_info_get(idx, &info) == 0);
+    CHECK(info.name[0] != 0);
+    CHECK(info.type == ANV_VK_DEVICE_CPU);
+    CHECK(info.supported && info.storage16);
+    CHECK(info.max_storage_range > 0 && info.max_allocation > 0);
+    CHECK(info.n_heaps > 0 && info.heaps[0].size > 0);
+    CHECK(info.subgroup_size > 0);
+    CHECK(vk_device_info_get(9999, &info) == -1 && strstr(anv_last_error(), "does not exist"));
+    CHECK(vk_backend_new(9999) == NULL);
+    printf("device: %s | %s | uma %d | max alloc %llu | max range %llu | subgroup %u | fp16 %d | int8 %d (accel %d)\n",
+           be->device_desc, info.driver_info, info.uma, (unsigned long long)info.max_allocation,
+           (unsigned long long)info.max_storage_range, info.subgroup_size, info.fp16, info.int8_dot, info.int8_dot_accelerated);
+    printf("paths: fp16 %d subgroup %d int8 %d\n", paths.fp16, paths.subgroup, paths.int8);
+}
+
+static void test_get_rows(backend *be) {
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        uint32_t type = k_types[ti];
+        int64_t cols = cols_for(type), rows = 37;
+        float *w = malloc(sizeof(float) * cols * (rows + 1));
+        vkt_fill(&seed, w, cols * (rows + 1), -2, 2);
+        void *q = vkt_quantize(type, w, cols, rows + 1);
+        be_tensor *t = vkt_upload_new(be, type, cols, rows + 1, q);
+        be_tensor view = be_view_rows(t, 1, rows); /* offset view */
+        int32_t ids[9] = { 0, 36, 5, 5, 17, 1, 35, 2, 20 };
+        const int n_ids = 9;
+        be_tensor *out = be->ops->tensor_new(be, QT_F32, cols, n_ids + 2);
+        be_tensor oview = be_view_rows(out, 2, n_ids);
+        be->ops->get_rows(be, &view, ids, n_ids, &oview);
+        float *got = malloc(sizeof(float) * cols * n_ids), *ref = malloc(sizeof(float) * cols * n_ids);
+        be_download(&oview, 0, got, sizeof(float) * cols * n_ids);
+        ref_get_rows(type, (uint8_t *)q + qtype_row_size(type, cols), cols, ids, n_ids, ref);
+        float err = tu_rel_err(got, ref, cols * n_ids);
+        CHECKF(err < 1e-6f, "get_rows %s rel err %g", qtype_get(type)->name, err);
+        free(got); free(ref); free(q); free(w);
+        be_tensor_free(t); be_tensor_free(out);
+    }
+}
+
+static float matmul_tol(uint32_t type, int n_tok) {
+    if (n_tok <= 8 && paths.int8 && (type == QT_Q4_0 || type == QT_Q8_0)) return 3e-2f; /* activation quantized to 8 bits */
+    if (n_tok > 8 && paths.fp16) return 4e-3f;                                       /* fp16 shared tiles */
+    return 2e-5f;
+}
+
+static void test_matmul(backend *be) {
+    const int toks[] = { 1, 3, 8, 17, 70 };
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        uint32_t type = k_types[ti];
+        int64_t K = cols_for(type), N = 37;
+        float *w = malloc(sizeof(float) * K * (N + 2));
+        vkt_fill(&seed, w, K * (N + 2), -1, 1);
+        void *q = vkt_quantize(type, w, K, N + 2);
+        be_tensor *wt = vkt_upload_new(be, type, K, N + 2, q);
+        be_tensor wv = be_view_rows(wt, 2, N);
+        const void *qv = (uint8_t *)q + 2 * qtype_row_size(type, K);
+        for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+            int nt = toks[k];
+            for (int acc = 0; acc < 2; acc++) {
+                float *x = malloc(sizeof(float) * K * nt), *o0 = malloc(sizeof(float) * N * nt);
+                float *got = malloc(sizeof(float) * N * nt), *ref = malloc(sizeof(float) * N * nt);
+                vkt_fill(&seed, x, K * nt, -1, 1);
+                vkt_fill(&seed, o0, N * nt, -1, 1);
+                be_tensor *xt = be->ops->tensor_new(be, QT_F32, K, nt + 1);
+                be_tensor xv = be_view_rows(xt, 1, nt);
+                be_upload(&xv, 0, x, sizeof(float) * K * nt);
+                be_tensor *ot = vkt_upload_new(be, QT_F32, N, nt, o0);
+                be->ops->matmul(be, &wv, &xv, ot, nt, acc != 0);
+                be_download(ot, 0, got, sizeof(float) * N * nt);
+                memcpy(ref, o0, sizeof(float) * N * nt);
+                ref_matmul(type, qv, K, N, x, ref, nt, acc != 0);
+                float err = tu_rel_err(got, ref, N * nt), tol = matmul_tol(type, nt);
+                CHECKF(err < tol, "matmul %s n_tok %d acc %d rel err %g (tol %g)", qtype_get(type)->name, nt, acc, err, tol);
+                be_tensor_free(xt); be_tensor_free(ot);
+                free(x); free(o0); free(got); free(ref);
+            }
+        }
+        be_tensor_free(wt);
+        free(q); free(w);
+    }
+}
+
+static void test_norm_eltwise(backend *be) {
+    /* rms_norm: 5 rows of 67 with a weight; per-head 12 rows of 16 without */
+    const int64_t n = 5 * 67;
+    float *x = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * 67), *b = malloc(sizeof(float) * 67);
+    float *got = malloc(sizeof(float) * n), *ref = malloc(sizeof(float) * n);
+    vkt_fill(&seed, x, n, -3, 3); vkt_fill(&seed, w, 67, 0.5f, 1.5f); vkt_fill(&seed, b, 67, -1, 1);
+    be_tensor *xt = vkt_upload_new(be, QT_F32, 67, 5, x), *wt = vkt_upload_new(be, QT_F32, 67, 1, w);
+    be_tensor *bt = vkt_upload_new(be, QT_F32, 67, 1, b), *ot = be->ops->tensor_new(be, QT_F32, 67, 6);
+    be_tensor ov = be_view_rows(ot, 1, 5);
+    be->ops->rms_norm(be, xt, wt, &ov, 5, 67, 1e-6f);
+    be_download(&ov, 0, got, sizeof(float) * n);
+    ref_rms_norm(x, w, ref, 5, 67, 1e-6f);
+    CHECKF(tu_rel_err(got, ref, n) < 1e-5f, "rms_norm rel err %g", tu_rel_err(got, ref, n));
+    be_tensor *x2 = vkt_upload_new(be, QT_F32, 64, 3, x);
+    be->ops->rms_norm(be, x2, NULL, &ov, 12, 16, 1e-5f);
+    be_download(&ov, 0, got, sizeof(float) * 192);
+    ref_rms_norm(x, NULL, ref, 12, 16, 1e-5f);
+    CHECKF(tu_rel_err(got, ref, 192) < 1e-5f, "rms_norm per-head rel err %g", tu_rel_err(got, ref, 192));
+
+    /* add / mul with broadcast, out aliasing a; scale in place */
+    be->ops->add(be, xt, bt, xt, n, 67);
+    be_download(xt, 0, got, sizeof(float) * n);
+    ref_add(x, b, ref, n, 67);
+    CHECKF(tu_max_abs_diff(got, ref, n) == 0.0f, "add diff %g", tu_max_abs_diff(got, ref, n));
+    be->ops->mul(be, xt, bt, &ov, n, 67);
+    float *ref2 = malloc(sizeof(float) * n);
+    ref_mul(ref, b, ref2, n, 67);
+    be_download(&ov, 0, got, sizeof(float) * n);
+    CHECKF(tu_max_abs_diff(got, ref2, n) == 0.0f, "mul diff %g", tu_max_abs_diff(got, ref2, n));
+    be->ops->scale(be, &ov, n, 0.37f);
+    ref_scale(ref2, n, 0.37f);
+    be_download(&ov, 0, got, sizeof(float) * n);
+    CHECKF(tu_max_abs_diff(got, ref2, n) == 0.0f, "scale diff %g", tu_max_abs_diff(got, ref2, n));
+
+    /* glu: SiLU and GELU-tanh, including large |x| */
+    float *g = malloc(sizeof(float) * n);
+    vkt_fill(&seed, g, n, -12, 12);
+    be_tensor *gt = vkt_upload_new(be, QT_F32, 67, 5, g);
+    for (int kind = 0; kind < 2; kind++) {
+        be_glu_kind k = kind ? BE_GLU_GELU_TANH : BE_GLU_SILU;
+        be->ops->glu(be, gt, xt, &ov, n, k);
+        be_download(&ov, 0, got, sizeof(float) * n);
+        ref_add(x, b, ref2, n, 67); /* xt now holds x + b */
+        ref_glu(g, ref2, ref, n, k);
+        float err = tu_rel_err(got, ref, n);
+        CHECKF(err < 1e-5f, "glu %d rel err %g", kind, err);
+    }
+    be_tensor_free(xt); be_tensor_free(wt); be_tensor_free(bt); be_tensor_free(ot); be_tensor_free(x2); be_tensor_free(gt);
+    free(x); free(w); free(b); free(got); free(ref); free(ref2); free(g);
+}
+
+static void test_rope(backend *be) {
+    const int n_tok = 5, n_head = 3, head_dim = 24;
+    const int64_t n = (int64_t)n_tok * n_head * head_dim;
+    float *x = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n), *ref = malloc(sizeof(float) * n);
+    float ff[8];
+    vkt_fill(&seed, ff, 8, 1, 8);
+    be_tensor *fft = vkt_upload_new(be, QT_F32, 8, 1, ff);
+    const int pos0s[] = { 0, 7, 3000 };
+    for (int mode = 0; mode < 2; mode++)
+        for (int rot = 0; rot < 2; rot++)
+            for (int f = 0; f < 2; f++)
+                for (int pi = 0; pi < 3; pi++) {
+                    int n_rot = rot ? 16 : head_dim;
+                    if (f && n_rot != 16) continue;
+                    vkt_fill(&seed, x, n, -1, 1);
+                    be_tensor *xt = be->ops->tensor_new(be, QT_F32, n_head * head_dim, n_tok + 1);
+                    be_tensor xv = be_view_rows(xt, 1, n_tok);
+                    be_upload(&xv, 0, x, sizeof(float) * n);
+                    be_rope_params p = { .n_rot = n_rot, .mode = mode ? BE_ROPE_NEOX : BE_ROPE_NORMAL, .freq_base = 10000.0f,
+                                         .freq_scale = 0.5f, .freq_factors = f ? fft : NULL };
+                    be->ops->rope(be, &xv, n_tok, n_head, head_dim, pos0s[pi], &p);
+                    be_download(&xv, 0, got, sizeof(float) * n);
+                    memcpy(ref, x, sizeof(float) * n);
+                    ref_rope(ref, n_tok, n_head, head_dim, pos0s[pi], n_rot, p.mode, 10000.0f, 0.5f, f ? ff : NULL);
+                    float err = tu_max_abs_diff(got, ref, n);
+                    /* same float angle as the reference; cos/sin of a large angle differ by ~1e-5 between libm and a GPU */
+                    float tol = pos0s[pi] > 100 ? 1e-4f : 2e-5f;
+                    CHECKF(err < tol, "rope mode %d n_rot %d ff %d pos0 %d max diff %g", mode, n_rot, f, pos0s[pi], err);
+                    be_tensor_free(xt);
+                }
+    be_tensor_free(fft);
+    free(x); free(got); free(ref);
+}
+
+static void test_store_rows(backend *be) {
+    const uint32_t types[] = { QT_F32, QT_F16, QT_Q8_0 };
+    const int64_t cols = 96, ctx = 11, n_rows = 4, row0 = 5;
+    float *src = malloc(sizeof(float) * cols * n_rows);
+    vkt_fill(&seed, src, cols * n_rows, -4, 4);
+    src[3] = 0; src[7] = 4.0f; /* exact maxima: a half-way q */
+    for (int k = 0; k < 3; k++) {
+        uint32_t type = types[k];
+        size_t rb = qtype_row_size(type, cols);
+        uint8_t *init = calloc(ctx, rb), *got = malloc(rb * ctx), *ref = calloc(ctx, rb);
+        be_tensor *st = vkt_upload_new(be, QT_F32, cols, n_rows, src);
+        be_tensor *dt = vkt_upload_new(be, type, cols, ctx, init);
+        be->ops->store_rows(be, st, dt, row0, n_rows);
+        be_download(dt, 0, got, rb * ctx);
+        ref_store_rows(src, type, ref, cols, row0, n_rows);
+        float *a = malloc(sizeof(float) * cols * ctx), *b = malloc(sizeof(float) * cols * ctx);
+        for (int64_t r = 0; r < ctx; r++) {
+            dequantize_row(type, got + r * rb, a + r * cols, cols);
+            dequantize_row(type, ref + r * rb, b + r * cols, cols);
+        }
+        float err = tu_max_abs_diff(a, b, cols * ctx);
+        /* Q8_0: 1/d on the GPU may differ by an ulp from the CPU's, flipping a tie by one step (d <= 4/127) */
+        float tol = type == QT_Q8_0 ? 4.0f / 127.0f + 1e-6f : 0.0f;
+        CHECKF(err <= tol, "store_rows %s max diff %g", qtype_get(type)->name, err);
+        if (type != QT_Q8_0) CHECK(memcmp(got, ref, rb * ctx) == 0);
+        be_tensor_free(st); be_tensor_free(dt);
+        free(init); free(got); free(ref); free(a); free(b);
+    }
+    free(src);
+}
+
+static void test_attention(backend *be) {
+    struct { int n_tok, pos0, n_head, n_kv, hd, window; float softcap; } cfg[] = {
+        { 1, 20, 4, 4, 64, 0, 0 },     /* decode, no GQA */
+        { 7, 0, 8, 2, 64, 0, 0 },      /* prompt, GQA 4 */
+        { 5, 9, 6, 1, 32, 4, 0 },      /* GQA 6, sliding window */
+        { 3, 70, 4, 1, 256, 0, 30.0f },/* head_dim 256 (gemma), softcap, > WG keys */
+        { 66, 0, 2, 1, 32, 0, 0 },     /* many queries */
+    };
+    const uint32_t types[] = { QT_F32, QT_F16, QT_Q8_0 };
+    for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++)
+        for (int k = 0; k < 3; k++) {
+            uint32_t type = types[k];
+            int n_kv = cfg[ci].pos0 + cfg[ci].n_tok, ctx = n_kv + 3;
+            int64_t kvc = (int64_t)cfg[ci].n_kv * cfg[ci].hd, qc = (int64_t)cfg[ci].n_head * cfg[ci].hd;
+            float *kf = malloc(sizeof(float) * kvc * ctx), *vf = malloc(sizeof(float) * kvc * ctx);
+            float *q = malloc(sizeof(float) * qc * cfg[ci].n_tok);
+            float *got = malloc(sizeof(float) * qc * cfg[ci].n_tok), *ref = malloc(sizeof(float) * qc * cfg[ci].n_tok);
+            vkt_fill(&seed, kf, kvc * ctx, -1, 1); vkt_fill(&seed, vf, kvc * ctx, -1, 1);
+            vkt_fill(&seed, q, qc * cfg[ci].n_tok, -1, 1);
+            void *kq = vkt_quantize(type, kf, kvc, ctx), *vq = vkt_quantize(type, vf, kvc, ctx);
+            be_tensor *kt = vkt_upload_new(be, type, kvc, ctx, kq), *vt = vkt_upload_new(be, type, kvc, ctx, vq);
+            be_tensor *qt = vkt_upload_new(be, QT_F32, qc, cfg[ci].n_tok, q);
+            be_tensor *ot = be->ops->tensor_new(be, QT_F32, qc, cfg[ci].n_tok + 1);
+            be_tensor ov = be_view_rows(ot, 1, cfg[ci].n_tok);
+            be_attn_params p = { .n_tok = cfg[ci].n_tok, .pos0 = cfg[ci].pos0, .n_head = cfg[ci].n_head, .n_kv_head = cfg[ci].n_kv,
+                                 .head_dim = cfg[ci].hd, .scale = 1.0f / sqrtf((float)cfg[ci].hd), .window = cfg[ci].window,
+                                 .softcap = cfg[ci].softcap };
+            be->ops->attention(be, qt, kt, vt, &ov, &p);
+            be_download(&ov, 0, got, sizeof(float) * qc * cfg[ci].n_tok);
+            ref_attention(q, type, kq, vq, ref, &p);
+            float err = tu_max_abs_diff(got, ref, qc * cfg[ci].n_tok);
+            CHECKF(err < 2e-5f, "attention cfg %zu %s max diff %g", ci, qtype_get(type)->name, err);
+            be_tensor_free(kt); be_tensor_free(vt); be_tensor_free(qt); be_tensor_free(ot);
+            free(kf); free(vf); free(q); free(got); free(ref); free(kq); free(vq);
+        }
+}
+
+/* Bad input: a clear sticky error, no crash (on its own backend: the error is sticky). */
+static void test_bad_input(void) {
+    backend *be = vkt_open_lavapipe();
+    if (!be) return;
+    CHECK(be->ops->tensor_new(be, 999, 4, 4) == NULL && strstr(anv_last_error(), "unknown"));
+    CHECK(be->ops->tensor_new(be, QT_Q4_0, 33, 4) == NULL && strstr(anv_last_error(), "multiple"));
+    float tbl[64] = { 0 };
+    be_tensor *t = vkt_upload_new(be, QT_F32, 16, 4, tbl), *o = be->ops->tensor_new(be, QT_F32, 16, 2);
+    int32_t ids[2] = { 1, 7 };
+    CHECK(vk_backend_error(be) == NULL);
+    be->ops->get_rows(be, t, ids, 2, o);
+    CHECK(vk_backend_error(be) != NULL && strstr(vk_backend_error(be), "out of range"));
+    be_tensor_free(t); be_tensor_free(o);
+    be->ops->destroy(be);
+}
+#endif
+
+int main(void) {
+#ifdef ANVIL_HAVE_VULKAN
+    anv_log_enabled = 1;
+    backend *be = vkt_open_lavapipe();
+    if (be) {
+        paths = vk_backend_paths(be);
+        const char *v = getenv("ANVIL_VK_VALIDATE");
+        if (v && strcmp(v, "1") == 0) CHECKF(vk_validation_active(), "ANVIL_VK_VALIDATE=1 but no validation messenger");
+        test_device_info(be);
+        test_get_rows(be);
+        test_matmul(be);
+        test_norm_eltwise(be);
+        test_rope(be);
+        test_store_rows(be);
+        test_attention(be);
+        CHECKF(vk_backend_error(be) == NULL, "sticky error: %s", vk_backend_error(be));
+        be->ops->destroy(be);
+        test_bad_input();
+        const char *val = getenv("ANVIL_VK_VALIDATE");
+        if (val && strcmp(val, "1") == 0) CHECKF(vk_validation_messages() == 0, "%d validation messages", vk_validation_messages());
+    }
+#else
+    CHECK(1); /* built without Vulkan: nothing to test */
+#endif
+    return tu_finish();
+}

@@ -1,0 +1,537 @@
+#!/usr/bin/env python3
+"""make_test_model: deterministic random-weight GGUF models for Anvil's tests and benchmarks.
+
+Writes a GGUF file with llama.cpp's exact tensor names and metadata keys for the families
+llama (Llama 2/3 layout, optional llama3 rope_freqs), qwen2 (QKV biases), qwen3 (QK-norm,
+head_dim != n_embd/n_head) and gemma3 (sliding window pattern 6, QK-norm, post-attention and
+post-ffw norms, GELU GeGLU, tied output, sqrt(n_embd) embedding scaling, key_length =
+2*n_embd/n_head), with a small SPM ("llama") or byte-level BPE ("gpt2") vocabulary.
+Weights are seeded per tensor name (numpy PCG64), so a file is a pure function of its args.
+
+  make_test_model.py --family llama --preset tiny --type q4_0 --out m.gguf
+  make_test_model.py --family gemma3 --preset tinyk --type q4_K --quantizer anvil --anvil build/anvil --out m.gguf
+  make_test_model.py --digest m.gguf          # print the weights digest (name/type/shape/bytes)
+
+Weight types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 (numpy, gguf.quants) and q2_K q3_K q4_K
+q5_K q6_K, made either by ggml's own reference quantizer (ctypes on the oracle's
+libggml-base.so, --quantizer ggml) or by `anvil quantize --pure F32.gguf OUT TYPE`
+(--quantizer anvil; --pure = llama-quantize --pure: no Q4_K_M-style mix of types). Both must
+give byte-identical tensors; the golden tests check that via --digest.
+Every 2-D weight takes the type; norms, biases and rope_freqs stay F32 (as llama.cpp does).
+"""
+import argparse
+import ctypes
+import hashlib
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zlib
+from collections import Counter
+
+import numpy as np
+
+try:
+    import gguf
+    from gguf import GGMLQuantizationType as QT
+except ImportError:  # pragma: no cover
+    sys.exit("make_test_model: the python package 'gguf' (gguf-py) is required")
+
+NUMPY_TYPES = {"f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q4_0": QT.Q4_0, "q4_1": QT.Q4_1,
+               "q5_0": QT.Q5_0, "q5_1": QT.Q5_1, "q8_0": QT.Q8_0}
+K_TYPES = {"q2_K": QT.Q2_K, "q3_K": QT.Q3_K, "q4_K": QT.Q4_K, "q5_K": QT.Q5_K, "q6_K": QT.Q6_K}
+FILE_TYPES = {"f32": "ALL_F32", "f16": "MOSTLY_F16", "bf16": "MOSTLY_BF16", "q4_0": "MOSTLY_Q4_0",
+              "q4_1": "MOSTLY_Q4_1", "q5_0": "MOSTLY_Q5_0", "q5_1": "MOSTLY_Q5_1",
+              "q8_0": "MOSTLY_Q8_0", "q2_K": "MOSTLY_Q2_K", "q3_K": "MOSTLY_Q3_K_M",
+              "q4_K": "MOSTLY_Q4_K_M", "q5_K": "MOSTLY_Q5_K_M", "q6_K": "MOSTLY_Q6_K"}
+DEFAULT_GGML_LIB = ("/tmp/llamacpp-oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/"
+                    "libggml-base.so")
+
+# ---------------------------------------------------------------------------------------------
+# shapes
+# ---------------------------------------------------------------------------------------------
+# Per family: layers, heads, kv heads, head_dim (None = n_embd/n_head), tied output, vocab kind.
+FAMILY = {
+    "llama":  dict(n_layer=3, n_head=4, n_head_kv=2, head_dim=None, tied=False, vocab="spm",
+                   rope_base=500000.0, eps=1e-5, ctx=4096),
+    "qwen2":  dict(n_layer=2, n_head=4, n_head_kv=4, head_dim=None, tied=True, vocab="bpe",
+                   rope_base=1000000.0, eps=1e-6, ctx=32768),
+    "qwen3":  dict(n_layer=3, n_head=8, n_head_kv=2, head_dim=32, tied=False, vocab="bpe",
+                   rope_base=1000000.0, eps=1e-6, ctx=40960),
+    "gemma3": dict(n_layer=7, n_head=4, n_head_kv=1, head_dim="2x", tied=True, vocab="spm",
+                   rope_base=1000000.0, eps=1e-6, ctx=32768, swa=8),
+}
+# tiny: the small test shape; tinyk: the same with every row length a multiple of 256
+# (K-quant blocks are 256 wide); 500m and bench91m: llama-only speed shapes.
+PRESETS = {
+    "tiny":     dict(n_embd=128, n_ff=352, n_vocab=768),
+    "tinyk":    dict(n_embd=256, n_ff=768, n_vocab=768),
+    "bench91m": dict(n_embd=1024, n_ff=2816, n_vocab=512, n_layer=8, n_head=16, n_head_kv=4,
+                     llama_only=True),
+    "500m":     dict(n_embd=2048, n_ff=5632, n_vocab=32000, n_layer=10, n_head=32, n_head_kv=8,
+                     llama_only=True),
+}
+
+
+def hparams_for(args):
+    fam = dict(FAMILY[args.family])
+    pre = dict(PRESETS[args.preset])
+    if pre.pop("llama_only", False) and args.family != "llama":
+        raise SystemExit("make_test_model: preset %s is defined for --family llama only" % args.preset)
+    fam.update(pre)
+    if args.vocab:
+        fam["vocab"] = args.vocab
+    if args.n_vocab:
+        fam["n_vocab"] = args.n_vocab
+    if args.n_layer:
+        fam["n_layer"] = args.n_layer
+    n_embd, n_head = fam["n_embd"], fam["n_head"]
+    if fam["head_dim"] is None:
+        fam["head_dim"] = n_embd // n_head
+    elif fam["head_dim"] == "2x":  # gemma3-270m: head_dim 256 with n_embd 640 / 4 heads
+        fam["head_dim"] = 2 * n_embd // n_head
+    if args.family == "qwen3" and args.preset == "tinyk":
+        fam["head_dim"] = 32
+    return fam
+
+
+# ---------------------------------------------------------------------------------------------
+# vocabularies
+# ---------------------------------------------------------------------------------------------
+CORPUS = """
+The quick brown fox jumps over the lazy dog. A small language model reads a sequence of tokens
+and predicts the next one. Every layer has attention and a feed forward network; the attention
+looks back at the keys and values of earlier positions, and the network mixes the channels.
+In the beginning the weights are random, so the predictions are noise, but the arithmetic is the
+same as for a trained model. We test the arithmetic: matrix products, normalization, rotary
+position embeddings, the softmax over the vocabulary, and the sampling of the next token.
+Hello world! How are you today? I am fine, thank you. The weather is nice and the sun is shining.
+int main(void) { printf("hello, world\\n"); return 0; }
+for (int i = 0; i < n; i++) { sum += a[i] * b[i]; }
+def forward(self, x): return self.norm(x + self.attn(x))
+import numpy as np; x = np.zeros((4, 4), dtype=np.float32)
+Numbers: 0 1 2 3 4 5 6 7 8 9 10 42 100 1000 3.14159 2024
+The engine loads a file, maps the tensors into memory and runs the layers one after another.
+A cache keeps the keys and values so that each new token costs one pass over the weights.
+Quantized weights store a scale per block and small integers for each value in the block.
+"""
+
+SPM_SPACE = "\u2581"  # sentencepiece's visible space
+
+
+def bpe_train(words, n_merges):
+    """Greedy BPE over a Counter of tuple-of-symbol words; returns the merge list (a, b)."""
+    words = Counter({tuple(w): c for w, c in words.items()})
+    merges = []
+    while len(merges) < n_merges:
+        pairs = Counter()
+        for w, c in words.items():
+            for a, b in zip(w, w[1:]):
+                pairs[(a, b)] += c
+        if not pairs:
+            break
+        best = max(pairs.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        merges.append(best)
+        merged = Counter()
+        for w, c in words.items():
+            out, i = [], 0
+            while i < len(w):
+                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
+                    out.append(w[i] + w[i + 1])
+                    i += 2
+                else:
+                    out.append(w[i])
+                    i += 1
+            merged[tuple(out)] += c
+        words = merged
+    return merges
+
+
+def extend_merges(tokens, merges, target, rng):
+    """Adds random (consistent) merges of existing tokens until `tokens` has `target` entries."""
+    known = set(tokens)
+    pool = [t for t in tokens if len(t) > 1] or list(tokens)
+    while len(tokens) < target:
+        a = pool[rng.integers(len(pool))]
+        b = pool[rng.integers(len(pool))]
+        if a + b in known or len(a + b) > 16:
+            continue
+        merges.append((a, b))
+        tokens.append(a + b)
+        known.add(a + b)
+        pool.append(a + b)
+
+
+def spm_vocab(family, n_vocab):
+    """SPM vocab: specials, 256 <0xXX> byte tokens, chars and merged word pieces (score = -rank)."""
+    if family == "gemma3":
+        specials = [("<pad>", 3), ("<eos>", 3), ("<bos>", 3), ("<unk>", 2), ("<mask>", 3),
+                    ("<start_of_turn>", 3), ("<end_of_turn>", 3)]
+        ids = dict(pad=0, eos=1, bos=2, unk=3)
+    else:
+        specials = [("<unk>", 2), ("<s>", 3), ("</s>", 3)]
+        ids = dict(unk=0, bos=1, eos=2)
+    tokens = [s for s, _ in specials]
+    types = [t for _, t in specials]
+    scores = [-1000.0 if t == 3 else 0.0 for _, t in specials]
+    for b in range(256):
+        tokens.append("<0x%02X>" % b)
+        types.append(6)
+        scores.append(0.0)
+    words = Counter(SPM_SPACE + w for w in CORPUS.split())
+    chars = sorted({ch for w in words for ch in w})
+    n_pieces = n_vocab - len(tokens)
+    merges = bpe_train(Counter({tuple(w): c for w, c in words.items()}), max(0, n_pieces - len(chars)))
+    pieces = [a + b for a, b in merges]
+    rng = np.random.default_rng(1234)
+    base = chars + pieces
+    extend_merges(base, [], n_pieces, rng)
+    base = base[:n_pieces]
+    # merged pieces get higher scores the earlier they were made; single chars score lowest
+    for rank, p in enumerate(base):
+        tokens.append(p)
+        types.append(1)
+        scores.append(-float(rank - len(chars)) if rank >= len(chars) else -float(n_pieces + rank))
+    return dict(model="llama", pre="default", tokens=tokens, types=types, scores=scores,
+                merges=None, ids=ids)
+
+
+def bytes_to_unicode():
+    """GPT-2's reversible byte -> printable unicode map."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + \
+        list(range(ord("\xae"), ord("\xff") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, (chr(c) for c in cs)))
+
+
+def bpe_vocab(family, n_vocab):
+    """Byte-level BPE vocab (tokenizer.ggml.model "gpt2") with the family's special tokens."""
+    if family == "llama":
+        specials, pre = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"], "llama-bpe"
+    else:
+        specials, pre = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen2"
+        if family == "qwen3":
+            specials += ["<think>", "</think>"]
+    b2u = bytes_to_unicode()
+    tokens = [b2u[b] for b in sorted(b2u, key=lambda b: ord(b2u[b]))]
+    words = Counter()
+    for w in re.findall(r" ?[A-Za-z]+| ?[0-9]| ?[^\sA-Za-z0-9]+|\s+", CORPUS):
+        words[tuple(b2u[b] for b in w.encode("utf-8"))] += 1
+    n_regular = n_vocab - len(specials)
+    merges = bpe_train(words, n_regular - len(tokens))
+    tokens += [a + b for a, b in merges]
+    extend_merges(tokens, merges, n_regular, np.random.default_rng(1234))
+    types = [1] * len(tokens) + [3] * len(specials)
+    tokens += specials
+    first = n_regular
+    if family == "llama":
+        ids = dict(bos=first, eos=first + 1, eot=first + 2)
+    else:
+        ids = dict(bos=first, eos=first + 2, pad=first)
+    return dict(model="gpt2", pre=pre, tokens=tokens, types=types, scores=None,
+                merges=["%s %s" % m for m in merges], ids=ids)
+
+
+CHAT_TEMPLATES = {
+    "gemma3": "{{ bos_token }}{% for message in messages %}<start_of_turn>{{ 'model' if message['role'] == "
+              "'assistant' else message['role'] }}\n{{ message['content'] | trim }}<end_of_turn>\n"
+              "{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}",
+    "chatml": "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
+              " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n'"
+              " }}{% endif %}",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# weights
+# ---------------------------------------------------------------------------------------------
+def llama3_rope_factors(head_dim, base, orig_ctx, factor=8.0, low=1.0, high=4.0):
+    """Llama 3.1 frequency divisors (the rope_freqs.weight tensor), for `orig_ctx` context."""
+    out = []
+    for i in range(0, head_dim, 2):
+        freq = 1.0 / base ** (i / head_dim)
+        wavelen = 2 * math.pi / freq
+        if wavelen < orig_ctx / high:
+            out.append(1.0)
+        elif wavelen > orig_ctx / low:
+            out.append(factor)
+        else:
+            smooth = (orig_ctx / wavelen - low) / (high - low)
+            out.append(1.0 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def tensor_plan(args, hp):
+    """[(name, numpy shape (rows, cols) or (n,), kind, scale)] in llama.cpp's file order."""
+    fam = args.family
+    E, F, V, H, HKV, D = hp["n_embd"], hp["n_ff"], hp["n_vocab"], hp["n_head"], hp["n_head_kv"], hp["head_dim"]
+    logit_scale = 3.0 / math.sqrt(E)  # logits ~ N(0, 3^2): clear top-1 margins
+    qk = 1.0 if fam in ("qwen3", "gemma3") else 1.5  # sharper attention where q, k are not normed
+    # gemma3 (tied, input scaled by sqrt(n_embd)): a small embedding and large post-norms keep the
+    # input token from dominating the residual (else every position predicts its own token), and
+    # a large output norm restores the logit scale.
+    embd_scale = {"gemma3": 0.5 / math.sqrt(E)}.get(fam, logit_scale if hp["tied"] else 1.0)
+    post_norm = ("norm:2.5", 0.5)
+    out_norm = ("norm:6", 1.0) if fam == "gemma3" else ("norm", 0.2)
+    plan = [("token_embd.weight", (V, E), "mat", embd_scale)]
+    if fam == "llama" and hp.get("rope_freqs"):
+        plan.append(("rope_freqs.weight", (D // 2,), "rope_freqs", 0.0))
+    for i in range(hp["n_layer"]):
+        p = "blk.%d." % i
+        plan.append((p + "attn_norm.weight", (E,), "norm", 0.2))
+        plan.append((p + "attn_q.weight", (H * D, E), "mat", qk / math.sqrt(E)))
+        plan.append((p + "attn_k.weight", (HKV * D, E), "mat", qk / math.sqrt(E)))
+        plan.append((p + "attn_v.weight", (HKV * D, E), "mat", 1.0 / math.sqrt(E)))
+        if fam == "qwen2":
+            plan.append((p + "attn_q.bias", (H * D,), "bias", 0.5))
+            plan.append((p + "attn_k.bias", (HKV * D,), "bias", 0.5))
+            plan.append((p + "attn_v.bias", (HKV * D,), "bias", 0.5))
+        if fam in ("qwen3", "gemma3"):
+            plan.append((p + "attn_q_norm.weight", (D,), "qknorm", 0.2))
+            plan.append((p + "attn_k_norm.weight", (D,), "qknorm", 0.2))
+        plan.append((p + "attn_output.weight", (E, H * D), "mat", 1.0 / math.sqrt(H * D)))
+        if fam == "gemma3":
+            plan.append((p + "post_attention_norm.weight", (E,)) + post_norm)
+        plan.append((p + "ffn_norm.weight", (E,), "norm", 0.2))
+        plan.append((p + "ffn_gate.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "ffn_up.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "ffn_down.weight", (E, F), "mat", 1.0 / math.sqrt(F)))
+        if fam == "gemma3":
+            plan.append((p + "post_ffw_norm.weight", (E,)) + post_norm)
+    plan.append(("output_norm.weight", (E,)) + out_norm)
+    if not hp["tied"]:
+        plan.append(("output.weight", (V, E), "mat", logit_scale))
+    return plan
+
+
+def make_values(seed, name, shape, kind, scale, hp):
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    if kind == "rope_freqs":
+        return llama3_rope_factors(hp["head_dim"], hp["rope_base"], hp["rope_orig_ctx"])
+    x = rng.standard_normal(shape, dtype=np.float32)
+    if kind == "mat" or kind == "bias":
+        return x * np.float32(scale)
+    if kind.startswith("norm"):  # GGUF norm weights are the multiplier itself (gemma's +1 is
+        mean = float(kind[5:] or 1.0)  # pre-applied by llama.cpp's converter): mean 1 or "norm:MEAN"
+        return np.float32(mean) + np.float32(scale) * x
+    if kind == "qknorm":  # ~1.5: sharper attention after QK-norm, as in the real models
+        return np.float32(1.5) + np.float32(scale) * x
+    raise ValueError(kind)
+
+
+class GgmlQuantizer:
+    """ggml's own quantizer (ggml_quantize_chunk without imatrix = quantize_row_*_ref)."""
+
+    def __init__(self, path):
+        if not os.path.exists(path):
+            raise SystemExit("make_test_model: %s not found (give --ggml-lib, or --quantizer anvil)" % path)
+        self.lib = ctypes.CDLL(path)
+        f = self.lib.ggml_quantize_chunk
+        f.restype = ctypes.c_size_t
+        f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                      ctypes.c_int64, ctypes.c_void_p]
+
+    def __call__(self, x, qt):
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        rows, cols = x.shape
+        bs, ts = gguf.GGML_QUANT_SIZES[qt]
+        out = np.zeros(rows * (cols // bs) * ts, dtype=np.uint8)
+        n = self.lib.ggml_quantize_chunk(int(qt), x.ctypes.data, out.ctypes.data, 0, rows, cols, None)
+        assert n == out.nbytes, (n, out.nbytes)
+        return out
+
+
+def encode(x, qt, quantizer):
+    if qt == QT.F32:
+        return np.ascontiguousarray(x, dtype=np.float32).view(np.uint8).reshape(-1)
+    if qt in K_TYPES.values():
+        return quantizer(x, qt)
+    return np.ascontiguousarray(gguf.quants.quantize(x, qt)).view(np.uint8).reshape(-1)
+
+
+def write_model(args, hp, path, wtype, quantizer):
+    fam = args.family
+    vocab = spm_vocab(fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"])
+    assert len(vocab["tokens"]) == hp["n_vocab"], (len(vocab["tokens"]), hp["n_vocab"])
+    w = gguf.GGUFWriter(path, fam)
+    w.add_type("model")
+    w.add_name("anvil-test-%s-%s-%s" % (fam, args.preset, args.type))
+    w.add_context_length(hp["ctx"])
+    w.add_embedding_length(hp["n_embd"])
+    w.add_block_count(hp["n_layer"])
+    w.add_feed_forward_length(hp["n_ff"])
+    w.add_head_count(hp["n_head"])
+    w.add_head_count_kv(hp["n_head_kv"])
+    w.add_rope_freq_base(hp["rope_base"])
+    w.add_layer_norm_rms_eps(hp["eps"])
+    if fam == "llama":
+        w.add_vocab_size(hp["n_vocab"])
+        w.add_rope_dimension_count(hp["head_dim"])
+    if fam in ("qwen3", "gemma3"):
+        w.add_key_length(hp["head_dim"])
+        w.add_value_length(hp["head_dim"])
+    if fam == "gemma3":  # like gemma-3-270m: no pattern / swa-base keys (llama.cpp defaults 6, 10000)
+        w.add_sliding_window(hp["swa"])
+    w.add_file_type(getattr(gguf.LlamaFileType, FILE_TYPES[wtype]))
+    if wtype not in ("f32", "f16", "bf16"):
+        w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    w.add_tokenizer_model(vocab["model"])
+    w.add_tokenizer_pre(vocab["pre"])
+    w.add_token_list(vocab["tokens"])
+    if vocab["scores"] is not None:
+        w.add_token_scores(vocab["scores"])
+    w.add_token_types(vocab["types"])
+    if vocab["merges"] is not None:
+        w.add_token_merges(vocab["merges"])
+    ids = vocab["ids"]
+    w.add_bos_token_id(ids["bos"])
+    w.add_eos_token_id(ids["eos"])
+    if "unk" in ids:
+        w.add_unk_token_id(ids["unk"])
+    if "pad" in ids:
+        w.add_pad_token_id(ids["pad"])
+    if "eot" in ids:
+        w.add_eot_token_id(ids["eot"])
+    w.add_add_bos_token(vocab["model"] == "llama" or fam == "llama")
+    w.add_add_eos_token(False)
+    if fam == "gemma3":
+        w.add_add_space_prefix(False)
+        w.add_chat_template(CHAT_TEMPLATES["gemma3"])
+    elif fam in ("qwen2", "qwen3"):
+        w.add_chat_template(CHAT_TEMPLATES["chatml"])
+
+    qt_main = NUMPY_TYPES[wtype] if wtype in NUMPY_TYPES else K_TYPES[wtype]
+    plan = tensor_plan(args, hp)
+    for name, shape, kind, _ in plan:
+        qt = qt_main if len(shape) == 2 else QT.F32
+        bs, ts = gguf.GGML_QUANT_SIZES[qt]
+        n = int(np.prod(shape))
+        if n % bs or shape[-1] % bs:
+            raise SystemExit("make_test_model: %s row length %d is not a multiple of %s's block %d "
+                             "(use --preset tinyk for K-quants)" % (name, shape[-1], wtype, bs))
+        w.add_tensor_info(name, shape, np.dtype(np.float32), n // bs * ts, raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for name, shape, kind, scale in plan:
+        qt = qt_main if len(shape) == 2 else QT.F32
+        w.write_tensor_data(encode(make_values(args.seed, name, shape, kind, scale, hp), qt, quantizer))
+    w.close()
+    return plan
+
+
+def weights_digest(path):
+    """sha256 over (name, type, shape, bytes) of all tensors, sorted by name: equal for files
+    whose weights are byte-identical whatever their metadata and tensor order."""
+    r = gguf.GGUFReader(path)
+    h = hashlib.sha256()
+    for t in sorted(r.tensors, key=lambda t: t.name):
+        h.update(("%s|%d|%s|" % (t.name, int(t.tensor_type), list(map(int, t.shape)))).encode())
+        h.update(np.ascontiguousarray(t.data).view(np.uint8).tobytes())
+    return h.hexdigest()
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def stamp_of(args):
+    """What --if-changed compares: this script, the arguments and the quantizing binary."""
+    d = {k: v for k, v in sorted(vars(args).items()) if k not in ("out", "if_changed", "digest")}
+    d["script"] = file_sha256(os.path.abspath(__file__))
+    if args.type in K_TYPES and args.anvil and (args.quantizer or "anvil") == "anvil":
+        d["anvil"] = file_sha256(args.anvil)
+    return repr(d) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--family", choices=sorted(FAMILY), default="llama")
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
+    ap.add_argument("--type", default="f32", choices=list(NUMPY_TYPES) + list(K_TYPES))
+    ap.add_argument("--out", help="output .gguf")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--vocab", choices=["spm", "bpe"], help="override the family's vocabulary kind")
+    ap.add_argument("--n-vocab", type=int, help="override the preset's vocabulary size")
+    ap.add_argument("--n-layer", type=int, help="override the number of layers")
+    ap.add_argument("--no-rope-freqs", action="store_true",
+                    help="llama: no rope_freqs tensor and base 10000 (Llama 2 style rope)")
+    ap.add_argument("--rope-orig-ctx", type=float, default=None,
+                    help="llama3 rope scaling: original context of the frequency-factor formula "
+                         "(default 32 for tiny/tinyk so the factors matter in short tests, 8192 else)")
+    ap.add_argument("--quantizer", choices=["ggml", "anvil"], default=None,
+                    help="K-quants: ggml's quantizer via ctypes (default if --anvil is not given) or "
+                         "`anvil quantize`")
+    ap.add_argument("--ggml-lib", default=os.environ.get("ANVIL_GGML_LIB", DEFAULT_GGML_LIB))
+    ap.add_argument("--anvil", help="path of the anvil binary (for --quantizer anvil)")
+    ap.add_argument("--digest", metavar="GGUF", help="print the weights digest of a GGUF file and exit")
+    ap.add_argument("--if-changed", action="store_true",
+                    help="do nothing if --out exists and was made by this script (same version) with the same "
+                         "arguments and the same anvil binary (recorded in OUT.stamp)")
+    args = ap.parse_args()
+
+    if args.digest:
+        print(weights_digest(args.digest))
+        return 0
+    if not args.out:
+        ap.error("--out is required")
+    hp = hparams_for(args)
+    hp["rope_freqs"] = args.family == "llama" and not args.no_rope_freqs
+    if args.family == "llama" and args.no_rope_freqs:
+        hp["rope_base"] = 10000.0
+    hp["rope_orig_ctx"] = args.rope_orig_ctx or (32.0 if args.preset in ("tiny", "tinyk") else 8192.0)
+
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(out_dir, exist_ok=True)
+    stamp = stamp_of(args)
+    if args.if_changed and os.path.exists(args.out) and os.path.exists(args.out + ".stamp"):
+        with open(args.out + ".stamp") as f:
+            if f.read() == stamp:
+                print("%s: up to date" % args.out)
+                return 0
+    if os.path.exists(args.out + ".stamp"):
+        os.unlink(args.out + ".stamp")
+    if args.type in K_TYPES:
+        quantizer = args.quantizer or ("anvil" if args.anvil else "ggml")
+        if quantizer == "anvil":
+            if not args.anvil:
+                ap.error("--quantizer anvil needs --anvil PATH")
+            fd, tmp = tempfile.mkstemp(suffix=".f32.gguf", dir=out_dir)
+            os.close(fd)
+            try:
+                write_model(args, hp, tmp, "f32", None)
+                # --pure: every 2-D weight gets the type (no Q4_K_M-style mix), as ggml_quantize_chunk
+                r = subprocess.run([args.anvil, "quantize", "--pure", tmp, args.out, args.type])
+                if r.returncode != 0:
+                    raise SystemExit("make_test_model: `anvil quantize --pure %s OUT %s` failed (exit %d)"
+                                     % (tmp, args.type, r.returncode))
+            finally:
+                os.unlink(tmp)
+        else:
+            write_model(args, hp, args.out, args.type, GgmlQuantizer(args.ggml_lib))
+    else:
+        write_model(args, hp, args.out, args.type, None)
+    with open(args.out + ".stamp", "w") as f:
+        f.write(stamp)
+    n_params = sum(int(np.prod(s)) for _, s, _, _ in tensor_plan(args, hp))
+    print("%s: %s %s %s n_embd=%d n_layer=%d n_ff=%d n_head=%d n_head_kv=%d head_dim=%d n_vocab=%d "
+          "params=%d" % (args.out, args.family, args.preset, args.type, hp["n_embd"], hp["n_layer"],
+                         hp["n_ff"], hp["n_head"], hp["n_head_kv"], hp["head_dim"], hp["n_vocab"], n_params))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
