@@ -286,6 +286,7 @@ void model_free(model *m) {
     be_tensor_free(m->rope_freqs);
     be_tensor_free(m->rope_freqs_gpu);
     if (m->cpu) m->cpu->ops->destroy(m->cpu);
+    if (m->owns_gpu && m->gpu) m->gpu->ops->destroy(m->gpu);
     tokenizer_free(m->tok);
     free(m->chat_template);
     gguf_close(m->gguf);

@@ -39,6 +39,7 @@ typedef struct model {
     be_tensor *output_norm, *output; /* on the last layer's backend; output may alias tok_embd */
     be_tensor *rope_freqs, *rope_freqs_gpu; /* llama3 rope_freqs on the CPU / on the GPU backend */
     backend *gpu;              /* GPU backend holding the last layers, or NULL */
+    bool owns_gpu;             /* model_free destroys gpu (model_load_placed) */
     model_layer *layers;
     backend *cpu;              /* the CPU backend (owns embeddings, fallback) */
     backend *out_be;           /* backend of the output head */

@@ -4,7 +4,8 @@
  *
  * Tolerances (max |cpu - ref| / max |ref| over the output):
  *  - float ops (norm, rope, glu, add, ...), F32/F16/BF16 matmul: 1e-5 .. 1e-4 (float vs double sums)
- *  - quantized-weight matmul vs ref (F32 activations, double sums): 2e-2, the cost of
+ *  - quantized-weight matmul vs ref (F32 activations, double sums): 1.2e-2 (measured
+ *    worst 6e-3 over all types), the cost of
  *    quantizing activations to 8 bits, as llama.cpp does
  *  - SIMD matmul vs the scalar path on the same quantized activations: 1e-5
  *  - attention: 1e-4 (F32/F16/Q8_0 caches are read exactly; differences are summation order). */
@@ -96,7 +97,7 @@ static void test_matmul(backend *be, bool is_scalar) {
                 /* compare the product only: subtract the accumulated start value */
                 if (acc) for (int64_t i = 0; i < rows * n_tok; i++) { got[i] -= init[i]; want[i] -= init[i]; }
                 const bool is_float = type == QT_F32 || type == QT_F16 || type == QT_BF16;
-                const float tol = is_float ? 1e-5f : 2e-2f;
+                const float tol = is_float ? 1e-5f : 1.2e-2f;
                 const float err = tu_rel_err(got, want, rows * n_tok);
                 if (err > worst_vs_ref[ti]) worst_vs_ref[ti] = err;
                 CHECKF(err < tol, "matmul %s n_tok %d acc %d: rel err %g >= %g", qtype_get(type)->name, n_tok, acc, err, tol);

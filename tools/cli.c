@@ -9,6 +9,7 @@
 
 #include "cpu_backend.h"
 #include "error.h"
+#include "model_place.h"
 #include "quant.h"
 
 double cli_now(void) {
@@ -56,22 +57,22 @@ bool cli_parse_model_opt(cli_model_opts *o, int argc, char **argv, int *i) {
         int t = qtype_from_name(v);
         if (t != QT_F16 && t != QT_F32 && t != QT_Q8_0) anv_die("--kv-type: '%s' is not one of f16, f32, q8_0", v);
         o->kv_type = (uint32_t)t;
-    } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) o->verbose = true;
+    } else if (!strcmp(a, "--tensor-split") || !strcmp(a, "-ts")) o->tensor_split = cli_value(argc, argv, i);
+    else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) o->verbose = true;
     else return false;
     return true;
 }
 
 model *cli_load_model(const char *path, const cli_model_opts *o, double *load_seconds) {
     double t0 = cli_now();
-    model_load_opts lo = {.n_threads = o->n_threads, .n_gpu_layers = o->n_gpu_layers, .gpu = NULL};
-    model *m = model_load(path, &lo);
+    model_place_opts po = {
+        .n_threads = o->n_threads, .n_ctx = o->n_ctx, .kv_type = o->kv_type,
+        .n_gpu_layers = o->n_gpu_layers, .tensor_split = o->tensor_split, .quiet = !anv_log_enabled,
+    };
+    model *m = model_load_placed(path, &po);
     if (!m) anv_die("%s", anv_last_error());
     if (load_seconds) *load_seconds = cli_now() - t0;
-    const model_hparams *hp = &m->hp;
-    int n_cpu = 0;
-    for (int il = 0; il < hp->n_layer; il++) n_cpu += m->layers[il].be == m->cpu;
-    if (n_cpu == hp->n_layer)
-        anv_log("cpu (%d threads, %s): layers 0-%d + output, %.0f MiB weights; no GPU backend in this build",
-                cpu_backend_threads(m->cpu), cpu_backend_simd(), hp->n_layer - 1, m->weight_bytes / 1048576.0);
+    if (o->verbose)
+        anv_log("cpu kernels: %s, %d threads", cpu_backend_simd(), cpu_backend_threads(m->cpu));
     return m;
 }

@@ -11,6 +11,7 @@ typedef struct {
     int n_ctx;          /* --ctx */
     int n_gpu_layers;   /* -ngl, -1 = all that fit */
     uint32_t kv_type;   /* --kv-type */
+    const char *tensor_split; /* --tensor-split */
     bool verbose;
 } cli_model_opts;
 
@@ -31,4 +32,6 @@ int cmd_show(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 #endif

@@ -1,0 +1,92 @@
+/* model_place: device selection + layer placement + loading (see model_place.h). */
+#include "model_place.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "error.h"
+#include "quant.h"
+
+int model_default_ctx(const model_hparams *hp) { return hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096; }
+
+/* Bytes of every tensor named "blk.<il>.*", and of the output head. */
+static void layer_bytes(const gguf_file *f, int n_layer, uint64_t *per_layer, uint64_t *output, uint64_t *embd) {
+    memset(per_layer, 0, sizeof *per_layer * (size_t)n_layer);
+    *output = *embd = 0;
+    bool has_output = false;
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        int il;
+        if (t->name.len > 4 && memcmp(t->name.ptr, "blk.", 4) == 0 && sscanf(t->name.ptr + 4, "%d", &il) == 1 && il >= 0 && il < n_layer)
+            per_layer[il] += t->nbytes;
+        else if (gguf_str_eq(t->name, "output.weight") || gguf_str_eq(t->name, "output_norm.weight")) {
+            *output += t->nbytes;
+            has_output |= gguf_str_eq(t->name, "output.weight");
+        } else if (gguf_str_eq(t->name, "token_embd.weight")) *embd = t->nbytes;
+    }
+    if (!has_output) *output += *embd; /* tied head: the GPU needs its own copy */
+}
+
+model *model_load_placed(const char *path, const model_place_opts *o) {
+    /* Read the shape first (the mapping is shared by the OS with the load below). */
+    model_load_opts probe_opts = {.n_threads = 1, .n_gpu_layers = 0, .gpu = NULL};
+    model *probe = model_load(path, &probe_opts);
+    if (!probe) return NULL;
+    const model_hparams hp = probe->hp;
+    uint64_t *lw = calloc((size_t)hp.n_layer, sizeof *lw), *lkv = calloc((size_t)hp.n_layer, sizeof *lkv);
+    uint64_t out_bytes, embd_bytes;
+    layer_bytes(probe->gguf, hp.n_layer, lw, &out_bytes, &embd_bytes);
+    model_free(probe);
+
+    const int n_ctx = o->n_ctx > 0 ? o->n_ctx : model_default_ctx(&hp);
+    const uint64_t kvd = (uint64_t)hp.n_head_kv * hp.head_dim_k;
+    for (int il = 0; il < hp.n_layer; il++) lkv[il] = 2 * (uint64_t)n_ctx * qtype_row_size(o->kv_type, (int64_t)kvd);
+    const uint64_t nb = 512;
+    const uint64_t qd = (uint64_t)hp.n_head * hp.head_dim_k;
+    uint64_t compute = nb * 4 * (3 * (uint64_t)hp.n_embd + 2 * qd + 2 * kvd + 2 * (uint64_t)hp.n_ff) + (64u << 20);
+
+    model *m = NULL;
+    device_list *dl = device_list_probe();
+    if (!dl) { anv_set_error("out of memory"); goto done; }
+    device_env env;
+    device_env_from_process(&env);
+    if (device_list_select(dl, &env) != 0) goto done;
+    device_plan_request rq = {
+        .n_layer = hp.n_layer, .layer_weight_bytes = lw, .layer_kv_bytes = lkv,
+        .output_bytes = out_bytes, .compute_bytes = compute, .cpu_bytes = embd_bytes,
+        .n_gpu_layers = o->n_gpu_layers, .tensor_split = o->tensor_split, .reserve_bytes = -1,
+    };
+    device_plan plan;
+    if (device_plan_make(dl, &rq, &plan) != 0) goto done;
+    int gpu_entries = 0, gpu_dev = -1;
+    for (int i = 0; i < plan.n_entries; i++)
+        if (dl->dev[plan.entries[i].device].backend != DEV_BACKEND_CPU && plan.entries[i].layer_end > plan.entries[i].layer_begin) {
+            gpu_entries++;
+            gpu_dev = plan.entries[i].device;
+        }
+    if (gpu_entries > 1) {
+        anv_set_error("layers planned on %d GPUs, but splitting a model across several GPUs is not implemented yet: "
+                      "pick one with ANVIL_DEVICE=vulkanN", gpu_entries);
+        goto done;
+    }
+    backend *gpu = NULL;
+    if (gpu_dev >= 0) {
+        gpu = device_open(dl, gpu_dev, o->n_threads);
+        if (!gpu) goto done;
+    }
+    if (!o->quiet) device_plan_log(&plan);
+    model_load_opts lo = {.n_threads = o->n_threads, .n_gpu_layers = gpu ? plan.n_gpu_layers : 0, .gpu = gpu};
+    m = model_load(path, &lo);
+    if (!m) {
+        if (gpu) gpu->ops->destroy(gpu);
+        goto done;
+    }
+    m->owns_gpu = gpu != NULL;
+done:
+    device_list_free(dl);
+    free(lw);
+    free(lkv);
+    return m;
+}

@@ -1,0 +1,24 @@
+/* model_place: loads a model where the device layer says it should run: probes every
+ * device, applies the policy and environment variables, plans which device holds which
+ * layers (weights + KV cache at the requested context), logs one line per device (and
+ * why each unused GPU is not used), opens the GPU backend and loads the model onto it. */
+#ifndef ANVIL_MODEL_PLACE_H
+#define ANVIL_MODEL_PLACE_H
+#include <stdint.h>
+#include "model.h"
+
+typedef struct {
+    int n_threads;            /* CPU threads, <= 0 = all */
+    int n_ctx;                /* context the KV cache is planned for, <= 0 = model default */
+    uint32_t kv_type;         /* QT_F16 / QT_F32 / QT_Q8_0 */
+    int n_gpu_layers;         /* -1 = all that fit, 0 = CPU only, N = the last N layers */
+    const char *tensor_split; /* "3,1" or NULL */
+    bool quiet;               /* no placement log (anvil show) */
+} model_place_opts;
+
+/* NULL + anv_last_error() on a bad model, a bad environment variable or a plan that
+ * cannot be honoured. The returned model owns its GPU backend. */
+model *model_load_placed(const char *path, const model_place_opts *o);
+/* The context size model_ctx_new() uses for n_ctx <= 0. */
+int model_default_ctx(const model_hparams *hp);
+#endif
