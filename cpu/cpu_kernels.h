@@ -20,10 +20,13 @@ typedef enum { ACT_F32 = 0, ACT_Q8X = 1, ACT_Q8K = 2 } act_kind;
  * Activation row t starts at (const uint8_t *)x + t * x_stride (F32, blk_q8x or block_q8_K). */
 typedef void (*mm_dot_fn)(int64_t n, const void *w, const void *x, size_t x_stride, int nt, float *res);
 typedef void (*mm_quant_fn)(const float *x, void *y, int64_t n);
+/* Four weight rows (w + r * w_rb, r < 4) against nt tokens: res[t * 4 + r]. */
+typedef void (*mm_dot4_fn)(int64_t n, const void *w, size_t w_rb, const void *x, size_t x_stride, int nt, float *res);
 
 typedef struct {
     act_kind act[QT_COUNT];
     mm_dot_fn dot[QT_COUNT];   /* NULL: type not supported by matmul */
+    mm_dot4_fn dot4[QT_COUNT]; /* optional 4-row form (NULL: rows go one by one) */
     mm_quant_fn quant_q8x, quant_q8k;
     /* Float helpers (attention): dot, y += a * x, F16 -> F32. */
     float (*vec_dot_f32)(const float *a, const float *b, int64_t n);

@@ -317,6 +317,7 @@ void mm_kernels_scalar(mm_kernels *k) {
 
 typedef struct {
     mm_dot_fn dot;
+    mm_dot4_fn dot4;
     mm_quant_fn quant;
     const uint8_t *w;
     size_t w_rb;
@@ -349,7 +350,18 @@ static void mm_chunk(void *ctx, int64_t chunk, int ith) {
         const int64_t re = rb + MM_ROW_TILE < r1 ? rb + MM_ROW_TILE : r1;
         for (int t0 = 0; t0 < j->n_tok; t0 += MM_MAX_TOK) {
             const int nt = j->n_tok - t0 < MM_MAX_TOK ? j->n_tok - t0 : MM_MAX_TOK;
-            for (int64_t r = rb; r < re; r++) {
+            int64_t r = rb;
+            if (j->dot4) {
+                float res4[4 * MM_MAX_TOK];
+                for (; r + 4 <= re; r += 4) {
+                    j->dot4(j->cols, j->w + (size_t)r * j->w_rb, j->w_rb, act + (size_t)t0 * act_rb, act_rb, nt, res4);
+                    for (int t = 0; t < nt; t++) {
+                        float *o = j->out + (int64_t)(t0 + t) * j->rows + r;
+                        for (int k = 0; k < 4; k++) o[k] = j->accumulate ? o[k] + res4[4 * t + k] : res4[4 * t + k];
+                    }
+                }
+            }
+            for (; r < re; r++) {
                 j->dot(j->cols, j->w + (size_t)r * j->w_rb, act + (size_t)t0 * act_rb, act_rb, nt, res);
                 float *o = j->out + (int64_t)t0 * j->rows + r;
                 for (int t = 0; t < nt; t++, o += j->rows) *o = j->accumulate ? *o + res[t] : res[t];
@@ -370,7 +382,7 @@ int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t 
         return -1;
     }
     if (n_tok == 0 || rows == 0) return 0;
-    mm_job j = {.dot = k->dot[wtype], .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
+    mm_job j = {.dot = k->dot[wtype], .dot4 = k->dot4[wtype], .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
                 .x = x, .out = out, .n_tok = n_tok, .accumulate = accumulate};
     const act_kind a = k->act[wtype];
     if (a != ACT_F32) {

@@ -24,98 +24,13 @@ INLINE __m256i dot_u8s8_i32(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
-/* 32 nibbles of a 16-byte block: low nibbles are elements 0..15, high ones 16..31. */
-INLINE __m256i unpack_nibbles(const uint8_t *qs) {
-    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)qs);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
-}
-
-/* 0x10 in byte j where bit j of the 32-bit qh is set (the 5th bit of Q5_0/Q5_1). */
-INLINE __m256i q5_high_bits(const uint8_t *qh4) {
-    uint32_t qh;
-    memcpy(&qh, qh4, 4);
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000);
-    __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
-    bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
-}
-
 INLINE __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
-/* ---- 32-element types ----
- * Unsigned quants u in [0, 2^bits): dot = dw * dx * sum(u * qx) + (m or -offset * dw) * sx. */
-
-typedef enum { K_Q4_0, K_Q4_1, K_Q5_0, K_Q5_1 } k32_kind;
-
-INLINE void dot_k32_body(k32_kind kind, int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
-    __m256 acc[MM_MAX_TOK];
-    float accs[MM_MAX_TOK];
-    for (int t = 0; t < NT; t++) { acc[t] = _mm256_setzero_ps(); accs[t] = 0; }
-    const int64_t nb = n / 32;
-    for (int64_t i = 0; i < nb; i++) {
-        __m256i u;
-        float dw, mw;
-        if (kind == K_Q4_0) {
-            const block_q4_0 *b = (const block_q4_0 *)w + i;
-            u = unpack_nibbles(b->qs); dw = f16(b->d); mw = -8.0f * dw;
-        } else if (kind == K_Q4_1) {
-            const block_q4_1 *b = (const block_q4_1 *)w + i;
-            u = unpack_nibbles(b->qs); dw = f16(b->d); mw = f16(b->m);
-        } else if (kind == K_Q5_0) {
-            const block_q5_0 *b = (const block_q5_0 *)w + i;
-            u = _mm256_or_si256(unpack_nibbles(b->qs), q5_high_bits(b->qh)); dw = f16(b->d); mw = -16.0f * dw;
-        } else {
-            const block_q5_1 *b = (const block_q5_1 *)w + i;
-            u = _mm256_or_si256(unpack_nibbles(b->qs), q5_high_bits(b->qh)); dw = f16(b->d); mw = f16(b->m);
-        }
-        for (int t = 0; t < NT; t++) {
-            const blk_q8x *y = (const blk_q8x *)ACT(x, xs, t) + i;
-            const __m256 p = _mm256_cvtepi32_ps(dot_u8s8_i32(u, load256(y->qs)));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y->d), p, acc[t]);
-            accs[t] += mw * y->s;
-        }
-    }
-    for (int t = 0; t < NT; t++) res[t] = hsum_ps(acc[t]) + accs[t];
-}
-
-#define K32_KERNEL(name, kind)                                                                     \
-    static void name(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {    \
-        switch (nt) {                                                                              \
-        case 4: dot_k32_body(kind, n, w, x, xs, 4, res); break;                                    \
-        case 3: dot_k32_body(kind, n, w, x, xs, 3, res); break;                                    \
-        case 2: dot_k32_body(kind, n, w, x, xs, 2, res); break;                                    \
-        default: dot_k32_body(kind, n, w, x, xs, 1, res); break;                                   \
-        }                                                                                          \
-    }
-K32_KERNEL(dot_q4_0_avx2, K_Q4_0)
-K32_KERNEL(dot_q4_1_avx2, K_Q4_1)
-K32_KERNEL(dot_q5_0_avx2, K_Q5_0)
-K32_KERNEL(dot_q5_1_avx2, K_Q5_1)
-
-INLINE void dot_q8_0_body(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
-    __m256 acc[MM_MAX_TOK];
-    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / 32; i++) {
-        const block_q8_0 *b = (const block_q8_0 *)w + i;
-        const __m256i q = load256(b->qs), aq = _mm256_sign_epi8(q, q);
-        const float dw = f16(b->d);
-        for (int t = 0; t < NT; t++) {
-            const blk_q8x *y = (const blk_q8x *)ACT(x, xs, t) + i;
-            const __m256 p = _mm256_cvtepi32_ps(dot_u8s8_i32(aq, _mm256_sign_epi8(load256(y->qs), q)));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y->d), p, acc[t]);
-        }
-    }
-    for (int t = 0; t < NT; t++) res[t] = hsum_ps(acc[t]);
-}
-
-static void dot_q8_0_avx2(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {
-    switch (nt) {
-    case 4: dot_q8_0_body(n, w, x, xs, 4, res); break;
-    case 3: dot_q8_0_body(n, w, x, xs, 3, res); break;
-    case 2: dot_q8_0_body(n, w, x, xs, 2, res); break;
-    default: dot_q8_0_body(n, w, x, xs, 1, res); break;
-    }
-}
+/* ---- 32-element types: matmul_k32_x86.h with maddubs + madd ---- */
+#define K32_ATTR
+#define K32_IDOT(u, s) dot_u8s8_i32((u), (s))
+#define K32_SUFFIX _avx2
+#include "matmul_k32_x86.h"
 
 /* ---- K-quants against Q8_K ---- */
 
@@ -476,11 +391,7 @@ void mm_kernels_avx2(mm_kernels *k) {
     k->dot[QT_F32] = dot_f32_avx2;
     k->dot[QT_F16] = dot_f16_avx2;
     k->dot[QT_BF16] = dot_bf16_avx2;
-    k->dot[QT_Q4_0] = dot_q4_0_avx2;
-    k->dot[QT_Q4_1] = dot_q4_1_avx2;
-    k->dot[QT_Q5_0] = dot_q5_0_avx2;
-    k->dot[QT_Q5_1] = dot_q5_1_avx2;
-    k->dot[QT_Q8_0] = dot_q8_0_avx2;
+    k32_install(k);
     k->dot[QT_Q2_K] = dot_q2_K_avx2;
     k->dot[QT_Q3_K] = dot_q3_K_avx2;
     k->dot[QT_Q4_K] = dot_q4_K_avx2;

@@ -47,6 +47,7 @@ int generate(model_ctx *c, sampler *s, const int32_t *prompt, int n_prompt, int 
     for (;;) {
         if (n_predict >= 0 && st->n_gen >= n_predict) { st->done_reason = "length"; break; }
         int32_t id = sampler_sample(s, logits);
+        if (id < 0) { rc = -1; break; }  /* every logit NaN/-inf: anv_last_error() says so */
         if (tokenizer_is_eog(tok, id)) { st->done_reason = "stop"; break; }
         sampler_accept(s, id);
         st->n_gen++;
