@@ -153,7 +153,7 @@ K32_KERNELS(q5_1, K32_Q5_1)
 K32_KERNELS(q8_0, K32_Q8_0)
 
 /* Installs the kernels above into a table. */
-K32_INLINE void k32_install(mm_kernels *k) {
+static inline void k32_install(mm_kernels *k) {
     k->dot[QT_Q4_0] = K32_CAT(dot_q4_0, K32_SUFFIX);   k->dot4[QT_Q4_0] = K32_CAT(dot4_q4_0, K32_SUFFIX);
     k->dot[QT_Q4_1] = K32_CAT(dot_q4_1, K32_SUFFIX);   k->dot4[QT_Q4_1] = K32_CAT(dot4_q4_1, K32_SUFFIX);
     k->dot[QT_Q5_0] = K32_CAT(dot_q5_0, K32_SUFFIX);   k->dot4[QT_Q5_0] = K32_CAT(dot4_q5_0, K32_SUFFIX);

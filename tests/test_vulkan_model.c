@@ -52,7 +52,7 @@ static void compare_pos(const float *lc, const float *lv, int n, cmp_stats *st) 
 
 /* Prompt logits (n_prompt x V) and n_gen greedy tokens (with the CPU margins when asked). */
 static int run(const char *path, backend *gpu, const int32_t *prompt, int n_gen, float **logits, int32_t *gen, double *margins, int *n_vocab) {
-    model_load_opts o = { .n_threads = 2, .n_gpu_layers = gpu ? -1 : 0, .gpu = gpu };
+    model_load_opts o = { .n_threads = 1, .n_gpu_layers = gpu ? -1 : 0, .gpu = gpu };
     model *m = model_load(path, &o);
     if (!m) { fprintf(stderr, "%s: %s\n", path, anv_last_error()); return -1; }
     const int V = m->hp.n_vocab;

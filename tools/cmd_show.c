@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "error.h"
 #include "quant.h"
+#include "quantize_model.h"
 
 /* "1.2B", "268M" like Ollama. */
 static void human_count(uint64_t n, char *buf, size_t cap) {
@@ -47,7 +48,10 @@ int cmd_show(int argc, char **argv) {
     printf("    %-20s %d\n", "layers", hp->n_layer);
     printf("    %-20s %d / %d (head dim %d)\n", "heads (q / kv)", hp->n_head, hp->n_head_kv, hp->head_dim_k);
     printf("    %-20s %d\n", "feed-forward length", hp->n_ff);
-    printf("    %-20s %s\n", "quantization", qtype_get((uint32_t)main_type) ? qtype_get((uint32_t)main_type)->name : "?");
+    uint32_t ftype;
+    const char *ftype_name = gguf_get_u32(f, "general.file_type", &ftype) ? quant_ftype_name((int)ftype) : NULL;
+    if (ftype_name) printf("    %-20s %s\n", "quantization", ftype_name);
+    else printf("    %-20s %s (most bytes)\n", "quantization", qtype_get((uint32_t)main_type) ? qtype_get((uint32_t)main_type)->name : "?");
     printf("    %-20s %llu (%.1f MiB)\n", "tensors", (unsigned long long)f->n_tensors, (double)f->size / 1048576.0);
     printf("    %-20s %s, %d tokens\n", "tokenizer", tokenizer_kind(m->tok) == TOK_KIND_SPM ? "SentencePiece (llama)" : "byte-level BPE (gpt2)", tokenizer_n_vocab(m->tok));
     printf("    %-20s %s%s\n", "chat format", chat_format_name(chat_detect(m->chat_template, hp->arch_name)), m->chat_template ? "" : " (no template in the file: from the architecture)");
