@@ -1,7 +1,8 @@
 /* cpu_attention: causal GQA attention over the KV cache (F32/F16/Q8_0), flash-style:
  * keys and values are converted to F32 in chunks and folded into an online softmax, so
- * memory stays O(chunk) at any context length. Work items are (query head, tile of
- * tokens): each chunk of K/V is converted once per tile and reused by all its tokens. */
+ * memory stays O(chunk) at any context length. Work items are (token tile, kv head,
+ * its query heads): each chunk of K/V is converted once per item and reused by every
+ * token and query head of the item (GQA); groups are split only to feed idle threads. */
 #include "cpu_internal.h"
 #include "error.h"
 #include "quant.h"
@@ -21,6 +22,7 @@ typedef struct {
     float *out;
     const be_attn_params *p;
     int n_items, n_tiles;
+    int heads_per_item, n_sub; /* query heads per item, items per kv head and tile */
     size_t per_thread;   /* floats of scratch per thread */
     float *scratch;
 } att_job;
@@ -37,18 +39,22 @@ static void load_rows(const att_job *a, const uint8_t *cache, int j0, int n, int
     }
 }
 
+/* Item = (token tile, kv head, a subset of the query heads that share it). */
 static void att_item(const att_job *a, int item, float *buf) {
     const be_attn_params *p = a->p;
     const mm_kernels *kk = &a->c->kernels;
-    const int hd = p->head_dim, h = item % p->n_head, tile = item / p->n_head;
-    const int kvh = h / (p->n_head / p->n_kv_head);
+    const int hd = p->head_dim, group = p->n_head / p->n_kv_head;
+    const int tile = item / (p->n_kv_head * a->n_sub), rem = item % (p->n_kv_head * a->n_sub);
+    const int kvh = rem / a->n_sub, sub = rem % a->n_sub;
+    const int h0 = kvh * group + sub * a->heads_per_item;
+    const int nh = (kvh + 1) * group - h0 < a->heads_per_item ? (kvh + 1) * group - h0 : a->heads_per_item;
     const int t0 = tile * ATT_TOK_TILE, nt = p->n_tok - t0 < ATT_TOK_TILE ? p->n_tok - t0 : ATT_TOK_TILE;
     const int64_t q_cols = (int64_t)p->n_head * hd;
+    const int nq = nh * nt; /* query rows of this item: index qi = hi * nt + t */
     float *kb = buf, *vb = kb + (size_t)ATT_KV_CHUNK * hd, *acc = vb + (size_t)ATT_KV_CHUNK * hd;
-    float *s = acc + (size_t)ATT_TOK_TILE * hd;
-    float mx[ATT_TOK_TILE], sum[ATT_TOK_TILE];
-    for (int t = 0; t < nt; t++) { mx[t] = -INFINITY; sum[t] = 0; }
-    memset(acc, 0, (size_t)nt * hd * sizeof(float));
+    float *s = acc + (size_t)nq * hd, *mx = s + (size_t)ATT_KV_CHUNK, *sum = mx + nq;
+    for (int qi = 0; qi < nq; qi++) { mx[qi] = -INFINITY; sum[qi] = 0; }
+    memset(acc, 0, (size_t)nq * hd * sizeof(float));
 
     const int first_pos = p->pos0 + t0, last_pos = first_pos + nt - 1;
     const int j_lo = p->window > 0 && first_pos - p->window + 1 > 0 ? first_pos - p->window + 1 : 0;
@@ -56,39 +62,39 @@ static void att_item(const att_job *a, int item, float *buf) {
         const int nj = last_pos + 1 - cj < ATT_KV_CHUNK ? last_pos + 1 - cj : ATT_KV_CHUNK;
         load_rows(a, a->k, cj, nj, kvh, kb);
         load_rows(a, a->v, cj, nj, kvh, vb);
-        for (int t = 0; t < nt; t++) {
-            const int pos = first_pos + t;
-            const float *qt = a->q + (int64_t)(t0 + t) * q_cols + (int64_t)h * hd;
-            float *st = s + (size_t)t * ATT_KV_CHUNK;
+        for (int qi = 0; qi < nq; qi++) {
+            const int hi = qi / nt, t = qi % nt, pos = first_pos + t;
+            const float *qt = a->q + (int64_t)(t0 + t) * q_cols + (int64_t)(h0 + hi) * hd;
             float cmax = -INFINITY;
             for (int jj = 0; jj < nj; jj++) {
                 const int j = cj + jj;
-                if (j > pos || (p->window > 0 && pos - j >= p->window)) { st[jj] = -INFINITY; continue; }
+                if (j > pos || (p->window > 0 && pos - j >= p->window)) { s[jj] = -INFINITY; continue; }
                 float d = kk->vec_dot_f32(qt, kb + (size_t)jj * hd, hd) * p->scale;
                 if (p->softcap > 0) d = p->softcap * tanhf(d / p->softcap);
-                st[jj] = d;
+                s[jj] = d;
                 if (d > cmax) cmax = d;
             }
             if (cmax == -INFINITY) continue;
-            float *at = acc + (size_t)t * hd;
-            if (cmax > mx[t]) {
-                const float corr = expf(mx[t] - cmax); /* 0 on the first visible chunk */
-                sum[t] *= corr;
+            float *at = acc + (size_t)qi * hd;
+            if (cmax > mx[qi]) {
+                const float corr = expf(mx[qi] - cmax); /* 0 on the first visible chunk */
+                sum[qi] *= corr;
                 for (int c = 0; c < hd; c++) at[c] *= corr;
-                mx[t] = cmax;
+                mx[qi] = cmax;
             }
             for (int jj = 0; jj < nj; jj++) {
-                if (st[jj] == -INFINITY) continue;
-                const float e = expf(st[jj] - mx[t]);
-                sum[t] += e;
+                if (s[jj] == -INFINITY) continue;
+                const float e = expf(s[jj] - mx[qi]);
+                sum[qi] += e;
                 kk->vec_mad_f32(at, vb + (size_t)jj * hd, e, hd);
             }
         }
     }
-    for (int t = 0; t < nt; t++) {
-        float *o = a->out + (int64_t)(t0 + t) * q_cols + (int64_t)h * hd;
-        const float inv = sum[t] > 0 ? 1.0f / sum[t] : 0.0f;
-        for (int c = 0; c < hd; c++) o[c] = acc[(size_t)t * hd + c] * inv;
+    for (int qi = 0; qi < nq; qi++) {
+        const int hi = qi / nt, t = qi % nt;
+        float *o = a->out + (int64_t)(t0 + t) * q_cols + (int64_t)(h0 + hi) * hd;
+        const float inv = sum[qi] > 0 ? 1.0f / sum[qi] : 0.0f;
+        for (int c = 0; c < hd; c++) o[c] = acc[(size_t)qi * hd + c] * inv;
     }
 }
 
@@ -112,9 +118,17 @@ int cpu_attention(cpu_ctx *c, const float *q, uint32_t kv_type, const void *k, c
     att_job a = {.c = c, .q = q, .kv_type = kv_type, .k = k, .v = v, .out = out, .p = p,
                  .kv_rb = qtype_row_size((qtype)kv_type, (int64_t)p->n_kv_head * p->head_dim)};
     a.n_tiles = (p->n_tok + ATT_TOK_TILE - 1) / ATT_TOK_TILE;
-    a.n_items = a.n_tiles * p->n_head;
-    /* kb + vb + acc + scores, rounded to 64-byte multiples per thread. */
-    a.per_thread = ((size_t)(2 * ATT_KV_CHUNK + ATT_TOK_TILE) * p->head_dim + (size_t)ATT_TOK_TILE * ATT_KV_CHUNK + 15) / 16 * 16;
+    /* All query heads of a kv head in one item, so each K/V chunk is converted once for
+     * the group; split the group only when that leaves threads idle (few kv heads). */
+    const int group = p->n_head / p->n_kv_head;
+    a.heads_per_item = group;
+    while (a.heads_per_item > 1 && (int64_t)p->n_kv_head * a.n_tiles * ((group + a.heads_per_item - 1) / a.heads_per_item) < 2 * c->n_threads)
+        a.heads_per_item = (a.heads_per_item + 1) / 2;
+    a.n_sub = (group + a.heads_per_item - 1) / a.heads_per_item;
+    a.n_items = a.n_tiles * p->n_kv_head * a.n_sub;
+    const size_t nq = (size_t)a.heads_per_item * ATT_TOK_TILE;
+    /* kb + vb + acc + scores + max + sum, rounded to 64-byte multiples per thread. */
+    a.per_thread = ((size_t)2 * ATT_KV_CHUNK * p->head_dim + nq * p->head_dim + ATT_KV_CHUNK + 2 * nq + 15) / 16 * 16;
     a.scratch = cpu_scratch(c, a.per_thread * sizeof(float) * (size_t)c->n_threads);
     if (!a.scratch) return -1;
     tp_run(c->tp, att_chunk, &a, a.n_items);

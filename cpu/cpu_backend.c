@@ -16,13 +16,22 @@
 
 /* ---- SIMD selection ---- */
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+/* F16C is CPUID.1:ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c"). */
+static bool cpu_has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+#endif
+
 static cpu_simd_level cpu_simd_hw(void) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") && cpu_has_f16c())
         return CPU_SIMD_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) return CPU_SIMD_AVX2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c()) return CPU_SIMD_AVX2;
 #endif
     return CPU_SIMD_SCALAR;
 }
@@ -34,7 +43,7 @@ cpu_simd_level cpu_simd_detect(void) {
         if (!strcasecmp(env, "scalar")) want = CPU_SIMD_SCALAR;
         else if (!strcasecmp(env, "avx2")) want = CPU_SIMD_AVX2;
         else if (!strcasecmp(env, "avx512")) want = CPU_SIMD_AVX512;
-        else anv_log("ANVIL_CPU_SIMD=%s not understood (scalar, avx2, avx512); using the CPU's best", env);
+        else anv_die("ANVIL_CPU_SIMD=%s is not one of scalar, avx2, avx512", env);
     }
     return want < hw ? want : hw;
 }

@@ -7,6 +7,6 @@
 /* n_threads <= 0: all cores. */
 backend *cpu_backend_new(int n_threads);
 int cpu_backend_threads(const backend *be);
-/* "avx512", "avx2" or "scalar": the kernel set chosen for this CPU (ANVIL_CPU_SIMD=scalar|avx2 overrides). */
+/* "avx512", "avx2" or "scalar": the kernel set chosen for this CPU (ANVIL_CPU_SIMD=scalar|avx2|avx512 overrides). */
 const char *cpu_backend_simd(void);
 #endif

@@ -382,7 +382,7 @@ int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t 
         return -1;
     }
     if (n_tok == 0 || rows == 0) return 0;
-    mm_job j = {.dot = k->dot[wtype], .dot4 = k->dot4[wtype], .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
+    mm_job j = {.dot = k->dot[wtype], .dot4 = n_tok > 1 ? k->dot4[wtype] : NULL, .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
                 .x = x, .out = out, .n_tok = n_tok, .accumulate = accumulate};
     const act_kind a = k->act[wtype];
     if (a != ACT_F32) {

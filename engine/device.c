@@ -758,8 +758,9 @@ int device_list_select(device_list *l, const device_env *env) {
         if (d->skip != DEV_SKIP_HIP_TARGET) continue;
         for (int j = 0; j < l->n; j++)
             if (l->dev[j].used && l->dev[j].backend == DEV_BACKEND_VULKAN && same_gpu(d, &l->dev[j])) {
-                size_t n = strlen(d->why);
-                snprintf(d->why + n, sizeof d->why - n, "; this GPU runs through %s instead", l->dev[j].id);
+                char note[64];
+                snprintf(note, sizeof note, "; this GPU runs through %s instead", l->dev[j].id);
+                strncat(d->why, note, sizeof d->why - strlen(d->why) - 1);
                 d->duplicate_of = j;
             }
     }

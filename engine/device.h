@@ -182,6 +182,7 @@ typedef struct {
     const uint64_t *layer_weight_bytes; /* [n_layer] */
     const uint64_t *layer_kv_bytes;     /* [n_layer] KV cache at the requested context (NULL = 0) */
     uint64_t output_bytes;              /* output norm + head: travels with the last layer */
+    uint64_t output_tied_bytes;         /* part of output_bytes that is the embedding table (tied head): no extra memory on the CPU */
     uint64_t compute_bytes;             /* activations/scratch needed on each GPU used */
     uint64_t cpu_bytes;                 /* always on the CPU (token embeddings), for the log */
     int n_gpu_layers;                   /* -1 = as many as fit, 0 = CPU only, N = the last N layers */

@@ -55,6 +55,8 @@ static void entry_fill(device_plan_entry *e, const device_list *l, int dev, cons
         e->kv_bytes += r->layer_kv_bytes ? r->layer_kv_bytes[il] : 0;
     }
     if (e->has_output) e->weight_bytes += r->output_bytes;
+    /* a tied head on the CPU reads the embedding table itself: counted once */
+    if (e->has_output && !gpu && r->output_tied_bytes) e->weight_bytes -= r->output_tied_bytes;
     if (!gpu) e->weight_bytes += r->cpu_bytes;
     if (gpu && b1 > b0) e->compute_bytes = r->compute_bytes;
     char what[96] = "", w[32], kv[32];
@@ -64,7 +66,7 @@ static void entry_fill(device_plan_entry *e, const device_list *l, int dev, cons
     dev_format_bytes(e->weight_bytes, w, sizeof w);
     dev_format_bytes(e->kv_bytes, kv, sizeof kv);
     const dev_info *d = &l->dev[dev];
-    snprintf(e->line, sizeof e->line, "%s (%s): %s, %s weights, %s KV", d->id, d->desc, what, w, kv);
+    dev_fmt(e->line, sizeof e->line, "%s (%s): %s, %s weights, %s KV", d->id, d->desc, what, w, kv);
 }
 
 static void plan_note(device_plan *p, const char *fmt, ...) ANV_PRINTF(2, 3);

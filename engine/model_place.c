@@ -12,9 +12,9 @@
 int model_default_ctx(const model_hparams *hp) { return hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096; }
 
 /* Bytes of every tensor named "blk.<il>.*", and of the output head. */
-static void layer_bytes(const gguf_file *f, int n_layer, uint64_t *per_layer, uint64_t *output, uint64_t *embd) {
+static void layer_bytes(const gguf_file *f, int n_layer, uint64_t *per_layer, uint64_t *output, uint64_t *embd, uint64_t *tied) {
     memset(per_layer, 0, sizeof *per_layer * (size_t)n_layer);
-    *output = *embd = 0;
+    *output = *embd = *tied = 0;
     bool has_output = false;
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *t = &f->tensors[i];
@@ -26,7 +26,7 @@ static void layer_bytes(const gguf_file *f, int n_layer, uint64_t *per_layer, ui
             has_output |= gguf_str_eq(t->name, "output.weight");
         } else if (gguf_str_eq(t->name, "token_embd.weight")) *embd = t->nbytes;
     }
-    if (!has_output) *output += *embd; /* tied head: the GPU needs its own copy */
+    if (!has_output) { *output += *embd; *tied = *embd; } /* tied head: a GPU needs its own copy */
 }
 
 model *model_load_placed(const char *path, const model_place_opts *o) {
@@ -36,8 +36,8 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     if (!probe) return NULL;
     const model_hparams hp = probe->hp;
     uint64_t *lw = calloc((size_t)hp.n_layer, sizeof *lw), *lkv = calloc((size_t)hp.n_layer, sizeof *lkv);
-    uint64_t out_bytes, embd_bytes;
-    layer_bytes(probe->gguf, hp.n_layer, lw, &out_bytes, &embd_bytes);
+    uint64_t out_bytes, embd_bytes, tied_bytes;
+    layer_bytes(probe->gguf, hp.n_layer, lw, &out_bytes, &embd_bytes, &tied_bytes);
     model_free(probe);
 
     const int n_ctx = o->n_ctx > 0 ? o->n_ctx : model_default_ctx(&hp);
@@ -55,7 +55,7 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     if (device_list_select(dl, &env) != 0) goto done;
     device_plan_request rq = {
         .n_layer = hp.n_layer, .layer_weight_bytes = lw, .layer_kv_bytes = lkv,
-        .output_bytes = out_bytes, .compute_bytes = compute, .cpu_bytes = embd_bytes,
+        .output_bytes = out_bytes, .output_tied_bytes = tied_bytes, .compute_bytes = compute, .cpu_bytes = embd_bytes,
         .n_gpu_layers = o->n_gpu_layers, .tensor_split = o->tensor_split, .reserve_bytes = -1,
     };
     device_plan plan;

@@ -1,12 +1,13 @@
 /* test_cpu_ops: every CPU backend op against ref_ops, on odd shapes and views with a
  * non-zero offset, for each SIMD path this CPU has (forced with ANVIL_CPU_SIMD) at 1 and
- * 2 threads. Matmul covers every weight type at 1, 7 and 64 tokens, accumulate on/off.
+ * 2 threads. Matmul covers every weight type at 1, 7 and 64 tokens, accumulate on/off;
+ * attention covers F32/F16/Q8_0 caches, GQA ratios 1, 3, 4, 6, 1 and 64 tokens, window, softcap.
  *
  * Tolerances (max |cpu - ref| / max |ref| over the output):
  *  - float ops (norm, rope, glu, add, ...), F32/F16/BF16 matmul: 1e-5 .. 1e-4 (float vs double sums)
  *  - quantized-weight matmul vs ref (F32 activations, double sums): 1.2e-2 (measured
- *    worst 6e-3 over all types), the cost of
- *    quantizing activations to 8 bits, as llama.cpp does
+ *    worst 6e-3 over all types), the cost of quantizing activations to 8 bits, as
+ *    llama.cpp does
  *  - SIMD matmul vs the scalar path on the same quantized activations: 1e-5
  *  - attention: 1e-4 (F32/F16/Q8_0 caches are read exactly; differences are summation order). */
 #include "cpu_backend.h"
@@ -259,9 +260,9 @@ static void test_store_rows(backend *be) {
 
 static void test_attention(backend *be) {
     const uint32_t kv_types[3] = {QT_F32, QT_F16, QT_Q8_0};
-    const int ratios[3] = {1, 4, 6};
+    const int ratios[4] = {1, 3, 4, 6}; /* 3: uneven split of a group over items */
     for (int kt = 0; kt < 3; kt++)
-        for (int ri = 0; ri < 3; ri++)
+        for (int ri = 0; ri < 4; ri++)
             for (int tk = 0; tk < 2; tk++)
                 for (int variant = 0; variant < 3; variant++) { /* plain, window, softcap */
                     be_attn_params p = {0};

