@@ -9,3 +9,4 @@ if(TARGET anvil)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/gemma_run.py $<TARGET_FILE:anvil>)
   set_tests_properties(cli_gemma_run PROPERTIES TIMEOUT 600)
 endif()
+

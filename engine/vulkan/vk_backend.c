@@ -89,6 +89,10 @@ backend *vk_backend_new(int device_index) {
     c->use_fp16 = c->info.fp16 && !disabled("fp16");
     c->use_subgroup = c->info.subgroup_arith && c->info.subgroup_size >= 4 && c->info.subgroup_size <= 64 && !disabled("subgroup");
     c->use_int8 = c->info.int8_dot && !disabled("int8");
+    /* CPU devices (lavapipe) pay per workgroup: give each more rows. */
+    c->mv_rows = c->info.type == ANV_VK_DEVICE_CPU ? 8 : 2;
+    const char *mr = getenv("ANVIL_VK_MV_ROWS");
+    if (mr && atoi(mr) >= 1 && atoi(mr) <= 8) c->mv_rows = (uint32_t)atoi(mr);
     c->profile = env_on("ANVIL_VK_PROFILE") && c->timestamp_valid_bits > 0;
     VkPhysicalDeviceProperties props;
     vi->fn.vkGetPhysicalDeviceProperties(c->pdev, &props);

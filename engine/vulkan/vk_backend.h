@@ -5,7 +5,8 @@
  * Environment: ANVIL_VK_VALIDATE=1 (validation layer; messages counted and printed),
  * ANVIL_VK_DISABLE=fp16,subgroup,int8 (force fallback paths), ANVIL_VK_MAX_ALLOCATION=<bytes>
  * (lower the per-allocation limit), ANVIL_VK_PROFILE=1 (per-kernel GPU times at destroy),
- * ANVIL_VK_NO_PIPELINE_CACHE=1 (do not read/write ~/.cache/anvil). */
+ * ANVIL_VK_NO_PIPELINE_CACHE=1 (do not read/write ~/.cache/anvil), ANVIL_VK_MV_ROWS=1..8 (rows per
+ * mat-vec workgroup; default 2, 8 on CPU devices). */
 #ifndef ANVIL_VK_BACKEND_H
 #define ANVIL_VK_BACKEND_H
 #include <stdbool.h>

@@ -56,6 +56,7 @@ typedef struct vk_ctx {
     uint32_t queue_family;
     /* paths */
     bool use_fp16, use_subgroup, use_int8;
+    uint32_t mv_rows;        /* rows per workgroup of the mat-vec kernels (spec constant) */
     uint64_t max_alloc, max_binding; /* effective limits for one allocation / one binding */
     uint32_t timestamp_valid_bits;
     float timestamp_period;

@@ -183,7 +183,7 @@ static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_te
                 const uint64_t bytes = (uint64_t)nrows * rb + (uint64_t)nt * (uint64_t)K * 4 + (uint64_t)nt * nrows * 4;
                 if (vec) {
                     uint32_t gx, gy;
-                    grid2((nrows + 1) / 2, &gx, &gy);
+                    grid2((nrows + c->mv_rows - 1) / c->mv_rows, &gx, &gy);
                     pc[10] = gx;
                     vk_binding b[3] = { { ws[s].ch, false }, { int8 ? qch : xs[ix].ch, false }, { os[io].ch, true } };
                     if (int8) pc[5] = 0, pc[6] = 0;
