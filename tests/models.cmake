@@ -66,7 +66,7 @@ foreach(i RANGE ${_last})
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/golden/run_golden.py
                    --anvil $<TARGET_FILE:anvil> --name ${_name} --models-dir ${ANVIL_TEST_MODELS})
   set_tests_properties(golden_${_name} PROPERTIES
-                       FIXTURES_REQUIRED anvil_model_${_model} TIMEOUT 600 LABELS golden)
+                       FIXTURES_REQUIRED anvil_model_${_model} TIMEOUT 120 LABELS golden)
 endforeach()
 
 # The real Gemma 3 270M (Q4_K_M) goldens: only where its python package is installed (CI
@@ -84,11 +84,11 @@ foreach(i RANGE ${_last})
   add_test(NAME golden_${_name}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/golden/run_golden.py
                    --anvil $<TARGET_FILE:anvil> --name ${_name})
-  set_tests_properties(golden_${_name} PROPERTIES TIMEOUT 900 LABELS "golden;real")
+  set_tests_properties(golden_${_name} PROPERTIES TIMEOUT 300 LABELS "golden;real")
   if(i EQUAL 0)
     add_test(NAME golden_${_name}_prompt
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/golden/run_golden.py
                      --anvil $<TARGET_FILE:anvil> --name ${_name} --use-prompt)
-    set_tests_properties(golden_${_name}_prompt PROPERTIES TIMEOUT 900 LABELS "golden;real")
+    set_tests_properties(golden_${_name}_prompt PROPERTIES TIMEOUT 300 LABELS "golden;real")
   endif()
 endforeach()

@@ -91,6 +91,8 @@ backend *vk_backend_new(int device_index) {
     c->use_int8 = c->info.int8_dot && !disabled("int8");
     /* CPU devices (lavapipe) pay per workgroup: give each more rows. */
     c->mv_rows = c->info.type == ANV_VK_DEVICE_CPU ? 8 : 2;
+    /* and their tiled kernel is slow on short batches: mat-vec up to 32 tokens there */
+    c->mv_max_tok = c->info.type == ANV_VK_DEVICE_CPU ? 32 : 8;
     const char *mr = getenv("ANVIL_VK_MV_ROWS");
     if (mr && atoi(mr) >= 1 && atoi(mr) <= 8) c->mv_rows = (uint32_t)atoi(mr);
     c->profile = env_on("ANVIL_VK_PROFILE") && c->timestamp_valid_bits > 0;
@@ -166,6 +168,7 @@ anv_vk_paths vk_backend_paths(const backend *be) {
     p.fp16 = c->use_fp16; p.subgroup = c->use_subgroup; p.int8 = c->use_int8;
     p.subgroup_size = c->info.subgroup_size;
     p.max_allocation = c->max_alloc; p.max_binding = c->max_binding;
+    p.mv_max_tok = c->mv_max_tok;
     return p;
 }
 

@@ -82,7 +82,12 @@ backend *vk_backend_new(int device_index);
 /* True if be is a Vulkan backend. */
 bool vk_backend_is(const backend *be);
 /* Which optional paths this backend uses (after ANVIL_VK_DISABLE): for tests and logs. */
-typedef struct { bool fp16, subgroup, int8; uint32_t subgroup_size; uint64_t max_allocation, max_binding; } anv_vk_paths;
+typedef struct {
+    bool fp16, subgroup, int8;
+    uint32_t subgroup_size;
+    uint64_t max_allocation, max_binding;
+    int mv_max_tok;          /* matmul batches up to this many tokens use the mat-vec kernels */
+} anv_vk_paths;
 anv_vk_paths vk_backend_paths(const backend *be);
 /* Number of chunks (separate VkBuffers) backing tensor t (tests of the large-weight split). */
 int vk_tensor_chunks(const be_tensor *t);

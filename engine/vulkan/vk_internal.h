@@ -57,6 +57,7 @@ typedef struct vk_ctx {
     /* paths */
     bool use_fp16, use_subgroup, use_int8;
     uint32_t mv_rows;        /* rows per workgroup of the mat-vec kernels (spec constant) */
+    int mv_max_tok;          /* batches up to this size use mat-vec (8 tokens per pass), larger the tiled kernel */
     uint64_t max_alloc, max_binding; /* effective limits for one allocation / one binding */
     uint32_t timestamp_valid_bits;
     float timestamp_period;

@@ -161,8 +161,8 @@ static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_te
         const size_t o_local = os[io].local + (size_t)(t0 - os[io].r0) * be_row_bytes(out);
         for (int64_t ta = t0; ta < t1;) {
             const int64_t nt_all = t1 - ta;
-            const bool vec = n_tok <= 8;
-            const int64_t nt = vec ? nt_all : nt_all; /* mat-mat takes the whole range */
+            const bool vec = n_tok <= c->mv_max_tok;
+            const int64_t nt = vec && nt_all > 8 ? 8 : nt_all; /* mat-vec: 8 tokens per pass; mat-mat: all */
             const size_t xl = x_local + (size_t)(ta - t0) * be_row_bytes(x);
             const size_t ol = o_local + (size_t)(ta - t0) * be_row_bytes(out);
             vk_chunk *qch = NULL;

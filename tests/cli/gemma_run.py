@@ -32,15 +32,16 @@ p = subprocess.run([anvil, "show", model], capture_output=True, text=True, timeo
 check(p.returncode == 0, "show exits 0", p.stderr)
 check("gemma3" in p.stdout and "268M" in p.stdout and "32768" in p.stdout, "show reports arch, parameters, context", p.stdout)
 
-# The packaged Gemma 3 270M answers weakly, but deterministically: with greedy sampling and
-# no repeat penalty the reply must be exactly llama.cpp's greedy continuation of the same
-# chat prompt (node run_llamacpp.mjs --model M --tokens <the 14 prompt ids> --n-gen 16 gives
-# "What is the capital of France? mendatang\nWhat is the capital of France?").
-p = subprocess.run([anvil, "run", model, "What is the capital of France?", "--temp", "0", "--repeat-penalty", "1",
-                    "-n", "16", "--verbose"], capture_output=True, text=True, timeout=300)
+# The packaged Gemma 3 270M is weak but deterministic. Greedy, without repeat penalty and
+# without a chat template, the text must be exactly llama.cpp's greedy continuation: the
+# golden tests/data/golden/gemma3-270m-en.json.gz (prompt "Q: What is the capital of
+# Italy?\nA:", every greedy step has a margin > 0.09) generates ids 11702 563 506 5279 529
+# 11702 236761 107 236935 236787 2900 563 506 5279 529 11702 236881 107 236776 236787.
+p = subprocess.run([anvil, "run", model, "Q: What is the capital of Italy?\nA:", "--raw", "--temp", "0",
+                    "--repeat-penalty", "1", "-n", "20", "--verbose"], capture_output=True, text=True, timeout=300)
 check(p.returncode == 0, "run exits 0", p.stderr[-2000:])
-check(p.stdout == "What is the capital of France? mendatang\nWhat is the capital of France?\n",
-      "greedy chat reply equals llama.cpp's", repr(p.stdout))
+check(p.stdout == " Italy is the capital of Italy.\nQ: What is the capital of Italy?\nA:\n",
+      "greedy text equals llama.cpp's", repr(p.stdout))
 check("eval rate:" in p.stderr and "prompt eval rate:" in p.stderr, "--verbose prints rates", p.stderr[-1000:])
 check("cpu (" in p.stderr and "layers 0-17" in p.stderr, "placement line names the device and layers", p.stderr[-1000:])
 

@@ -151,7 +151,7 @@ def parse_top(stdout):
 def real(man, g, oracle):
     d = man["defaults"]
     pkg = __import__(g["package"])
-    model = pkg.assemble()
+    model = str(pkg.assemble())
     n_gen, top_k, ctx = g.get("n_gen", d["n_gen_real"]), d["top_k"], d["ctx"]
     with tempfile.TemporaryDirectory() as tmp:
         dump = os.path.join(tmp, "d.json")

@@ -50,7 +50,7 @@ def main():
     meta = golden["anvil_golden"]
     if "package" in entry:
         try:
-            model = __import__(entry["package"]).assemble()
+            model = str(__import__(entry["package"]).assemble())
         except ImportError:
             print("run_golden: python package %s is not installed" % entry["package"])
             return 2

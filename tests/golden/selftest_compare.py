@@ -143,6 +143,8 @@ def main():
             continue
         found += 1
         golden = compare_golden.load(path)
+        if golden.get("format") == "logprobs-topk-v1":  # 262144-wide copies: 4 positions suffice
+            golden["positions"] = golden["positions"][:4]
         base = cases(n, golden)
         if n == "llama-f32":
             cli_check(path, base)
