@@ -150,56 +150,56 @@ static bool need_f32(const be_tensor *t, int64_t n, const char *op, const char *
 /* ---- ops ---- */
 
 static void cpu_op_get_rows(backend *be, const be_tensor *table, const int32_t *ids, int n_ids, be_tensor *out) {
-    if (n_ids < 0 || !need_f32(out, (int64_t)n_ids * table->cols, "get_rows", "out")) return;
+    if (n_ids < 0 || !need_f32(out, (int64_t)n_ids * table->cols, "get_rows", "out")) { be_record_error(be); return; }
     for (int i = 0; i < n_ids; i++)
         if (ids[i] < 0 || ids[i] >= table->rows) {
             anv_set_error("cpu get_rows: id %d out of range [0, %lld)", ids[i], (long long)table->rows);
-            return;
+            { be_record_error(be); return; }
         }
-    cpu_get_rows(ctx_of(be), table->type, data_of(table), table->cols, ids, n_ids, f32_of(out));
+    if (cpu_get_rows(ctx_of(be), table->type, data_of(table), table->cols, ids, n_ids, f32_of(out)) != 0) be_record_error(be);
 }
 
 static void cpu_op_rms_norm(backend *be, const be_tensor *x, const be_tensor *w, be_tensor *out, int64_t n_rows, int64_t row_len, float eps) {
     const int64_t n = n_rows * row_len;
-    if (n_rows < 0 || row_len <= 0 || !need_f32(x, n, "rms_norm", "x") || !need_f32(out, n, "rms_norm", "out")) return;
-    if (w && !need_f32(w, row_len, "rms_norm", "w")) return;
+    if (n_rows < 0 || row_len <= 0 || !need_f32(x, n, "rms_norm", "x") || !need_f32(out, n, "rms_norm", "out")) { be_record_error(be); return; }
+    if (w && !need_f32(w, row_len, "rms_norm", "w")) { be_record_error(be); return; }
     cpu_rms_norm(ctx_of(be), f32_of(x), w ? f32_of(w) : NULL, f32_of(out), n_rows, row_len, eps);
 }
 
 static void cpu_op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_tensor *out, int n_tok, bool accumulate) {
-    if (n_tok < 0 || !need_f32(x, (int64_t)n_tok * w->cols, "matmul", "x") || !need_f32(out, (int64_t)n_tok * w->rows, "matmul", "out")) return;
-    cpu_matmul(ctx_of(be), w->type, data_of(w), w->cols, w->rows, f32_of(x), f32_of(out), n_tok, accumulate);
+    if (n_tok < 0 || !need_f32(x, (int64_t)n_tok * w->cols, "matmul", "x") || !need_f32(out, (int64_t)n_tok * w->rows, "matmul", "out")) { be_record_error(be); return; }
+    if (cpu_matmul(ctx_of(be), w->type, data_of(w), w->cols, w->rows, f32_of(x), f32_of(out), n_tok, accumulate) != 0) be_record_error(be);
 }
 
 static void cpu_op_add(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n) {
-    if (n < 0 || b_n <= 0 || !need_f32(a, n, "add", "a") || !need_f32(b, b_n, "add", "b") || !need_f32(out, n, "add", "out")) return;
+    if (n < 0 || b_n <= 0 || !need_f32(a, n, "add", "a") || !need_f32(b, b_n, "add", "b") || !need_f32(out, n, "add", "out")) { be_record_error(be); return; }
     cpu_add(ctx_of(be), f32_of(a), f32_of(b), f32_of(out), n, b_n);
 }
 
 static void cpu_op_mul(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n) {
-    if (n < 0 || b_n <= 0 || !need_f32(a, n, "mul", "a") || !need_f32(b, b_n, "mul", "b") || !need_f32(out, n, "mul", "out")) return;
+    if (n < 0 || b_n <= 0 || !need_f32(a, n, "mul", "a") || !need_f32(b, b_n, "mul", "b") || !need_f32(out, n, "mul", "out")) { be_record_error(be); return; }
     cpu_mul(ctx_of(be), f32_of(a), f32_of(b), f32_of(out), n, b_n);
 }
 
 static void cpu_op_scale(backend *be, be_tensor *x, int64_t n, float s) {
-    if (n < 0 || !need_f32(x, n, "scale", "x")) return;
+    if (n < 0 || !need_f32(x, n, "scale", "x")) { be_record_error(be); return; }
     cpu_scale(ctx_of(be), f32_of(x), n, s);
 }
 
 static void cpu_op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p) {
-    if (n_tok < 0 || n_head <= 0 || head_dim <= 0 || pos0 < 0) { anv_set_error("cpu rope: bad shape"); return; }
+    if (n_tok < 0 || n_head <= 0 || head_dim <= 0 || pos0 < 0) { anv_set_error("cpu rope: bad shape"); { be_record_error(be); return; } }
     if (p->n_rot <= 0 || p->n_rot > head_dim || p->n_rot % 2 != 0 || p->n_rot > 1024) {
         anv_set_error("cpu rope: n_rot %d must be even and in (0, head_dim %d]", p->n_rot, head_dim);
-        return;
+        { be_record_error(be); return; }
     }
-    if (!need_f32(x, (int64_t)n_tok * n_head * head_dim, "rope", "x")) return;
-    if (p->freq_factors && !need_f32(p->freq_factors, p->n_rot / 2, "rope", "freq_factors")) return;
+    if (!need_f32(x, (int64_t)n_tok * n_head * head_dim, "rope", "x")) { be_record_error(be); return; }
+    if (p->freq_factors && !need_f32(p->freq_factors, p->n_rot / 2, "rope", "freq_factors")) { be_record_error(be); return; }
     cpu_rope(ctx_of(be), f32_of(x), n_tok, n_head, head_dim, pos0, p, p->freq_factors ? f32_of(p->freq_factors) : NULL);
 }
 
 static void cpu_op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind) {
-    if (n < 0 || !need_f32(gate, n, "glu", "gate") || !need_f32(up, n, "glu", "up") || !need_f32(out, n, "glu", "out")) return;
-    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH) { anv_set_error("cpu glu: unknown activation %d", (int)kind); return; }
+    if (n < 0 || !need_f32(gate, n, "glu", "gate") || !need_f32(up, n, "glu", "up") || !need_f32(out, n, "glu", "out")) { be_record_error(be); return; }
+    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH) { anv_set_error("cpu glu: unknown activation %d", (int)kind); { be_record_error(be); return; } }
     cpu_glu(ctx_of(be), f32_of(gate), f32_of(up), f32_of(out), n, kind);
 }
 
@@ -207,29 +207,29 @@ static void cpu_op_store_rows(backend *be, const be_tensor *src, be_tensor *dst,
     if (n_rows < 0 || dst_row0 < 0 || dst_row0 + n_rows > dst->rows) {
         anv_set_error("cpu store_rows: rows [%lld, %lld) outside the %lld-row destination", (long long)dst_row0,
                       (long long)(dst_row0 + n_rows), (long long)dst->rows);
-        return;
+        { be_record_error(be); return; }
     }
-    if (!need_f32(src, n_rows * dst->cols, "store_rows", "src")) return;
-    cpu_store_rows(ctx_of(be), f32_of(src), dst->type, data_of(dst), dst->cols, dst_row0, n_rows);
+    if (!need_f32(src, n_rows * dst->cols, "store_rows", "src")) { be_record_error(be); return; }
+    if (cpu_store_rows(ctx_of(be), f32_of(src), dst->type, data_of(dst), dst->cols, dst_row0, n_rows) != 0) be_record_error(be);
 }
 
 static void cpu_op_attention(backend *be, const be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *out, const be_attn_params *p) {
     if (p->n_tok < 0 || p->pos0 < 0 || p->n_head <= 0 || p->n_kv_head <= 0 || p->head_dim <= 0 || p->n_head % p->n_kv_head != 0) {
         anv_set_error("cpu attention: bad heads (n_head %d, n_kv_head %d, head_dim %d)", p->n_head, p->n_kv_head, p->head_dim);
-        return;
+        { be_record_error(be); return; }
     }
     const int64_t q_elems = (int64_t)p->n_tok * p->n_head * p->head_dim, kv_cols = (int64_t)p->n_kv_head * p->head_dim;
-    if (!need_f32(q, q_elems, "attention", "q") || !need_f32(out, q_elems, "attention", "out")) return;
+    if (!need_f32(q, q_elems, "attention", "q") || !need_f32(out, q_elems, "attention", "out")) { be_record_error(be); return; }
     if (k->type != v->type || k->cols != kv_cols || v->cols != kv_cols) {
         anv_set_error("cpu attention: k/v must share a type and have %lld cols (k %s %lld, v %s %lld)", (long long)kv_cols,
                       type_name(k->type), (long long)k->cols, type_name(v->type), (long long)v->cols);
-        return;
+        { be_record_error(be); return; }
     }
     if (k->rows < (int64_t)p->pos0 + p->n_tok || v->rows < (int64_t)p->pos0 + p->n_tok) {
         anv_set_error("cpu attention: cache has %lld rows, needs %lld", (long long)k->rows, (long long)p->pos0 + p->n_tok);
-        return;
+        { be_record_error(be); return; }
     }
-    cpu_attention(ctx_of(be), f32_of(q), k->type, data_of(k), data_of(v), f32_of(out), p);
+    if (cpu_attention(ctx_of(be), f32_of(q), k->type, data_of(k), data_of(v), f32_of(out), p) != 0) be_record_error(be);
 }
 
 static void cpu_destroy(backend *be) {
@@ -252,6 +252,7 @@ static const backend_ops cpu_ops_table = {
     .upload = cpu_upload,
     .download = cpu_download,
     .sync = cpu_sync,
+    .error = be_sticky_error,
     .get_rows = cpu_op_get_rows,
     .rms_norm = cpu_op_rms_norm,
     .matmul = cpu_op_matmul,

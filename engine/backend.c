@@ -1,6 +1,10 @@
 /* backend: views and size helpers shared by every backend (the interface is backend.h). */
 #include "backend.h"
+#include "error.h"
 #include "quant.h"
+
+#include <stdio.h>
+#include <string.h>
 
 size_t be_row_bytes(const be_tensor *t) { return qtype_row_size((qtype)t->type, t->cols); }
 size_t be_nbytes(const be_tensor *t) { return be_row_bytes(t) * (size_t)t->rows; }
@@ -20,3 +24,9 @@ be_tensor be_view_reshape(const be_tensor *t, int64_t cols, int64_t rows) {
     v.owned = false;
     return v;
 }
+
+void be_record_error(backend *be) {
+    if (!be->sticky_error[0]) snprintf(be->sticky_error, sizeof be->sticky_error, "%s: %s", be->name, anv_last_error());
+}
+
+const char *be_sticky_error(backend *be) { return be->sticky_error[0] ? be->sticky_error : NULL; }

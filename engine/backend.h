@@ -60,6 +60,9 @@ typedef struct backend_ops {
     void (*upload)(backend *be, be_tensor *t, size_t offset, const void *src, size_t n);
     void (*download)(backend *be, const be_tensor *t, size_t offset, void *dst, size_t n);
     void (*sync)(backend *be);
+    /* The first error an op hit since the backend was created (ops cannot return one), or
+     * NULL. Checked by the forward pass after each batch. */
+    const char *(*error)(backend *be);
 
     /* Ops (all outputs F32 unless said). n = element counts; rows use t->cols. */
     /* out[i][:] = dequant(table row ids[i]), i < n_ids. */
@@ -91,6 +94,7 @@ struct backend {
     const char *name;       /* "cpu", "vulkan0" */
     const char *device_desc;/* human description for placement logs */
     void *impl;
+    char sticky_error[256]; /* first op failure (be_record_error), "" if none */
 };
 
 /* Thin call helpers so model code reads as math. */
@@ -99,6 +103,11 @@ static inline void be_tensor_free(be_tensor *t) { if (t) t->be->ops->tensor_free
 static inline void be_upload(be_tensor *t, size_t off, const void *src, size_t n) { t->be->ops->upload(t->be, t, off, src, n); }
 static inline void be_download(const be_tensor *t, size_t off, void *dst, size_t n) { t->be->ops->download(t->be, t, off, dst, n); }
 static inline void be_sync(backend *be) { be->ops->sync(be); }
+
+/* Keeps anv_last_error() as the backend's sticky error if none is kept yet (for ops). */
+void be_record_error(backend *be);
+/* backend_ops.error for backends that use be_record_error. */
+const char *be_sticky_error(backend *be);
 
 /* A view of rows [row0, row0 + n_rows) of t (no storage of its own; do not free). */
 be_tensor be_view_rows(const be_tensor *t, int64_t row0, int64_t n_rows);

@@ -267,6 +267,11 @@ int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool a
         if (all_logits) dst = logits + (size_t)i * n_vocab;
         else if (last) dst = logits;
         if (eval_batch(c, tokens + i, nt, dst, all_logits) != 0) return -1;
+        /* ops cannot return errors: each backend keeps the first one */
+        for (int b = 0; b < c->n_sc; b++) {
+            const char *err = c->sc[b].be->ops->error(c->sc[b].be);
+            if (err) { anv_set_error("%s", err); return -1; }
+        }
     }
     return 0;
 }

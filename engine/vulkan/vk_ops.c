@@ -406,6 +406,8 @@ static void op_attention(backend *be, const be_tensor *q, const be_tensor *k, co
     }
 }
 
+static const char *vkb_error(backend *be) { return vk_backend_error(be); }
+
 const backend_ops vk_backend_ops = {
     .destroy = vkb_destroy,
     .tensor_new = vkb_tensor_new,
@@ -414,6 +416,7 @@ const backend_ops vk_backend_ops = {
     .upload = vkb_upload,
     .download = vkb_download,
     .sync = vkb_sync,
+    .error = vkb_error,
     .get_rows = op_get_rows,
     .rms_norm = op_rms_norm,
     .matmul = op_matmul,
