@@ -293,70 +293,11 @@ static bool split_regex(pcre2_code *re, pcre2_match_data *md, const char *subjec
 
 /* ---- merging ---- */
 
-typedef struct {
-    int prev, next;
-    size_t off, n;
-} bpe_symbol;
-
-typedef struct {
-    int left, right;
-    int32_t rank;
-    size_t size;
-} bpe_bigram;
-
-typedef struct {
-    bpe_bigram *v;
-    size_t n, cap;
-} bpe_heap;
-
-/* Min-heap order: lower rank first, then smaller left index. */
-static int bigram_before(const bpe_bigram *a, const bpe_bigram *b) {
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static bool heap_push(bpe_heap *h, bpe_bigram b) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        bpe_bigram *v = realloc(h->v, cap * sizeof(*v));
-        if (!v) return false;
-        h->v = v;
-        h->cap = cap;
-    }
-    size_t i = h->n++;
-    h->v[i] = b;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!bigram_before(&h->v[i], &h->v[p])) break;
-        bpe_bigram tmp = h->v[i];
-        h->v[i] = h->v[p];
-        h->v[p] = tmp;
-        i = p;
-    }
-    return true;
-}
-
-static bpe_bigram heap_pop(bpe_heap *h) {
-    bpe_bigram top = h->v[0];
-    h->v[0] = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, best = i;
-        if (l < h->n && bigram_before(&h->v[l], &h->v[best])) best = l;
-        if (r < h->n && bigram_before(&h->v[r], &h->v[best])) best = r;
-        if (best == i) break;
-        bpe_bigram tmp = h->v[i];
-        h->v[i] = h->v[best];
-        h->v[best] = tmp;
-        i = best;
-    }
-    return top;
-}
-
-static bool add_bigram(const struct tokenizer *t, const char *w, const bpe_symbol *sym, int left, int right, bpe_heap *h) {
+static bool add_bigram(const struct tokenizer *t, const char *w, const tok_symbol *sym, int left, int right, tok_bigram_heap *h) {
     if (left < 0 || right < 0) return true;
     int32_t rank = bpe_rank(t, w + sym[left].off, sym[left].n, w + sym[right].off, sym[right].n);
     if (rank < 0) return true;
-    return heap_push(h, (bpe_bigram){left, right, rank, sym[left].n + sym[right].n});
+    return tok_heap_push(h, (tok_bigram){left, right, -(float)rank, sym[left].n + sym[right].n} /* ranks < 2^24: exact */);
 }
 
 static size_t utf8_len(unsigned char c) {
@@ -365,7 +306,7 @@ static size_t utf8_len(unsigned char c) {
 }
 
 /* Merges one byte-encoded word and appends its tokens. */
-static bool encode_word(const struct tokenizer *t, const char *w, size_t n, bpe_symbol *sym, bpe_heap *heap, tok_vec *out) {
+static bool encode_word(const struct tokenizer *t, const char *w, size_t n, tok_symbol *sym, tok_bigram_heap *heap, tok_vec *out) {
     if (t->ignore_merges) {
         int32_t id = tok_lookup(t, w, n);
         if (id >= 0) return tok_vec_push(out, id);
@@ -374,7 +315,7 @@ static bool encode_word(const struct tokenizer *t, const char *w, size_t n, bpe_
     for (size_t off = 0; off < n;) {
         size_t k = utf8_len((unsigned char)w[off]);
         if (k > n - off) k = n - off;
-        sym[n_sym] = (bpe_symbol){n_sym - 1, off + k == n ? -1 : n_sym + 1, off, k};
+        sym[n_sym] = (tok_symbol){n_sym - 1, off + k == n ? -1 : n_sym + 1, off, k};
         off += k;
         n_sym++;
     }
@@ -382,8 +323,8 @@ static bool encode_word(const struct tokenizer *t, const char *w, size_t n, bpe_
     bool ok = true;
     for (int i = 1; i < n_sym && ok; i++) ok = add_bigram(t, w, sym, i - 1, i, heap);
     while (ok && heap->n > 0) {
-        bpe_bigram b = heap_pop(heap);
-        bpe_symbol *l = &sym[b.left], *r = &sym[b.right];
+        tok_bigram b = tok_heap_pop(heap);
+        tok_symbol *l = &sym[b.left], *r = &sym[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* outdated */
         l->n += r->n;
         r->n = 0;
@@ -419,8 +360,8 @@ bool tok_bpe_encode(const struct tokenizer *t, const char *text, size_t len, tok
     span_list a = {0}, b = {0};
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
     char *word = NULL;
-    bpe_symbol *sym = NULL;
-    bpe_heap heap = {0};
+    tok_symbol *sym = NULL;
+    tok_bigram_heap heap = {0};
     bool ok = canon && subject && md;
     size_t m = 0;
     for (size_t i = 0; ok && i < len;) {

@@ -103,4 +103,14 @@ bool tok_bpe_encode(const struct tokenizer *t, const char *text, size_t len, tok
 /* The bytes a BPE token text stands for (llama.cpp's llama_decode_text); returns the full
  * length, writes up to cap bytes. */
 int tok_bpe_decode_text(const struct tokenizer *t, const char *text, size_t len, char *buf, int cap);
+
+/* The merge loop both encoders share: symbols in a linked list over the text, and a
+ * heap of adjacent pairs, highest priority first, ties to the leftmost pair (SPM: the
+ * merged piece's score; BPE: minus the merge rank). */
+typedef struct { int prev, next; size_t off, n; } tok_symbol;
+typedef struct { int left, right; float priority; size_t size; } tok_bigram;
+typedef struct { tok_bigram *v; size_t n, cap; } tok_bigram_heap;
+bool tok_heap_push(tok_bigram_heap *h, tok_bigram b);
+tok_bigram tok_heap_pop(tok_bigram_heap *h);
+
 #endif

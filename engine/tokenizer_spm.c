@@ -7,71 +7,12 @@
 
 #include "tokenizer_impl.h"
 
-typedef struct {
-    int prev, next;
-    size_t off, n;
-} spm_symbol;
-
-typedef struct {
-    int left, right;
-    float score;
-    size_t size;
-} spm_bigram;
-
-typedef struct {
-    spm_bigram *v;
-    size_t n, cap;
-} spm_heap;
-
-/* Max-heap order: higher score first, then smaller left index. */
-static int bigram_before(const spm_bigram *a, const spm_bigram *b) {
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static bool heap_push(spm_heap *h, spm_bigram b) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        spm_bigram *v = realloc(h->v, cap * sizeof(*v));
-        if (!v) return false;
-        h->v = v;
-        h->cap = cap;
-    }
-    size_t i = h->n++;
-    h->v[i] = b;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!bigram_before(&h->v[i], &h->v[p])) break;
-        spm_bigram tmp = h->v[i];
-        h->v[i] = h->v[p];
-        h->v[p] = tmp;
-        i = p;
-    }
-    return true;
-}
-
-static spm_bigram heap_pop(spm_heap *h) {
-    spm_bigram top = h->v[0];
-    h->v[0] = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, best = i;
-        if (l < h->n && bigram_before(&h->v[l], &h->v[best])) best = l;
-        if (r < h->n && bigram_before(&h->v[r], &h->v[best])) best = r;
-        if (best == i) break;
-        spm_bigram tmp = h->v[i];
-        h->v[i] = h->v[best];
-        h->v[best] = tmp;
-        i = best;
-    }
-    return top;
-}
-
-static bool try_add_bigram(const struct tokenizer *t, const char *text, const spm_symbol *sym, int left, int right, spm_heap *h) {
+static bool try_add_bigram(const struct tokenizer *t, const char *text, const tok_symbol *sym, int left, int right, tok_bigram_heap *h) {
     if (left < 0 || right < 0) return true;
     size_t n = sym[left].n + sym[right].n;
     int32_t id = tok_lookup(t, text + sym[left].off, n);
     if (id < 0) return true;
-    return heap_push(h, (spm_bigram){left, right, t->score[id], n});
+    return tok_heap_push(h, (tok_bigram){left, right, t->score[id], n});
 }
 
 /* llama.cpp's byte_to_token for SPM: "<0xNN>", else the byte itself as a piece. */
@@ -92,22 +33,22 @@ static size_t utf8_len(unsigned char c) {
 bool tok_spm_encode(const struct tokenizer *t, const char *text, size_t len, tok_vec *out) {
     if (len == 0) return true;
     if (len > (size_t)INT32_MAX) return false;
-    spm_symbol *sym = malloc(len * sizeof(*sym));
-    spm_heap heap = {0};
+    tok_symbol *sym = malloc(len * sizeof(*sym));
+    tok_bigram_heap heap = {0};
     if (!sym) return false;
     int n_sym = 0;
     for (size_t off = 0; off < len;) {
         size_t n = utf8_len((unsigned char)text[off]);
         if (n > len - off) n = len - off;
-        sym[n_sym] = (spm_symbol){n_sym - 1, off + n == len ? -1 : n_sym + 1, off, n};
+        sym[n_sym] = (tok_symbol){n_sym - 1, off + n == len ? -1 : n_sym + 1, off, n};
         off += n;
         n_sym++;
     }
     bool ok = true;
     for (int i = 1; i < n_sym && ok; i++) ok = try_add_bigram(t, text, sym, i - 1, i, &heap);
     while (ok && heap.n > 0) {
-        spm_bigram b = heap_pop(&heap);
-        spm_symbol *l = &sym[b.left], *r = &sym[b.right];
+        tok_bigram b = tok_heap_pop(&heap);
+        tok_symbol *l = &sym[b.left], *r = &sym[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
         l->n += r->n;
         r->n = 0;
