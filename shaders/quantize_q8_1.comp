@@ -18,7 +18,7 @@ void main() {
     for (uint w = 0u; w < 8u; w++) {
         uint packed = 0u;
         for (uint k = 0u; k < 4u; k++) {
-            int q = int(round(xf[xb + 4u * w + k] * id));
+            int q = int(roundEven(xf[xb + 4u * w + k] * id)); // lrintf on the CPU: ties to even
             sum += q;
             packed |= (uint(q) & 0xffu) << (8u * k);
         }

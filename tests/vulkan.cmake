@@ -24,11 +24,15 @@ foreach(t test_vulkan_large test_vulkan_loader test_vulkan_model)
 endforeach()
 
 # Whole models on lavapipe vs the CPU backend. test_vulkan_model without arguments runs the
-# synthetic models made by the fixtures of tests/models.cmake (float weights differ only by
-# summation order; quantized ones also by the CPU's 8-bit activations); the _maxalloc run
-# repeats it with 64 KiB allocations so every large weight is split into row chunks.
+# synthetic models made by the fixtures of tests/models.cmake (every family and weight type;
+# float weights differ only by summation order, quantized ones also by the CPU's 8-bit
+# activations); the _maxalloc run repeats it with 64 KiB allocations so every large weight is
+# split into row chunks; the _split run puts only the last n_layer/2 layers + the output head
+# on Vulkan (-ngl at the middle: the first half on the CPU, activations cross once).
 if(TARGET test_vulkan_model)
-  set(_anvil_vk_models llama-tiny-f32 gemma3-tiny-bf16 llama-tiny-q4_0 qwen2-tiny-q5_0 qwen3-tinyk-q3_K llama-tinyk-q6_K)
+  set(_anvil_vk_models llama-tiny-f32 llama2-tiny-f32 llama-tiny-f16 llama-tiny-q4_0 llama-tiny-q8_0
+      llama-tinyk-q4_K llama-tinyk-q6_K qwen2-tiny-f32 qwen2-tiny-q5_0 qwen2-tinyk-q5_K qwen3-tiny-f32
+      qwen3-tiny-q4_1 qwen3-tinyk-q3_K gemma3-tiny-f32 gemma3-tiny-bf16 gemma3-tiny-q5_1 gemma3-tinyk-q2_K)
   set(_anvil_vk_fixtures "")
   foreach(m ${_anvil_vk_models})
     if(TEST golden_model_${m})
@@ -40,6 +44,9 @@ if(TARGET test_vulkan_model)
   add_test(NAME test_vulkan_model_maxalloc COMMAND test_vulkan_model WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
   set_tests_properties(test_vulkan_model_maxalloc PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "${_anvil_vk_fixtures}"
     ENVIRONMENT "${_env};ANVIL_VK_MAX_ALLOCATION=64K")
+  add_test(NAME test_vulkan_model_split COMMAND test_vulkan_model --split WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+  set_tests_properties(test_vulkan_model_split PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "${_anvil_vk_fixtures}"
+    ENVIRONMENT "${_env}")
   # The real Gemma 3 270M (Q4_K_M; its 178 MB Q8_0 output head needs two bindings on
   # lavapipe): 32 greedy tokens identical to the CPU backend's.
   find_package(Python3 COMPONENTS Interpreter QUIET)
@@ -50,6 +57,10 @@ if(TARGET test_vulkan_model)
       add_test(NAME test_vulkan_gemma270m COMMAND test_vulkan_model --greedy-exact ${_anvil_gemma} 32 0.06
                WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
       set_tests_properties(test_vulkan_gemma270m PROPERTIES TIMEOUT 900 ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
+      # The same with layers 0-8 on the CPU and 9-17 + output on Vulkan.
+      add_test(NAME test_vulkan_gemma270m_split COMMAND test_vulkan_model --split --greedy-exact ${_anvil_gemma} 32 0.06
+               WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+      set_tests_properties(test_vulkan_gemma270m_split PROPERTIES TIMEOUT 900 ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
     endif()
   endif()
 endif()

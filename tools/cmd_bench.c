@@ -4,7 +4,7 @@
  * names (plus Anvil's: device, model_bytes, kv_bytes, gbps, peak_gbps, pct_of_peak). For tg
  * it also gives the effective memory bandwidth (bytes read per token x tokens/s, see
  * engine/bench.h) and its share of the device's measured read bandwidth (cpu/membw.h; the
- * Vulkan probe when built with ANVIL_HAVE_VULKAN_MEMBW). The timing loops live in
+ * Vulkan probe when built with ANVIL_HAVE_VULKAN). The timing loops live in
  * engine/bench.c. */
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +22,7 @@
 #include "model_place.h"
 #include "quant.h"
 #include "quantize_model.h"
-#ifdef ANVIL_HAVE_VULKAN_MEMBW
+#ifdef ANVIL_HAVE_VULKAN
 #include "vk_membw.h"
 #endif
 
@@ -269,7 +269,7 @@ static double device_peak(const bench_opts *o, model *m, char *source, size_t so
             anv_log("bench: %s", anv_last_error());
         }
     } else {
-#ifdef ANVIL_HAVE_VULKAN_MEMBW
+#ifdef ANVIL_HAVE_VULKAN
         if (!strncmp(m->gpu->name, "vulkan", 6) && vk_membw_read(m->gpu, bytes, &gbps) == 0)
             snprintf(src, sizeof src, "vulkan membw shader, %zu MiB", bytes >> 20);
         else {

@@ -3,7 +3,7 @@
  * device, queue and function table of the backend context. */
 #include "vk_membw.h"
 
-#ifdef ANVIL_HAVE_VULKAN_MEMBW
+#ifdef ANVIL_HAVE_VULKAN
 #include <math.h>
 #include <string.h>
 #include <time.h>

@@ -69,6 +69,7 @@ anvil_shader(mul eltwise.comp OP_MUL)
 anvil_shader(scale eltwise.comp OP_SCALE)
 anvil_shader(glu_silu glu.comp GLU_SILU)
 anvil_shader(glu_gelu glu.comp GLU_GELU)
+anvil_shader(membw_read membw_read.comp) # vk_membw.c: the read-bandwidth probe of anvil bench
 anvil_shader(rope rope.comp NOOPT) # llama.cpp skips -O for rope (miscompiles)
 foreach(t f32 f16 q8_0)
   string(TOUPPER ${t} T)
