@@ -20,24 +20,32 @@ typedef enum { ACT_F32 = 0, ACT_Q8X = 1, ACT_Q8K = 2 } act_kind;
  * Activation row t starts at (const uint8_t *)x + t * x_stride (F32, blk_q8x or block_q8_K). */
 typedef void (*mm_dot_fn)(int64_t n, const void *w, const void *x, size_t x_stride, int nt, float *res);
 typedef void (*mm_quant_fn)(const float *x, void *y, int64_t n);
-/* Four weight rows (w + r * w_rb, r < 4) against nt tokens: res[t * 4 + r]. */
+/* Four weight rows (w + r * w_rb, r < 4) against nt <= dot4_nt[type] <= MM_MAX_TOK4 tokens:
+ * res[t * 4 + r]. */
+#define MM_MAX_TOK4 8
 typedef void (*mm_dot4_fn)(int64_t n, const void *w, size_t w_rb, const void *x, size_t x_stride, int nt, float *res);
 
 typedef struct {
     act_kind act[QT_COUNT];
     mm_dot_fn dot[QT_COUNT];   /* NULL: type not supported by matmul */
     mm_dot4_fn dot4[QT_COUNT]; /* optional 4-row form (NULL: rows go one by one) */
+    uint8_t dot4_nt[QT_COUNT]; /* tokens one dot4 call takes at most (register budget) */
     mm_quant_fn quant_q8x, quant_q8k;
     /* Float helpers (attention): dot, y += a * x, F16 -> F32. */
     float (*vec_dot_f32)(const float *a, const float *b, int64_t n);
     void (*vec_mad_f32)(float *y, const float *x, float a, int64_t n);
     void (*cvt_f16_f32)(const uint16_t *src, float *dst, int64_t n);
+    /* GLU activations out = act(gate) * up (NULL: cpu_ops.c's scalar loop). */
+    void (*glu_silu)(const float *gate, const float *up, float *out, int64_t n);
+    void (*glu_gelu)(const float *gate, const float *up, float *out, int64_t n);
 } mm_kernels;
 
 /* Fill a table: scalar fills every type; the SIMD ones override what they implement. */
 void mm_kernels_scalar(mm_kernels *k);
 void mm_kernels_avx2(mm_kernels *k);
 void mm_kernels_avx512(mm_kernels *k);
+/* vecmath_avx2.c: the vectorized GLU activations (called by mm_kernels_avx2). */
+void vecmath_install_avx2(mm_kernels *k);
 
 /* Row bytes of the quantized activation of n elements. */
 static inline size_t mm_act_row_bytes(act_kind a, int64_t n) {

@@ -1,5 +1,5 @@
 /* cpu_matmul: the matmul driver (activation quantization once per call, rows split over
- * threads, tiles of MM_MAX_TOK tokens per pass over a block of weight rows) and the
+ * threads, tiles of tokens per pass over a block of weight rows) and the
  * scalar dot kernels of every weight type. SIMD kernels live in matmul_avx2.c/_avx512.c. */
 #include "cpu_internal.h"
 #include "cpu_kernels.h"
@@ -318,6 +318,7 @@ void mm_kernels_scalar(mm_kernels *k) {
 typedef struct {
     mm_dot_fn dot;
     mm_dot4_fn dot4;
+    int dot4_nt;
     mm_quant_fn quant;
     const uint8_t *w;
     size_t w_rb;
@@ -337,7 +338,9 @@ static void mm_quant_chunk(void *ctx, int64_t t, int ith) {
     j->quant(j->x + t * j->cols, j->xq + (size_t)t * j->xq_rb, j->cols);
 }
 
-/* One chunk = MM_ROW_TILE weight rows against every token, MM_MAX_TOK tokens per pass. */
+/* One chunk = row tiles of MM_ROW_TILE weight rows against every token: groups of four rows
+ * go through dot4 (dot4_nt tokens per call) where the type has one, the rest through dot
+ * (MM_MAX_TOK tokens per call). */
 static void mm_chunk(void *ctx, int64_t chunk, int ith) {
     (void)ith;
     mm_job *j = ctx;
@@ -345,15 +348,15 @@ static void mm_chunk(void *ctx, int64_t chunk, int ith) {
     const size_t act_rb = j->xq ? j->xq_rb : (size_t)j->cols * sizeof(float);
     const int64_t r0 = chunk * j->rows_per_chunk;
     const int64_t r1 = r0 + j->rows_per_chunk < j->rows ? r0 + j->rows_per_chunk : j->rows;
-    float res[MM_MAX_TOK];
     for (int64_t rb = r0; rb < r1; rb += MM_ROW_TILE) {
         const int64_t re = rb + MM_ROW_TILE < r1 ? rb + MM_ROW_TILE : r1;
-        for (int t0 = 0; t0 < j->n_tok; t0 += MM_MAX_TOK) {
-            const int nt = j->n_tok - t0 < MM_MAX_TOK ? j->n_tok - t0 : MM_MAX_TOK;
-            int64_t r = rb;
-            if (j->dot4) {
-                float res4[4 * MM_MAX_TOK];
-                for (; r + 4 <= re; r += 4) {
+        int64_t r4 = rb; /* rows [rb, r4) go through dot4 */
+        if (j->dot4) {
+            r4 = rb + (re - rb) / 4 * 4;
+            float res4[4 * MM_MAX_TOK4];
+            for (int t0 = 0; t0 < j->n_tok; t0 += j->dot4_nt) {
+                const int nt = j->n_tok - t0 < j->dot4_nt ? j->n_tok - t0 : j->dot4_nt;
+                for (int64_t r = rb; r < r4; r += 4) {
                     j->dot4(j->cols, j->w + (size_t)r * j->w_rb, j->w_rb, act + (size_t)t0 * act_rb, act_rb, nt, res4);
                     for (int t = 0; t < nt; t++) {
                         float *o = j->out + (int64_t)(t0 + t) * j->rows + r;
@@ -361,7 +364,11 @@ static void mm_chunk(void *ctx, int64_t chunk, int ith) {
                     }
                 }
             }
-            for (; r < re; r++) {
+        }
+        float res[MM_MAX_TOK];
+        for (int t0 = 0; t0 < j->n_tok && r4 < re; t0 += MM_MAX_TOK) {
+            const int nt = j->n_tok - t0 < MM_MAX_TOK ? j->n_tok - t0 : MM_MAX_TOK;
+            for (int64_t r = r4; r < re; r++) {
                 j->dot(j->cols, j->w + (size_t)r * j->w_rb, act + (size_t)t0 * act_rb, act_rb, nt, res);
                 float *o = j->out + (int64_t)t0 * j->rows + r;
                 for (int t = 0; t < nt; t++, o += j->rows) *o = j->accumulate ? *o + res[t] : res[t];
@@ -382,7 +389,7 @@ int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t 
         return -1;
     }
     if (n_tok == 0 || rows == 0) return 0;
-    mm_job j = {.dot = k->dot[wtype], .dot4 = n_tok > 1 ? k->dot4[wtype] : NULL, .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
+    mm_job j = {.dot = k->dot[wtype], .dot4 = n_tok > 1 && k->dot4_nt[wtype] > 0 ? k->dot4[wtype] : NULL, .dot4_nt = k->dot4_nt[wtype], .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
                 .x = x, .out = out, .n_tok = n_tok, .accumulate = accumulate};
     const act_kind a = k->act[wtype];
     if (a != ACT_F32) {

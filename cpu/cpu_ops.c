@@ -143,11 +143,17 @@ void cpu_rope(cpu_ctx *c, float *x, int n_tok, int n_head, int head_dim, int pos
 }
 
 /* ---- glu ---- */
-typedef struct { const float *gate, *up; float *out; be_glu_kind kind; } glu_args;
+typedef struct {
+    const float *gate, *up;
+    float *out;
+    be_glu_kind kind;
+    void (*simd)(const float *gate, const float *up, float *out, int64_t n); /* NULL: scalar */
+} glu_args;
 
 static void glu_range(void *ctx, int64_t i0, int64_t i1) {
     const glu_args *a = ctx;
-    if (a->kind == BE_GLU_SILU) {
+    if (a->simd) a->simd(a->gate + i0, a->up + i0, a->out + i0, i1 - i0);
+    else if (a->kind == BE_GLU_SILU) {
         for (int64_t i = i0; i < i1; i++) { const float g = a->gate[i]; a->out[i] = g / (1.0f + expf(-g)) * a->up[i]; }
     } else {
         for (int64_t i = i0; i < i1; i++) {
@@ -158,7 +164,7 @@ static void glu_range(void *ctx, int64_t i0, int64_t i1) {
 }
 
 void cpu_glu(cpu_ctx *c, const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind) {
-    glu_args a = {gate, up, out, kind};
+    glu_args a = {gate, up, out, kind, kind == BE_GLU_SILU ? c->kernels.glu_silu : c->kernels.glu_gelu};
     par_range(c, glu_range, &a, n, 16, n * 8);
 }
 

@@ -1,7 +1,7 @@
-/* matmul_avx512: AVX-512 VNNI kernels (256-bit vpdpbusd via AVX512VL) for the 32-element
- * weight types: one instruction replaces AVX2's maddubs + madd per block and token. The
- * kernels themselves are matmul_k32_x86.h; the K-quants keep the AVX2 kernels (their
- * per-16-element integer scales need the madd step either way). */
+/* matmul_avx512: AVX-512 VNNI kernels (256-bit forms via AVX512VL). The 32-element weight
+ * types (matmul_k32_x86.h) use vpdpbusd in place of AVX2's maddubs + madd per block and
+ * token; the K-quants (matmul_kq_x86.h) keep maddubs (their per-16/32-element integer
+ * scales need an int16 step) but fuse the scale madd and the int32 add into vpdpwssd. */
 #include "cpu_kernels.h"
 #include "fp16.h"
 
@@ -11,6 +11,16 @@
 #define K32_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define K32_IDOT(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), (u), (s))
 #define K32_SUFFIX _vnni
+#define K32_NT4 8
 #include "matmul_k32_x86.h"
 
-void mm_kernels_avx512(mm_kernels *k) { k32_install(k); }
+#define KQ_ATTR K32_ATTR
+#define KQ_DPWSSD(acc, a, b) _mm256_dpwssd_epi32((acc), (a), (b))
+#define KQ_SUFFIX _vnni
+#define KQ_ROWS4 1
+#include "matmul_kq_x86.h"
+
+void mm_kernels_avx512(mm_kernels *k) {
+    k32_install(k);
+    kq_install(k);
+}

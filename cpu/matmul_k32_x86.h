@@ -2,7 +2,8 @@
  * Q5_0, Q5_1, Q8_0 against blk_q8x), written once and included by matmul_avx2.c (integer
  * dot = maddubs + madd) and matmul_avx512.c (integer dot = VNNI vpdpbusd). The includer
  * defines K32_ATTR (function attributes), K32_IDOT(u, s) (8 int32 partial sums of
- * u8 x s8 byte products) and K32_SUFFIX (name suffix of the exported kernels).
+ * u8 x s8 byte products), K32_SUFFIX (name suffix of the exported kernels) and K32_NT4
+ * (tokens per 4-row call: 4 with 16 vector registers, 8 with AVX-512's 32).
  * Two shapes: one weight row x NT tokens, and four rows x NT tokens (rows share the
  * activation loads, and the four block scales are applied as one vector). The driver uses
  * the 4-row form for prompt batches only: for a single token (memory-bound) its four
@@ -95,8 +96,8 @@ K32_INLINE void k32_row_body(k32_kind kind, int64_t n, const void *w, const void
 
 /* Four rows (w, w + w_rb, ...) x NT tokens: res[t * 4 + r]. */
 K32_INLINE void k32_rows4_body(k32_kind kind, int64_t n, const void *w, size_t w_rb, const void *x, size_t xs, const int NT, float *res) {
-    __m256 acc[MM_MAX_TOK];
-    __m128 accm[MM_MAX_TOK];
+    __m256 acc[MM_MAX_TOK4];
+    __m128 accm[MM_MAX_TOK4];
     for (int t = 0; t < NT; t++) { acc[t] = _mm256_setzero_ps(); accm[t] = _mm_setzero_ps(); }
     const uint8_t *w0 = w;
     for (int64_t i = 0; i < n / 32; i++) {
@@ -129,6 +130,18 @@ K32_INLINE void k32_rows4_body(k32_kind kind, int64_t n, const void *w, size_t w
     }
 }
 
+#if K32_NT4 == 8
+#define K32_NT4_CASES(kind)                                                                                            \
+    case 8: k32_rows4_body(kind, n, w, w_rb, x, xs, 8, res); break;                                                    \
+    case 7: k32_rows4_body(kind, n, w, w_rb, x, xs, 7, res); break;                                                    \
+    case 6: k32_rows4_body(kind, n, w, w_rb, x, xs, 6, res); break;                                                    \
+    case 5: k32_rows4_body(kind, n, w, w_rb, x, xs, 5, res); break;
+#elif K32_NT4 == 4
+#define K32_NT4_CASES(kind)
+#else
+#error "K32_NT4 must be 4 or 8"
+#endif
+
 #define K32_KERNELS(tag, kind)                                                                                         \
     K32_ATTR static void K32_CAT(dot_##tag, K32_SUFFIX)(int64_t n, const void *w, const void *x, size_t xs, int nt,   \
                                                         float *res) {                                                 \
@@ -142,6 +155,7 @@ K32_INLINE void k32_rows4_body(k32_kind kind, int64_t n, const void *w, size_t w
     K32_ATTR static void K32_CAT(dot4_##tag, K32_SUFFIX)(int64_t n, const void *w, size_t w_rb, const void *x,        \
                                                          size_t xs, int nt, float *res) {                             \
         switch (nt) {                                                                                                  \
+        K32_NT4_CASES(kind)                                                                                            \
         case 4: k32_rows4_body(kind, n, w, w_rb, x, xs, 4, res); break;                                                \
         case 3: k32_rows4_body(kind, n, w, w_rb, x, xs, 3, res); break;                                                \
         case 2: k32_rows4_body(kind, n, w, w_rb, x, xs, 2, res); break;                                                \
@@ -161,4 +175,5 @@ static inline void k32_install(mm_kernels *k) {
     k->dot[QT_Q5_0] = K32_CAT(dot_q5_0, K32_SUFFIX);   k->dot4[QT_Q5_0] = K32_CAT(dot4_q5_0, K32_SUFFIX);
     k->dot[QT_Q5_1] = K32_CAT(dot_q5_1, K32_SUFFIX);   k->dot4[QT_Q5_1] = K32_CAT(dot4_q5_1, K32_SUFFIX);
     k->dot[QT_Q8_0] = K32_CAT(dot_q8_0, K32_SUFFIX);   k->dot4[QT_Q8_0] = K32_CAT(dot4_q8_0, K32_SUFFIX);
+    k->dot4_nt[QT_Q4_0] = k->dot4_nt[QT_Q4_1] = k->dot4_nt[QT_Q5_0] = k->dot4_nt[QT_Q5_1] = k->dot4_nt[QT_Q8_0] = K32_NT4;
 }

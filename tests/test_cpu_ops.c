@@ -62,9 +62,12 @@ static int64_t mm_cols(uint32_t type) {
     return bs == 1 ? 203 : bs == 32 ? 32 * 11 : 256 * 3;
 }
 
-/* Results of the scalar path per (type, n_tok index, accumulate): SIMD paths compare to them. */
-static float *scalar_results[N_MM_TYPES][3][2];
-static const int mm_ntoks[3] = {1, 7, 64};
+/* Results of the scalar path per (type, n_tok index, accumulate): SIMD paths compare to them.
+ * The n_tok values reach every token count of a kernel call (1..8) as a whole batch or as
+ * the remainder after full tiles of MM_MAX_TOK (4) or MM_MAX_TOK4 (8) tokens. */
+#define N_MM_NTOK 9
+static float *scalar_results[N_MM_TYPES][N_MM_NTOK][2];
+static const int mm_ntoks[N_MM_NTOK] = {1, 2, 3, 5, 6, 7, 9, 12, 64};
 static float worst_vs_ref[N_MM_TYPES], worst_vs_scalar[N_MM_TYPES]; /* printed at the end */
 
 static void test_matmul(backend *be, bool is_scalar) {
@@ -83,7 +86,7 @@ static void test_matmul(backend *be, bool is_scalar) {
         CHECK(wbase != NULL);
         if (!wbase) { free(wf); free(wq); continue; }
         be_tensor w = be_view_rows(wbase, 1, rows);
-        for (int ni = 0; ni < 3; ni++) {
+        for (int ni = 0; ni < N_MM_NTOK; ni++) {
             const int n_tok = mm_ntoks[ni];
             float *x = rand_floats(cols * n_tok, -2.0f, 2.0f);
             float *init = rand_floats(rows * n_tok, -1.0f, 1.0f);
@@ -183,6 +186,21 @@ static void test_glu(backend *be) {
     }
     be_tensor_free(gt.base); be_tensor_free(ut.base); be_tensor_free(ot.base);
     free(g); free(u); free(want);
+    /* Gates far out in the tails (the SIMD exp clamps its input): finite, and within 1e-6
+     * of the reference relative to |gate|. 17 values: a vector of 8 and a scalar tail. */
+    const float big[17] = {-1000, -200, -100, -90, -88, -50, -20, -1e-30f, 0, 1e-30f, 20, 50, 88, 90, 100, 200, 1000};
+    float ones[17], want2[17];
+    for (int i = 0; i < 17; i++) ones[i] = 1.0f;
+    vt bt = make_f32(be, big, 17, 1), onet = make_f32(be, ones, 17, 1), ot2 = make(be, QT_F32, 17, 1, 1);
+    for (int k = 0; k < 2; k++) {
+        be->ops->glu(be, &bt.view, &onet.view, &ot2.view, 17, (be_glu_kind)k);
+        ref_glu(big, ones, want2, 17, (be_glu_kind)k);
+        float *got = read_f32(&ot2.view, 17);
+        for (int i = 0; i < 17; i++)
+            CHECKF(isfinite(got[i]) && fabsf(got[i] - want2[i]) <= 1e-6f * fmaxf(1.0f, fabsf(big[i])), "glu %d gate %g: %g vs %g", k, big[i], got[i], want2[i]);
+        free(got);
+    }
+    be_tensor_free(bt.base); be_tensor_free(onet.base); be_tensor_free(ot2.base);
 }
 
 static void test_rope(backend *be) {
@@ -344,6 +362,6 @@ int main(void) {
     for (int a = 0; a < N_MM_TYPES; a++)
         printf("matmul %-5s worst rel err vs ref %.2e, SIMD vs scalar %.2e\n", qtype_get(mm_types[a])->name, worst_vs_ref[a], worst_vs_scalar[a]);
     for (int a = 0; a < N_MM_TYPES; a++)
-        for (int b = 0; b < 3; b++) for (int c = 0; c < 2; c++) free(scalar_results[a][b][c]);
+        for (int b = 0; b < N_MM_NTOK; b++) for (int c = 0; c < 2; c++) free(scalar_results[a][b][c]);
     return tu_finish();
 }
