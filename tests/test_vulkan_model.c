@@ -10,7 +10,7 @@
  * weights: the CPU also quantizes activations to 8 bits), and the top-1 must agree wherever
  * the CPU's top-1 leads the second by > 0.05 probability; then N_GEN greedy tokens: with
  * --greedy-exact they must be identical, otherwise identical up to the first step whose CPU
- * margin is < 0.05. Missing model files fail the test. */
+ * margin is < 0.05 (0.1 for the noisy gemma3 quants). Missing model files fail the test. */
 #include <math.h>
 #include "model.h"
 #include "tokenizer.h"
@@ -121,7 +121,7 @@ static int run(const char *path, backend *gpu, int ngl, int32_t *prompt, int *n_
 }
 
 /* ngl: -1 all layers on Vulkan, -2 the split (n_layer/2), N > 0 the last N layers. */
-static void test_model(backend *gpu, const char *path, int n_gen, double max_kl, bool exact, int ngl) {
+static void test_model(backend *gpu, const char *path, int n_gen, double max_kl, double greedy_margin, bool exact, int ngl) {
     const bool split = ngl != -1;
     FILE *f = fopen(path, "rb");
     CHECKF(f != NULL, "model %s missing", path);
@@ -150,7 +150,8 @@ static void test_model(backend *gpu, const char *path, int n_gen, double max_kl,
         CHECKF(st.kl_max < max_kl, "%s: KL max %g (limit %g)", path, st.kl_max, max_kl);
         CHECKF(st.top1_bad == 0 && st.top1_checked > 0, "%s: %d top-1 mismatches of %d", path, st.top1_bad, st.top1_checked);
         if (exact) CHECKF(same == n_gen, "%s: greedy continuation differs at %d", path, same);
-        else CHECKF(same == n_gen || mc[same] < 0.05, "%s: greedy differs at step %d with CPU margin %.3f", path, same, mc[same]);
+        else CHECKF(same == n_gen || mc[same] < greedy_margin, "%s: greedy differs at step %d with CPU margin %.3f (allowed below %.2f)",
+                    path, same, mc[same], greedy_margin);
     }
     free(lc); free(lv); free(gc); free(gv); free(mc);
 }
@@ -168,6 +169,10 @@ int main(int argc, char **argv) {
      * order; bf16 1e-3); quantized 2e-2, where the CPU's 8-bit activations differ from the
      * float activations Vulkan uses outside Q4_0/Q8_0; the 7-layer gemma3 quants 6e-2 (measured
      * all on Vulkan: q5_1 3.5e-2, q2_K 2.7e-2; like the real Gemma 3 270M's 4e-2). */
+    /* Greedy continuations must agree up to the first step whose CPU margin is below 0.05, or
+     * 0.1 for the two gemma3 quants: their measured KL between backends (up to 3.5e-2) moves
+     * probabilities by more than 0.05 (gemma3-tinyk-q2_K flips a 0.068 step after the CPU's
+     * GELU became vectorized; the flip goes either way with last-bit changes). */
     static const struct { const char *name; int n_gen; double max_kl; } defaults[] = {
         { "llama-tiny-f32", 8, 1e-4 }, { "llama2-tiny-f32", 8, 1e-4 }, { "llama-tiny-f16", 8, 1e-4 },
         { "llama-tiny-q4_0", 8, 2e-2 }, { "llama-tiny-q8_0", 8, 2e-2 }, { "llama-tinyk-q4_K", 8, 2e-2 },
@@ -182,7 +187,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--ngl") == 0 && i + 1 < argc) { ngl = atoi(argv[++i]); CHECKF(ngl > 0, "--ngl needs N > 0"); continue; }
         if (i + 2 >= argc) { CHECKF(0, "usage: [--split] [--greedy-exact] MODEL N_GEN MAX_KL triples"); break; }
         int n_gen = atoi(argv[i + 1]);
-        test_model(gpu, argv[i], n_gen > 0 ? n_gen : 8, atof(argv[i + 2]), exact, ngl);
+        test_model(gpu, argv[i], n_gen > 0 ? n_gen : 8, atof(argv[i + 2]), 0.05, exact, ngl);
         n_triples++;
         i += 2;
     }
@@ -191,7 +196,8 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
             char path[1024];
             snprintf(path, sizeof path, "%s/%s.gguf", dir ? dir : "test-models", defaults[i].name);
-            test_model(gpu, path, defaults[i].n_gen, defaults[i].max_kl, exact, ngl);
+            double gm = strncmp(defaults[i].name, "gemma3-tiny-q", 13) == 0 || strncmp(defaults[i].name, "gemma3-tinyk-q", 14) == 0 ? 0.1 : 0.05;
+            test_model(gpu, path, defaults[i].n_gen, defaults[i].max_kl, gm, exact, ngl);
         }
     CHECKF(vk_backend_error(gpu) == NULL, "%s", vk_backend_error(gpu));
     gpu->ops->destroy(gpu);
