@@ -161,16 +161,21 @@ static void decode_q3_K(const void *blk, kdecoded *o) {
     }
 }
 
+/* Q4_K/Q5_K: eight 6-bit (scale, min) pairs, each shared by two 16-element groups. */
+static void decode_k_scales_mins(const uint8_t *scales, kdecoded *o) {
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        kq_scale_min(j, scales, &sc, &m);
+        o->sc[2 * j] = o->sc[2 * j + 1] = sc;
+        o->m[2 * j] = o->m[2 * j + 1] = m;
+    }
+}
+
 static void decode_q4_K(const void *blk, kdecoded *o) {
     const block_q4_K *b = blk;
     o->d = fp16_to_fp32(b->d);
     o->dmin = fp16_to_fp32(b->dmin);
-    for (int j = 0; j < 8; j++) {
-        uint8_t sc, m;
-        kq_scale_min(j, b->scales, &sc, &m);
-        o->sc[2 * j] = o->sc[2 * j + 1] = sc;
-        o->m[2 * j] = o->m[2 * j + 1] = m;
-    }
+    decode_k_scales_mins(b->scales, o);
     for (int c = 0; c < 4; c++)
         for (int l = 0; l < 32; l++) {
             o->q[64 * c + l] = (int8_t)(b->qs[32 * c + l] & 0xF);
@@ -182,12 +187,7 @@ static void decode_q5_K(const void *blk, kdecoded *o) {
     const block_q5_K *b = blk;
     o->d = fp16_to_fp32(b->d);
     o->dmin = fp16_to_fp32(b->dmin);
-    for (int j = 0; j < 8; j++) {
-        uint8_t sc, m;
-        kq_scale_min(j, b->scales, &sc, &m);
-        o->sc[2 * j] = o->sc[2 * j + 1] = sc;
-        o->m[2 * j] = o->m[2 * j + 1] = m;
-    }
+    decode_k_scales_mins(b->scales, o);
     for (int c = 0; c < 4; c++)
         for (int l = 0; l < 32; l++) {
             o->q[64 * c + l] = (int8_t)((b->qs[32 * c + l] & 0xF) | (((b->qh[l] >> (2 * c)) & 1) << 4));
