@@ -33,14 +33,21 @@ KQ_INLINE __m256i kq_acc_scaled(__m256i sumi, __m256i u, const int8_t *y, __m256
     return KQ_DPWSSD(sumi, _mm256_maddubs_epi16(u, kq_load256(y)), scales);
 }
 
-KQ_INLINE void kq_q4_K_body(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
+/* Q4_K and Q5_K (q5: a fifth bit per weight in qh): eight 6-bit (scale, min) pairs per
+ * block; dot = d * dx * sum sc * (q . y) - dmin * dx * sum min * bsum. Both blocks start with
+ * d, dmin, scales[12]; has_qh is a compile-time constant at every call. */
+KQ_INLINE void kq_q45_K_body(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res, const bool has_qh) {
     __m256 acc[MM_MAX_TOK];
     for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const size_t block_bytes = has_qh ? sizeof(block_q5_K) : sizeof(block_q4_K);
     for (int64_t i = 0; i < n / QK_K; i++) {
-        const block_q4_K *b = (const block_q4_K *)w + i;
+        const uint8_t *blk = (const uint8_t *)w + (size_t)i * block_bytes;
+        const block_q4_K *b4 = (const block_q4_K *)(const void *)blk;
+        const block_q5_K *b5 = (const block_q5_K *)(const void *)blk;
+        const uint8_t *qs = has_qh ? b5->qs : b4->qs;
         uint32_t ut[4];
-        memcpy(ut, b->scales, 12);
+        memcpy(ut, b4->scales, 12);
         ut[3] = ((ut[2] >> 4) & 0x0f0f0f0fu) | (((ut[1] >> 6) & 0x03030303u) << 4);
         const uint32_t uaux = ut[1] & 0x3f3f3f3fu;
         ut[1] = (ut[2] & 0x0f0f0f0fu) | (((ut[0] >> 6) & 0x03030303u) << 4);
@@ -50,12 +57,18 @@ KQ_INLINE void kq_q4_K_body(int64_t n, const void *w, const void *x, size_t xs, 
         /* mins duplicated per 16-element sub-block, against bsums */
         const __m128i m8 = _mm_loadl_epi64((const __m128i *)(const void *)mn);
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-        const float d = kq_f16(b->d), dmin = kq_f16(b->dmin);
+        const float d = kq_f16(b4->d), dmin = kq_f16(b4->dmin);
+        __m256i hbits = has_qh ? kq_load256(b5->qh) : _mm256_setzero_si256();
         __m256i sumi[MM_MAX_TOK];
         for (int t = 0; t < NT; t++) sumi[t] = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
-            const __m256i q = kq_load256(b->qs + 32 * j);
-            const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            const __m256i q = kq_load256(qs + 32 * j);
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (has_qh) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hbits, one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 1), one), 4));
+                hbits = _mm256_srli_epi16(hbits, 2);
+            }
             const __m256i s_lo = _mm256_set1_epi16(sc[2 * j]), s_hi = _mm256_set1_epi16(sc[2 * j + 1]);
             for (int t = 0; t < NT; t++) {
                 const block_q8_K *y = (const block_q8_K *)KQ_ACT(x, xs, t) + i;
@@ -73,48 +86,12 @@ KQ_INLINE void kq_q4_K_body(int64_t n, const void *w, const void *x, size_t xs, 
     for (int t = 0; t < NT; t++) res[t] = kq_hsum(acc[t]);
 }
 
+KQ_INLINE void kq_q4_K_body(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
+    kq_q45_K_body(n, w, x, xs, NT, res, false);
+}
+
 KQ_INLINE void kq_q5_K_body(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
-    __m256 acc[MM_MAX_TOK];
-    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        const block_q5_K *b = (const block_q5_K *)w + i;
-        uint32_t ut[4];
-        memcpy(ut, b->scales, 12);
-        ut[3] = ((ut[2] >> 4) & 0x0f0f0f0fu) | (((ut[1] >> 6) & 0x03030303u) << 4);
-        const uint32_t uaux = ut[1] & 0x3f3f3f3fu;
-        ut[1] = (ut[2] & 0x0f0f0f0fu) | (((ut[0] >> 6) & 0x03030303u) << 4);
-        ut[2] = uaux;
-        ut[0] &= 0x3f3f3f3fu;
-        const uint8_t *sc = (const uint8_t *)ut, *mn = sc + 8;
-        const __m128i m8 = _mm_loadl_epi64((const __m128i *)(const void *)mn);
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-        const float d = kq_f16(b->d), dmin = kq_f16(b->dmin);
-        __m256i hbits = kq_load256(b->qh);
-        __m256i sumi[MM_MAX_TOK];
-        for (int t = 0; t < NT; t++) sumi[t] = _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++) {
-            const __m256i q = kq_load256(b->qs + 32 * j);
-            const __m256i h_lo = _mm256_slli_epi16(_mm256_and_si256(hbits, one), 4);
-            const __m256i h_hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 1), one), 4);
-            hbits = _mm256_srli_epi16(hbits, 2);
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), h_lo);
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), h_hi);
-            const __m256i s_lo = _mm256_set1_epi16(sc[2 * j]), s_hi = _mm256_set1_epi16(sc[2 * j + 1]);
-            for (int t = 0; t < NT; t++) {
-                const block_q8_K *y = (const block_q8_K *)KQ_ACT(x, xs, t) + i;
-                sumi[t] = kq_acc_scaled(sumi[t], lo, y->qs + 64 * j, s_lo);
-                sumi[t] = kq_acc_scaled(sumi[t], hi, y->qs + 64 * j + 32, s_hi);
-            }
-        }
-        for (int t = 0; t < NT; t++) {
-            const block_q8_K *y = (const block_q8_K *)KQ_ACT(x, xs, t) + i;
-            const __m256i pm = _mm256_madd_epi16(mins, kq_load256(y->bsums));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * y->d), _mm256_cvtepi32_ps(pm), acc[t]);
-        }
-    }
-    for (int t = 0; t < NT; t++) res[t] = kq_hsum(acc[t]);
+    kq_q45_K_body(n, w, x, xs, NT, res, true);
 }
 
 /* Q6_K: u = q + 32 in [0, 64); dot = d * dx * (sum sc * (u . y) - 32 * sum sc * bsum). */
