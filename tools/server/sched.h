@@ -1,0 +1,124 @@
+/* sched: the server's scheduler. Loads models on first use (through the store and the
+ * device layer) and keeps them for keep_alive; bounds the queue; runs num_parallel
+ * slots per model that share one model copy (each slot has its own KV cache), and
+ * batches the decode steps of every active slot into one forward pass per step
+ * (continuous batching, model_eval_multi). Requests block their HTTP thread; text is
+ * streamed through a callback called from the model's worker thread. */
+#ifndef ANVIL_SCHED_H
+#define ANVIL_SCHED_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "chat.h"
+#include "store.h"
+
+typedef struct {
+    int max_loaded;          /* ANVIL_MAX_LOADED_MODELS, default 3 */
+    int max_queue;           /* ANVIL_MAX_QUEUE, default 512: requests waiting for a slot */
+    int num_parallel;        /* ANVIL_NUM_PARALLEL, default 4: slots per model */
+    int64_t keep_alive_ms;   /* ANVIL_KEEP_ALIVE, default 5m; 0 unloads after each request; < 0 forever */
+    int context_length;      /* ANVIL_CONTEXT_LENGTH, per slot; 0 = the model's default (model_default_ctx) */
+    uint32_t kv_type;        /* ANVIL_KV_CACHE_TYPE f16|q8_0|f32 */
+    int n_threads;           /* ANVIL_NUM_THREADS, 0 = all */
+} sched_config;
+
+/* Defaults overridden by the environment; -1 + anv_last_error() naming a bad variable. */
+int sched_config_from_env(sched_config *c);
+/* Ollama's keep_alive syntax: a number of seconds, or a Go duration "5m", "1h30m", "-1",
+ * "0". -1 + error on anything else. */
+int sched_parse_duration_ms(const char *text, int64_t *out_ms);
+
+typedef struct sched sched;
+sched *sched_new(const sched_config *c, store *st);   /* st is borrowed */
+void sched_free(sched *s);                             /* finishes nothing: cancels and unloads */
+
+/* Called with each complete UTF-8 piece of the reply; return false to cancel (client gone). */
+typedef bool (*sched_text_fn)(const char *text, int len, void *user);
+
+typedef struct {
+    const char *model;              /* store name or GGUF path */
+    const char *prompt;             /* /api/generate, /v1/completions: prompt text */
+    const chat_message *messages;   /* /api/chat, /v1/chat/completions (prompt must be NULL) */
+    int n_messages;
+    const char *system;             /* overrides the model's SYSTEM; NULL = model's */
+    const char *template_go;        /* overrides the model's TEMPLATE; NULL = model's */
+    bool raw;                       /* prompt as is, no template */
+    const int32_t *context;         /* /api/generate "context": tokens before the prompt */
+    int n_context;
+    const void *options;            /* cJSON object: the request's options map (NULL = none);
+                                       the OpenAI layer maps its fields into such a map */
+    const char *format;             /* NULL, "json" (any object) or JSON schema text */
+    int64_t keep_alive_ms;          /* used when keep_alive_set */
+    bool keep_alive_set;
+    bool want_context;              /* return the token context (Ollama's "context") */
+    sched_text_fn on_text;
+    void *user;
+} sched_gen_request;
+
+typedef struct {
+    int status;                     /* 0 on success, else the HTTP status: 400 404 500 503 */
+    char error[512];                /* one line */
+    const char *done_reason;        /* "stop", "length", "load", "unload" */
+    int prompt_eval_count, eval_count;
+    int64_t total_ns, load_ns, prompt_eval_ns, eval_ns;
+    int32_t *context;               /* malloc'd (want_context), n_context tokens */
+    int n_context;
+    char model[256];                /* the display name */
+} sched_result;
+
+/* Blocks until the request is finished, cancelled or failed. A request with neither a
+ * prompt nor messages (or an empty prompt) only loads the model (done_reason "load"),
+ * or unloads it when keep_alive is 0 ("unload"). Returns 0 or -1 (res->status, error). */
+int sched_generate(sched *s, const sched_gen_request *r, sched_result *res);
+void sched_result_clear(sched_result *res);
+
+typedef struct {
+    const char *model;
+    const char *const *inputs;      /* n_inputs texts */
+    int n_inputs;
+    bool truncate;                  /* cut inputs longer than the context (else an error) */
+    int dimensions;                 /* 0 = full; else the first N, renormalised */
+    const void *options;            /* cJSON options map or NULL */
+    int64_t keep_alive_ms;
+    bool keep_alive_set;
+} sched_embed_request;
+
+typedef struct {
+    int status;
+    char error[512];
+    float *embeddings;              /* n_inputs x dim, L2-normalised, malloc'd */
+    int n, dim;
+    int prompt_eval_count;
+    int64_t total_ns, load_ns;
+    char model[256];
+} sched_embed_result;
+
+/* Mean-pooled, L2-normalised final hidden states (model_embed). */
+int sched_embed(sched *s, const sched_embed_request *r, sched_embed_result *res);
+void sched_embed_result_clear(sched_embed_result *res);
+
+typedef struct {
+    char name[256];
+    char digest[DIGEST_STR_LEN + 1];     /* model layer digest, "" for a path */
+    char arch[64];
+    uint64_t size;                  /* bytes: weights + KV caches + scratch, all devices */
+    uint64_t size_vram;             /* of which on GPUs */
+    int64_t expires_at_ms;          /* Unix ms; 0 = never; -1 = stopping */
+    int context_length;             /* per slot */
+    int n_active;                   /* requests running now */
+} sched_loaded;
+
+int sched_ps(sched *s, sched_loaded **out, int *n_out);   /* malloc'd array */
+/* Unloads now (after its running requests finish); -1 + 404 error if not loaded. */
+int sched_stop(sched *s, const char *model);
+
+typedef struct {
+    uint64_t requests_total, requests_failed, requests_rejected_queue_full;
+    uint64_t prompt_tokens_total, generated_tokens_total;
+    double generate_seconds_total;  /* wall time spent in decode steps */
+    int queue_length;               /* waiting for a slot now */
+    int n_loaded;
+    uint64_t bytes_cpu, bytes_gpu;  /* of the loaded models */
+    uint64_t batched_steps_total, batched_tokens_total; /* forward passes with >1 sequence */
+} sched_metrics;
+void sched_get_metrics(sched *s, sched_metrics *m);
+#endif
