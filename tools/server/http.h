@@ -44,6 +44,8 @@ typedef struct {
     size_t max_body;        /* bytes, default 8 MiB (blob uploads stream to disk, exempt) */
     const char *origins;    /* ANVIL_ORIGINS, comma separated, added to Ollama's defaults */
     const char *api_key;    /* ANVIL_API_KEY: require "Authorization: Bearer <key>" */
+    /* Called after every request (metrics): route path as matched, status, seconds. */
+    void (*on_done)(void *app, const char *method, const char *route, int status, double seconds);
 } http_config;
 
 typedef struct http_server http_server;
