@@ -23,35 +23,49 @@ typedef struct {
     be_tensor *logits;           /* [logit_rows][n_vocab], only on the output backend */
 } scratch;
 
-struct model_ctx {
-    model *m;
-    int n_ctx, n_past, n_batch, logit_rows;
-    uint32_t kv_type;
-    be_tensor **k_cache, **v_cache;   /* per layer, on the layer's backend */
+/* The activations of one forward pass: owned by one context, borrowed by the contexts
+ * created with model_ctx_new_shared (server slots batched together). */
+typedef struct {
+    int n_batch, logit_rows;
     scratch sc[MAX_BACKENDS];
     int n_sc;
     float *host_x;                    /* staging for crossing backends [n_batch][n_embd] */
+} scratch_set;
+
+struct model_ctx {
+    model *m;
+    int n_ctx, n_past;
+    uint32_t kv_type;
+    be_tensor **k_cache, **v_cache;   /* per layer, on the layer's backend */
+    scratch_set own;                  /* used unless shared != NULL */
+    scratch_set *ss;                  /* &own, or the parent's */
     int32_t *history;                 /* the tokens whose K/V are in the cache [n_ctx] */
 };
+
+/* One sequence of a batch: its context and its rows [row0, row0 + n) of the activations. */
+typedef struct {
+    model_ctx *c;
+    int row0, n;
+} seq_span;
 
 static void free_scratch(scratch *s) {
     be_tensor *ts[] = {s->x, s->xn, s->tmp, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
 }
 
-static scratch *scratch_for(model_ctx *c, backend *be) {
-    for (int i = 0; i < c->n_sc; i++)
-        if (c->sc[i].be == be) return &c->sc[i];
+static scratch *scratch_for(scratch_set *ss, backend *be) {
+    for (int i = 0; i < ss->n_sc; i++)
+        if (ss->sc[i].be == be) return &ss->sc[i];
     return NULL;
 }
 
-static int add_scratch(model_ctx *c, backend *be, bool with_logits) {
-    const model_hparams *hp = &c->m->hp;
-    scratch *s = scratch_for(c, be);
+static int add_scratch(scratch_set *ss, const model *m, backend *be, bool with_logits) {
+    const model_hparams *hp = &m->hp;
+    scratch *s = scratch_for(ss, be);
     if (!s) {
-        s = &c->sc[c->n_sc++];
+        s = &ss->sc[ss->n_sc++];
         s->be = be;
-        const int nb = c->n_batch;
+        const int nb = ss->n_batch;
         const int64_t qd = (int64_t)hp->n_head * hp->head_dim_k, kvd = (int64_t)hp->n_head_kv * hp->head_dim_k;
         s->x = be_tensor_new(be, QT_F32, hp->n_embd, nb);
         s->xn = be_tensor_new(be, QT_F32, hp->n_embd, nb);
@@ -65,13 +79,32 @@ static int add_scratch(model_ctx *c, backend *be, bool with_logits) {
         if (!s->x || !s->xn || !s->tmp || !s->q || !s->k || !s->v || !s->att || !s->gate || !s->up) return -1;
     }
     if (with_logits && !s->logits) {
-        s->logits = be_tensor_new(be, QT_F32, hp->n_vocab, c->logit_rows);
+        s->logits = be_tensor_new(be, QT_F32, hp->n_vocab, ss->logit_rows);
         if (!s->logits) return -1;
     }
     return 0;
 }
 
-model_ctx *model_ctx_new(model *m, int n_ctx, uint32_t kv_type) {
+static int scratch_set_init(scratch_set *ss, model *m, int n_batch) {
+    const model_hparams *hp = &m->hp;
+    ss->n_batch = n_batch;
+    int64_t lr = LOGITS_SCRATCH_BYTES / ((int64_t)hp->n_vocab * 4);
+    ss->logit_rows = (int)(lr < 1 ? 1 : lr > n_batch ? n_batch : lr);
+    ss->host_x = malloc((size_t)n_batch * hp->n_embd * sizeof(float));
+    if (!ss->host_x) { anv_set_error("out of memory"); return -1; }
+    for (int il = 0; il < hp->n_layer; il++)
+        if (add_scratch(ss, m, m->layers[il].be, false) != 0) return -1;
+    if (add_scratch(ss, m, m->cpu, false) != 0) return -1;  /* embeddings are looked up on the CPU */
+    if (add_scratch(ss, m, m->out_be, true) != 0) return -1;
+    return 0;
+}
+
+static void scratch_set_free(scratch_set *ss) {
+    for (int i = 0; i < ss->n_sc; i++) free_scratch(&ss->sc[i]);
+    free(ss->host_x);
+}
+
+static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *parent) {
     const model_hparams *hp = &m->hp;
     if (n_ctx <= 0) n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
     if (kv_type != QT_F16 && kv_type != QT_F32 && kv_type != QT_Q8_0) {
@@ -88,28 +121,35 @@ model_ctx *model_ctx_new(model *m, int n_ctx, uint32_t kv_type) {
     c->m = m;
     c->n_ctx = n_ctx;
     c->kv_type = kv_type;
-    c->n_batch = n_ctx < 512 ? n_ctx : 512;
-    int64_t lr = LOGITS_SCRATCH_BYTES / ((int64_t)hp->n_vocab * 4);
-    c->logit_rows = (int)(lr < 1 ? 1 : lr > c->n_batch ? c->n_batch : lr);
     c->k_cache = calloc((size_t)hp->n_layer, sizeof *c->k_cache);
     c->v_cache = calloc((size_t)hp->n_layer, sizeof *c->v_cache);
-    c->host_x = malloc((size_t)c->n_batch * hp->n_embd * sizeof(float));
     c->history = malloc((size_t)n_ctx * sizeof(int32_t));
-    if (!c->k_cache || !c->v_cache || !c->host_x || !c->history) { anv_set_error("out of memory"); goto fail; }
+    if (!c->k_cache || !c->v_cache || !c->history) { anv_set_error("out of memory"); goto fail; }
     for (int il = 0; il < hp->n_layer; il++) {
         backend *be = m->layers[il].be;
         c->k_cache[il] = be_tensor_new(be, kv_type, kvd, n_ctx);
         c->v_cache[il] = be_tensor_new(be, kv_type, kvd, n_ctx);
         if (!c->k_cache[il] || !c->v_cache[il]) goto fail;
-        if (add_scratch(c, be, false) != 0) goto fail;
     }
-    if (add_scratch(c, m->cpu, false) != 0) goto fail;  /* embeddings are looked up on the CPU */
-    if (add_scratch(c, m->out_be, true) != 0) goto fail;
+    if (parent) {
+        c->ss = parent->ss;
+    } else {
+        c->ss = &c->own;
+        if (scratch_set_init(&c->own, m, n_ctx < 512 ? n_ctx : 512) != 0) goto fail;
+    }
     return c;
 fail:
     model_ctx_free(c);
     return NULL;
 }
+
+model_ctx *model_ctx_new(model *m, int n_ctx, uint32_t kv_type) { return ctx_new(m, n_ctx, kv_type, NULL); }
+
+model_ctx *model_ctx_new_shared(model_ctx *parent, int n_ctx, uint32_t kv_type) {
+    return ctx_new(parent->m, n_ctx, kv_type, parent);
+}
+
+int model_ctx_n_batch(const model_ctx *c) { return c->ss->n_batch; }
 
 void model_ctx_free(model_ctx *c) {
     if (!c) return;
@@ -119,8 +159,7 @@ void model_ctx_free(model_ctx *c) {
     }
     free(c->k_cache);
     free(c->v_cache);
-    for (int i = 0; i < c->n_sc; i++) free_scratch(&c->sc[i]);
-    free(c->host_x);
+    scratch_set_free(&c->own);
     free(c->history);
     free(c);
 }
@@ -135,14 +174,13 @@ void model_ctx_truncate(model_ctx *c, int n) {
 }
 
 /* Moves the first n rows of the residual stream from one backend's scratch to another's. */
-static void cross(model_ctx *c, scratch *from, scratch *to, int n) {
-    size_t bytes = (size_t)n * c->m->hp.n_embd * sizeof(float);
-    be_download(from->x, 0, c->host_x, bytes);
-    be_upload(to->x, 0, c->host_x, bytes);
+static void cross(scratch_set *ss, const model *m, scratch *from, scratch *to, int n) {
+    size_t bytes = (size_t)n * m->hp.n_embd * sizeof(float);
+    be_download(from->x, 0, ss->host_x, bytes);
+    be_upload(to->x, 0, ss->host_x, bytes);
 }
 
-static void run_layer(model_ctx *c, int il, scratch *s, int nt, int pos0) {
-    const model *m = c->m;
+static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span *seqs, int n_seq) {
     const model_hparams *hp = &m->hp;
     const model_layer *L = &m->layers[il];
     backend *be = s->be;
@@ -172,15 +210,27 @@ static void run_layer(model_ctx *c, int il, scratch *s, int nt, int pos0) {
         .freq_scale = swa ? 1.0f : hp->rope_scale,
         .freq_factors = be == m->cpu ? m->rope_freqs : m->rope_freqs_gpu,
     };
-    op->rope(be, s->q, nt, hp->n_head, hd, pos0, &rp);
-    op->rope(be, s->k, nt, hp->n_head_kv, hd, pos0, &rp);
-    op->store_rows(be, s->k, c->k_cache[il], pos0, nt);
-    op->store_rows(be, s->v, c->v_cache[il], pos0, nt);
-    be_attn_params ap = {
-        .n_tok = nt, .pos0 = pos0, .n_head = hp->n_head, .n_kv_head = hp->n_head_kv, .head_dim = hd,
-        .scale = hp->attn_scale, .window = swa ? hp->swa_window : 0, .softcap = 0,
-    };
-    op->attention(be, s->q, c->k_cache[il], c->v_cache[il], s->att, &ap);
+    /* Position-dependent part, per sequence: each has its own positions and KV cache. */
+    for (int si = 0; si < n_seq; si++) {
+        const seq_span *sq = &seqs[si];
+        const int pos0 = sq->c->n_past;
+        be_tensor q = *s->q, k = *s->k, v = *s->v, att = *s->att;
+        if (n_seq > 1) {
+            q = be_view_rows(s->q, sq->row0, sq->n);
+            k = be_view_rows(s->k, sq->row0, sq->n);
+            v = be_view_rows(s->v, sq->row0, sq->n);
+            att = be_view_rows(s->att, sq->row0, sq->n);
+        }
+        op->rope(be, &q, sq->n, hp->n_head, hd, pos0, &rp);
+        op->rope(be, &k, sq->n, hp->n_head_kv, hd, pos0, &rp);
+        op->store_rows(be, &k, sq->c->k_cache[il], pos0, sq->n);
+        op->store_rows(be, &v, sq->c->v_cache[il], pos0, sq->n);
+        be_attn_params ap = {
+            .n_tok = sq->n, .pos0 = pos0, .n_head = hp->n_head, .n_kv_head = hp->n_head_kv, .head_dim = hd,
+            .scale = hp->attn_scale, .window = swa ? hp->swa_window : 0, .softcap = 0,
+        };
+        op->attention(be, &q, sq->c->k_cache[il], sq->c->v_cache[il], &att, &ap);
+    }
     if (L->post_attn_norm) {
         op->matmul(be, L->wo, s->att, s->tmp, nt, false);
         op->rms_norm(be, s->tmp, L->post_attn_norm, s->tmp, nt, e, hp->norm_eps);
@@ -203,14 +253,13 @@ static void run_layer(model_ctx *c, int il, scratch *s, int nt, int pos0) {
     }
 }
 
-/* Final norm + output head for rows [row0, row0+n) of the residual stream; logits to host. */
-static void run_output(model_ctx *c, scratch *s, int row0, int n, float *dst) {
-    const model *m = c->m;
+/* Final norm + output head for rows [row0, row0+n) of src; logits to host. */
+static void run_output(scratch_set *ss, const model *m, scratch *s, const be_tensor *src, int row0, int n, float *dst) {
     const model_hparams *hp = &m->hp;
     backend *be = s->be;
-    for (int r = 0; r < n; r += c->logit_rows) {
-        int nr = n - r < c->logit_rows ? n - r : c->logit_rows;
-        be_tensor xin = be_view_rows(s->x, row0 + r, nr);
+    for (int r = 0; r < n; r += ss->logit_rows) {
+        int nr = n - r < ss->logit_rows ? n - r : ss->logit_rows;
+        be_tensor xin = be_view_rows(src, row0 + r, nr);
         be_tensor xn = be_view_rows(s->xn, 0, nr);
         be->ops->rms_norm(be, &xin, m->output_norm, &xn, nr, hp->n_embd, hp->norm_eps);
         be->ops->matmul(be, m->output, &xn, s->logits, nr, false);
@@ -222,8 +271,14 @@ static void run_output(model_ctx *c, scratch *s, int row0, int n, float *dst) {
     }
 }
 
-static int eval_batch(model_ctx *c, const int32_t *tokens, int nt, float *logits, bool all_logits) {
-    model *m = c->m;
+/* What a forward pass returns besides advancing the caches. */
+typedef enum { OUT_NONE, OUT_LAST_LOGITS, OUT_ALL_LOGITS, OUT_EMBD_SUM } out_kind;
+
+/* One forward pass over nt tokens split into n_seq sequences (consecutive rows). OUT_LAST_LOGITS
+ * gives one row per sequence; OUT_ALL_LOGITS every row (single sequence); OUT_EMBD_SUM adds
+ * the final-normed hidden state of every row to out[n_embd]. */
+static int forward(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, const int32_t *tokens,
+                   int nt, out_kind kind, float *out) {
     const model_hparams *hp = &m->hp;
     for (int i = 0; i < nt; i++) {
         if (tokens[i] < 0 || tokens[i] >= hp->n_vocab) {
@@ -231,47 +286,118 @@ static int eval_batch(model_ctx *c, const int32_t *tokens, int nt, float *logits
             return -1;
         }
     }
-    const int pos0 = c->n_past;
-    scratch *cur = scratch_for(c, m->cpu);
+    scratch *cur = scratch_for(ss, m->cpu);
     m->cpu->ops->get_rows(m->cpu, m->tok_embd, tokens, nt, cur->x);
     if (hp->embd_scale) m->cpu->ops->scale(m->cpu, cur->x, (int64_t)nt * hp->n_embd, sqrtf((float)hp->n_embd));
     for (int il = 0; il < hp->n_layer; il++) {
-        scratch *s = scratch_for(c, m->layers[il].be);
-        if (s != cur) { cross(c, cur, s, nt); cur = s; }
-        run_layer(c, il, s, nt, pos0);
+        scratch *s = scratch_for(ss, m->layers[il].be);
+        if (s != cur) { cross(ss, m, cur, s, nt); cur = s; }
+        run_layer(m, il, s, nt, seqs, n_seq);
     }
-    scratch *so = scratch_for(c, m->out_be);
-    if (so != cur) { cross(c, cur, so, nt); cur = so; }
-    if (logits) {
-        if (all_logits) run_output(c, so, 0, nt, logits);
-        else run_output(c, so, nt - 1, 1, logits);
-    } else {
-        be_sync(so->be);
+    scratch *so = scratch_for(ss, m->out_be);
+    if (so != cur) { cross(ss, m, cur, so, nt); cur = so; }
+    backend *be = so->be;
+    switch (kind) {
+    case OUT_NONE: be_sync(be); break;
+    case OUT_ALL_LOGITS: run_output(ss, m, so, so->x, 0, nt, out); break;
+    case OUT_LAST_LOGITS:
+        if (n_seq == 1 || nt == n_seq) {   /* the last rows are already consecutive */
+            run_output(ss, m, so, so->x, nt - n_seq, n_seq, out);
+        } else {                           /* gather each sequence's last row */
+            for (int i = 0; i < n_seq; i++) {
+                be_tensor row = be_view_rows(so->x, seqs[i].row0 + seqs[i].n - 1, 1);
+                be->ops->store_rows(be, &row, so->tmp, i, 1);
+            }
+            run_output(ss, m, so, so->tmp, 0, n_seq, out);
+        }
+        break;
+    case OUT_EMBD_SUM: {
+        be->ops->rms_norm(be, so->x, m->output_norm, so->xn, nt, hp->n_embd, hp->norm_eps);
+        be_download(so->xn, 0, ss->host_x, (size_t)nt * hp->n_embd * sizeof(float));
+        for (int t = 0; t < nt; t++)
+            for (int e = 0; e < hp->n_embd; e++) out[e] += ss->host_x[(size_t)t * hp->n_embd + e];
+        break;
     }
-    memcpy(c->history + c->n_past, tokens, (size_t)nt * sizeof(int32_t));
-    c->n_past += nt;
+    }
+    for (int i = 0; i < n_seq; i++) {
+        model_ctx *c = seqs[i].c;
+        memcpy(c->history + c->n_past, tokens + seqs[i].row0, (size_t)seqs[i].n * sizeof(int32_t));
+        c->n_past += seqs[i].n;
+    }
+    /* ops cannot return errors: each backend keeps the first one */
+    for (int b = 0; b < ss->n_sc; b++) {
+        const char *err = ss->sc[b].be->ops->error(ss->sc[b].be);
+        if (err) { anv_set_error("%s", err); return -1; }
+    }
     return 0;
 }
 
-int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool all_logits) {
+static int check_room(const model_ctx *c, int n) {
     if (n <= 0) { anv_set_error("nothing to evaluate"); return -1; }
     if (c->n_past + n > c->n_ctx) {
         anv_set_error("context is full: %d tokens in the cache + %d new > context size %d", c->n_past, n, c->n_ctx);
         return -1;
     }
+    return 0;
+}
+
+int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool all_logits) {
+    if (check_room(c, n) != 0) return -1;
     const size_t n_vocab = (size_t)c->m->hp.n_vocab;
-    for (int i = 0; i < n; i += c->n_batch) {
-        int nt = n - i < c->n_batch ? n - i : c->n_batch;
+    for (int i = 0; i < n; i += c->ss->n_batch) {
+        int nt = n - i < c->ss->n_batch ? n - i : c->ss->n_batch;
         bool last = i + nt == n;
+        seq_span sq = {c, 0, nt};
+        out_kind kind = OUT_NONE;
         float *dst = NULL;
-        if (all_logits) dst = logits + (size_t)i * n_vocab;
-        else if (last) dst = logits;
-        if (eval_batch(c, tokens + i, nt, dst, all_logits) != 0) return -1;
-        /* ops cannot return errors: each backend keeps the first one */
-        for (int b = 0; b < c->n_sc; b++) {
-            const char *err = c->sc[b].be->ops->error(c->sc[b].be);
-            if (err) { anv_set_error("%s", err); return -1; }
-        }
+        if (all_logits && logits) { kind = OUT_ALL_LOGITS; dst = logits + (size_t)i * n_vocab; }
+        else if (last && logits) { kind = OUT_LAST_LOGITS; dst = logits; }
+        if (forward(c->ss, c->m, &sq, 1, tokens + i, nt, kind, dst) != 0) return -1;
     }
+    return 0;
+}
+
+int model_eval_multi(model_ctx *const *ctxs, const int32_t *const *tokens, const int *n_tokens,
+                     int n_seq, float *logits) {
+    if (n_seq <= 0) { anv_set_error("nothing to evaluate"); return -1; }
+    scratch_set *ss = ctxs[0]->ss;
+    model *m = ctxs[0]->m;
+    int total = 0;
+    for (int i = 0; i < n_seq; i++) {
+        if (ctxs[i]->ss != ss) { anv_set_error("model_eval_multi: contexts do not share one scratch"); return -1; }
+        for (int j = 0; j < i; j++)
+            if (ctxs[j] == ctxs[i]) { anv_set_error("model_eval_multi: a context appears twice"); return -1; }
+        if (check_room(ctxs[i], n_tokens[i]) != 0) return -1;
+        total += n_tokens[i];
+    }
+    if (total > ss->n_batch) {
+        anv_set_error("model_eval_multi: %d tokens exceed the batch size %d", total, ss->n_batch);
+        return -1;
+    }
+    seq_span *seqs = malloc((size_t)n_seq * sizeof *seqs);
+    int32_t *all = malloc((size_t)total * sizeof *all);
+    if (!seqs || !all) { free(seqs); free(all); anv_set_error("out of memory"); return -1; }
+    int row = 0;
+    for (int i = 0; i < n_seq; i++) {
+        seqs[i] = (seq_span){ctxs[i], row, n_tokens[i]};
+        memcpy(all + row, tokens[i], (size_t)n_tokens[i] * sizeof *all);
+        row += n_tokens[i];
+    }
+    int rc = forward(ss, m, seqs, n_seq, all, total, logits ? OUT_LAST_LOGITS : OUT_NONE, logits);
+    free(seqs);
+    free(all);
+    return rc;
+}
+
+int model_embed(model_ctx *c, const int32_t *tokens, int n, float *out) {
+    if (check_room(c, n) != 0) return -1;
+    const int n_embd = c->m->hp.n_embd;
+    memset(out, 0, (size_t)n_embd * sizeof *out);
+    for (int i = 0; i < n; i += c->ss->n_batch) {
+        int nt = n - i < c->ss->n_batch ? n - i : c->ss->n_batch;
+        seq_span sq = {c, 0, nt};
+        if (forward(c->ss, c->m, &sq, 1, tokens + i, nt, OUT_EMBD_SUM, out) != 0) return -1;
+    }
+    for (int e = 0; e < n_embd; e++) out[e] /= (float)n;
     return 0;
 }
