@@ -59,6 +59,7 @@ static void test_model(const char *path, backend *gpu, double tol) {
     model *m = load(path, gpu);
     CHECKF(m != NULL, "%s", path);
     if (!m) return;
+    if (gpu) CHECKF(m->layers[0].be == gpu && m->out_be == gpu, "%s: not placed on the GPU", path);
     const int V = m->hp.n_vocab;
     uint64_t seed = 1234;
     int32_t prompts[N_SEQ][16];
