@@ -389,7 +389,10 @@ int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t 
         return -1;
     }
     if (n_tok == 0 || rows == 0) return 0;
-    mm_job j = {.dot = k->dot[wtype], .dot4 = n_tok > 1 && k->dot4_nt[wtype] > 0 ? k->dot4[wtype] : NULL, .dot4_nt = k->dot4_nt[wtype], .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
+    /* Up to MM_MAX_TOK tokens (decode steps of a few batched sequences: memory-bound) one
+     * sequential weight stream with the tokens in registers beats four interleaved rows. */
+    const bool rows4 = n_tok > 2 * MM_MAX_TOK && k->dot4_nt[wtype] > 0;
+    mm_job j = {.dot = k->dot[wtype], .dot4 = rows4 ? k->dot4[wtype] : NULL, .dot4_nt = k->dot4_nt[wtype], .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
                 .x = x, .out = out, .n_tok = n_tok, .accumulate = accumulate};
     const act_kind a = k->act[wtype];
     if (a != ACT_F32) {
@@ -397,8 +400,11 @@ int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t 
         j.xq_rb = mm_act_row_bytes(a, cols);
         j.xq = cpu_scratch(c, j.xq_rb * (size_t)n_tok);
         if (!j.xq) return -1;
-        if (n_tok == 1) mm_quant_chunk(&j, 0, 0);
-        else tp_run(c->tp, mm_quant_chunk, &j, n_tok);
+        if (n_tok <= MM_MAX_TOK) {   /* a few rows: waking the pool costs more than it saves */
+            for (int t = 0; t < n_tok; t++) mm_quant_chunk(&j, t, 0);
+        } else {
+            tp_run(c->tp, mm_quant_chunk, &j, n_tok);
+        }
     }
     /* ~8 chunks per thread (whole row tiles): enough to rebalance when a thread is slow or
      * descheduled, few enough that claiming them costs nothing. */
