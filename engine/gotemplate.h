@@ -2,9 +2,11 @@
  * TEMPLATE from a Modelfile or an Ollama manifest renders as Ollama renders it:
  * {{ .System }} {{ .Prompt }} {{ .Response }}, {{ if }}/{{ else if }}/{{ else }}/{{ end }},
  * {{ range .Messages }} / {{ range $i, $m := .Messages }} with .Role .Content, $.System,
- * {{- and -}} whitespace trimming, comparison helpers (eq, ne, and, or, not, len, slice,
- * index), {{ $var := ... }}, string literals. Anything else is a parse error naming the
- * construct and its position, never a wrong rendering. */
+ * {{- and -}} whitespace trimming, comparison helpers (eq, ne, lt, le, gt, ge, and, or,
+ * not, len, slice, index, print, println, Ollama's json for scalars), {{ with }},
+ * {{ break }}/{{ continue }}, {{ $var := ... }} / {{ $var = ... }}, string and integer
+ * literals, pipelines (a | f). Anything else is an error naming the construct and its
+ * position (line, column, byte offset), never a wrong rendering. */
 #ifndef ANVIL_GOTEMPLATE_H
 #define ANVIL_GOTEMPLATE_H
 #include <stdbool.h>
@@ -17,14 +19,25 @@ void gotmpl_free(gotmpl *t);
 /* True if the template ranges over .Messages (else Ollama renders turn by turn). */
 bool gotmpl_uses_messages(const gotmpl *t);
 
+/* The data is Ollama's map: with messages != NULL (n_messages may be 0) it holds System,
+ * Messages, Tools (always empty), Response, Think, IsThinkSet, Query, Document,
+ * Instruction (""); with messages == NULL (per-turn rendering) System, Prompt, Response,
+ * Think, IsThinkSet. A key that is absent prints "<no value>" and is false, as in Ollama
+ * (missingkey=zero on a map[string]any). A message has Role, Content, Thinking (""),
+ * ToolName (""), Images and ToolCalls (empty). */
 typedef struct {
     const char *system;             /* .System ("" when none) */
     const char *prompt;             /* .Prompt */
     const char *response;           /* .Response */
     const chat_message *messages;   /* .Messages (role, content) */
     int n_messages;
+    bool think, is_think_set;       /* .Think, .IsThinkSet */
 } gotmpl_vars;
 
 /* malloc'd text, or NULL + anv_last_error() (e.g. a field that does not exist). */
 char *gotmpl_render(const gotmpl *t, const gotmpl_vars *v);
+/* Renders the template with everything after its first {{ .Response }} removed (and
+ * {{ .Response }} appended first to templates that use neither .Response nor .Messages),
+ * the way Ollama renders the last turn of a per-turn template. */
+char *gotmpl_render_last_turn(const gotmpl *t, const gotmpl_vars *v);
 #endif

@@ -34,7 +34,9 @@ void pull_opts_default(pull_opts *o);
 /* Pulls name into s. 0, or -1 + anv_last_error(): one line naming the model and the
  * cause ("model 'x' not found in registry 127.0.0.1:8080", "digest mismatch for layer
  * sha256:..., removed", "connection failed: ..."). Nothing is written to the manifest
- * unless every blob verified. Environment: ANVIL_HF_ENDPOINT (default https://huggingface.co)
- * for hf.co names, ANVIL_REGISTRY_INSECURE=1 like insecure. */
+ * unless every blob verified. Environment: ANVIL_HF_ENDPOINT (default https://<the name's
+ * host>, i.e. https://hf.co) for hf.co and huggingface.co names, ANVIL_REGISTRY_INSECURE=1
+ * like insecure; for tests ANVIL_PULL_PART_SIZE (smallest Range part, default 100 MB),
+ * ANVIL_PULL_RETRY_BASE_MS (first backoff, default 1000), ANVIL_PULL_STALL_S (default 30). */
 int store_pull(store *s, const char *name, const pull_opts *o);
 #endif

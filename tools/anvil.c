@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "server/api.h" /* cmd_serve */
 
 static void usage(FILE *out) {
     fputs("usage: anvil COMMAND [ARGS]\n\n"
@@ -15,7 +16,15 @@ static void usage(FILE *out) {
           "  bench MODEL [...]      prompt-processing and generation speed (llama-bench flags)\n"
           "  devices [--json]       every device through every backend, and which ones are used\n"
           "  doctor                 checks the GPU stack and explains what to fix\n"
-          "\nMODEL is a path to a GGUF file. 'anvil COMMAND --help' for the options.\n",
+          "  ps                     models a running server has loaded (CPU/GPU, context, until)\n"
+          "  stop MODEL             unload a model from the running server now\n"
+          "  list, ls               models in the store (and, read-only, in Ollama's)\n"
+          "  create NAME -f FILE    make a model from a Modelfile (-q TYPE to re-quantize)\n"
+          "  cp SRC DST             copy a model under a new name\n"
+          "  rm NAME...             remove models (and their blobs no other model uses)\n"
+          "  pull NAME              download a model from a registry (Ollama's, hf.co/...)\n"
+          "  serve                  the Ollama- and OpenAI-compatible HTTP server (127.0.0.1:11434)\n"
+          "\nMODEL is a model name (gemma3:270m, user/model:tag) or a path to a GGUF file. 'anvil COMMAND --help' for the options.\n",
           out);
 }
 
@@ -26,6 +35,9 @@ int main(int argc, char **argv) {
         {"run", cmd_run}, {"show", cmd_show}, {"eval", cmd_eval},
         {"perplexity", cmd_perplexity}, {"quantize", cmd_quantize},
         {"devices", cmd_devices}, {"doctor", cmd_doctor}, {"bench", cmd_bench},
+        {"ps", cmd_ps}, {"stop", cmd_stop},
+        {"list", cmd_list}, {"ls", cmd_list}, {"rm", cmd_rm}, {"cp", cmd_cp}, {"create", cmd_create},
+        {"pull", cmd_pull}, {"serve", cmd_serve},
     };
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

@@ -1,4 +1,5 @@
-/* cli: shared option parsing and model loading for the anvil subcommands. */
+/* cli: shared option parsing and model loading (by path or store name) for the anvil
+ * subcommands. */
 #include "cli.h"
 
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include "error.h"
 #include "model_place.h"
 #include "quant.h"
+#include "store.h"
 
 double cli_now(void) {
     struct timespec ts;
@@ -49,9 +51,9 @@ void cli_model_opts_default(cli_model_opts *o) {
 
 bool cli_parse_model_opt(cli_model_opts *o, int argc, char **argv, int *i) {
     const char *a = argv[*i];
-    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o->n_threads = cli_int(a, cli_value(argc, argv, i), 1, 1024);
-    else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) o->n_ctx = cli_int(a, cli_value(argc, argv, i), 1, 1 << 24);
-    else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) o->n_gpu_layers = cli_int(a, cli_value(argc, argv, i), -1, 100000);
+    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o->n_threads = cli_int(a, cli_value(argc, argv, i), 1, 1024), o->n_threads_set = true;
+    else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) o->n_ctx = cli_int(a, cli_value(argc, argv, i), 1, 1 << 24), o->n_ctx_set = true;
+    else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) o->n_gpu_layers = cli_int(a, cli_value(argc, argv, i), -1, 100000), o->n_gpu_layers_set = true;
     else if (!strcmp(a, "--kv-type")) {
         const char *v = cli_value(argc, argv, i);
         int t = qtype_from_name(v);
@@ -65,11 +67,14 @@ bool cli_parse_model_opt(cli_model_opts *o, int argc, char **argv, int *i) {
 
 model *cli_load_model(const char *path, const cli_model_opts *o, double *load_seconds) {
     double t0 = cli_now();
+    store_entry entry;  /* a model name: its GGUF blob */
+    if (store_resolve(NULL, path, &entry) != 0) anv_die("%s", anv_last_error());
     model_place_opts po = {
         .n_threads = o->n_threads, .n_ctx = o->n_ctx, .kv_type = o->kv_type,
         .n_gpu_layers = o->n_gpu_layers, .tensor_split = o->tensor_split, .quiet = !anv_log_enabled,
     };
-    model *m = model_load_placed(path, &po);
+    model *m = model_load_placed(entry.model_path, &po);
+    store_entry_clear(&entry);
     if (!m) anv_die("%s", anv_last_error());
     if (load_seconds) *load_seconds = cli_now() - t0;
     if (o->verbose)

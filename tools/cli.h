@@ -13,13 +13,15 @@ typedef struct {
     uint32_t kv_type;   /* --kv-type */
     const char *tensor_split; /* --tensor-split */
     bool verbose;
+    bool n_threads_set, n_ctx_set, n_gpu_layers_set; /* given on the command line */
 } cli_model_opts;
 
 void cli_model_opts_default(cli_model_opts *o);
 /* If argv[*i] is one of the common model flags, consumes it (and its value) and returns
  * true; a bad value exits with a one-line error. */
 bool cli_parse_model_opt(cli_model_opts *o, int argc, char **argv, int *i);
-/* Loads a model and prints where its layers run. Exits with a one-line error on failure. */
+/* Loads a model (a GGUF path, or a model name looked up in the store) and prints where its
+ * layers run. Exits with a one-line error on failure. */
 model *cli_load_model(const char *path, const cli_model_opts *o, double *load_seconds);
 /* The value after a flag, or exits naming the flag. */
 const char *cli_value(int argc, char **argv, int *i);
@@ -35,4 +37,11 @@ int cmd_quantize(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_ps(int argc, char **argv);    /* cmd_ps.c: a running server's loaded models */
+int cmd_stop(int argc, char **argv);  /* cmd_ps.c: unload a model now */
+int cmd_list(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_cp(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
 #endif

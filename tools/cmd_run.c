@@ -1,5 +1,7 @@
 /* cmd_run: `anvil run MODEL [PROMPT]`: one-shot generation or an interactive chat
- * (multi-line input between """ lines, /bye to quit, /clear to forget), streamed. */
+ * (multi-line input between """ lines, /bye to quit, /clear to forget), streamed. MODEL
+ * is a GGUF path or a store name; a store model's Modelfile (PARAMETERs, TEMPLATE, SYSTEM,
+ * MESSAGEs) applies, with the command-line flags on top. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +11,26 @@
 #include "cli.h"
 #include "error.h"
 #include "generate.h"
+#include "options.h"
+#include "prompt.h"
+#include "stop_strings.h"
+#include "store.h"
+
+/* A sampling/generation flag, applied by its Ollama option name after the model's params. */
+typedef struct { const char *flag, *key, *value; } option_flag;
+
+#define MAX_FLAGS 64
 
 typedef struct {
     cli_model_opts mo;
-    sampler_params sp;
-    int n_predict;
+    option_flag flags[MAX_FLAGS];
+    int n_flags;
+    const char *stops[OPTIONS_MAX_STOP];  /* --stop: replace the model's stop strings */
+    int n_stops;
+    run_options ro;       /* defaults < the model's params < the flags */
     const char *system;
+    const char *template_go; /* the model's TEMPLATE (NULL: the GGUF's chat template) */
+    const char *messages_json;
     bool raw;
     bool interactive;     /* -i: chat on stdin even when it is not a terminal */
     int format;           /* chat_format, -1 = detect */
@@ -25,11 +41,15 @@ static void run_usage(void) {
          "  -n, --num-predict N   tokens to generate (default -1: until the model stops)\n"
          "  --temp T  --top-k K  --top-p P  --min-p P  --repeat-penalty R  --repeat-last-n N\n"
          "  --presence-penalty P  --frequency-penalty P  --seed S   (Ollama's defaults)\n"
+         "  --stop TEXT           end the reply at TEXT (repeatable; replaces the model's stops)\n"
          "  --system TEXT         system prompt\n"
          "  --raw                 no chat template: the prompt is given to the model as is\n"
          "  -i, --interactive     chat line by line on stdin even when it is not a terminal\n"
-         "  --template NAME       gemma | llama3 | chatml | mistral | llama2 (default: detected)\n"
-         "  -t N  --ctx N  --kv-type f16|f32|q8_0  --verbose");
+         "  --template NAME       gemma | llama3 | chatml | mistral | llama2 (default: the model's\n"
+         "                        TEMPLATE, else detected from the GGUF)\n"
+         "  -t N  --ctx N  -ngl N  --kv-type f16|f32|q8_0  --verbose\n"
+         "A store model's PARAMETERs (num_predict, stop, seed, num_ctx, num_gpu, num_thread ...)\n"
+         "apply first; the flags given here replace them.");
 }
 
 static void print_stats(double load_s, const gen_stats *st, double total_s) {
@@ -43,29 +63,54 @@ static void print_stats(double load_s, const gen_stats *st, double total_s) {
     fprintf(stderr, "eval rate:            %.2f tokens/s\n", st->t_gen > 0 ? st->n_gen / st->t_gen : 0.0);
 }
 
-typedef struct { FILE *reply; } stream_target;
+typedef struct {
+    FILE *reply;
+    stop_matcher *stop;   /* NULL without stop strings */
+    bool stopped;
+} stream_target;
 
-static bool stream_and_capture(const char *text, int len, void *user) {
-    stream_target *t = user;
+static void emit(stream_target *t, const char *text, int len) {
+    if (len <= 0) return;
     fwrite(text, 1, (size_t)len, stdout);
     fflush(stdout);
     if (t->reply) fwrite(text, 1, (size_t)len, t->reply);
-    return true;
+}
+
+static bool stream_and_capture(const char *text, int len, void *user) {
+    stream_target *t = user;
+    if (!t->stop) { emit(t, text, len); return true; }
+    const char *out;
+    int n;
+    t->stopped = stop_matcher_feed(t->stop, text, len, &out, &n);
+    emit(t, out, n);
+    return !t->stopped;
 }
 
 /* Renders the conversation, generates the reply (streamed) and returns it (malloc'd). */
-static char *answer(model *m, model_ctx *ctx, sampler *smp, const run_opts *o, chat_format fmt,
+static char *answer(model *m, model_ctx *ctx, sampler *smp, const run_opts *o,
                     const chat_message *hist, int n_hist, gen_stats *st) {
-    char *text = o->raw ? strdup(hist[n_hist - 1].content) : chat_apply(fmt, hist, n_hist, true);
-    if (!text) anv_die("out of memory");
+    prompt_spec ps = {
+        .template_go = o->template_go, .system = o->system, .messages_json = o->messages_json,
+        .msgs = hist, .n_msgs = n_hist, .raw = o->raw, .chat_format_override = o->format,
+    };
+    char *text = prompt_build(m, &ps);
+    if (!text) anv_die("%s", anv_last_error());
     int n_tok = 0;
     int32_t *toks = tokenizer_encode(m->tok, text, strlen(text), tokenizer_add_bos(m->tok), !o->raw, &n_tok);
     free(text);
     if (!toks) anv_die("%s", anv_last_error());
     char *reply = NULL;
     size_t reply_len = 0;
-    stream_target t = {open_memstream(&reply, &reply_len)};
-    int rc = generate(ctx, smp, toks, n_tok, o->n_predict, stream_and_capture, &t, st);
+    stream_target t = {open_memstream(&reply, &reply_len), NULL, false};
+    if (o->ro.n_stop && !(t.stop = stop_matcher_new(o->ro.stop, o->ro.n_stop))) anv_die("out of memory");
+    int rc = generate(ctx, smp, toks, n_tok, o->ro.num_predict, stream_and_capture, &t, st);
+    if (rc == 0 && t.stop && !t.stopped) {
+        const char *out;
+        int n;
+        stop_matcher_flush(t.stop, &out, &n);
+        emit(&t, out, n);
+    }
+    stop_matcher_free(t.stop);
     fclose(t.reply);
     free(toks);
     if (rc != 0) { free(reply); anv_die("%s", anv_last_error()); }
@@ -97,22 +142,18 @@ static char *read_message(void) {
     return buf;
 }
 
-static void interactive(model *m, model_ctx *ctx, sampler *smp, const run_opts *o, chat_format fmt) {
+static void interactive(model *m, model_ctx *ctx, sampler *smp, const run_opts *o) {
     chat_message *hist = NULL;
     int n_hist = 0, cap = 0;
     bool tty = isatty(0);
-    if (o->system) {
-        hist = realloc(hist, sizeof *hist * (cap = 8));
-        hist[n_hist++] = (chat_message){"system", strdup(o->system)};
-    }
     for (;;) {
         if (tty) { fputs(">>> ", stdout); fflush(stdout); }
         char *msg = read_message();
         if (!msg) break;
         if (!strcmp(msg, "/bye")) { free(msg); break; }
         if (!strcmp(msg, "/clear")) {
-            for (int i = o->system ? 1 : 0; i < n_hist; i++) free((char *)hist[i].content);
-            n_hist = o->system ? 1 : 0;
+            for (int i = 0; i < n_hist; i++) free((char *)hist[i].content);
+            n_hist = 0;
             free(msg);
             puts("Cleared session context");
             continue;
@@ -123,10 +164,10 @@ static void interactive(model *m, model_ctx *ctx, sampler *smp, const run_opts *
             continue;
         }
         if (!msg[0]) { free(msg); continue; }
-        if (n_hist + 2 > cap) hist = realloc(hist, sizeof *hist * (cap = cap * 2 + 8));
+        if (n_hist + 2 > cap) hist = realloc(hist, sizeof *hist * (size_t)(cap = cap * 2 + 8));
         hist[n_hist++] = (chat_message){"user", msg};
         gen_stats st;
-        char *reply = answer(m, ctx, smp, o, fmt, hist, n_hist, &st);
+        char *reply = answer(m, ctx, smp, o, hist, n_hist, &st);
         hist[n_hist++] = (chat_message){"assistant", reply};
         fputs("\n\n", stdout);
         if (o->mo.verbose) print_stats(0, &st, st.t_prompt + st.t_gen);
@@ -135,26 +176,61 @@ static void interactive(model *m, model_ctx *ctx, sampler *smp, const run_opts *
     free(hist);
 }
 
+static void add_flag(run_opts *o, const char *flag, const char *key, const char *value) {
+    if (o->n_flags == MAX_FLAGS) anv_die("run: too many options");
+    o->flags[o->n_flags++] = (option_flag){flag, key, value};
+}
+
+/* The option layers: defaults, the model's params, then the flags; then what the options
+ * say about loading, unless a loading flag was given. */
+static void resolve_options(run_opts *o, const store_entry *e) {
+    options_default(&o->ro);
+    if (e->params_json && options_apply_json_text(&o->ro, e->params_json, NULL) != 0)
+        anv_die("model '%s': its parameters: %s", e->name, anv_last_error());
+    for (int i = 0; i < o->n_flags; i++)
+        if (options_set_text(&o->ro, o->flags[i].key, o->flags[i].value) != 0)
+            anv_die("%s: %s", o->flags[i].flag, anv_last_error());
+    if (o->n_stops) {
+        run_options fresh;
+        options_default(&fresh);
+        for (int i = 0; i < o->n_stops; i++)
+            if (options_set_text(&fresh, "stop", o->stops[i]) != 0) anv_die("--stop: %s", anv_last_error());
+        options_clear(&o->ro);
+        memcpy(o->ro.stop, fresh.stop, sizeof fresh.stop);
+        o->ro.n_stop = fresh.n_stop;
+    }
+    if (!o->mo.n_ctx_set && o->ro.num_ctx > 0) o->mo.n_ctx = o->ro.num_ctx;
+    if (!o->mo.n_threads_set && o->ro.num_thread > 0) o->mo.n_threads = o->ro.num_thread;
+    if (!o->mo.n_gpu_layers_set) o->mo.n_gpu_layers = o->ro.num_gpu < 0 ? -1 : o->ro.num_gpu;
+}
+
 int cmd_run(int argc, char **argv) {
-    run_opts o = {.n_predict = -1, .format = -1};
+    run_opts o = {.format = -1};
     cli_model_opts_default(&o.mo);
-    sampler_params_default(&o.sp);
-    const char *model_path = NULL;
+    const char *model_arg = NULL;
     char *prompt = NULL;
+    static const struct { const char *flag, *alias, *key; } option_flags[] = {
+        {"-n", "--num-predict", "num_predict"}, {"--temp", "--temperature", "temperature"},
+        {"--top-k", NULL, "top_k"}, {"--top-p", NULL, "top_p"}, {"--min-p", NULL, "min_p"},
+        {"--repeat-penalty", NULL, "repeat_penalty"}, {"--repeat-last-n", NULL, "repeat_last_n"},
+        {"--presence-penalty", NULL, "presence_penalty"}, {"--frequency-penalty", NULL, "frequency_penalty"},
+        {"--seed", NULL, "seed"},
+    };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_parse_model_opt(&o.mo, argc, argv, &i)) continue;
+        bool taken = false;
+        for (size_t k = 0; k < sizeof option_flags / sizeof option_flags[0] && !taken; k++) {
+            if (strcmp(a, option_flags[k].flag) && (!option_flags[k].alias || strcmp(a, option_flags[k].alias))) continue;
+            add_flag(&o, a, option_flags[k].key, cli_value(argc, argv, &i));
+            taken = true;
+        }
+        if (taken) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(); return 0; }
-        else if (!strcmp(a, "-n") || !strcmp(a, "--num-predict")) o.n_predict = cli_int(a, cli_value(argc, argv, &i), -1, 1 << 30);
-        else if (!strcmp(a, "--temp") || !strcmp(a, "--temperature")) o.sp.temperature = (float)cli_float(a, cli_value(argc, argv, &i));
-        else if (!strcmp(a, "--top-k")) o.sp.top_k = cli_int(a, cli_value(argc, argv, &i), 0, 1 << 30);
-        else if (!strcmp(a, "--top-p")) o.sp.top_p = (float)cli_float(a, cli_value(argc, argv, &i));
-        else if (!strcmp(a, "--min-p")) o.sp.min_p = (float)cli_float(a, cli_value(argc, argv, &i));
-        else if (!strcmp(a, "--repeat-penalty")) o.sp.repeat_penalty = (float)cli_float(a, cli_value(argc, argv, &i));
-        else if (!strcmp(a, "--repeat-last-n")) o.sp.repeat_last_n = cli_int(a, cli_value(argc, argv, &i), -1, 1 << 30);
-        else if (!strcmp(a, "--presence-penalty")) o.sp.presence_penalty = (float)cli_float(a, cli_value(argc, argv, &i));
-        else if (!strcmp(a, "--frequency-penalty")) o.sp.frequency_penalty = (float)cli_float(a, cli_value(argc, argv, &i));
-        else if (!strcmp(a, "--seed")) o.sp.seed = (uint64_t)cli_float(a, cli_value(argc, argv, &i));
+        else if (!strcmp(a, "--stop")) {
+            if (o.n_stops == OPTIONS_MAX_STOP) anv_die("--stop: at most %d stop strings", OPTIONS_MAX_STOP);
+            o.stops[o.n_stops++] = cli_value(argc, argv, &i);
+        }
         else if (!strcmp(a, "--system")) o.system = cli_value(argc, argv, &i);
         else if (!strcmp(a, "--raw")) o.raw = true;
         else if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) o.interactive = true;
@@ -163,11 +239,17 @@ int cmd_run(int argc, char **argv) {
             o.format = chat_format_from_name(v);
             if (o.format < 0) anv_die("--template: unknown chat format '%s' (gemma, llama3, chatml, mistral, llama2, raw)", v);
         } else if (a[0] == '-' && a[1]) anv_die("run: unknown option '%s'", a);
-        else if (!model_path) model_path = a;
+        else if (!model_arg) model_arg = a;
         else if (!prompt) prompt = strdup(a);
         else anv_die("run: unexpected argument '%s' (quote the prompt)", a);
     }
-    if (!model_path) { run_usage(); return 2; }
+    if (!model_arg) { run_usage(); return 2; }
+    store_entry entry;
+    if (store_resolve(NULL, model_arg, &entry) != 0) anv_die("%s", anv_last_error());
+    resolve_options(&o, &entry);
+    if (!o.system) o.system = entry.system;
+    if (o.format < 0) o.template_go = entry.template_text;  /* --template picks a built-in format */
+    o.messages_json = entry.messages_json;
     if (!prompt && !o.interactive && !isatty(0)) {
         /* A piped prompt: read stdin whole (like `echo hi | ollama run m`). */
         size_t len = 0;
@@ -180,28 +262,31 @@ int cmd_run(int argc, char **argv) {
         if (!len) { free(prompt); prompt = NULL; }
     }
     double t_start = cli_now(), load_s = 0;
-    model *m = cli_load_model(model_path, &o.mo, &load_s);
+    model *m = cli_load_model(entry.model_path, &o.mo, &load_s);
     model_ctx *ctx = model_ctx_new(m, o.mo.n_ctx, o.mo.kv_type);
     if (!ctx) anv_die("%s", anv_last_error());
-    sampler *smp = sampler_new(&o.sp, m->hp.n_vocab);
-    chat_format fmt = o.format >= 0 ? (chat_format)o.format : chat_detect(m->chat_template, m->hp.arch_name);
-    if (fmt == CHAT_RAW) o.raw = true;
-    if (o.mo.verbose) anv_log("chat format: %s", o.raw ? "raw" : chat_format_name(fmt));
+    sampler *smp = sampler_new(&o.ro.sp, m->hp.n_vocab);
+    if (!o.template_go) {
+        chat_format fmt = o.format >= 0 ? (chat_format)o.format : chat_detect(m->chat_template, m->hp.arch_name);
+        if (fmt == CHAT_RAW) o.raw = true;
+        if (o.mo.verbose) anv_log("chat format: %s", o.raw ? "raw" : chat_format_name(fmt));
+    } else if (o.mo.verbose) {
+        anv_log("chat format: %s", o.raw ? "raw" : "the model's TEMPLATE");
+    }
     if (prompt) {
-        chat_message msgs[2];
-        int n = 0;
-        if (o.system) msgs[n++] = (chat_message){"system", o.system};
-        msgs[n++] = (chat_message){"user", prompt};
+        chat_message msg = {"user", prompt};
         gen_stats st;
-        free(answer(m, ctx, smp, &o, fmt, msgs, n, &st));
+        free(answer(m, ctx, smp, &o, &msg, 1, &st));
         fputc('\n', stdout);
         if (o.mo.verbose) print_stats(load_s, &st, cli_now() - t_start);
         free(prompt);
     } else {
-        interactive(m, ctx, smp, &o, fmt);
+        interactive(m, ctx, smp, &o);
     }
     sampler_free(smp);
     model_ctx_free(ctx);
     model_free(m);
+    options_clear(&o.ro);
+    store_entry_clear(&entry);
     return 0;
 }

@@ -1,5 +1,8 @@
-/* cmd_show: `anvil show MODEL`: architecture, parameters, context length, quantization,
- * tensor count, tokenizer and chat format, like `ollama show`. */
+/* cmd_show: `anvil show MODEL` (a store name or a GGUF path): architecture, parameters,
+ * context length, quantization, tensor count, tokenizer and chat format, capabilities and
+ * the Modelfile's parameters, system prompt and license, like `ollama show`; --modelfile,
+ * --parameters, --template, --system, --license print just that. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,8 +10,11 @@
 #include "chat.h"
 #include "cli.h"
 #include "error.h"
+#include "gguf.h"
+#include "model_create.h"
 #include "quant.h"
 #include "quantize_model.h"
+#include "store.h"
 
 /* "1.2B", "268M" like Ollama. */
 static void human_count(uint64_t n, char *buf, size_t cap) {
@@ -17,16 +23,93 @@ static void human_count(uint64_t n, char *buf, size_t cap) {
     else snprintf(buf, cap, "%.0fK", n / 1e3);
 }
 
+/* The params layer as Ollama prints it: one "key value" line per value, strings quoted. */
+static void print_params(const char *json, const char *indent, int width) {
+    cJSON *p = json ? cJSON_Parse(json) : NULL;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, p) {
+        const cJSON *v;
+        if (cJSON_IsArray(it)) {
+            cJSON_ArrayForEach(v, it) {
+                char *t = cJSON_PrintUnformatted(v);
+                printf("%s%-*s %s\n", indent, width, it->string, t ? t : "");
+                free(t);
+            }
+        } else {
+            char *t = cJSON_PrintUnformatted(it);
+            printf("%s%-*s %s\n", indent, width, it->string, t ? t : "");
+            free(t);
+        }
+    }
+    cJSON_Delete(p);
+}
+
+/* A text section: its first lines, indented ("..." when cut). */
+static void print_section(const char *title, const char *text, int max_lines) {
+    if (!text || !*text) return;
+    printf("\n  %s\n", title);
+    const char *p = text;
+    for (int line = 0; *p && line < max_lines; line++) {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("    %.*s\n", len, p);
+        p = nl ? nl + 1 : p + len;
+    }
+    if (*p) printf("    ...\n");
+}
+
+/* The GGUF's own chat template (what a model without a TEMPLATE layer uses). */
+static char *gguf_chat_template(const char *path) {
+    gguf_file *g = gguf_open(path);
+    if (!g) anv_die("%s", anv_last_error());
+    char *t = gguf_get_str_dup(g, "tokenizer.chat_template");
+    gguf_close(g);
+    return t;
+}
+
 int cmd_show(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        puts("usage: anvil show MODEL");
-        return argc < 2 ? 2 : 0;
+    const char *arg = NULL, *only = NULL;
+    static const char *const only_flags[] = {"--modelfile", "--parameters", "--template", "--system", "--license"};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            puts("usage: anvil show MODEL [--modelfile | --parameters | --template | --system | --license]");
+            return 0;
+        }
+        bool flag = false;
+        for (size_t k = 0; k < sizeof only_flags / sizeof only_flags[0]; k++)
+            if (!strcmp(argv[i], only_flags[k])) { only = only_flags[k]; flag = true; }
+        if (flag) continue;
+        if (argv[i][0] == '-' && argv[i][1]) anv_die("show: unknown option '%s'", argv[i]);
+        if (arg) anv_die("show: unexpected argument '%s'", argv[i]);
+        arg = argv[i];
+    }
+    if (!arg) { puts("usage: anvil show MODEL [--modelfile | --parameters | --template | --system | --license]"); return 2; }
+    store_entry e;
+    if (store_resolve(NULL, arg, &e) != 0) anv_die("%s", anv_last_error());
+    if (only) {
+        if (!strcmp(only, "--modelfile")) {
+            char *mf = modelfile_render(&e);
+            if (!mf) anv_die("%s", anv_last_error());
+            fputs(mf, stdout);
+            free(mf);
+        } else if (!strcmp(only, "--parameters")) {
+            print_params(e.params_json, "", 30);
+        } else if (!strcmp(only, "--template")) {
+            char *t = e.template_text ? strdup(e.template_text) : gguf_chat_template(e.model_path);
+            if (t) { fputs(t, stdout); if (*t && t[strlen(t) - 1] != '\n') fputc('\n', stdout); }
+            free(t);
+        } else {
+            const char *t = !strcmp(only, "--system") ? e.system : e.license;
+            if (t) { fputs(t, stdout); if (*t && t[strlen(t) - 1] != '\n') fputc('\n', stdout); }
+        }
+        store_entry_clear(&e);
+        return 0;
     }
     anv_log_enabled = 0;
     cli_model_opts mo;
     cli_model_opts_default(&mo);
     mo.n_threads = 1;
-    model *m = cli_load_model(argv[1], &mo, NULL);
+    model *m = cli_load_model(e.model_path, &mo, NULL);
     anv_log_enabled = 1;
     const model_hparams *hp = &m->hp;
     const gguf_file *f = m->gguf;
@@ -61,7 +144,16 @@ int cmd_show(int argc, char **argv) {
         for (uint64_t i = 0; i < f->n_tensors; i++) count += f->tensors[i].type == (uint32_t)t;
         if (count) printf("    %-20s %d tensors, %.1f MiB\n", qtype_get((uint32_t)t)->name, count, bytes_by_type[t] / 1048576.0);
     }
+    /* embedding is not claimed: `anvil run` and the server generate text */
+    printf("\n  Capabilities\n    completion\n");
+    if (e.params_json && strcmp(e.params_json, "{}")) {
+        printf("\n  Parameters\n");
+        print_params(e.params_json, "    ", 14);
+    }
+    print_section("System", e.system, 4);
+    print_section("License", e.license, 2);
     free(name);
     model_free(m);
+    store_entry_clear(&e);
     return 0;
 }

@@ -13,12 +13,22 @@ typedef struct http_req http_req;
 const char *http_method(const http_req *r);           /* "GET", "POST", ... */
 const char *http_path(const http_req *r);             /* without the query string */
 const char *http_body(const http_req *r, size_t *len); /* NUL-terminated copy of the body */
+/* Routes with HTTP_ROUTE_SPOOL_BODY: the body went to this temporary file instead of
+ * memory (http_body is then ""); exempt from max_body. The handler may rename() it away
+ * (into the blob store, same filesystem as http_config.spool_dir); whatever is left is
+ * deleted after the request. NULL for other routes. */
+const char *http_body_path(const http_req *r);
 const char *http_header(const http_req *r, const char *name);   /* NULL if absent */
 const char *http_query(const http_req *r, const char *key);     /* NULL if absent */
 /* The part of the path after a route's prefix (e.g. "sha256:..." for /api/blobs/). */
 const char *http_path_param(const http_req *r);
 /* Opaque server-wide state the handlers share (the scheduler, the store). */
 void *http_app(const http_req *r);
+/* False once the client has gone or the server is stopping: long handlers (generation
+ * that is not streamed) poll it and cancel. */
+bool http_client_alive(const http_req *r);
+/* Names the model in this request's log line (copied). */
+void http_set_model(http_req *r, const char *model);
 
 /* Whole responses. body is copied. */
 void http_reply(http_req *r, int status, const char *content_type, const char *body, size_t len);
@@ -37,18 +47,25 @@ typedef struct {
     const char *method;     /* "GET", "POST", "DELETE", "HEAD"; HEAD is also served by GET routes */
     const char *path;       /* exact path, or a prefix when it ends with '/' (path param) */
     http_handler_fn fn;
+    unsigned flags;         /* HTTP_ROUTE_*; 0 when left out */
 } http_route;
+#define HTTP_ROUTE_SPOOL_BODY 1u  /* body streamed to a temporary file (blob uploads) */
 
 typedef struct {
     const char *host;       /* ANVIL_HOST, "127.0.0.1:11434" default; "0.0.0.0:11434" binds all */
     size_t max_body;        /* bytes, default 8 MiB (blob uploads stream to disk, exempt) */
     const char *origins;    /* ANVIL_ORIGINS, comma separated, added to Ollama's defaults */
     const char *api_key;    /* ANVIL_API_KEY: require "Authorization: Bearer <key>" */
+    const char *spool_dir;  /* where HTTP_ROUTE_SPOOL_BODY bodies go (created); NULL = $TMPDIR or /tmp */
     /* Called after every request (metrics): route path as matched, status, seconds. */
     void (*on_done)(void *app, const char *method, const char *route, int status, double seconds);
 } http_config;
 
 typedef struct http_server http_server;
 http_server *http_start(const http_config *c, const http_route *routes, int n_routes, void *app);
+/* The address it listens on, with the real port ("127.0.0.1:41234" for port 0). */
+const char *http_server_address(const http_server *s);
+/* Stops accepting, makes every running handler see its client gone, waits for them,
+ * closes every connection and frees everything. */
 void http_stop(http_server *s);
 #endif

@@ -4,6 +4,16 @@
  * batches the decode steps of every active slot into one forward pass per step
  * (continuous batching, model_eval_multi). Requests block their HTTP thread; text is
  * streamed through a callback called from the model's worker thread. */
+/* This file's name shadows the C library's <sched.h> for everything built with
+ * -I tools/server (pthread.h includes <sched.h>): pass that include on to the real one. */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Winclude-next-absolute-path"
+#endif
+#include_next <sched.h>
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 #ifndef ANVIL_SCHED_H
 #define ANVIL_SCHED_H
 #include <stdbool.h>

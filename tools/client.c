@@ -1,0 +1,338 @@
+/* client: requests from the anvil CLI to a running server ($ANVIL_HOST), plain and
+ * streamed (NDJSON), with libcurl; replies parsed with cJSON. */
+#include "client.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+void client_base_url(char *url, size_t url_cap, char *display, size_t display_cap) {
+    const char *env = getenv("ANVIL_HOST");
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", env && *env ? env : "127.0.0.1:11434");
+    const char *scheme = "http";
+    char *h = buf;
+    const char *default_port = "11434";
+    if (!strncmp(h, "http://", 7)) { h += 7; default_port = "80"; }
+    else if (!strncmp(h, "https://", 8)) { h += 8; scheme = "https"; default_port = "443"; }
+    char *slash = strchr(h, '/');
+    if (slash) *slash = 0;   /* a path after the address is ignored */
+    char host[512] = "", port[512] = "";
+    if (*h == '[') {   /* [v6]:port */
+        char *end = strchr(h, ']');
+        if (end) {
+            snprintf(host, sizeof host, "%.*s", (int)(end - h - 1), h + 1);
+            if (end[1] == ':') snprintf(port, sizeof port, "%s", end + 2);
+        } else snprintf(host, sizeof host, "%s", h + 1);
+    } else {
+        char *colon = strrchr(h, ':');
+        if (colon && strchr(h, ':') == colon) {   /* host:port (more colons: a bare v6 address) */
+            snprintf(port, sizeof port, "%s", colon + 1);
+            *colon = 0;
+        }
+        snprintf(host, sizeof host, "%s", h);
+    }
+    if (!*host || !strcmp(host, "0.0.0.0")) snprintf(host, sizeof host, "127.0.0.1");
+    else if (!strcmp(host, "::")) snprintf(host, sizeof host, "::1");
+    if (!*port) snprintf(port, sizeof port, "%s", default_port);
+    bool v6 = strchr(host, ':') != NULL;
+    if (url) snprintf(url, url_cap, "%s://%s%s%s:%s", scheme, v6 ? "[" : "", host, v6 ? "]" : "", port);
+    if (display) snprintf(display, display_cap, "%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+static void set_connect_error(void) {
+    char display[1200];
+    client_base_url(NULL, 0, display, sizeof display);
+    anv_set_error("could not connect to a running anvil server at %s (start one with 'anvil serve')", display);
+}
+
+/* A growing byte buffer (the reply of a plain request). */
+typedef struct { char *p; size_t len, cap; bool oom; } bytes;
+
+static bool bytes_add(bytes *b, const char *data, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 1024) + n;
+        char *g = realloc(b->p, cap);
+        if (!g) { b->oom = true; return false; }
+        b->p = g;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+    b->p[b->len] = 0;
+    return true;
+}
+
+static size_t collect_cb(char *data, size_t size, size_t nmemb, void *user) {
+    return bytes_add(user, data, size * nmemb) ? size * nmemb : 0;
+}
+
+/* An easy handle for url path with the JSON body and the API key, if any. */
+static CURL *make_handle(const char *method, const char *path, const char *json_body, struct curl_slist **headers) {
+    pthread_once(&curl_once, curl_init_once);
+    CURL *c = curl_easy_init();
+    if (!c) { anv_set_error("out of memory (curl)"); return NULL; }
+    char base[1200], url[2400];
+    client_base_url(base, sizeof base, NULL, 0);
+    snprintf(url, sizeof url, "%s%s", base, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");   /* the server is local: ignore http_proxy */
+    *headers = curl_slist_append(NULL, "Content-Type: application/json");
+    *headers = curl_slist_append(*headers, "Accept: application/json, application/x-ndjson");
+    const char *key = getenv("ANVIL_API_KEY");
+    if (key && *key) {
+        char auth[600];
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
+        *headers = curl_slist_append(*headers, auth);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, *headers);
+    if (!strcmp(method, "HEAD")) curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    else if (strcmp(method, "GET")) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (json_body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, json_body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(json_body));
+    }
+    return c;
+}
+
+static int run_plain(const char *method, const char *path, const char *json_body, char **reply, long timeout_ms) {
+    struct curl_slist *headers = NULL;
+    CURL *c = make_handle(method, path, json_body, &headers);
+    if (!c) return -1;
+    bytes b = {0};
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    if (timeout_ms > 0) {
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    }
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(headers);
+    if (rc != CURLE_OK || b.oom) {
+        free(b.p);
+        if (b.oom) anv_set_error("out of memory reading the server's reply");
+        else set_connect_error();
+        return -1;
+    }
+    if (reply) *reply = b.p ? b.p : strdup("");
+    else free(b.p);
+    return (int)status;
+}
+
+bool client_server_up(void) {
+    char *reply = NULL;
+    int status = run_plain("GET", "/api/version", NULL, &reply, 1000);
+    bool up = false;
+    if (status == 200) {
+        cJSON *j = cJSON_Parse(reply);
+        up = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "version"));
+        cJSON_Delete(j);
+    }
+    free(reply);
+    return up;
+}
+
+int client_request(const char *method, const char *path, const char *json_body, char **reply) {
+    return run_plain(method, path, json_body, reply, 0);
+}
+
+char *client_error_message(int status, const char *reply) {
+    cJSON *j = reply ? cJSON_Parse(reply) : NULL;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+    char *msg;
+    if (cJSON_IsString(e)) msg = strdup(e->valuestring);
+    else if (cJSON_IsObject(e) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "message")))
+        msg = strdup(cJSON_GetObjectItemCaseSensitive(e, "message")->valuestring);   /* OpenAI's shape */
+    else {
+        size_t n = reply ? strcspn(reply, "\n") : 0;
+        msg = malloc(n + 40);
+        if (msg) {
+            if (n) snprintf(msg, n + 40, "%.*s", (int)n, reply);
+            else snprintf(msg, n + 40, "server answered HTTP %d", status);
+        }
+    }
+    cJSON_Delete(j);
+    return msg;
+}
+
+/* ---------------------------------------------------------------- streamed generation */
+
+typedef struct {
+    const client_gen_request *q;
+    client_gen_result *res;
+    bool chat;
+    bytes line;        /* the partial NDJSON line */
+    bytes text;        /* the whole reply */
+    bytes raw;         /* everything, for a non-2xx reply */
+    char error[512];   /* an {"error"} line */
+    bool stopped;      /* on_text returned false */
+    bool done;
+} stream_state;
+
+static int64_t json_i64(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+/* One NDJSON object; false stops the transfer. */
+static bool handle_line(stream_state *st, const char *line, size_t len) {
+    cJSON *j = cJSON_ParseWithLength(line, len);
+    if (!cJSON_IsObject(j)) { cJSON_Delete(j); return true; }   /* blank or foreign line */
+    bool go_on = true;
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
+    if (cJSON_IsString(err)) {
+        snprintf(st->error, sizeof st->error, "%s", err->valuestring);
+        cJSON_Delete(j);
+        return false;
+    }
+    const char *piece = NULL;
+    if (st->chat) {
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(j, "message");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+        if (cJSON_IsString(content)) piece = content->valuestring;
+    } else {
+        const cJSON *resp = cJSON_GetObjectItemCaseSensitive(j, "response");
+        if (cJSON_IsString(resp)) piece = resp->valuestring;
+    }
+    if (piece && *piece) {
+        size_t n = strlen(piece);
+        bytes_add(&st->text, piece, n);
+        if (st->q->on_text && !st->q->on_text(piece, n, st->q->user)) { st->stopped = true; go_on = false; }
+    }
+    const char *model = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "model"));
+    if (model) snprintf(st->res->model, sizeof st->res->model, "%s", model);
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "done"))) {
+        client_gen_result *r = st->res;
+        st->done = true;
+        const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "done_reason"));
+        snprintf(r->done_reason, sizeof r->done_reason, "%s", reason ? reason : "stop");
+        r->prompt_eval_count = (int)json_i64(j, "prompt_eval_count");
+        r->eval_count = (int)json_i64(j, "eval_count");
+        r->total_ns = json_i64(j, "total_duration");
+        r->load_ns = json_i64(j, "load_duration");
+        r->prompt_eval_ns = json_i64(j, "prompt_eval_duration");
+        r->eval_ns = json_i64(j, "eval_duration");
+    }
+    cJSON_Delete(j);
+    return go_on;
+}
+
+static size_t stream_cb(char *data, size_t size, size_t nmemb, void *user) {
+    stream_state *st = user;
+    size_t n = size * nmemb;
+    if (st->raw.len < 65536) bytes_add(&st->raw, data, n);
+    for (size_t i = 0; i < n; i++) {
+        if (data[i] != '\n') {
+            if (!bytes_add(&st->line, data + i, 1)) return 0;
+            continue;
+        }
+        bool go_on = st->line.len ? handle_line(st, st->line.p, st->line.len) : true;
+        st->line.len = 0;
+        if (!go_on) return 0;
+    }
+    return n;
+}
+
+/* The request body: model, prompt or messages, and the optional fields. */
+static char *request_json(const client_gen_request *q, bool chat) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", q->model);
+    if (chat) {
+        cJSON *msgs = cJSON_AddArrayToObject(o, "messages");
+        for (int i = 0; i < q->n_messages; i++) {
+            cJSON *m = cJSON_CreateObject();
+            cJSON_AddStringToObject(m, "role", q->messages[i].role);
+            cJSON_AddStringToObject(m, "content", q->messages[i].content ? q->messages[i].content : "");
+            cJSON_AddItemToArray(msgs, m);
+        }
+    } else {
+        cJSON_AddStringToObject(o, "prompt", q->prompt ? q->prompt : "");
+        if (q->raw) cJSON_AddTrueToObject(o, "raw");
+    }
+    if (q->system) cJSON_AddStringToObject(o, "system", q->system);
+    cJSON_AddTrueToObject(o, "stream");
+    if (q->options_json) {
+        cJSON *opts = cJSON_Parse(q->options_json);
+        if (cJSON_IsObject(opts)) cJSON_AddItemToObject(o, "options", opts);
+        else cJSON_Delete(opts);
+    }
+    if (q->keep_alive) {
+        char *end;
+        double secs = strtod(q->keep_alive, &end);
+        if (*q->keep_alive && !*end) cJSON_AddNumberToObject(o, "keep_alive", secs);
+        else cJSON_AddStringToObject(o, "keep_alive", q->keep_alive);
+    }
+    if (q->format) {
+        cJSON *schema = strcmp(q->format, "json") ? cJSON_Parse(q->format) : NULL;
+        if (cJSON_IsObject(schema)) cJSON_AddItemToObject(o, "format", schema);
+        else { cJSON_Delete(schema); cJSON_AddStringToObject(o, "format", q->format); }
+    }
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return text;
+}
+
+static int run_stream(const client_gen_request *q, client_gen_result *res, bool chat) {
+    memset(res, 0, sizeof *res);
+    if (!q->model || !*q->model) { anv_set_error("no model given"); return -1; }
+    char *body = request_json(q, chat);
+    if (!body) { anv_set_error("out of memory"); return -1; }
+    struct curl_slist *headers = NULL;
+    CURL *c = make_handle("POST", chat ? "/api/chat" : "/api/generate", body, &headers);
+    if (!c) { free(body); return -1; }
+    stream_state st = {.q = q, .res = res, .chat = chat};
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &st);
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(headers);
+    free(body);
+    if (st.line.len && rc == CURLE_OK) handle_line(&st, st.line.p, st.line.len);   /* no final newline */
+    res->http_status = (int)status;
+    res->text = st.text.p ? st.text.p : strdup("");
+    int ret = 0;
+    if (st.stopped) {
+        snprintf(res->done_reason, sizeof res->done_reason, "cancelled");
+    } else if (status != 0 && (status < 200 || status > 299)) {
+        char *msg = client_error_message((int)status, st.raw.p);
+        anv_set_error("%s", msg ? msg : "server error");
+        free(msg);
+        ret = -1;
+    } else if (st.error[0]) {
+        anv_set_error("%s", st.error);
+        ret = -1;
+    } else if (rc != CURLE_OK) {
+        if (status == 0) set_connect_error();
+        else anv_set_error("the server closed the stream early (%s)", curl_easy_strerror(rc));
+        ret = -1;
+    } else if (!st.done) {
+        anv_set_error("the server's reply ended without a final 'done' message");
+        ret = -1;
+    }
+    free(st.line.p);
+    free(st.raw.p);
+    return ret;
+}
+
+int client_generate(const client_gen_request *q, client_gen_result *res) { return run_stream(q, res, false); }
+int client_chat(const client_gen_request *q, client_gen_result *res) { return run_stream(q, res, true); }
+
+void client_gen_result_clear(client_gen_result *res) {
+    free(res->text);
+    res->text = NULL;
+}

@@ -1,0 +1,172 @@
+/* cmd_store: the model-store subcommands, like Ollama's: `anvil list|ls`, `anvil rm NAME...`,
+ * `anvil cp SRC DST`, `anvil create NAME [-f Modelfile] [-q TYPE]`. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "error.h"
+#include "model_create.h"
+#include "store.h"
+
+static store *open_store(void) {
+    store *s = store_open();
+    if (!s) anv_die("%s", anv_last_error());
+    return s;
+}
+
+/* Ollama's format.HumanBytes: decimal units, "253 MB", "1.5 GB", "12 KB". */
+static void human_bytes(uint64_t b, char *buf, size_t cap) {
+    static const char *units[] = {"TB", "GB", "MB", "KB"};
+    static const double scale[] = {1e12, 1e9, 1e6, 1e3};
+    for (int i = 0; i < 4; i++) {
+        if ((double)b < scale[i]) continue;
+        double v = (double)b / scale[i];
+        if (v >= 10 || v == (double)(uint64_t)v) snprintf(buf, cap, "%d %s", (int)v, units[i]);
+        else snprintf(buf, cap, "%.1f %s", v, units[i]);
+        return;
+    }
+    snprintf(buf, cap, "%llu B", (unsigned long long)b);
+}
+
+/* Ollama's format.HumanTime for a past moment: "2 minutes ago", "About an hour ago". */
+static void human_ago(int64_t then, char *buf, size_t cap) {
+    if (then <= 0) { snprintf(buf, cap, "Unknown"); return; }
+    int64_t now = (int64_t)time(NULL);
+    bool future = then > now;
+    int64_t secs = future ? then - now : now - then;
+    const char *suffix = future ? "from now" : "ago";
+    int64_t mins = secs / 60, hours = (secs + 1800) / 3600;
+    if (secs < 1) snprintf(buf, cap, "Less than a second %s", suffix);
+    else if (secs == 1) snprintf(buf, cap, "1 second %s", suffix);
+    else if (secs < 60) snprintf(buf, cap, "%lld seconds %s", (long long)secs, suffix);
+    else if (mins == 1) snprintf(buf, cap, "About a minute %s", suffix);
+    else if (mins < 60) snprintf(buf, cap, "%lld minutes %s", (long long)mins, suffix);
+    else if (hours == 1) snprintf(buf, cap, "About an hour %s", suffix);
+    else if (hours < 48) snprintf(buf, cap, "%lld hours %s", (long long)hours, suffix);
+    else if (hours < 24 * 7 * 2) snprintf(buf, cap, "%lld days %s", (long long)(hours / 24), suffix);
+    else if (hours < 24 * 30 * 2) snprintf(buf, cap, "%lld weeks %s", (long long)(hours / 24 / 7), suffix);
+    else if (hours < 24 * 365 * 2) snprintf(buf, cap, "%lld months %s", (long long)(hours / 24 / 30), suffix);
+    else snprintf(buf, cap, "%lld years %s", (long long)(secs / 3600 / 24 / 365), suffix);
+}
+
+int cmd_list(int argc, char **argv) {
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        puts("usage: anvil list   (models of the anvil store and, read-only, of the Ollama store)");
+        return 0;
+    }
+    if (argc > 1) anv_die("list: unexpected argument '%s'", argv[1]);
+    store *s = open_store();
+    store_entry *e = NULL;
+    int n = 0;
+    if (store_list(s, &e, &n) != 0) anv_die("%s", anv_last_error());
+    /* columns sized to their widest cell, three spaces apart, like Ollama's tabwriter */
+    char (*size)[32] = calloc((size_t)n + 1, sizeof *size);
+    char (*mod)[48] = calloc((size_t)n + 1, sizeof *mod);
+    if (!size || !mod) anv_die("out of memory");
+    int w_name = 4, w_id = 2, w_size = 4;
+    for (int i = 0; i < n; i++) {
+        human_bytes(e[i].size, size[i], sizeof size[i]);
+        human_ago(e[i].modified, mod[i], sizeof mod[i]);
+        int l = (int)strlen(e[i].name);
+        if (l > w_name) w_name = l;
+        if ((int)strlen(size[i]) > w_size) w_size = (int)strlen(size[i]);
+    }
+    w_id = 12;
+    printf("%-*s   %-*s   %-*s   %s\n", w_name, "NAME", w_id, "ID", w_size, "SIZE", "MODIFIED");
+    for (int i = 0; i < n; i++) {
+        const char *hex = e[i].manifest_digest + 7;
+        printf("%-*s   %-*.12s   %-*s   %s\n", w_name, e[i].name, w_id, hex, w_size, size[i], mod[i]);
+    }
+    free(size);
+    free(mod);
+    store_entries_free(e, n);
+    store_close(s);
+    return 0;
+}
+
+int cmd_rm(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        puts("usage: anvil rm MODEL [MODEL...]");
+        return argc < 2 ? 2 : 0;
+    }
+    store *s = open_store();
+    int status = 0;
+    for (int i = 1; i < argc; i++) {
+        if (store_remove(s, argv[i]) != 0) {
+            fprintf(stderr, "anvil: %s\n", anv_last_error());
+            status = 1;
+            continue;
+        }
+        printf("deleted '%s'\n", argv[i]);
+    }
+    store_close(s);
+    return status;
+}
+
+int cmd_cp(int argc, char **argv) {
+    if (argc != 3 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        puts("usage: anvil cp SOURCE DESTINATION");
+        return argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) ? 0 : 2;
+    }
+    store *s = open_store();
+    if (store_copy(s, argv[1], argv[2]) != 0) anv_die("%s", anv_last_error());
+    printf("copied '%s' to '%s'\n", argv[1], argv[2]);
+    store_close(s);
+    return 0;
+}
+
+static void print_status(const char *status, void *user) {
+    (void)user;
+    fprintf(stderr, "%s\n", status);
+}
+
+int cmd_create(int argc, char **argv) {
+    const char *name = NULL, *file = "Modelfile", *quantize = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            puts("usage: anvil create MODEL [-f Modelfile] [-q TYPE]\n"
+                 "  -f, --file FILE       the Modelfile (default: ./Modelfile)\n"
+                 "  -q, --quantize TYPE   re-quantize the model (q4_K_M, q4_K_S, q8_0, q4_0, q6_K, ...)");
+            return 0;
+        }
+        if (!strcmp(a, "-f") || !strcmp(a, "--file")) file = cli_value(argc, argv, &i);
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quantize")) quantize = cli_value(argc, argv, &i);
+        else if (a[0] == '-' && a[1]) anv_die("create: unknown option '%s'", a);
+        else if (!name) name = a;
+        else anv_die("create: unexpected argument '%s'", a);
+    }
+    if (!name) anv_die("create: give the new model's name (anvil create NAME -f Modelfile)");
+    store_name parsed;
+    if (store_name_parse(name, &parsed) != 0) anv_die("%s", anv_last_error());
+    FILE *f = fopen(file, "rb");
+    if (!f) anv_die("create: cannot open the Modelfile %s: %s", file, strerror(errno));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    char buf[8192];
+    size_t r;
+    while ((r = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, r, mem);
+    fclose(f);
+    fclose(mem);
+    /* relative FROM paths are relative to the Modelfile's directory */
+    char *dir = strdup(file);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else strcpy(dir, ".");
+    if (!dir[0]) strcpy(dir, "/");
+    fprintf(stderr, "parsing modelfile\n");
+    create_spec spec;
+    if (modelfile_parse(text, dir, &spec) != 0) anv_die("%s (%s)", anv_last_error(), file);
+    free(text);
+    free(dir);
+    if (quantize) spec.quantize = strdup(quantize);
+    store *s = open_store();
+    if (store_create(s, name, &spec, print_status, NULL) != 0) anv_die("%s", anv_last_error());
+    create_spec_clear(&spec);
+    store_close(s);
+    return 0;
+}

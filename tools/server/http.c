@@ -1,0 +1,858 @@
+/* http: the HTTP layer of `anvil serve` (implements http.h) on libmicrohttpd with a
+ * thread per connection. Each request's handler runs on a thread of its own; the
+ * connection thread waits for its answer: a whole reply, or a stream fed through a
+ * bounded queue (back-pressure) that MHD drains with a content-reader callback. The
+ * connection thread watches the socket for a client that has gone, which makes
+ * http_stream_write / http_client_alive return false. Also owns: body size limits
+ * (413 before reading an oversized body), CORS with Ollama's default origins,
+ * bearer-token auth, one structured log line per request, and graceful stop. */
+#include "http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+#define STREAM_QUEUE_CAP (1u << 20)     /* bytes buffered per stream before writers block */
+#define STREAM_STALL_SECONDS 10         /* a client that reads nothing this long is gone */
+#define WATCH_INTERVAL_MS 100           /* how often a waiting connection checks its socket */
+#define STREAM_BLOCK_SIZE (32 * 1024)
+#define STOP_DRAIN_SECONDS 10           /* how long a stop waits for running answers to end */
+
+typedef struct { char *key, *value; } http_kv;
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    http_config cfg;
+    char *host, *api_key, *spool_dir;
+    char **origins;          /* patterns with '*' wildcards */
+    int n_origins;
+    http_route *routes;
+    int n_routes;
+    void *app;
+    atomic_bool stopping;
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    int n_answering;         /* requests whose handler started and that have not completed */
+};
+
+enum { REQ_PENDING, REQ_REPLIED, REQ_STREAMING };
+
+struct http_req {
+    http_server *srv;
+    struct MHD_Connection *conn;
+    int fd;                        /* the client socket (watched, never read) */
+    char method[16];
+    char *path;
+    const http_route *route;
+    const char *path_param;
+    http_kv *headers, *args;
+    int n_headers, n_args;
+    char *cors_origin;             /* echoed in Access-Control-Allow-Origin */
+    struct timespec t0;
+    char model[160];
+
+    /* body */
+    char *body;
+    size_t body_len, body_cap;
+    bool body_too_large;
+    int spool_fd;
+    char *spool_path;
+    bool spool_failed;
+
+    /* answer */
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    int state;
+    int status;
+    int sent_status;               /* what MHD was given (logged; 499: client gone first) */
+    char content_type[64];
+    char *reply;
+    size_t reply_len;
+    char *queue;                   /* stream bytes not yet taken by MHD */
+    size_t q_len, q_off, q_cap;
+    bool stream_ended;
+    bool gone;
+    bool handler_started, handler_done;
+    pthread_t handler;
+};
+
+/* ---- small helpers ---- */
+
+static double elapsed_s(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+static char *dup_str(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, s, n + 1);
+    return d;
+}
+
+static void deadline_in_ms(struct timespec *ts, int ms) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_nsec += (long)ms * 1000000L;
+    while (ts->tv_nsec >= 1000000000L) { ts->tv_sec++; ts->tv_nsec -= 1000000000L; }
+}
+
+/* True when the peer has closed its end (or the socket failed). */
+static bool socket_hung_up(int fd) {
+    if (fd < 0) return false;
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLHUP | POLLERR | POLLNVAL | POLLRDHUP)) return true;
+    if (p.revents & POLLIN) {
+        char c;
+        ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0) return true;
+    }
+    return false;
+}
+
+static bool is_openai_path(const char *path) { return !strncmp(path, "/v1/", 4); }
+
+/* {"error":"..."} (Ollama) or {"error":{"message",...}} (OpenAI paths). malloc'd. */
+static char *error_json(const char *path, int status, const char *msg) {
+    cJSON *o = cJSON_CreateObject();
+    if (is_openai_path(path)) {
+        cJSON *e = cJSON_AddObjectToObject(o, "error");
+        cJSON_AddStringToObject(e, "message", msg);
+        const char *type = status == 400 || status == 413 ? "invalid_request_error"
+                         : status == 401 ? "authentication_error"
+                         : status == 404 ? "not_found_error" : "api_error";
+        cJSON_AddStringToObject(e, "type", type);
+        cJSON_AddNullToObject(e, "param");
+        cJSON_AddNullToObject(e, "code");
+    } else {
+        cJSON_AddStringToObject(o, "error", msg);
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+/* ---- request accessors ---- */
+
+const char *http_method(const http_req *r) { return r->method; }
+const char *http_path(const http_req *r) { return r->path; }
+const char *http_path_param(const http_req *r) { return r->path_param ? r->path_param : ""; }
+void *http_app(const http_req *r) { return r->srv->app; }
+const char *http_body_path(const http_req *r) { return r->spool_path; }
+
+const char *http_body(const http_req *r, size_t *len) {
+    if (len) *len = r->body_len;
+    return r->body ? r->body : "";
+}
+
+static const char *kv_find(const http_kv *kv, int n, const char *key, bool nocase) {
+    for (int i = 0; i < n; i++)
+        if (nocase ? !strcasecmp(kv[i].key, key) : !strcmp(kv[i].key, key)) return kv[i].value;
+    return NULL;
+}
+const char *http_header(const http_req *r, const char *name) { return kv_find(r->headers, r->n_headers, name, true); }
+const char *http_query(const http_req *r, const char *key) { return kv_find(r->args, r->n_args, key, false); }
+
+bool http_client_alive(const http_req *r) {
+    http_req *m = (http_req *)r;
+    pthread_mutex_lock(&m->lock);
+    bool alive = !m->gone;
+    pthread_mutex_unlock(&m->lock);
+    return alive && !atomic_load(&r->srv->stopping);
+}
+
+void http_set_model(http_req *r, const char *model) {
+    pthread_mutex_lock(&r->lock);
+    snprintf(r->model, sizeof r->model, "%s", model ? model : "");
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* ---- answers (called from the handler's thread or a thread it waits on) ---- */
+
+void http_reply(http_req *r, int status, const char *content_type, const char *body, size_t len) {
+    pthread_mutex_lock(&r->lock);
+    if (r->state == REQ_PENDING) {
+        r->reply = malloc(len + 1);
+        if (r->reply) {
+            if (len) memcpy(r->reply, body, len);
+            r->reply[len] = 0;
+            r->reply_len = len;
+            r->status = status;
+        } else {
+            r->status = 500;
+        }
+        snprintf(r->content_type, sizeof r->content_type, "%s", content_type ? content_type : "text/plain");
+        r->state = REQ_REPLIED;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+void http_reply_json(http_req *r, int status, const char *json_text) {
+    http_reply(r, status, "application/json; charset=utf-8", json_text, strlen(json_text));
+}
+
+void http_reply_error(http_req *r, int status, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char *j = error_json(r->path, status, msg);
+    http_reply_json(r, status, j ? j : "{\"error\":\"out of memory\"}");
+    free(j);
+}
+
+void http_stream_begin(http_req *r, int status, const char *content_type) {
+    pthread_mutex_lock(&r->lock);
+    if (r->state == REQ_PENDING) {
+        r->status = status;
+        snprintf(r->content_type, sizeof r->content_type, "%s", content_type);
+        r->state = REQ_STREAMING;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+bool http_stream_write(http_req *r, const char *data, size_t len) {
+    pthread_mutex_lock(&r->lock);
+    bool ok = r->state == REQ_STREAMING && !r->stream_ended;
+    int waited_ms = 0;
+    while (ok && !r->gone && r->q_len - r->q_off > 0 &&
+           r->q_len - r->q_off + len > STREAM_QUEUE_CAP) {
+        if (waited_ms >= STREAM_STALL_SECONDS * 1000) { r->gone = true; break; } /* reads nothing */
+        struct timespec ts;
+        deadline_in_ms(&ts, WATCH_INTERVAL_MS);
+        pthread_cond_timedwait(&r->cv, &r->lock, &ts);
+        waited_ms += WATCH_INTERVAL_MS;
+    }
+    ok = ok && !r->gone;
+    if (ok && len) {
+        if (r->q_off && r->q_off == r->q_len) r->q_off = r->q_len = 0;
+        if (r->q_len + len > r->q_cap) {
+            if (r->q_off) { /* compact first */
+                memmove(r->queue, r->queue + r->q_off, r->q_len - r->q_off);
+                r->q_len -= r->q_off;
+                r->q_off = 0;
+            }
+            size_t cap = r->q_cap ? r->q_cap : 4096;
+            while (cap < r->q_len + len) cap *= 2;
+            char *q = realloc(r->queue, cap);
+            if (!q) { ok = false; goto out; }
+            r->queue = q;
+            r->q_cap = cap;
+        }
+        memcpy(r->queue + r->q_len, data, len);
+        r->q_len += len;
+        pthread_cond_broadcast(&r->cv);
+    }
+out:
+    pthread_mutex_unlock(&r->lock);
+    return ok;
+}
+
+void http_stream_end(http_req *r) {
+    pthread_mutex_lock(&r->lock);
+    r->stream_ended = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* ---- CORS ---- */
+
+/* Glob match where '*' matches any run of characters (gin-contrib/cors wildcards). */
+static bool glob_match(const char *p, const char *s) {
+    if (!*p) return !*s;
+    if (*p == '*') {
+        for (;; s++) {
+            if (glob_match(p + 1, s)) return true;
+            if (!*s) return false;
+        }
+    }
+    return *s && (*p == *s || (*p >= 'A' && *p <= 'Z' && *p + 32 == *s) ||
+                  (*s >= 'A' && *s <= 'Z' && *s + 32 == *p)) && glob_match(p + 1, s + 1);
+}
+
+static int add_origin(http_server *s, const char *pattern, size_t n) {
+    while (n && (*pattern == ' ' || *pattern == '\t')) { pattern++; n--; }
+    while (n && (pattern[n - 1] == ' ' || pattern[n - 1] == '\t')) n--;
+    if (!n) return 0;
+    char **o = realloc(s->origins, (size_t)(s->n_origins + 1) * sizeof *o);
+    if (!o) return -1;
+    s->origins = o;
+    if (!(o[s->n_origins] = strndup(pattern, n))) return -1;
+    s->n_origins++;
+    return 0;
+}
+
+/* Ollama's defaults (envconfig.AllowedOrigins) after the configured ones. */
+static int setup_origins(http_server *s, const char *extra) {
+    for (const char *p = extra; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (add_origin(s, p, n)) return -1;
+        p += n + (comma ? 1 : 0);
+    }
+    static const char *const hosts[] = {"localhost", "127.0.0.1", "0.0.0.0"};
+    for (int i = 0; i < 3; i++) {
+        char buf[64];
+        const char *fmts[] = {"http://%s", "https://%s", "http://%s:*", "https://%s:*"};
+        for (int k = 0; k < 4; k++) {
+            snprintf(buf, sizeof buf, fmts[k], hosts[i]);
+            if (add_origin(s, buf, strlen(buf))) return -1;
+        }
+    }
+    static const char *const schemes[] = {"app://*", "file://*", "tauri://*", "vscode-webview://*", "vscode-file://*"};
+    for (int i = 0; i < 5; i++)
+        if (add_origin(s, schemes[i], strlen(schemes[i]))) return -1;
+    return 0;
+}
+
+static bool origin_allowed(const http_server *s, const char *origin, const char *host_header) {
+    if (host_header) { /* same origin */
+        char buf[512];
+        snprintf(buf, sizeof buf, "http://%s", host_header);
+        if (!strcasecmp(buf, origin)) return true;
+        snprintf(buf, sizeof buf, "https://%s", host_header);
+        if (!strcasecmp(buf, origin)) return true;
+    }
+    for (int i = 0; i < s->n_origins; i++)
+        if (glob_match(s->origins[i], origin)) return true;
+    return false;
+}
+
+/* ---- responses through MHD (connection thread) ---- */
+
+static void add_common_headers(http_req *r, struct MHD_Response *resp) {
+    if (r->cors_origin) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", r->cors_origin);
+        MHD_add_response_header(resp, "Vary", "Origin");
+    }
+}
+
+static enum MHD_Result queue_buffer(http_req *r, int status, const char *ctype, const char *body, size_t len) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!resp) return MHD_NO;
+    if (ctype) MHD_add_response_header(resp, "Content-Type", ctype);
+    add_common_headers(r, resp);
+    if (status == 401) MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    r->status = status;
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)status, resp);
+    if (ret == MHD_YES) r->sent_status = status;
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static enum MHD_Result queue_error(http_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static enum MHD_Result queue_error(http_req *r, int status, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char *j = error_json(r->path, status, msg);
+    enum MHD_Result ret = queue_buffer(r, status, "application/json; charset=utf-8", j ? j : "{}", j ? strlen(j) : 2);
+    free(j);
+    return ret;
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    http_req *r = cls;
+    pthread_mutex_lock(&r->lock);
+    ssize_t ret;
+    for (;;) {
+        if (r->q_len > r->q_off) {
+            size_t n = r->q_len - r->q_off;
+            if (n > max) n = max;
+            memcpy(buf, r->queue + r->q_off, n);
+            r->q_off += n;
+            if (r->q_off == r->q_len) r->q_off = r->q_len = 0;
+            pthread_cond_broadcast(&r->cv);
+            ret = (ssize_t)n;
+            break;
+        }
+        if (r->stream_ended) { ret = MHD_CONTENT_READER_END_OF_STREAM; break; }
+        if (r->gone) { ret = MHD_CONTENT_READER_END_WITH_ERROR; break; }
+        struct timespec ts;
+        deadline_in_ms(&ts, WATCH_INTERVAL_MS);
+        if (pthread_cond_timedwait(&r->cv, &r->lock, &ts) == ETIMEDOUT && socket_hung_up(r->fd)) {
+            r->gone = true;
+            pthread_cond_broadcast(&r->cv);
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return ret;
+}
+
+/* Waits (connection thread) for the handler to answer, then hands the answer to MHD. */
+static enum MHD_Result await_answer(http_req *r) {
+    pthread_mutex_lock(&r->lock);
+    while (r->state == REQ_PENDING && !r->gone) {
+        struct timespec ts;
+        deadline_in_ms(&ts, WATCH_INTERVAL_MS);
+        if (pthread_cond_timedwait(&r->cv, &r->lock, &ts) == ETIMEDOUT && socket_hung_up(r->fd)) {
+            r->gone = true;
+            pthread_cond_broadcast(&r->cv);
+        }
+    }
+    int state = r->state;
+    bool gone = r->gone;
+    pthread_mutex_unlock(&r->lock);
+    if (state == REQ_PENDING && gone) return MHD_NO; /* close; the handler sees the client gone */
+    if (state == REQ_REPLIED)
+        return queue_buffer(r, r->status, r->content_type, r->reply ? r->reply : "", r->reply_len);
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE,
+                                                                  stream_reader, r, NULL);
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", r->content_type);
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    add_common_headers(r, resp);
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
+    if (ret == MHD_YES) r->sent_status = r->status;
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static void *handler_main(void *arg) {
+    http_req *r = arg;
+    r->route->fn(r);
+    pthread_mutex_lock(&r->lock);
+    if (r->state == REQ_PENDING) { /* a handler that forgot to answer: a bug, not a hang */
+        pthread_mutex_unlock(&r->lock);
+        http_reply_error(r, 500, "internal error: no response from the handler for %s", r->path);
+        pthread_mutex_lock(&r->lock);
+    }
+    r->stream_ended = true;
+    r->handler_done = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+/* ---- request lifetime ---- */
+
+static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    http_req *r = cls;
+    bool header = kind == MHD_HEADER_KIND;
+    http_kv **arr = header ? &r->headers : &r->args;
+    int *n = header ? &r->n_headers : &r->n_args;
+    if (*n >= 256) return MHD_YES;
+    http_kv *a = realloc(*arr, (size_t)(*n + 1) * sizeof **arr);
+    if (!a) return MHD_NO;
+    *arr = a;
+    a[*n].key = dup_str(key ? key : "");
+    a[*n].value = dup_str(value ? value : "");
+    if (!a[*n].key || !a[*n].value) { free(a[*n].key); free(a[*n].value); return MHD_NO; }
+    (*n)++;
+    return MHD_YES;
+}
+
+static void req_free(http_req *r) {
+    if (!r) return;
+    for (int i = 0; i < r->n_headers; i++) { free(r->headers[i].key); free(r->headers[i].value); }
+    for (int i = 0; i < r->n_args; i++) { free(r->args[i].key); free(r->args[i].value); }
+    free(r->headers);
+    free(r->args);
+    if (r->spool_fd >= 0) close(r->spool_fd);
+    if (r->spool_path) { unlink(r->spool_path); free(r->spool_path); }
+    free(r->path);
+    free(r->cors_origin);
+    free(r->body);
+    free(r->reply);
+    free(r->queue);
+    pthread_mutex_destroy(&r->lock);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+}
+
+static const http_route *match_route(const http_server *s, const char *method, const char *path,
+                                     bool *path_known) {
+    *path_known = false;
+    for (int i = 0; i < s->n_routes; i++) {
+        const http_route *rt = &s->routes[i];
+        size_t n = strlen(rt->path);
+        bool prefix = n > 1 && rt->path[n - 1] == '/';
+        bool hit = prefix ? !strncmp(path, rt->path, n) && path[n] : !strcmp(path, rt->path);
+        if (!hit) continue;
+        *path_known = true;
+        if (!strcmp(method, rt->method) || (!strcmp(method, "HEAD") && !strcmp(rt->method, "GET"))) return rt;
+    }
+    return NULL;
+}
+
+static int mkdir_p(const char *dir) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return -1;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static int open_spool(http_req *r) {
+    const char *dir = r->srv->spool_dir;
+    if (!dir) dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    if (mkdir_p(dir)) return -1;
+    size_t n = strlen(dir) + 32;
+    r->spool_path = malloc(n);
+    if (!r->spool_path) return -1;
+    snprintf(r->spool_path, n, "%s/.upload-XXXXXX", dir);
+    r->spool_fd = mkstemp(r->spool_path);
+    if (r->spool_fd < 0) { free(r->spool_path); r->spool_path = NULL; return -1; }
+    return 0;
+}
+
+/* First call for a request: everything that can be decided from the headers alone. */
+static enum MHD_Result on_headers(http_server *s, http_req *r) {
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_kv, r);
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_kv, r);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    r->fd = ci ? ci->connect_fd : -1;
+
+    const char *origin = http_header(r, "Origin");
+    if (origin && *origin) {
+        if (!origin_allowed(s, origin, http_header(r, "Host")))
+            return queue_error(r, 403, "origin '%.200s' is not allowed (set ANVIL_ORIGINS)", origin);
+        r->cors_origin = dup_str(origin);
+    }
+    if (!strcmp(r->method, "OPTIONS")) {
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        if (!resp) return MHD_NO;
+        add_common_headers(r, resp);
+        MHD_add_response_header(resp, "Allow", "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS");
+        if (r->cors_origin) {
+            MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS");
+            MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+                "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, X-Stainless-Lang, "
+                "X-Stainless-Package-Version, X-Stainless-OS, X-Stainless-Arch, X-Stainless-Retry-Count, "
+                "X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Async, "
+                "X-Stainless-Helper-Method, X-Stainless-Timeout");
+            MHD_add_response_header(resp, "Access-Control-Max-Age", "43200");
+        }
+        r->status = r->sent_status = 204;
+        enum MHD_Result ret = MHD_queue_response(r->conn, 204, resp);
+        MHD_destroy_response(resp);
+        return ret;
+    }
+    if (s->api_key && strcmp(r->path, "/")) {
+        const char *auth = http_header(r, "Authorization");
+        bool ok = false;
+        if (auth && !strncasecmp(auth, "Bearer ", 7)) {
+            const char *tok = auth + 7;
+            while (*tok == ' ') tok++;
+            size_t a = strlen(tok), b = strlen(s->api_key);
+            unsigned diff = a != b;
+            for (size_t i = 0; i < a && i < b; i++) diff |= (unsigned char)(tok[i] ^ s->api_key[i]);
+            ok = !diff;
+        }
+        if (!ok) return queue_error(r, 401, "unauthorized: a valid 'Authorization: Bearer <key>' header is required");
+    }
+    bool known;
+    r->route = match_route(s, r->method, r->path, &known);
+    if (!r->route) {
+        if (known) return queue_error(r, 405, "method %s not allowed for %.200s", r->method, r->path);
+        return queue_error(r, 404, "404 page not found: %.200s", r->path);
+    }
+    size_t rn = strlen(r->route->path);
+    if (rn > 1 && r->route->path[rn - 1] == '/') r->path_param = r->path + rn;
+    if (r->route->flags & HTTP_ROUTE_SPOOL_BODY) {
+        if (open_spool(r)) return queue_error(r, 500, "cannot create a temporary file for the upload: %s", strerror(errno));
+        return MHD_YES;
+    }
+    const char *cl = http_header(r, "Content-Length");
+    if (cl) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (errno || *end || n > s->cfg.max_body)
+            return queue_error(r, 413, "request body too large: %s bytes, the limit is %zu bytes", cl, s->cfg.max_body);
+    }
+    return MHD_YES;
+}
+
+static void on_body(http_server *s, http_req *r, const char *data, size_t n) {
+    if (r->spool_fd >= 0) {
+        while (n && !r->spool_failed) {
+            ssize_t w = write(r->spool_fd, data, n);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) { r->spool_failed = true; break; }
+            data += w;
+            n -= (size_t)w;
+        }
+        return;
+    }
+    if (r->body_too_large) return; /* discarded, never stored */
+    if (r->body_len + n > s->cfg.max_body) {
+        r->body_too_large = true;
+        free(r->body);
+        r->body = NULL;
+        r->body_len = r->body_cap = 0;
+        return;
+    }
+    if (r->body_len + n + 1 > r->body_cap) {
+        size_t cap = r->body_cap ? r->body_cap : 4096;
+        while (cap < r->body_len + n + 1) cap *= 2;
+        char *b = realloc(r->body, cap);
+        if (!b) { r->body_too_large = true; return; }
+        r->body = b;
+        r->body_cap = cap;
+    }
+    memcpy(r->body + r->body_len, data, n);
+    r->body_len += n;
+    r->body[r->body_len] = 0;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                 const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+    (void)version;
+    http_server *s = cls;
+    http_req *r = *con_cls;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r) return MHD_NO;
+        pthread_mutex_init(&r->lock, NULL);
+        pthread_cond_init(&r->cv, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &r->t0);
+        r->srv = s;
+        r->conn = conn;
+        r->spool_fd = -1;
+        r->fd = -1;
+        snprintf(r->method, sizeof r->method, "%s", method);
+        const char *q = strchr(url, '?');
+        r->path = q ? strndup(url, (size_t)(q - url)) : dup_str(url);
+        *con_cls = r;
+        if (!r->path) return MHD_NO;
+        return on_headers(s, r);
+    }
+    if (*upload_size) {
+        on_body(s, r, upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (r->status) return MHD_YES; /* answered from the headers already */
+    if (r->body_too_large)
+        return queue_error(r, 413, "request body too large: the limit is %zu bytes", s->cfg.max_body);
+    if (r->spool_failed) return queue_error(r, 500, "cannot store the upload: %s", strerror(errno));
+    if (atomic_load(&s->stopping)) return queue_error(r, 503, "the server is shutting down");
+    if (r->spool_fd >= 0) { close(r->spool_fd); r->spool_fd = -1; }
+    r->handler_started = true;
+    pthread_mutex_lock(&s->lock);
+    s->n_answering++;
+    pthread_mutex_unlock(&s->lock);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 1u << 20);
+    int rc = pthread_create(&r->handler, &attr, handler_main, r);
+    pthread_attr_destroy(&attr);
+    if (rc) {
+        r->handler_started = false;
+        pthread_mutex_lock(&s->lock);
+        s->n_answering--;
+        pthread_mutex_unlock(&s->lock);
+        return queue_error(r, 503, "server busy: cannot start a request thread");
+    }
+    return await_answer(r);
+}
+
+static void log_escaped(FILE *f, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') fprintf(f, "\\x%02x", c);
+        else fputc(c, f);
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)conn;
+    http_server *s = cls;
+    http_req *r = *con_cls;
+    if (!r) return;
+    *con_cls = NULL;
+    pthread_mutex_lock(&r->lock);
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) r->gone = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->lock);
+    if (r->handler_started) {
+        pthread_join(r->handler, NULL);
+        pthread_mutex_lock(&s->lock);
+        if (--s->n_answering == 0) pthread_cond_broadcast(&s->idle);
+        pthread_mutex_unlock(&s->lock);
+    }
+    double secs = elapsed_s(&r->t0);
+    int status = r->sent_status ? r->sent_status : 499;
+    if (!r->path) { req_free(r); return; }
+
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    gmtime_r(&now.tv_sec, &tm);
+    char ts[40];
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    flockfile(stderr);
+    fprintf(stderr, "time=%s.%03ldZ method=%s path=\"", ts, now.tv_nsec / 1000000, r->method);
+    log_escaped(stderr, r->path);
+    fprintf(stderr, "\" status=%d duration_ms=%.3f", status, secs * 1e3);
+    if (r->model[0]) {
+        fputs(" model=\"", stderr);
+        log_escaped(stderr, r->model);
+        fputc('"', stderr);
+    }
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) fputs(" aborted=true", stderr);
+    fputc('\n', stderr);
+    funlockfile(stderr);
+    if (s->cfg.on_done) s->cfg.on_done(s->app, r->method, r->route ? r->route->path : "(unmatched)", status, secs);
+    req_free(r);
+}
+
+/* ---- server ---- */
+
+/* "host:port", "host", ":port", "http://host:port/", "[::1]:port" -> host + port. */
+static int parse_host(const char *text, char *host, size_t cap, char *port, size_t pcap) {
+    const char *p = text && *text ? text : "127.0.0.1:11434";
+    const char *scheme = strstr(p, "://");
+    bool https = false;
+    if (scheme) { https = !strncasecmp(p, "https", 5); p = scheme + 3; }
+    size_t n = strcspn(p, "/");
+    char hp[256];
+    if (n >= sizeof hp) { anv_set_error("ANVIL_HOST '%s' is too long", text); return -1; }
+    memcpy(hp, p, n);
+    hp[n] = 0;
+    const char *def_port = https ? "443" : scheme ? "80" : "11434";
+    char *colon;
+    if (hp[0] == '[') {
+        char *close = strchr(hp, ']');
+        if (!close) { anv_set_error("bad ANVIL_HOST '%s': unclosed '['", text); return -1; }
+        *close = 0;
+        snprintf(host, cap, "%s", hp + 1);
+        colon = close[1] == ':' ? close + 1 : NULL;
+    } else {
+        colon = strrchr(hp, ':');
+        if (colon) *colon = 0;
+        snprintf(host, cap, "%s", hp[0] ? hp : "127.0.0.1");
+    }
+    snprintf(port, pcap, "%s", colon && colon[1] ? colon + 1 : def_port);
+    for (const char *c = port; *c; c++)
+        if (*c < '0' || *c > '9') { anv_set_error("bad port in ANVIL_HOST '%s'", text); return -1; }
+    if (atoi(port) > 65535) { anv_set_error("bad port in ANVIL_HOST '%s'", text); return -1; }
+    return 0;
+}
+
+static void server_free(http_server *s) {
+    if (!s) return;
+    for (int i = 0; i < s->n_origins; i++) free(s->origins[i]);
+    free(s->origins);
+    for (int i = 0; i < s->n_routes; i++) { free((char *)s->routes[i].method); free((char *)s->routes[i].path); }
+    free(s->routes);
+    free(s->host);
+    free(s->api_key);
+    free(s->spool_dir);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->idle);
+    free(s);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = 0;
+    if (getenv("ANVIL_DEBUG")) anv_log("http: %s", msg);
+}
+
+http_server *http_start(const http_config *c, const http_route *routes, int n_routes, void *app) {
+    http_server *s = calloc(1, sizeof *s);
+    if (!s) { anv_set_error("out of memory"); return NULL; }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    s->cfg = *c;
+    if (!s->cfg.max_body) s->cfg.max_body = 8u << 20;
+    s->app = app;
+    s->api_key = c->api_key && *c->api_key ? dup_str(c->api_key) : NULL;
+    s->spool_dir = c->spool_dir ? dup_str(c->spool_dir) : NULL;
+    s->routes = calloc((size_t)(n_routes > 0 ? n_routes : 1), sizeof *s->routes);
+    if (!s->routes || setup_origins(s, c->origins)) { server_free(s); anv_set_error("out of memory"); return NULL; }
+    for (int i = 0; i < n_routes; i++) {
+        s->routes[i] = routes[i];
+        s->routes[i].method = dup_str(routes[i].method);
+        s->routes[i].path = dup_str(routes[i].path);
+        s->n_routes++;
+    }
+    char host[256], port[16];
+    if (parse_host(c->host, host, sizeof host, port, sizeof port)) { server_free(s); return NULL; }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    int gai = getaddrinfo(host, port, &hints, &ai);
+    if (gai || !ai) {
+        anv_set_error("cannot resolve listen address '%s': %s", host, gai_strerror(gai));
+        server_free(s);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG | MHD_USE_POLL;
+    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
+                                 MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
+                                 MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                                 MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!s->daemon) {
+        anv_set_error("cannot listen on %s:%s (address in use, or no permission?)", host, port);
+        server_free(s);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    char addr[300];
+    bool v6 = strchr(host, ':') != NULL;
+    snprintf(addr, sizeof addr, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", di ? di->port : (unsigned)atoi(port));
+    s->host = dup_str(addr);
+    return s;
+}
+
+const char *http_server_address(const http_server *s) { return s->host; }
+
+void http_stop(http_server *s) {
+    if (!s) return;
+    atomic_store(&s->stopping, true);
+    MHD_socket lfd = MHD_quiesce_daemon(s->daemon); /* stop accepting */
+    if (lfd != MHD_INVALID_SOCKET) close(lfd);
+    /* Running handlers see http_client_alive() false, cancel and end their answers; give
+     * those answers a moment to reach their clients whole. Then MHD closes every
+     * connection and joins its thread, each of which joins its handler (on_completed). */
+    pthread_mutex_lock(&s->lock);
+    struct timespec until;
+    deadline_in_ms(&until, STOP_DRAIN_SECONDS * 1000);
+    while (s->n_answering > 0)
+        if (pthread_cond_timedwait(&s->idle, &s->lock, &until) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&s->lock);
+    MHD_stop_daemon(s->daemon);
+    server_free(s);
+}

@@ -1,0 +1,745 @@
+/* sched: the scheduler's front half: configuration, the bounded queue, loading models
+ * (serialised, max_loaded with eviction of idle models, reload on changed load options),
+ * keep-alive, and the public calls that prepare a request (options, prompt, tokens,
+ * sampler, grammar) and hand it to the model's worker (sched_batch.c). */
+#include "sched_impl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+#include "model_place.h"
+#include "prompt.h"
+#include "quant.h"
+
+int64_t sched_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t sched_now_ms(void) { return sched_now_ns() / 1000000; }
+
+static int64_t unix_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sched_job_fail(job *j, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(j->error, sizeof j->error, fmt, ap);
+    va_end(ap);
+    j->status = status;
+}
+
+/* ---------------------------------------------------------------- configuration */
+
+int sched_parse_duration_ms(const char *text, int64_t *out_ms) {
+    if (!text) { anv_set_error("empty duration"); return -1; }
+    while (isspace((unsigned char)*text)) text++;
+    size_t len = strlen(text);
+    while (len > 0 && isspace((unsigned char)text[len - 1])) len--;
+    if (len == 0 || len > 64) { anv_set_error("invalid duration '%s'", text); return -1; }
+    char buf[80];
+    memcpy(buf, text, len);
+    buf[len] = 0;
+    /* A plain number: seconds. */
+    char *end;
+    errno = 0;
+    double secs = strtod(buf, &end);
+    if (end != buf && *end == 0 && errno == 0 && isfinite(secs)) {
+        if (secs < 0) *out_ms = -1;
+        else if (secs > 9e15 / 1000) *out_ms = -1;  /* longer than anyone waits: forever */
+        else *out_ms = (int64_t)llround(secs * 1000.0);
+        return 0;
+    }
+    /* A Go duration: [-+]? (number unit)+ with units ns us µs ms s m h. */
+    const char *p = buf;
+    bool neg = false;
+    if (*p == '-' || *p == '+') neg = *p++ == '-';
+    double total_ms = 0;
+    int n_terms = 0;
+    while (*p) {
+        if (!isdigit((unsigned char)*p) && *p != '.') goto bad;
+        char *e;
+        double v = strtod(p, &e);
+        if (e == p || *e == 0) goto bad;  /* a number without unit */
+        if (*e == 'e' || *e == 'E') goto bad;
+        p = e;
+        double unit;
+        if (strncmp(p, "ns", 2) == 0) { unit = 1e-6; p += 2; }
+        else if (strncmp(p, "us", 2) == 0) { unit = 1e-3; p += 2; }
+        else if (strncmp(p, "\xc2\xb5s", 3) == 0) { unit = 1e-3; p += 3; }
+        else if (strncmp(p, "ms", 2) == 0) { unit = 1; p += 2; }
+        else if (*p == 's') { unit = 1000; p++; }
+        else if (*p == 'm') { unit = 60000; p++; }
+        else if (*p == 'h') { unit = 3600000; p++; }
+        else goto bad;
+        total_ms += v * unit;
+        n_terms++;
+    }
+    if (n_terms == 0) goto bad;
+    if (neg && total_ms > 0) { *out_ms = -1; return 0; }
+    *out_ms = total_ms > 9e15 ? -1 : (int64_t)llround(total_ms);
+    return 0;
+bad:
+    anv_set_error("invalid duration '%s' (use seconds or a Go duration like 5m, 1h30m, -1)", buf);
+    return -1;
+}
+
+static int env_int(const char *name, int lo, int *out) {
+    const char *v = getenv(name);
+    if (!v || !*v) return 0;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    while (isspace((unsigned char)*end)) end++;
+    if (end == v || *end || errno || x < lo || x > 1000000000L) {
+        anv_set_error("%s: '%s' is not a whole number >= %d", name, v, lo);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+int sched_config_from_env(sched_config *c) {
+    *c = (sched_config){.max_loaded = 3, .max_queue = 512, .num_parallel = 4,
+                        .keep_alive_ms = 5 * 60 * 1000, .context_length = 0,
+                        .kv_type = QT_F16, .n_threads = 0};
+    if (env_int("ANVIL_MAX_LOADED_MODELS", 1, &c->max_loaded) != 0) return -1;
+    if (env_int("ANVIL_MAX_QUEUE", 1, &c->max_queue) != 0) return -1;
+    if (env_int("ANVIL_NUM_PARALLEL", 1, &c->num_parallel) != 0) return -1;
+    if (env_int("ANVIL_CONTEXT_LENGTH", 0, &c->context_length) != 0) return -1;
+    if (env_int("ANVIL_NUM_THREADS", 0, &c->n_threads) != 0) return -1;
+    const char *ka = getenv("ANVIL_KEEP_ALIVE");
+    if (ka && *ka && sched_parse_duration_ms(ka, &c->keep_alive_ms) != 0) {
+        anv_set_error("ANVIL_KEEP_ALIVE: '%s' is not a duration (seconds, or like 5m, 1h, -1)", ka);
+        return -1;
+    }
+    const char *kv = getenv("ANVIL_KV_CACHE_TYPE");
+    if (kv && *kv) {
+        if (strcmp(kv, "f16") == 0) c->kv_type = QT_F16;
+        else if (strcmp(kv, "f32") == 0) c->kv_type = QT_F32;
+        else if (strcmp(kv, "q8_0") == 0) c->kv_type = QT_Q8_0;
+        else { anv_set_error("ANVIL_KV_CACHE_TYPE: '%s' is not f16, q8_0 or f32", kv); return -1; }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- lifetime */
+
+sched *sched_new(const sched_config *c, store *st) {
+    if (!c || c->max_loaded < 1 || c->max_queue < 1 || c->num_parallel < 1 || c->num_parallel > SCHED_MAX_SLOTS) {
+        anv_set_error("scheduler: max_loaded and max_queue must be >= 1, num_parallel 1..%d", SCHED_MAX_SLOTS);
+        return NULL;
+    }
+    sched *s = calloc(1, sizeof *s);
+    if (!s) { anv_set_error("out of memory"); return NULL; }
+    s->cfg = *c;
+    s->st = st;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return s;
+}
+
+/* Under s->mu: joins the workers that have exited. The lock is dropped while joining. */
+static void reap_zombies(sched *s) {
+    while (s->zombies) {
+        lmodel *z = s->zombies;
+        s->zombies = z->next;
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(z->thread, NULL);
+        pthread_cond_destroy(&z->cv);
+        free(z);
+        pthread_mutex_lock(&s->mu);
+    }
+}
+
+void sched_free(sched *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->shutting_down = true;
+    for (lmodel *lm = s->models; lm; lm = lm->next) {
+        lm->shutdown = true;
+        pthread_cond_signal(&lm->cv);
+    }
+    pthread_cond_broadcast(&s->cv);
+    while (s->n_callers > 0 || s->n_resident > 0 || s->loading) {
+        pthread_cond_wait(&s->cv, &s->mu);
+        for (lmodel *lm = s->models; lm; lm = lm->next)
+            if (!lm->shutdown) { lm->shutdown = true; pthread_cond_signal(&lm->cv); }
+    }
+    reap_zombies(s);
+    pthread_mutex_unlock(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+void sched_release_ref(lmodel *lm) {
+    if (--lm->n_refs > 0) return;
+    if (lm->keep_alive_ms == 0) lm->stopping = true;
+    lm->expires_mono_ms = lm->keep_alive_ms < 0 ? -1 : sched_now_ms() + lm->keep_alive_ms;
+    pthread_cond_signal(&lm->cv);
+    pthread_cond_broadcast(&lm->s->cv);  /* an idle model can now be evicted */
+}
+
+/* ---------------------------------------------------------------- loading */
+
+/* Bytes of a weight tensor on a GPU backend (0 on the CPU or absent). */
+static uint64_t gpu_bytes(const model *m, const be_tensor *t) {
+    return t && t->be != m->cpu ? be_nbytes(t) : 0;
+}
+
+static void measure(lmodel *lm) {
+    const model *m = lm->m;
+    const model_hparams *hp = &m->hp;
+    const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    const uint64_t kv_layer = 2ull * (uint64_t)lm->n_ctx * qtype_row_size(lm->s->cfg.kv_type, kvd) * (uint64_t)lm->n_slots;
+    uint64_t size = m->weight_bytes, vram = 0;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const model_layer *L = &m->layers[il];
+        size += kv_layer;
+        if (L->be == m->cpu) continue;
+        vram += kv_layer;
+        const be_tensor *ts[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->q_norm,
+                                 L->k_norm, L->post_attn_norm, L->ffn_norm, L->w_gate, L->w_up, L->w_down,
+                                 L->post_ffn_norm};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vram += gpu_bytes(m, ts[i]);
+    }
+    vram += gpu_bytes(m, m->output_norm) + gpu_bytes(m, m->rope_freqs_gpu);
+    if (m->output != m->tok_embd) vram += gpu_bytes(m, m->output);
+    /* Activation scratch, one set shared by the slots, per backend in use. */
+    const int nb = model_ctx_n_batch(lm->parent);
+    const uint64_t qd = (uint64_t)hp->n_head * hp->head_dim_k;
+    const uint64_t scratch = (uint64_t)nb * 4 * (3 * (uint64_t)hp->n_embd + qd + 2 * (uint64_t)kvd + 2 * (uint64_t)hp->n_ff)
+                           + (uint64_t)lm->n_slots * hp->n_vocab * 4;
+    size += scratch;
+    if (m->gpu && vram > 0) { size += scratch; vram += scratch; }
+    lm->size = size;
+    lm->size_vram = vram;
+}
+
+/* Frees a loaded model whose worker never started. */
+static void discard_model(lmodel *lm) {
+    for (int i = lm->n_slots - 1; i >= 1; i--) model_ctx_free(lm->slots[i].ctx);
+    model_ctx_free(lm->parent);
+    model_free(lm->m);
+    pthread_cond_destroy(&lm->cv);
+    free(lm->slots);
+    free(lm->logits);
+    free(lm);
+}
+
+/* Loads outside the lock. NULL + anv_last_error() on failure. */
+static lmodel *load_model(sched *s, const store_entry *e, const run_options *o) {
+    lmodel *lm = calloc(1, sizeof *lm);
+    if (!lm) { anv_set_error("out of memory"); return NULL; }
+    lm->s = s;
+    snprintf(lm->name, sizeof lm->name, "%s", e->name ? e->name : e->model_path);
+    snprintf(lm->path, sizeof lm->path, "%s", e->model_path);
+    snprintf(lm->digest, sizeof lm->digest, "%s", e->model_digest ? e->model_digest : "");
+    lm->req_num_gpu = o->num_gpu;
+    lm->n_slots = s->cfg.num_parallel;
+    int want_ctx = o->num_ctx > 0 ? o->num_ctx : s->cfg.context_length;
+    /* The placement plans the KV caches of every slot. */
+    model_place_opts po = {.n_threads = o->num_thread > 0 ? o->num_thread : s->cfg.n_threads,
+                           .n_ctx = want_ctx > 0 ? want_ctx * lm->n_slots : 0,
+                           .kv_type = s->cfg.kv_type, .n_gpu_layers = o->num_gpu};
+    lm->m = model_load_placed(e->model_path, &po);
+    if (!lm->m) { free(lm); return NULL; }
+    const model_hparams *hp = &lm->m->hp;
+    int n_ctx = want_ctx > 0 ? want_ctx : model_default_ctx(hp);
+    if (hp->n_ctx_train > 0 && n_ctx > hp->n_ctx_train) n_ctx = hp->n_ctx_train;
+    if (n_ctx < 4) n_ctx = 4;
+    lm->n_ctx = n_ctx;
+    lm->slots = calloc((size_t)lm->n_slots, sizeof *lm->slots);
+    lm->logits = malloc((size_t)lm->n_slots * hp->n_vocab * sizeof(float));
+    if (!lm->slots || !lm->logits) { anv_set_error("out of memory"); goto fail; }
+    lm->parent = model_ctx_new(lm->m, n_ctx, s->cfg.kv_type);
+    if (!lm->parent) goto fail;
+    lm->slots[0].ctx = lm->parent;
+    for (int i = 1; i < lm->n_slots; i++) {
+        lm->slots[i].ctx = model_ctx_new_shared(lm->parent, n_ctx, s->cfg.kv_type);
+        if (!lm->slots[i].ctx) goto fail;
+    }
+    measure(lm);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&lm->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    lm->expires_mono_ms = -1;
+    return lm;
+fail:
+    if (lm->slots) {
+        for (int i = lm->n_slots - 1; i >= 1; i--) model_ctx_free(lm->slots[i].ctx);
+    }
+    model_ctx_free(lm->parent);
+    free(lm->slots);
+    free(lm->logits);
+    model_free(lm->m);
+    free(lm);
+    return NULL;
+}
+
+/* Would a request with these options run on lm without reloading (Ollama's needsReload)? */
+static bool options_match(const sched *s, const lmodel *lm, const run_options *o) {
+    int want_ctx = o->num_ctx > 0 ? o->num_ctx : s->cfg.context_length;
+    if (want_ctx > 0) {
+        int eff = want_ctx;
+        const model_hparams *hp = &lm->m->hp;
+        if (hp->n_ctx_train > 0 && eff > hp->n_ctx_train) eff = hp->n_ctx_train;
+        if (eff < 4) eff = 4;
+        if (eff != lm->n_ctx) return false;
+    } else if (lm->n_ctx != model_default_ctx(&lm->m->hp)) {
+        return false;
+    }
+    return o->num_gpu < 0 || o->num_gpu == lm->req_num_gpu;
+}
+
+static lmodel *find_loaded(sched *s, const char *path, const run_options *o) {
+    for (lmodel *lm = s->models; lm; lm = lm->next)
+        if (!lm->stopping && !lm->shutdown && strcmp(lm->path, path) == 0 && (!o || options_match(s, lm, o)))
+            return lm;
+    return NULL;
+}
+
+/* Under s->mu: marks one resident model for unloading so a new one fits. Idle models
+ * go first (longest keep-alive deadline last, then name); if all are busy, the one with
+ * the fewest references is stopped and unloads once its requests finish. */
+static void evict_one(sched *s) {
+    lmodel *best = NULL;
+    for (lmodel *lm = s->models; lm; lm = lm->next) {
+        if (lm->stopping || lm->shutdown) return;  /* one is on its way out already */
+        if (lm->n_refs != 0) continue;
+        if (!best || strcmp(lm->name, best->name) < 0) best = lm;
+    }
+    if (!best)
+        for (lmodel *lm = s->models; lm; lm = lm->next)
+            if (!best || lm->n_refs < best->n_refs) best = lm;
+    if (best) {
+        best->stopping = true;
+        pthread_cond_signal(&best->cv);
+    }
+}
+
+/* Under s->mu: a resident model matching the request (n_refs taken), loading it if
+ * needed. NULL with j's status/error set on failure. *load_ns gets the load time. */
+static lmodel *acquire_model(sched *s, const store_entry *e, const run_options *o, job *j, int64_t *load_ns) {
+    *load_ns = 0;
+    for (;;) {
+        reap_zombies(s);
+        if (s->shutting_down) { sched_job_fail(j, 503, "server shutting down"); return NULL; }
+        lmodel *lm = find_loaded(s, e->model_path, o);
+        if (lm) { lm->n_refs++; return lm; }
+        if (s->loading) { pthread_cond_wait(&s->cv, &s->mu); continue; }
+        /* The same model with other load options goes first (it reloads). */
+        bool waiting = false;
+        for (lmodel *o2 = s->models; o2; o2 = o2->next)
+            if (strcmp(o2->path, e->model_path) == 0) {
+                if (!o2->stopping) { o2->stopping = true; pthread_cond_signal(&o2->cv); }
+                waiting = true;
+            }
+        if (!waiting && s->n_resident >= s->cfg.max_loaded) { evict_one(s); waiting = true; }
+        if (waiting) { pthread_cond_wait(&s->cv, &s->mu); continue; }
+        s->loading = true;
+        s->n_resident++;
+        pthread_mutex_unlock(&s->mu);
+        int64_t t0 = sched_now_ns();
+        lm = load_model(s, e, o);
+        char err[512] = "";
+        if (!lm) snprintf(err, sizeof err, "%s", anv_last_error());
+        *load_ns = sched_now_ns() - t0;
+        pthread_mutex_lock(&s->mu);
+        s->loading = false;
+        pthread_cond_broadcast(&s->cv);
+        if (lm && s->shutting_down) {
+            discard_model(lm);
+            s->n_resident--;
+            sched_job_fail(j, 503, "server shutting down");
+            return NULL;
+        }
+        if (lm && pthread_create(&lm->thread, NULL, sched_worker, lm) != 0) {
+            snprintf(err, sizeof err, "cannot start the model's worker thread");
+            discard_model(lm);
+            lm = NULL;
+        }
+        if (!lm) {
+            s->n_resident--;
+            sched_job_fail(j, 500, "loading %s: %s", e->name ? e->name : e->model_path, err);
+            return NULL;
+        }
+        lm->next = s->models;
+        s->models = lm;
+        lm->n_refs = 1;
+        return lm;
+    }
+}
+
+/* ---------------------------------------------------------------- requests */
+
+/* Resolves the model and merges its options; status set on j on failure. */
+static int resolve(sched *s, const char *name, const void *req_options, store_entry *e, run_options *o, job *j) {
+    memset(e, 0, sizeof *e);
+    options_default(o);
+    if (!name || !*name) { sched_job_fail(j, 400, "model is required"); return -1; }
+    struct stat sb;
+    if (stat(name, &sb) != 0) {
+        store_name sn;
+        if (store_name_parse(name, &sn) != 0) { sched_job_fail(j, 400, "%s", anv_last_error()); return -1; }
+    }
+    if (store_resolve(s->st, name, e) != 0) {
+        const char *err = anv_last_error();
+        sched_job_fail(j, strstr(err, "not found") ? 404 : 500, "%s", err);
+        return -1;
+    }
+    if (e->params_json && options_apply_json_text(o, e->params_json, NULL) != 0) {
+        sched_job_fail(j, 500, "model parameters of %s: %s", name, anv_last_error());
+        return -1;
+    }
+    if (req_options && options_apply_cjson(o, req_options, NULL) != 0) {
+        sched_job_fail(j, 400, "invalid options: %s", anv_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* Under s->mu: the caller enters / leaves the scheduler. */
+static void enter(sched *s) { s->n_callers++; }
+static void leave(sched *s) {
+    s->n_callers--;
+    pthread_cond_broadcast(&s->cv);
+}
+
+static int reserve_queue(sched *s, job *j) {
+    if (s->n_waiting >= s->cfg.max_queue) {
+        s->met.requests_rejected_queue_full++;
+        sched_job_fail(j, 503, "server busy, please try again: maximum pending requests exceeded");
+        return -1;
+    }
+    s->n_waiting++;
+    return 0;
+}
+
+/* Builds and tokenizes the prompt, creates the sampler, grammar and stop matcher. */
+static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_gen_request *r, job *j) {
+    (void)s;
+    const model *m = lm->m;
+    chat_message one = {"user", r->prompt ? r->prompt : ""};
+    prompt_spec ps = {.template_go = r->template_go ? r->template_go : e->template_text,
+                      .system = r->system ? r->system : e->system,
+                      .messages_json = e->messages_json,
+                      .msgs = r->messages && r->n_messages > 0 ? r->messages : &one,
+                      .n_msgs = r->messages && r->n_messages > 0 ? r->n_messages : 1,
+                      .raw = r->raw,
+                      .chat_format_override = -1};
+    char *text = prompt_build(m, &ps);
+    if (!text) { sched_job_fail(j, 400, "prompt: %s", anv_last_error()); return -1; }
+    int n_text = 0;
+    bool add_bos = tokenizer_add_bos(m->tok) && r->n_context <= 0;
+    int32_t *toks = tokenizer_encode(m->tok, text, strlen(text), add_bos, !r->raw, &n_text);
+    free(text);
+    if (!toks) { sched_job_fail(j, 400, "tokenizing the prompt: %s", anv_last_error()); return -1; }
+    int n_ctx_toks = r->context && r->n_context > 0 ? r->n_context : 0;
+    j->n_prompt = n_ctx_toks + n_text;
+    j->prompt = malloc((size_t)(j->n_prompt > 0 ? j->n_prompt : 1) * sizeof(int32_t));
+    if (!j->prompt) { free(toks); sched_job_fail(j, 500, "out of memory"); return -1; }
+    for (int i = 0; i < n_ctx_toks; i++) {
+        if (r->context[i] < 0 || r->context[i] >= m->hp.n_vocab) {
+            free(toks);
+            sched_job_fail(j, 400, "context token %d (%d) is outside the vocabulary of %d", i, (int)r->context[i], m->hp.n_vocab);
+            return -1;
+        }
+        j->prompt[i] = r->context[i];
+    }
+    if (n_text > 0) memcpy(j->prompt + n_ctx_toks, toks, (size_t)n_text * sizeof(int32_t));
+    free(toks);
+    if (j->n_prompt == 0) { sched_job_fail(j, 400, "the prompt is empty after templating"); return -1; }
+    if (j->n_prompt > lm->n_ctx) {
+        sched_job_fail(j, 400, "the prompt is %d tokens, more than the context length of %d (num_ctx)", j->n_prompt, lm->n_ctx);
+        return -1;
+    }
+    j->smp = sampler_new(&j->opt.sp, m->hp.n_vocab);
+    j->stop = stop_matcher_new(j->opt.stop, j->opt.n_stop);
+    if (!j->smp || !j->stop) { sched_job_fail(j, 500, "out of memory"); return -1; }
+    for (int i = 0; i < j->n_prompt; i++) sampler_accept(j->smp, j->prompt[i]);
+    if (r->format && *r->format) {
+        j->g = strcmp(r->format, "json") == 0 ? grammar_json_object() : grammar_json_schema(r->format);
+        if (!j->g) { sched_job_fail(j, 400, "format: %s", anv_last_error()); return -1; }
+        j->gm = grammar_matcher_new(j->g, m->tok);
+        if (!j->gm) { sched_job_fail(j, 500, "format: %s", anv_last_error()); return -1; }
+    }
+    return 0;
+}
+
+static void job_clear(job *j) {
+    free(j->prompt);
+    sampler_free(j->smp);
+    grammar_matcher_free(j->gm);
+    grammar_free(j->g);
+    stop_matcher_free(j->stop);
+    options_clear(&j->opt);
+    if (j->in_tokens)
+        for (int i = 0; i < j->n_in; i++) free(j->in_tokens[i]);
+    free(j->in_tokens);
+    free(j->in_len);
+    free(j->embd);
+}
+
+/* Under s->mu: queues j on lm and waits until the worker is done with it. False (j
+ * failed, not queued) when the scheduler is shutting down. */
+static bool run_job(sched *s, lmodel *lm, job *j) {
+    if (lm->shutdown || s->shutting_down) {
+        sched_job_fail(j, 503, "server shutting down");
+        return false;
+    }
+    lm->n_refs++;
+    if (j->kind == JOB_GEN) {
+        if (lm->q_tail) lm->q_tail->next = j; else lm->q_head = j;
+        lm->q_tail = j;
+    } else {
+        if (lm->e_tail) lm->e_tail->next = j; else lm->e_head = j;
+        lm->e_tail = j;
+    }
+    pthread_cond_signal(&lm->cv);
+    while (!j->done) pthread_cond_wait(&s->cv, &s->mu);
+    return true;
+}
+
+/* Unloads lm (keep_alive 0 with no prompt) once it is idle. */
+static void unload_when_idle(lmodel *lm) {
+    lm->stopping = true;
+    pthread_cond_signal(&lm->cv);
+}
+
+static void finish_result(sched *s, sched_result *res, const job *j) {
+    res->status = j->status;
+    if (j->status) snprintf(res->error, sizeof res->error, "%s", j->error);
+    res->total_ns = sched_now_ns() - j->t_start_ns;
+    s->met.requests_total++;
+    if (j->status) s->met.requests_failed++;
+}
+
+int sched_generate(sched *s, const sched_gen_request *r, sched_result *res) {
+    memset(res, 0, sizeof *res);
+    job j = {.kind = JOB_GEN, .gr = r, .res = res, .t_start_ns = sched_now_ns()};
+    store_entry e;
+    pthread_mutex_lock(&s->mu);
+    enter(s);
+    pthread_mutex_unlock(&s->mu);
+
+    bool have_prompt = (r->prompt && *r->prompt) || (r->messages && r->n_messages > 0);
+    int64_t ka = r->keep_alive_set ? r->keep_alive_ms : s->cfg.keep_alive_ms;
+    int rc = resolve(s, r->model, r->options, &e, &j.opt, &j);
+    if (rc == 0) snprintf(res->model, sizeof res->model, "%s", e.name ? e.name : r->model);
+    pthread_mutex_lock(&s->mu);
+    if (rc == 0 && !have_prompt && r->keep_alive_set && r->keep_alive_ms == 0) {
+        /* Unload: nothing is loaded for it. */
+        for (lmodel *lm = s->models; lm; lm = lm->next)
+            if (strcmp(lm->path, e.model_path) == 0) {
+                lm->keep_alive_ms = 0;
+                unload_when_idle(lm);
+            }
+        res->done_reason = "unload";
+        finish_result(s, res, &j);
+        goto out;
+    }
+    bool queued = false;
+    lmodel *lm = NULL;
+    if (rc == 0 && have_prompt) { rc = reserve_queue(s, &j); queued = rc == 0; }
+    if (rc == 0) {
+        lm = acquire_model(s, &e, &j.opt, &j, &res->load_ns);
+        if (!lm) rc = -1;
+    }
+    if (rc == 0) {
+        lm->keep_alive_ms = ka;
+        snprintf(res->model, sizeof res->model, "%s", e.name ? e.name : lm->name);
+        if (!have_prompt) {
+            res->done_reason = "load";
+        } else {
+            pthread_mutex_unlock(&s->mu);
+            rc = prepare_gen(s, lm, &e, r, &j);
+            pthread_mutex_lock(&s->mu);
+            /* Once queued, the worker releases the queue position on admission. */
+            if (rc == 0 && run_job(s, lm, &j)) queued = false;
+        }
+        sched_release_ref(lm);
+    }
+    if (queued) s->n_waiting--;
+    finish_result(s, res, &j);
+out:
+    leave(s);
+    pthread_mutex_unlock(&s->mu);
+    job_clear(&j);
+    store_entry_clear(&e);
+    return res->status ? -1 : 0;
+}
+
+void sched_result_clear(sched_result *res) {
+    if (!res) return;
+    free(res->context);
+    res->context = NULL;
+    res->n_context = 0;
+}
+
+int sched_embed(sched *s, const sched_embed_request *r, sched_embed_result *res) {
+    memset(res, 0, sizeof *res);
+    job j = {.kind = JOB_EMBED, .t_start_ns = sched_now_ns()};
+    store_entry e;
+    pthread_mutex_lock(&s->mu);
+    enter(s);
+    pthread_mutex_unlock(&s->mu);
+    int64_t ka = r->keep_alive_set ? r->keep_alive_ms : s->cfg.keep_alive_ms;
+    int rc = resolve(s, r->model, r->options, &e, &j.opt, &j);
+    if (rc == 0 && (r->n_inputs < 0 || (r->n_inputs > 0 && !r->inputs))) {
+        sched_job_fail(&j, 400, "invalid input list");
+        rc = -1;
+    }
+    if (rc == 0 && r->dimensions < 0) { sched_job_fail(&j, 400, "dimensions must be positive"); rc = -1; }
+    pthread_mutex_lock(&s->mu);
+    bool queued = false;
+    lmodel *lm = NULL;
+    if (rc == 0) { rc = reserve_queue(s, &j); queued = rc == 0; }
+    if (rc == 0) {
+        lm = acquire_model(s, &e, &j.opt, &j, &res->load_ns);
+        if (!lm) rc = -1;
+    }
+    if (rc == 0) {
+        lm->keep_alive_ms = ka;
+        snprintf(res->model, sizeof res->model, "%s", e.name ? e.name : lm->name);
+        pthread_mutex_unlock(&s->mu);
+        const model *m = lm->m;
+        j.n_in = r->n_inputs;
+        j.dimensions = r->dimensions;
+        j.in_tokens = calloc((size_t)(r->n_inputs > 0 ? r->n_inputs : 1), sizeof *j.in_tokens);
+        j.in_len = calloc((size_t)(r->n_inputs > 0 ? r->n_inputs : 1), sizeof *j.in_len);
+        if (!j.in_tokens || !j.in_len) { sched_job_fail(&j, 500, "out of memory"); rc = -1; }
+        for (int i = 0; rc == 0 && i < r->n_inputs; i++) {
+            const char *in = r->inputs[i] ? r->inputs[i] : "";
+            j.in_tokens[i] = tokenizer_encode(m->tok, in, strlen(in), tokenizer_add_bos(m->tok), true, &j.in_len[i]);
+            if (!j.in_tokens[i]) { sched_job_fail(&j, 400, "tokenizing input %d: %s", i, anv_last_error()); rc = -1; break; }
+            if (j.in_len[i] == 0) { sched_job_fail(&j, 400, "input %d is empty", i); rc = -1; break; }
+            if (j.in_len[i] > lm->n_ctx) {
+                if (!r->truncate) {
+                    sched_job_fail(&j, 400, "input %d is %d tokens, more than the context length of %d (num_ctx)", i, j.in_len[i], lm->n_ctx);
+                    rc = -1;
+                    break;
+                }
+                j.in_len[i] = lm->n_ctx;
+            }
+            res->prompt_eval_count += j.in_len[i];
+        }
+        pthread_mutex_lock(&s->mu);
+        if (rc == 0 && r->n_inputs > 0 && run_job(s, lm, &j)) queued = false;
+        if (rc == 0 && j.status == 0) {
+            res->embeddings = j.embd;
+            j.embd = NULL;
+            res->n = r->n_inputs;
+            res->dim = j.dim;
+        }
+        sched_release_ref(lm);
+    }
+    if (queued) s->n_waiting--;
+    res->status = j.status;
+    if (j.status) snprintf(res->error, sizeof res->error, "%s", j.error);
+    res->total_ns = sched_now_ns() - j.t_start_ns;
+    s->met.requests_total++;
+    if (j.status) s->met.requests_failed++;
+    leave(s);
+    pthread_mutex_unlock(&s->mu);
+    job_clear(&j);
+    store_entry_clear(&e);
+    return res->status ? -1 : 0;
+}
+
+void sched_embed_result_clear(sched_embed_result *res) {
+    if (!res) return;
+    free(res->embeddings);
+    res->embeddings = NULL;
+}
+
+/* ---------------------------------------------------------------- introspection */
+
+int sched_ps(sched *s, sched_loaded **out, int *n_out) {
+    pthread_mutex_lock(&s->mu);
+    int n = 0;
+    for (lmodel *lm = s->models; lm; lm = lm->next) n++;
+    sched_loaded *a = calloc((size_t)(n > 0 ? n : 1), sizeof *a);
+    if (!a) {
+        pthread_mutex_unlock(&s->mu);
+        anv_set_error("out of memory");
+        return -1;
+    }
+    int i = 0;
+    const int64_t now_mono = sched_now_ms(), now_unix = unix_now_ms();
+    for (lmodel *lm = s->models; lm; lm = lm->next, i++) {
+        sched_loaded *l = &a[i];
+        snprintf(l->name, sizeof l->name, "%s", lm->name);
+        snprintf(l->digest, sizeof l->digest, "%s", lm->digest);
+        snprintf(l->arch, sizeof l->arch, "%s", lm->m->hp.arch_name ? lm->m->hp.arch_name : "");
+        l->size = lm->size;
+        l->size_vram = lm->size_vram;
+        l->context_length = lm->n_ctx;
+        l->n_active = lm->n_active;
+        if (lm->stopping || lm->shutdown) l->expires_at_ms = -1;
+        else if (lm->keep_alive_ms < 0) l->expires_at_ms = 0;
+        else if (lm->n_refs > 0) l->expires_at_ms = now_unix + lm->keep_alive_ms;
+        else l->expires_at_ms = now_unix + (lm->expires_mono_ms - now_mono);
+    }
+    pthread_mutex_unlock(&s->mu);
+    *out = a;
+    *n_out = n;
+    return 0;
+}
+
+int sched_stop(sched *s, const char *name) {
+    store_entry e;
+    memset(&e, 0, sizeof e);
+    bool resolved = name && store_resolve(s->st, name, &e) == 0;
+    int found = 0;
+    pthread_mutex_lock(&s->mu);
+    for (lmodel *lm = s->models; lm; lm = lm->next) {
+        if (lm->stopping || lm->shutdown) continue;
+        if ((resolved && strcmp(lm->path, e.model_path) == 0) || (name && strcmp(lm->name, name) == 0)) {
+            unload_when_idle(lm);
+            found++;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    store_entry_clear(&e);
+    if (!found) {
+        anv_set_error("model '%s' not found", name ? name : "");
+        return -1;
+    }
+    return 0;
+}
+
+void sched_get_metrics(sched *s, sched_metrics *m) {
+    pthread_mutex_lock(&s->mu);
+    *m = s->met;
+    m->queue_length = s->n_waiting;
+    m->n_loaded = 0;
+    m->bytes_cpu = m->bytes_gpu = 0;
+    for (lmodel *lm = s->models; lm; lm = lm->next) {
+        m->n_loaded++;
+        m->bytes_gpu += lm->size_vram;
+        m->bytes_cpu += lm->size - lm->size_vram;
+    }
+    pthread_mutex_unlock(&s->mu);
+}

@@ -1,0 +1,401 @@
+/* sched_batch: the worker thread of one loaded model. It admits queued requests into
+ * free slots (the slot whose cached tokens share the longest prefix with the prompt),
+ * then runs continuous-batching steps: every decoding slot adds its last sampled token,
+ * slots still reading their prompt add a chunk, one model_eval_multi evaluates them all,
+ * and each slot samples (grammar mask, stop strings, limits) and streams its text.
+ * Embedding requests run between steps. When the model has been idle past its
+ * keep-alive (or is told to stop) the worker unloads it and exits. */
+#include "sched_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+
+/* ---------------------------------------------------------------- admission */
+
+static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb) {
+    int n = na < nb ? na : nb, i = 0;
+    while (i < n && a[i] == b[i]) i++;
+    return i;
+}
+
+/* The free slot for a prompt: the longest cached prefix if it covers at least half of
+ * the prompt or costs no cached tokens (follow-up turns reuse their cache); otherwise
+ * the least recently used slot, so one request does not wipe another's cache for a
+ * shared BOS. *lcp_out gets the reusable prefix length. */
+static int pick_slot(lmodel *lm, const job *j, int *lcp_out) {
+    int best = -1, best_lcp = -1, best_loss = 0, lru = -1;
+    int lcps[SCHED_MAX_SLOTS];
+    for (int i = 0; i < lm->n_slots; i++) {
+        slot *sl = &lm->slots[i];
+        if (sl->state != SLOT_FREE) continue;
+        int past = model_ctx_n_past(sl->ctx);
+        int lcp = common_prefix(model_ctx_history(sl->ctx), past, j->prompt, j->n_prompt);
+        lcps[i] = lcp;
+        if (lcp > best_lcp || (lcp == best_lcp && past - lcp < best_loss)) {
+            best = i;
+            best_lcp = lcp;
+            best_loss = past - lcp;
+        }
+        if (lru < 0 || sl->last_used < lm->slots[lru].last_used) lru = i;
+    }
+    if (best < 0) return -1;
+    if (2 * best_lcp >= j->n_prompt || best_loss == 0) {
+        *lcp_out = best_lcp;
+        return best;
+    }
+    *lcp_out = lcps[lru];
+    return lru;
+}
+
+/* Under s->mu: moves queued jobs into free slots. */
+static void admit(lmodel *lm) {
+    sched *s = lm->s;
+    while (lm->q_head) {
+        job *j = lm->q_head;
+        int best_lcp = 0;
+        int best = pick_slot(lm, j, &best_lcp);
+        if (best < 0) return;
+        lm->q_head = j->next;
+        if (!lm->q_head) lm->q_tail = NULL;
+        j->next = NULL;
+        s->n_waiting--;
+        slot *sl = &lm->slots[best];
+        /* Always evaluate at least the last prompt token: its logits start the reply. */
+        int keep = best_lcp < j->n_prompt - 1 ? best_lcp : j->n_prompt - 1;
+        model_ctx_truncate(sl->ctx, keep);
+        *sl = (slot){.ctx = sl->ctx, .job = j, .state = SLOT_PROMPT, .pos = keep,
+                     .t_admit_ns = sched_now_ns(), .last_used = ++lm->use_counter};
+        lm->n_active++;
+    }
+}
+
+/* ---------------------------------------------------------------- one request's end */
+
+typedef struct {
+    job *fin[SCHED_MAX_SLOTS];
+    int n_fin;
+    uint64_t prompt_tokens, gen_tokens;
+} step_out;
+
+static bool emit(job *j, const char *text, int len) {
+    if (len <= 0 || !j->gr->on_text) return true;
+    return j->gr->on_text(text, len, j->gr->user);
+}
+
+/* Ends the slot's request: flushes held text, fills the result, frees the slot. */
+static void finish(slot *sl, const char *reason, bool pending_unevaluated, bool stop_hit,
+                   bool cancelled, step_out *so) {
+    job *j = sl->job;
+    const int64_t now = sched_now_ns();
+    if (j->status == 0 && !cancelled) {
+        char text[64];
+        int len = tok_stream_flush(&sl->ts, text, (int)sizeof text);
+        if (len > (int)sizeof text) len = (int)sizeof text;
+        const char *e;
+        int el;
+        bool live = true;
+        if (!stop_hit && len > 0) {
+            stop_hit = stop_matcher_feed(j->stop, text, len, &e, &el);
+            live = emit(j, e, el);
+        }
+        if (!stop_hit && live) {
+            stop_matcher_flush(j->stop, &e, &el);
+            emit(j, e, el);
+        }
+    }
+    sched_result *res = j->res;
+    res->done_reason = reason;
+    res->prompt_eval_count = sl->n_prompt_eval;
+    res->eval_count = sl->n_gen;
+    int64_t t_pd = sl->t_prompt_done_ns ? sl->t_prompt_done_ns : now;
+    res->prompt_eval_ns = t_pd - sl->t_admit_ns;
+    res->eval_ns = now - t_pd;
+    if (j->status == 0 && j->gr->want_context) {
+        int n_past = model_ctx_n_past(sl->ctx);
+        int n = n_past + (pending_unevaluated ? 1 : 0);
+        res->context = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+        if (res->context) {
+            memcpy(res->context, model_ctx_history(sl->ctx), (size_t)n_past * sizeof(int32_t));
+            if (pending_unevaluated) res->context[n_past] = sl->pending;
+            res->n_context = n;
+        }
+    }
+    so->prompt_tokens += (uint64_t)sl->n_prompt_eval;
+    so->gen_tokens += (uint64_t)sl->n_gen;
+    so->fin[so->n_fin++] = j;
+    sl->job = NULL;
+    sl->state = SLOT_FREE;
+}
+
+/* Samples the next token from the slot's logits row, streams its text and decides
+ * whether the request ends here. */
+static void sample_next(lmodel *lm, slot *sl, float *row, step_out *so) {
+    job *j = sl->job;
+    const tokenizer *tok = lm->m->tok;
+    if (j->opt.num_predict >= 0 && sl->n_gen >= j->opt.num_predict) {  /* num_predict 0 */
+        finish(sl, "length", false, false, false, so);
+        return;
+    }
+    if (j->gm) grammar_matcher_mask(j->gm, row);
+    int32_t id = sampler_sample(j->smp, row);
+    if (id < 0) {
+        sched_job_fail(j, 500, "sampling: %s", anv_last_error());
+        finish(sl, "stop", false, false, false, so);
+        return;
+    }
+    if (tokenizer_is_eog(tok, id)) { finish(sl, "stop", false, false, false, so); return; }
+    if (j->gm && grammar_matcher_accept(j->gm, id) != 0) {
+        sched_job_fail(j, 500, "format: %s", anv_last_error());
+        finish(sl, "stop", false, false, false, so);
+        return;
+    }
+    sampler_accept(j->smp, id);
+    sl->n_gen++;
+    sl->pending = id;
+    sl->state = SLOT_GEN;
+    char text[256];
+    int len = tok_stream_push(&sl->ts, tok, id, text, (int)sizeof text);
+    if (len > (int)sizeof text) len = (int)sizeof text;
+    if (len > 0) {
+        const char *e;
+        int el;
+        bool stopped = stop_matcher_feed(j->stop, text, len, &e, &el);
+        if (!emit(j, e, el)) { finish(sl, "stop", true, false, true, so); return; }
+        if (stopped) { finish(sl, "stop", true, true, false, so); return; }
+    }
+    if (j->gm && grammar_matcher_done(j->gm)) { finish(sl, "stop", true, false, false, so); return; }
+    if (j->opt.num_predict >= 0 && sl->n_gen >= j->opt.num_predict) {
+        finish(sl, "length", true, false, false, so);
+        return;
+    }
+    if (model_ctx_n_past(sl->ctx) >= model_ctx_n_ctx(sl->ctx)) {
+        finish(sl, "length", true, false, false, so);
+        return;
+    }
+}
+
+/* ---------------------------------------------------------------- one batched step */
+
+typedef struct {
+    uint64_t steps, batched_steps, batched_tokens;
+    double seconds;
+    unsigned rotate;
+} step_stats;
+
+static void step(lmodel *lm, step_out *so, step_stats *st) {
+    const int n_slots = lm->n_slots, n_vocab = lm->m->hp.n_vocab;
+    model_ctx *ctxs[SCHED_MAX_SLOTS];
+    const int32_t *toks[SCHED_MAX_SLOTS];
+    int ns[SCHED_MAX_SLOTS], which[SCHED_MAX_SLOTS];
+    int n_seq = 0, budget = model_ctx_n_batch(lm->parent), total = 0;
+    /* Decoding slots first (one token each), then prompt chunks; the start rotates so
+     * no slot starves when the batch is smaller than the number of slots. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int k = 0; k < n_slots && budget > 0; k++) {
+            int i = (int)((st->rotate + (unsigned)k) % (unsigned)n_slots);
+            slot *sl = &lm->slots[i];
+            int n;
+            if (pass == 0 && sl->state == SLOT_GEN) {
+                toks[n_seq] = &sl->pending;
+                n = 1;
+            } else if (pass == 1 && sl->state == SLOT_PROMPT) {
+                n = sl->job->n_prompt - sl->pos;
+                if (n > budget) n = budget;
+                toks[n_seq] = sl->job->prompt + sl->pos;
+            } else {
+                continue;
+            }
+            ctxs[n_seq] = sl->ctx;
+            ns[n_seq] = n;
+            which[n_seq] = i;
+            n_seq++;
+            budget -= n;
+            total += n;
+        }
+    }
+    st->rotate++;
+    if (n_seq == 0) return;
+    int64_t t0 = sched_now_ns();
+    int rc = model_eval_multi(ctxs, toks, ns, n_seq, lm->logits);
+    st->seconds += (double)(sched_now_ns() - t0) * 1e-9;
+    st->steps++;
+    if (n_seq > 1) {
+        st->batched_steps++;
+        st->batched_tokens += (uint64_t)total;
+    }
+    if (rc != 0) {
+        char err[480];
+        snprintf(err, sizeof err, "%s", anv_last_error());
+        for (int q = 0; q < n_seq; q++) {
+            slot *sl = &lm->slots[which[q]];
+            sched_job_fail(sl->job, 500, "evaluation failed: %s", err);
+            finish(sl, "stop", false, false, false, so);
+        }
+        return;
+    }
+    for (int q = 0; q < n_seq; q++) {
+        slot *sl = &lm->slots[which[q]];
+        if (sl->state == SLOT_PROMPT) {
+            sl->pos += ns[q];
+            sl->n_prompt_eval += ns[q];
+            if (sl->pos < sl->job->n_prompt) continue;
+            sl->t_prompt_done_ns = sched_now_ns();
+        }
+        sample_next(lm, sl, lm->logits + (size_t)q * n_vocab, so);
+    }
+}
+
+/* ---------------------------------------------------------------- embeddings */
+
+static void normalize(float *v, int n) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)v[i] * v[i];
+    float inv = ss > 0 ? (float)(1.0 / sqrt(ss)) : 0.0f;
+    for (int i = 0; i < n; i++) v[i] *= inv;
+}
+
+static void run_embed(lmodel *lm, job *j) {
+    const int n_embd = lm->m->hp.n_embd;
+    int dim = j->dimensions > 0 && j->dimensions < n_embd ? j->dimensions : n_embd;
+    int max_len = 1;
+    for (int i = 0; i < j->n_in; i++)
+        if (j->in_len[i] > max_len) max_len = j->in_len[i];
+    model_ctx *c = model_ctx_new_shared(lm->parent, max_len, lm->s->cfg.kv_type);
+    float *tmp = malloc((size_t)n_embd * sizeof *tmp);
+    j->embd = malloc((size_t)j->n_in * dim * sizeof *j->embd);
+    if (!c || !tmp || !j->embd) {
+        sched_job_fail(j, 500, "embedding: %s", c ? "out of memory" : anv_last_error());
+    } else {
+        for (int i = 0; i < j->n_in; i++) {
+            model_ctx_reset(c);
+            if (model_embed(c, j->in_tokens[i], j->in_len[i], tmp) != 0) {
+                sched_job_fail(j, 500, "embedding input %d: %s", i, anv_last_error());
+                break;
+            }
+            normalize(tmp, n_embd);
+            if (dim < n_embd) normalize(tmp, dim);
+            memcpy(j->embd + (size_t)i * dim, tmp, (size_t)dim * sizeof *tmp);
+        }
+    }
+    j->dim = dim;
+    free(tmp);
+    model_ctx_free(c);
+}
+
+/* ---------------------------------------------------------------- the worker */
+
+/* Under s->mu: completes a job the worker is done with. */
+static void complete(lmodel *lm, job *j) {
+    j->done = true;
+    lm->n_active--;
+    sched_release_ref(lm);
+}
+
+/* Under s->mu: fails every job of lm (shutdown). */
+static void fail_all(lmodel *lm) {
+    sched *s = lm->s;
+    for (int i = 0; i < lm->n_slots; i++) {
+        slot *sl = &lm->slots[i];
+        if (sl->state == SLOT_FREE) continue;
+        sched_job_fail(sl->job, 503, "server shutting down");
+        sl->job->res->done_reason = "stop";
+        complete(lm, sl->job);
+        sl->job = NULL;
+        sl->state = SLOT_FREE;
+    }
+    job *lists[2] = {lm->q_head, lm->e_head};
+    lm->q_head = lm->q_tail = lm->e_head = lm->e_tail = NULL;
+    for (int l = 0; l < 2; l++)
+        for (job *j = lists[l]; j;) {
+            job *next = j->next;
+            s->n_waiting--;
+            sched_job_fail(j, 503, "server shutting down");
+            if (j->res) j->res->done_reason = "stop";
+            lm->n_active++;
+            complete(lm, j);
+            j = next;
+        }
+    pthread_cond_broadcast(&s->cv);
+}
+
+void *sched_worker(void *arg) {
+    lmodel *lm = arg;
+    sched *s = lm->s;
+    step_stats st = {0};
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        if (lm->shutdown) {
+            /* Fail what is here, then wait for callers still holding the model (they
+             * are failed on their way in) before freeing it under them. */
+            fail_all(lm);
+            while (lm->n_refs > 0) {
+                pthread_cond_wait(&lm->cv, &s->mu);
+                fail_all(lm);
+            }
+            break;
+        }
+        admit(lm);
+        if (lm->e_head) {
+            job *j = lm->e_head;
+            lm->e_head = j->next;
+            if (!lm->e_head) lm->e_tail = NULL;
+            s->n_waiting--;
+            lm->n_active++;
+            pthread_mutex_unlock(&s->mu);
+            run_embed(lm, j);
+            pthread_mutex_lock(&s->mu);
+            complete(lm, j);
+            pthread_cond_broadcast(&s->cv);
+            continue;
+        }
+        if (lm->n_active == 0) {
+            if (lm->n_refs == 0) {
+                if (lm->stopping) break;
+                if (lm->expires_mono_ms >= 0 && sched_now_ms() >= lm->expires_mono_ms) break;
+            }
+            if (lm->n_refs == 0 && lm->expires_mono_ms >= 0) {
+                struct timespec ts = {.tv_sec = lm->expires_mono_ms / 1000,
+                                      .tv_nsec = (lm->expires_mono_ms % 1000) * 1000000};
+                pthread_cond_timedwait(&lm->cv, &s->mu, &ts);
+            } else {
+                pthread_cond_wait(&lm->cv, &s->mu);
+            }
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        step_out so = {.n_fin = 0};
+        step_stats before = st;
+        step(lm, &so, &st);
+        pthread_mutex_lock(&s->mu);
+        s->met.prompt_tokens_total += so.prompt_tokens;
+        s->met.generated_tokens_total += so.gen_tokens;
+        s->met.generate_seconds_total += st.seconds - before.seconds;
+        s->met.batched_steps_total += st.batched_steps - before.batched_steps;
+        s->met.batched_tokens_total += st.batched_tokens - before.batched_tokens;
+        for (int i = 0; i < so.n_fin; i++) complete(lm, so.fin[i]);
+        if (so.n_fin) pthread_cond_broadcast(&s->cv);
+    }
+    /* Unload: nobody can find it once it is off the list. */
+    lm->stopping = true;
+    for (lmodel **pp = &s->models; *pp; pp = &(*pp)->next)
+        if (*pp == lm) { *pp = lm->next; break; }
+    pthread_mutex_unlock(&s->mu);
+    for (int i = lm->n_slots - 1; i >= 1; i--) model_ctx_free(lm->slots[i].ctx);
+    model_ctx_free(lm->parent);
+    model_free(lm->m);
+    free(lm->slots);
+    free(lm->logits);
+    lm->m = NULL;
+    pthread_mutex_lock(&s->mu);
+    s->n_resident--;
+    lm->next = s->zombies;
+    s->zombies = lm;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}

@@ -1,0 +1,115 @@
+/* sched_impl: the scheduler's internal state, shared by sched.c (queue, loading,
+ * keep-alive, the public calls) and sched_batch.c (the per-model worker thread that runs
+ * the continuous-batching loop). Not a public header. */
+#ifndef ANVIL_SCHED_IMPL_H
+#define ANVIL_SCHED_IMPL_H
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "grammar.h"
+#include "model.h"
+#include "options.h"
+#include "sampler.h"
+#include "sched.h"
+#include "stop_strings.h"
+#include "tokenizer.h"
+
+#define SCHED_MAX_SLOTS 64     /* num_parallel limit */
+
+typedef enum { JOB_GEN, JOB_EMBED } job_kind;
+
+/* One request handed to a model's worker. Prepared (tokenized, sampler and grammar
+ * built) on the caller's thread; owned by the caller, which waits for done. */
+typedef struct job {
+    job_kind kind;
+    struct job *next;
+    bool done;
+    int status;
+    char error[512];
+    int64_t t_start_ns;          /* sched_generate / sched_embed entry */
+    /* JOB_GEN */
+    const sched_gen_request *gr;
+    sched_result *res;
+    int32_t *prompt;
+    int n_prompt;
+    run_options opt;
+    sampler *smp;
+    grammar *g;
+    grammar_matcher *gm;
+    stop_matcher *stop;
+    /* JOB_EMBED */
+    int32_t **in_tokens;
+    int *in_len;
+    int n_in;
+    int dimensions;
+    float *embd;                 /* n_in x dim */
+    int dim;
+} job;
+
+typedef enum { SLOT_FREE, SLOT_PROMPT, SLOT_GEN } slot_state;
+
+typedef struct {
+    model_ctx *ctx;
+    job *job;
+    slot_state state;
+    int pos;                     /* SLOT_PROMPT: next prompt token to evaluate */
+    int32_t pending;             /* SLOT_GEN: the sampled token still to evaluate */
+    int n_gen, n_prompt_eval;
+    tok_stream ts;
+    int64_t t_admit_ns, t_prompt_done_ns;
+    uint64_t last_used;          /* lmodel.use_counter at admission (LRU choice) */
+} slot;
+
+/* A loaded model: one weights copy, n_slots contexts sharing one scratch. */
+typedef struct lmodel {
+    struct lmodel *next;
+    struct sched *s;
+    char name[256];
+    char path[4096];
+    char digest[DIGEST_STR_LEN + 1];
+    int n_ctx;                   /* per slot */
+    int req_num_gpu;             /* the num_gpu it was loaded with (-1 auto) */
+    model *m;
+    model_ctx *parent;
+    slot *slots;
+    int n_slots;
+    job *q_head, *q_tail;        /* generation jobs waiting for a slot */
+    job *e_head, *e_tail;        /* embedding jobs */
+    int n_refs;                  /* jobs queued or running + callers holding it */
+    int n_active;                /* jobs in slots or embedding now */
+    int64_t keep_alive_ms;       /* of the latest request */
+    int64_t expires_mono_ms;     /* idle deadline (monotonic); -1 = never */
+    bool stopping;               /* unload once idle; no new requests */
+    bool shutdown;               /* sched_free: fail everything and exit */
+    pthread_t thread;
+    pthread_cond_t cv;           /* wakes the worker */
+    uint64_t size, size_vram;
+    float *logits;               /* n_slots x n_vocab */
+    uint64_t use_counter;
+} lmodel;
+
+struct sched {
+    sched_config cfg;
+    store *st;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;           /* any state change callers wait for */
+    lmodel *models;              /* resident and not yet finished unloading */
+    lmodel *zombies;             /* worker exited, to join */
+    int n_resident;              /* models holding memory (including those unloading) */
+    bool loading;                /* one load at a time */
+    bool shutting_down;
+    int n_callers;               /* threads inside sched_generate / sched_embed */
+    int n_waiting;               /* jobs waiting for a slot (max_queue) */
+    sched_metrics met;
+};
+
+int64_t sched_now_ns(void);
+int64_t sched_now_ms(void);
+/* Under s->mu: drops a reference; when the model becomes idle its keep-alive starts. */
+void sched_release_ref(lmodel *lm);
+/* The worker thread (sched_batch.c). */
+void *sched_worker(void *arg);
+/* Sets a job's error (status + one-line message). */
+void sched_job_fail(job *j, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#endif

@@ -1,0 +1,158 @@
+/* serve: `anvil serve`: configuration from flags and the environment, the route table,
+ * the shared server state (store, scheduler, metrics), and the life of the process:
+ * start, wait for SIGINT/SIGTERM, stop accepting, cancel, free everything. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api.h"
+#include "error.h"
+
+static const http_route routes[] = {
+    {"GET", "/", api_root, 0},
+    {"POST", "/api/generate", api_generate, 0},
+    {"POST", "/api/chat", api_chat, 0},
+    {"POST", "/api/embed", api_embed, 0},
+    {"POST", "/api/embeddings", api_embeddings, 0},
+    {"GET", "/api/version", api_version, 0},
+    {"GET", "/api/tags", api_tags, 0},
+    {"POST", "/api/show", api_show, 0},
+    {"GET", "/api/ps", api_ps, 0},
+    {"POST", "/api/pull", api_pull, 0},
+    {"POST", "/api/create", api_create, 0},
+    {"POST", "/api/copy", api_copy, 0},
+    {"DELETE", "/api/delete", api_delete, 0},
+    {"HEAD", "/api/blobs/", api_blob, 0},
+    {"POST", "/api/blobs/", api_blob, HTTP_ROUTE_SPOOL_BODY},
+    {"POST", "/v1/chat/completions", oai_chat_completions, 0},
+    {"POST", "/v1/completions", oai_completions, 0},
+    {"GET", "/v1/models", oai_models, 0},
+    {"GET", "/v1/models/", oai_models, 0},
+    {"POST", "/v1/embeddings", oai_embeddings, 0},
+    {"GET", "/metrics", api_metrics, 0},
+};
+
+static const struct { const char *name, *def, *what; } env_vars[] = {
+    {"ANVIL_HOST", "127.0.0.1:11434", "address to listen on (host:port; port 0 picks a free one)"},
+    {"ANVIL_ORIGINS", "(none)", "extra allowed CORS origins, comma separated, '*' wildcards"},
+    {"ANVIL_API_KEY", "(none)", "require 'Authorization: Bearer <key>' on every route but GET /"},
+    {"ANVIL_MAX_BODY", "8388608", "largest request body in bytes (blob uploads exempt); larger: 413"},
+    {"ANVIL_MODELS", "~/.anvil/models", "the writable model store"},
+    {"OLLAMA_MODELS", "~/.ollama/models", "Ollama's store, listed and run read-only when present"},
+    {"ANVIL_KEEP_ALIVE", "5m", "how long an idle model stays loaded (0 unloads at once, -1 forever)"},
+    {"ANVIL_MAX_LOADED_MODELS", "3", "models kept loaded at once"},
+    {"ANVIL_NUM_PARALLEL", "4", "parallel requests per model (each with its own KV cache)"},
+    {"ANVIL_MAX_QUEUE", "512", "requests waiting for a slot before 503 'server busy'"},
+    {"ANVIL_CONTEXT_LENGTH", "0", "context length per slot (0 = the model's default)"},
+    {"ANVIL_KV_CACHE_TYPE", "f16", "KV cache type: f16, q8_0 or f32"},
+    {"ANVIL_NUM_THREADS", "0", "CPU threads (0 = all cores)"},
+    {"ANVIL_BACKEND", "(auto)", "force a backend: vulkan, hip or cpu"},
+    {"ANVIL_DEVICE", "(auto)", "force a device: vulkan0, hip0, cpu ..."},
+    {"ANVIL_VK_VISIBLE_DEVICES", "(all)", "Vulkan device indices to use (wins over GGML_VK_VISIBLE_DEVICES)"},
+    {"ANVIL_IGPU", "(auto)", "1 uses integrated GPUs, 0 never"},
+    {"ANVIL_VK_DISABLE", "(none)", "Vulkan features to avoid: fp16,subgroup,int8 or all"},
+    {"ANVIL_VK_NO_PIPELINE_CACHE", "0", "1 disables the on-disk Vulkan pipeline cache"},
+    {"ANVIL_VK_MAX_ALLOCATION", "(device)", "largest single Vulkan allocation in bytes"},
+    {"ANVIL_VK_MV_ROWS", "(auto)", "rows per workgroup of the Vulkan mat-vec kernels (1-8)"},
+    {"ANVIL_VK_LOADER", "libvulkan.so.1", "the Vulkan loader library to open"},
+    {"ANVIL_VK_PROFILE", "0", "1 logs per-kernel GPU timings"},
+    {"ANVIL_VK_VALIDATE", "0", "1 enables the Vulkan validation layer"},
+    {"ANVIL_CPU_SIMD", "(auto)", "CPU kernels: scalar, avx2 or avx512"},
+    {"ANVIL_REGISTRY_INSECURE", "0", "1 pulls over plain http"},
+    {"ANVIL_HF_ENDPOINT", "https://hf.co", "registry for hf.co/<user>/<repo> names"},
+    {"ANVIL_PULL_PART_SIZE", "(100 MB-1 GB)", "size of the parallel parts of a pull"},
+    {"ANVIL_PULL_RETRY_BASE_MS", "(built-in)", "first retry delay of a failed pull part"},
+    {"ANVIL_NOPRUNE", "(unset)", "set: a pull that replaces a model keeps its old blobs"},
+    {"ANVIL_PULL_STALL_S", "30", "a pull part that receives nothing this long is retried"},
+    {"ANVIL_DEBUG", "(unset)", "1 logs libmicrohttpd's messages"},
+};
+
+static void usage(FILE *out) {
+    fputs("usage: anvil serve [--host HOST:PORT]\n\n"
+          "Serves Ollama's REST API (/api/...) and OpenAI's (/v1/...) on HOST:PORT.\n"
+          "Logs one line per request to stderr; stops cleanly on SIGINT or SIGTERM.\n\n"
+          "options:\n"
+          "  --host HOST:PORT   overrides ANVIL_HOST\n\n"
+          "environment variables (default):\n", out);
+    for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++)
+        fprintf(out, "  %-27s %-18s %s\n", env_vars[i].name, env_vars[i].def, env_vars[i].what);
+}
+
+static int env_size(const char *name, size_t def, size_t *out) {
+    const char *v = getenv(name);
+    *out = def;
+    if (!v || !*v) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || *end || n == 0 || v[0] == '-') {
+        anv_set_error("%s='%s' is not a positive number of bytes", name, v);
+        return -1;
+    }
+    *out = (size_t)n;
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv) {
+    const char *host = getenv("ANVIL_HOST");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
+        if (!strcmp(argv[i], "--host") && i + 1 < argc) { host = argv[++i]; continue; }
+        fprintf(stderr, "anvil: serve: unknown argument '%s' (try 'anvil serve --help')\n", argv[i]);
+        return 2;
+    }
+    /* Signals are taken by sigwait below: block them before any thread starts. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    sched_config sc;
+    size_t max_body;
+    if (sched_config_from_env(&sc) || env_size("ANVIL_MAX_BODY", 8u << 20, &max_body)) {
+        fprintf(stderr, "anvil: %s\n", anv_last_error());
+        return 1;
+    }
+    static server_app app; /* the handlers reach it through http_app() */
+    memset(&app, 0, sizeof app);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    app.started_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    metrics_init(&app.metrics);
+    app.store = store_open();
+    if (!app.store) { fprintf(stderr, "anvil: %s\n", anv_last_error()); return 1; }
+    app.sched = sched_new(&sc, app.store);
+    if (!app.sched) {
+        fprintf(stderr, "anvil: %s\n", anv_last_error());
+        store_close(app.store);
+        return 1;
+    }
+    http_config hc = {
+        .host = host, .max_body = max_body, .origins = getenv("ANVIL_ORIGINS"),
+        .api_key = getenv("ANVIL_API_KEY"), .spool_dir = store_root(app.store),
+        .on_done = metrics_observe,
+    };
+    http_server *srv = http_start(&hc, routes, (int)(sizeof routes / sizeof routes[0]), &app);
+    if (!srv) {
+        fprintf(stderr, "anvil: %s\n", anv_last_error());
+        sched_free(app.sched);
+        store_close(app.store);
+        return 1;
+    }
+    fprintf(stderr, "anvil: listening on %s (version %s, models in %s)\n", http_server_address(srv), ANVIL_VERSION,
+            store_root(app.store));
+    int sig = 0;
+    while (sigwait(&stop_signals, &sig)) {}
+    fprintf(stderr, "anvil: %s: shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    http_stop(srv);
+    sched_free(app.sched);
+    store_close(app.store);
+    fprintf(stderr, "anvil: stopped\n");
+    return 0;
+}
