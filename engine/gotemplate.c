@@ -529,6 +529,7 @@ static flow walk_range(ex *x, const val *dot, const gt_node *n) {
     } else {
         int body_mark = x->n_vars;
         for (int64_t i = 0; i < count; i++) {
+            step(x, n->pos);
             val elem = v.k == V_INT ? vint(i) : (val){.k = V_MSG, .msgs = &v.msgs[i], .nmsg = 1};
             if (pp->n_vars == 1) x->vars[body_mark - 1].v = elem;
             if (pp->n_vars == 2) {

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"text/template"
 	"text/template/parse"
+	"unicode/utf8"
 )
 
 // Message mirrors the fields of Ollama's api.Message a template can reach.
@@ -396,7 +397,10 @@ type renderCase struct {
 	Vars     vars   `json:"vars"`
 	LastTurn bool   `json:"last_turn"`
 	Output   string `json:"output"`
-	Error    string `json:"error,omitempty"`
+	// JSON cannot carry invalid UTF-8 (a byte slice of a multi-byte character): then the
+	// exact bytes are here too.
+	OutputBytes []int  `json:"output_bytes,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 type promptCase struct {
@@ -474,6 +478,11 @@ func main() {
 						rc.Error = err.Error()
 					} else {
 						rc.Output = o
+						if !utf8.ValidString(o) {
+							for _, c := range []byte(o) {
+								rc.OutputBytes = append(rc.OutputBytes, int(c))
+							}
+						}
 					}
 				}
 				renders = append(renders, rc)

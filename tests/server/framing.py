@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Server, check, finish, request  # noqa: E402
+from common import Server, check, finish, request, wait_until  # noqa: E402
 
 RFC3339_NANO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$")
 
@@ -140,9 +140,12 @@ def main():
         st, h, body = curl(srv, "/v1/nothing")
         check(st == 404 and "message" in json.loads(body)["error"], "unknown /v1 path: OpenAI error shape")
 
-        # One structured line per request, no bodies.
+        # One structured line per request, no bodies. The line is written when the request
+        # completes, just after the client has its answer.
+        before = srv.log().count("\ntime=")
         status, _, _ = request(srv, "POST", "/api/generate", {"model": model, "prompt": "SECRET-PROMPT-TEXT",
                                                                "options": opts, "stream": False})
+        wait_until(lambda: srv.log().count("\ntime=") > before, 10)
         log = srv.log()
         lines = [ln for ln in log.splitlines() if ln.startswith("time=")]
         pat = re.compile(r'^time=\S+Z method=[A-Z]+ path="[^"]*" status=\d{3} duration_ms=[\d.]+( model="[^"]*")?( aborted=true)?$')
