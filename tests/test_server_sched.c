@@ -20,7 +20,7 @@
 #include "generate.h"
 #include "model.h"
 #include "quant.h"
-#include "sched.h"
+#include "scheduler.h"
 #include "store.h"
 #include "testutil.h"
 

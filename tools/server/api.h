@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include "http.h"
-#include "sched.h"
+#include "scheduler.h"
 #include "store.h"
 
 #define ANVIL_VERSION "0.2.0"

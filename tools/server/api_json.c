@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sched.h"
+#include "scheduler.h"
 
 void aj_fail(api_req *c, int status, const char *param, const char *fmt, ...) {
     if (c->failed) return;

@@ -1,7 +1,7 @@
 /* api_models: Ollama's model-management endpoints of `anvil serve`: version, tags, show,
  * ps, pull, create, copy, delete and blobs. They translate between Ollama's JSON and the
  * store (store.h), pulls (pull.h), Modelfile creation (model_create.h) and the
- * scheduler's list of loaded models (sched.h). Facts about a model (family, parameter
+ * scheduler's list of loaded models (scheduler.h). Facts about a model (family, parameter
  * count, quantization, metadata) come from its GGUF header (model_facts.c). */
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
 #include "model.h"
 #include "options.h"
 #include "sampler.h"
-#include "sched.h"
+#include "scheduler.h"
 #include "stop_strings.h"
 #include "tokenizer.h"
 

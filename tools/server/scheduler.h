@@ -1,19 +1,9 @@
-/* sched: the server's scheduler. Loads models on first use (through the store and the
+/* scheduler: the server's scheduler (sched.c, sched_batch.c). Loads models on first use (through the store and the
  * device layer) and keeps them for keep_alive; bounds the queue; runs num_parallel
  * slots per model that share one model copy (each slot has its own KV cache), and
  * batches the decode steps of every active slot into one forward pass per step
  * (continuous batching, model_eval_multi). Requests block their HTTP thread; text is
  * streamed through a callback called from the model's worker thread. */
-/* This file's name shadows the C library's <sched.h> for everything built with
- * -I tools/server (pthread.h includes <sched.h>): pass that include on to the real one. */
-#if defined(__clang__)
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Winclude-next-absolute-path"
-#endif
-#include_next <sched.h>
-#if defined(__clang__)
-#pragma clang diagnostic pop
-#endif
 #ifndef ANVIL_SCHED_H
 #define ANVIL_SCHED_H
 #include <stdbool.h>
