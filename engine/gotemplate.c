@@ -4,8 +4,9 @@
  * an operand, eq/ne/lt/le/gt/ge on bool/int/string (mixing types is an error, a missing
  * key compares unequal), len/index/slice on strings (bytes) and lists, print/println as
  * fmt.Sprint/Sprintln, Ollama's json for scalars. Values the engine cannot print the way
- * Go would (a message, a non-empty list) are errors, never a guess. Limits: 10M steps
- * and 64 MiB of output per render, so a hostile template fails instead of hanging. */
+ * Go would (a message, a non-empty list) are errors, never a guess. Limits per render:
+ * 10M steps, 64 MiB of output, 64 MiB of print/json strings, so a hostile template
+ * fails instead of hanging or eating memory. */
 #include "gotemplate_impl.h"
 
 #include "error.h"
@@ -20,6 +21,7 @@
 #define GT_MAX_STEPS 10000000L
 #define GT_MAX_OUTPUT ((size_t)64 << 20)
 #define GT_MAX_ARGS 32
+#define GT_MAX_TEMP_BYTES ((size_t)64 << 20) /* strings made by print/json in one render */
 
 typedef enum { V_NIL, V_BOOL, V_INT, V_STR, V_MSGS, V_EMPTY, V_MSG, V_ROOT } vkind;
 
@@ -48,6 +50,7 @@ typedef struct {
     int n_vars, cap_vars;
     char **temps;
     int n_temps, cap_temps;
+    size_t temp_bytes;
     long steps;
     jmp_buf fail;
 } ex;
@@ -84,6 +87,8 @@ static void emit(ex *x, int pos, const char *s, size_t n) {
 
 /* A string that lives until the render ends. */
 static char *temp(ex *x, int pos, size_t n) {
+    x->temp_bytes += n + 32;
+    if (x->temp_bytes > GT_MAX_TEMP_BYTES) xerr(x, pos, "strings built by print/json exceed %zu bytes", GT_MAX_TEMP_BYTES);
     if (x->n_temps == x->cap_temps) {
         int nc = x->cap_temps ? x->cap_temps * 2 : 8;
         char **nt = realloc(x->temps, sizeof(char *) * (size_t)nc);

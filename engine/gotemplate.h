@@ -14,9 +14,12 @@
 
 typedef struct gotmpl gotmpl;
 
-gotmpl *gotmpl_parse(const char *text);        /* NULL + anv_last_error() */
+/* Parses as Ollama's template.Parse does, which also appends {{ .Response }} to a
+ * template that uses neither .Messages nor .Response. NULL + anv_last_error(). */
+gotmpl *gotmpl_parse(const char *text);
 void gotmpl_free(gotmpl *t);
-/* True if the template ranges over .Messages (else Ollama renders turn by turn). */
+/* True if the template names .Messages (or .Document) anywhere, Ollama's test for
+ * rendering once over the whole conversation (else it renders turn by turn). */
 bool gotmpl_uses_messages(const gotmpl *t);
 
 /* The data is Ollama's map: with messages != NULL (n_messages may be 0) it holds System,
@@ -36,8 +39,7 @@ typedef struct {
 
 /* malloc'd text, or NULL + anv_last_error() (e.g. a field that does not exist). */
 char *gotmpl_render(const gotmpl *t, const gotmpl_vars *v);
-/* Renders the template with everything after its first {{ .Response }} removed (and
- * {{ .Response }} appended first to templates that use neither .Response nor .Messages),
- * the way Ollama renders the last turn of a per-turn template. */
+/* Renders the template with everything after its first {{ .Response }} removed, the way
+ * Ollama renders the last turn of a per-turn template. */
 char *gotmpl_render_last_turn(const gotmpl *t, const gotmpl_vars *v);
 #endif

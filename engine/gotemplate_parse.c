@@ -6,9 +6,9 @@
  * and {{else with}} are sugar for a nested block sharing the {{end}}, {{break}} and
  * {{continue}} only inside {{range}}, functions must exist. Also Ollama's touches done at
  * parse time: its Vars() scan (does the template use .Messages / .Response?), the
- * {{ .Response }} it appends to templates that use neither, and the copy of the tree cut
- * after the first .Response field (server/template.go deleteNode) that renders the last
- * turn of a per-turn template. Errors name the line, column and byte offset. */
+ * {{ .Response }} it appends to templates that use neither, and the copy of the tree
+ * cut after the first .Response field (Ollama's deleteNode, template/template.go) that
+ * renders the last turn of a per-turn template. Errors name line, column and offset. */
 #include "gotemplate_impl.h"
 
 #include "error.h"

@@ -246,7 +246,7 @@ static void test_big_template(void) {
 /* Runaway templates stop with an error instead of hanging or exhausting memory. */
 static void test_hostile(void) {
     chat_message m[40];
-    for (int i = 0; i < 40; i++) m[i] = (chat_message){"user", "0123456789012345678901234567890123456789"};
+    for (int i = 0; i < 40; i++) m[i] = (chat_message){"user", "0123"};
     char src[2048];
     size_t k = 0;
     for (int i = 0; i < 8; i++) k += (size_t)snprintf(src + k, sizeof(src) - k, "{{ range $.Messages }}");
@@ -260,6 +260,10 @@ static void test_hostile(void) {
     for (int i = 0; i < 8; i++) k += (size_t)snprintf(src + k, sizeof(src) - k, "{{ end }}");
     out = render_msgs(src, m, 40); /* no output at all, still bounded */
     CHECK(out == NULL && strstr(anv_last_error(), "steps") != NULL);
+    free(out);
+    out = render_msgs("{{ $s := \"0123456789abcdef\" }}{{ range 18 }}{{ $s = print $s $s }}{{ end }}"
+                      "{{ range 1000 }}{{ $t := print $s }}{{ end }}", m, 1); /* 4 MiB strings, kept */
+    CHECK(out == NULL && strstr(anv_last_error(), "exceed") != NULL);
     free(out);
     out = render_msgs("{{ range 100000000000 }}{{ end }}", m, 1);
     CHECK(out == NULL && strstr(anv_last_error(), "steps") != NULL);

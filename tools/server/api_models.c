@@ -116,7 +116,7 @@ void api_tags(http_req *r) {
         cJSON_AddStringToObject(m, "model", e->name);
         add_time(m, "modified_at", entry_mtime(e));
         cJSON_AddNumberToObject(m, "size", (double)e->size);
-        cJSON_AddStringToObject(m, "digest", digest_hex(e->model_digest));
+        cJSON_AddStringToObject(m, "digest", digest_hex(e->manifest_digest));
         /* the listing does not resolve blobs: find the model layer's here */
         char *path = e->model_path ? strdup(e->model_path)
                    : e->model_digest ? store_find_blob(app->store, e->model_digest) : NULL;

@@ -253,7 +253,7 @@ static lmodel *load_model(sched *s, const store_entry *e, const run_options *o) 
     lm->s = s;
     snprintf(lm->name, sizeof lm->name, "%s", e->name ? e->name : e->model_path);
     snprintf(lm->path, sizeof lm->path, "%s", e->model_path);
-    snprintf(lm->digest, sizeof lm->digest, "%s", e->model_digest ? e->model_digest : "");
+    snprintf(lm->digest, sizeof lm->digest, "%s", e->manifest_digest ? e->manifest_digest : "");
     lm->req_num_gpu = o->num_gpu;
     lm->n_slots = s->cfg.num_parallel;
     int want_ctx = o->num_ctx > 0 ? o->num_ctx : s->cfg.context_length;

@@ -98,7 +98,7 @@ void sched_embed_result_clear(sched_embed_result *res);
 
 typedef struct {
     char name[256];
-    char digest[DIGEST_STR_LEN + 1];     /* model layer digest, "" for a path */
+    char digest[DIGEST_STR_LEN + 1];     /* manifest digest (the ID of anvil list), "" for a path */
     char arch[64];
     uint64_t size;                  /* bytes: weights + KV caches + scratch, all devices */
     uint64_t size_vram;             /* of which on GPUs */
