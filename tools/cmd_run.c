@@ -183,18 +183,30 @@ static void add_flag(run_opts *o, const char *flag, const char *key, const char 
 
 /* The option layers: defaults, the model's params, then the flags; then what the options
  * say about loading, unless a loading flag was given. */
-static void resolve_options(run_opts *o, const store_entry *e) {
+static int resolve_options(run_opts *o, const store_entry *e) {
+    char msg[600];
     options_default(&o->ro);
-    if (e->params_json && options_apply_json_text(&o->ro, e->params_json, NULL) != 0)
-        anv_die("model '%s': its parameters: %s", e->name, anv_last_error());
+    if (e->params_json && options_apply_json_text(&o->ro, e->params_json, NULL) != 0) {
+        snprintf(msg, sizeof msg, "model '%s': its parameters: %s", e->name, anv_last_error());
+        anv_set_error("%s", msg);
+        return -1;
+    }
     for (int i = 0; i < o->n_flags; i++)
-        if (options_set_text(&o->ro, o->flags[i].key, o->flags[i].value) != 0)
-            anv_die("%s: %s", o->flags[i].flag, anv_last_error());
+        if (options_set_text(&o->ro, o->flags[i].key, o->flags[i].value) != 0) {
+            snprintf(msg, sizeof msg, "%s: %s", o->flags[i].flag, anv_last_error());
+            anv_set_error("%s", msg);
+            return -1;
+        }
     if (o->n_stops) {
         run_options fresh;
         options_default(&fresh);
         for (int i = 0; i < o->n_stops; i++)
-            if (options_set_text(&fresh, "stop", o->stops[i]) != 0) anv_die("--stop: %s", anv_last_error());
+            if (options_set_text(&fresh, "stop", o->stops[i]) != 0) {
+                snprintf(msg, sizeof msg, "--stop: %s", anv_last_error());
+                anv_set_error("%s", msg);
+                options_clear(&fresh);
+                return -1;
+            }
         options_clear(&o->ro);
         memcpy(o->ro.stop, fresh.stop, sizeof fresh.stop);
         o->ro.n_stop = fresh.n_stop;
@@ -202,6 +214,7 @@ static void resolve_options(run_opts *o, const store_entry *e) {
     if (!o->mo.n_ctx_set && o->ro.num_ctx > 0) o->mo.n_ctx = o->ro.num_ctx;
     if (!o->mo.n_threads_set && o->ro.num_thread > 0) o->mo.n_threads = o->ro.num_thread;
     if (!o->mo.n_gpu_layers_set) o->mo.n_gpu_layers = o->ro.num_gpu < 0 ? -1 : o->ro.num_gpu;
+    return 0;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -246,7 +259,12 @@ int cmd_run(int argc, char **argv) {
     if (!model_arg) { run_usage(); return 2; }
     store_entry entry;
     if (store_resolve(NULL, model_arg, &entry) != 0) anv_die("%s", anv_last_error());
-    resolve_options(&o, &entry);
+    if (resolve_options(&o, &entry) != 0) {
+        options_clear(&o.ro);
+        store_entry_clear(&entry);
+        free(prompt);
+        anv_die("%s", anv_last_error());
+    }
     if (!o.system) o.system = entry.system;
     if (o.format < 0) o.template_go = entry.template_text;  /* --template picks a built-in format */
     o.messages_json = entry.messages_json;

@@ -61,7 +61,11 @@ int cmd_list(int argc, char **argv) {
     store *s = open_store();
     store_entry *e = NULL;
     int n = 0;
-    if (store_list(s, &e, &n) != 0) anv_die("%s", anv_last_error());
+    if (store_list(s, &e, &n) != 0) {
+        fprintf(stderr, "anvil: %s\n", anv_last_error());
+        store_close(s);
+        return 1;
+    }
     /* columns sized to their widest cell, three spaces apart, like Ollama's tabwriter */
     char (*size)[32] = calloc((size_t)n + 1, sizeof *size);
     char (*mod)[48] = calloc((size_t)n + 1, sizeof *mod);
@@ -112,9 +116,10 @@ int cmd_cp(int argc, char **argv) {
         return argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) ? 0 : 2;
     }
     store *s = open_store();
-    if (store_copy(s, argv[1], argv[2]) != 0) anv_die("%s", anv_last_error());
-    printf("copied '%s' to '%s'\n", argv[1], argv[2]);
+    int rc = store_copy(s, argv[1], argv[2]);
     store_close(s);
+    if (rc != 0) anv_die("%s", anv_last_error());
+    printf("copied '%s' to '%s'\n", argv[1], argv[2]);
     return 0;
 }
 
@@ -160,13 +165,15 @@ int cmd_create(int argc, char **argv) {
     if (!dir[0]) strcpy(dir, "/");
     fprintf(stderr, "parsing modelfile\n");
     create_spec spec;
-    if (modelfile_parse(text, dir, &spec) != 0) anv_die("%s (%s)", anv_last_error(), file);
+    int rc = modelfile_parse(text, dir, &spec);
     free(text);
     free(dir);
+    if (rc != 0) anv_die("%s (%s)", anv_last_error(), file);
     if (quantize) spec.quantize = strdup(quantize);
     store *s = open_store();
-    if (store_create(s, name, &spec, print_status, NULL) != 0) anv_die("%s", anv_last_error());
+    rc = store_create(s, name, &spec, print_status, NULL);
     create_spec_clear(&spec);
     store_close(s);
+    if (rc != 0) anv_die("%s", anv_last_error());
     return 0;
 }

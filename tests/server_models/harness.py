@@ -117,6 +117,21 @@ class Server:
         return self.proc.returncode
 
 
+def manifest_hex(models_dir, name):
+    """sha256 of a model's manifest file: Ollama's model ID (tags/ps digest, `list` ID)."""
+    import hashlib
+    tag = "latest"
+    if ":" in name.rsplit("/", 1)[-1]:
+        name, tag = name.rsplit(":", 1)
+    parts = name.split("/")
+    if len(parts) == 1:
+        parts = ["registry.ollama.ai", "library"] + parts
+    elif len(parts) == 2:
+        parts = ["registry.ollama.ai"] + parts
+    with open(os.path.join(models_dir, "manifests", *parts, tag), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def workdir(name):
     d = tempfile.mkdtemp(prefix=f"anvil-{name}-")
     return d

@@ -155,8 +155,11 @@ try:
     tags = {m.model: m for m in client.list().models}
     check(set(tags) == {"tiny:test", "other/tiny:v2"}, "tags lists both models", list(tags))
     t = tags.get("tiny:test")
+    manifest_path = os.path.join(srv.models, "manifests", "registry.ollama.ai", "library", "tiny", "test")
+    with open(manifest_path, "rb") as f:
+        manifest_hex = hashlib.sha256(f.read()).hexdigest()   # Ollama's model ID (ollama list)
     if t:
-        check(t.digest == gguf_hex, "tags digest: the model layer's sha256", t.digest)
+        check(t.digest == manifest_hex, "tags digest: the manifest's sha256", t.digest)
         check(t.size >= len(gguf_bytes), "tags size: at least the GGUF", t.size)
         d = t.details
         check(d.format == "gguf" and d.family == "gemma3" and d.families == ["gemma3"], "tags details: gguf, gemma3", d)
@@ -213,7 +216,7 @@ try:
     if ps:
         p = ps[0]
         check(p.name == "tiny:test" and p.model == "tiny:test", "ps name", p.name)
-        check(p.digest == gguf_hex, "ps digest", p.digest)
+        check(p.digest == manifest_hex, "ps digest: the manifest's sha256", p.digest)
         check(p.size and p.size >= len(gguf_bytes) // 2, "ps size: weights and caches", p.size)
         check(p.size_vram == 0, "ps size_vram 0 on the CPU", p.size_vram)
         left = (p.expires_at - now).total_seconds()
@@ -225,7 +228,7 @@ try:
     row = ps_row(out.stdout, "tiny:test")
     check(out.returncode == 0 and out.stdout.split()[:6] == ["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"],
           "anvil ps: header", out.stdout + out.stderr)
-    check(row is not None and gguf_hex[:12] in row and "100% CPU" in row and " 512 " in row, "anvil ps: the row",
+    check(row is not None and manifest_hex[:12] in row and "100% CPU" in row and " 512 " in row, "anvil ps: the row",
           out.stdout)
     check(row is not None and row.rstrip().endswith("minutes from now"), "anvil ps: UNTIL in minutes", row)
 

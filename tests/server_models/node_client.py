@@ -44,11 +44,10 @@ try:
                        capture_output=True, text=True, timeout=300)
     if check(p.returncode == 0, "the node client ran", p.stderr[-2000:]):
         r = json.loads(p.stdout)
-        hexd = r["digest"][7:]
         check(r["version"].count(".") == 2, "node version", r["version"])
         check(r["blob_status"] == 201, "node blob upload: 201", r["blob_status"])
         check(r["create_statuses"][-1:] == ["success"], "node create streams to success", r["create_statuses"])
-        check([m["name"] for m in r["list"]] == ["js/tiny:1"] and r["list"][0]["digest"] == hexd
+        check([m["name"] for m in r["list"]] == ["js/tiny:1"] and r["list"][0]["digest"] == harness.manifest_hex(srv.models, "js/tiny:1")
               and r["list"][0]["details"]["family"] == "gemma3", "node list", r["list"])
         check(r["show"]["system"] == "JS system" and r["show"]["arch"] == "gemma3"
               and "temperature" in r["show"]["parameters"] and '"<x>"' in r["show"]["parameters"]
