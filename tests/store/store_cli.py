@@ -200,6 +200,15 @@ p = anvil_run("run", "sys", PROMPT, "--system", "Other.")
 ref = anvil_run("run", gguf, PROMPT, "--system", "Other.", "--temp", "0", "-n", "7", "-ngl", "0")
 check(p.stdout == ref.stdout, "--system replaces the model's SYSTEM", (p.stdout, ref.stdout))
 
+# MESSAGE: the few-shot turns come before the conversation
+create("fewshot", "FROM greedy\nMESSAGE user Hello there\nMESSAGE assistant General Kenobi\n")
+p = anvil_run("run", "fewshot", PROMPT, "--verbose")
+q = anvil_run("run", "greedy", PROMPT, "--verbose")
+pc = re.search(r"prompt eval count:\s+(\d+)", p.stderr)
+qc = re.search(r"prompt eval count:\s+(\d+)", q.stderr)
+check(p.returncode == 0 and pc and qc and int(pc.group(1)) > int(qc.group(1)) + 6, "MESSAGEs are in the prompt",
+      (p.stderr[-800:], q.stderr[-800:]))
+
 # show
 p = anvil_run("show", "sys")
 caps = p.stdout.split("Capabilities\n")[-1].split("\n\n")[0].split()
@@ -272,7 +281,7 @@ p = anvil_run("create", "nofile", "-f", os.path.join(work, "no-Modelfile"))
 check(one_line_error(p) and "no-Modelfile" in p.stderr, "a missing Modelfile", p.stderr)
 
 # removing everything prunes every blob of the anvil store; the Ollama store is untouched
-for n in ("greedy", "stopper", "seeded", "rawtmpl", "sys", "again", "small"):
+for n in ("greedy", "stopper", "seeded", "rawtmpl", "sys", "again", "small", "fewshot"):
     anvil_run("rm", n)
 left = os.listdir(os.path.join(home, ".anvil", "models", "blobs"))
 check(left == [], "rm prunes the blobs no model uses", left)
