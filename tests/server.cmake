@@ -36,5 +36,7 @@ add_test(NAME server_framing
 add_test(NAME server_hostile
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/hostile.py $<TARGET_FILE:anvil> ${_server_model}
                  ${_sanitize})
-set_tests_properties(server_clients server_framing server_hostile PROPERTIES
+add_test(NAME server_run_client
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/run_client.py $<TARGET_FILE:anvil> ${_server_model})
+set_tests_properties(server_clients server_framing server_hostile server_run_client PROPERTIES
                      FIXTURES_REQUIRED anvil_server_model TIMEOUT 900 LABELS server)

@@ -1,18 +1,25 @@
 /* cmd_run: `anvil run MODEL [PROMPT]`: one-shot generation or an interactive chat
  * (multi-line input between """ lines, /bye to quit, /clear to forget), streamed. MODEL
  * is a GGUF path or a store name; a store model's Modelfile (PARAMETERs, TEMPLATE, SYSTEM,
- * MESSAGEs) applies, with the command-line flags on top. */
+ * MESSAGEs) applies, with the command-line flags on top. When an `anvil serve` is running
+ * (ANVIL_HOST), the request goes to it (the model stays loaded between runs) unless
+ * --local is given or a flag only the in-process path has (--template, --kv-type,
+ * --tensor-split) is used. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "chat.h"
 #include "cli.h"
+#include "client.h"
 #include "error.h"
 #include "generate.h"
 #include "options.h"
 #include "prompt.h"
+#include "quant.h"
 #include "stop_strings.h"
 #include "store.h"
 
@@ -33,6 +40,7 @@ typedef struct {
     const char *messages_json;
     bool raw;
     bool interactive;     /* -i: chat on stdin even when it is not a terminal */
+    bool local;           /* --local: never use a running server */
     int format;           /* chat_format, -1 = detect */
 } run_opts;
 
@@ -48,6 +56,7 @@ static void run_usage(void) {
          "  --template NAME       gemma | llama3 | chatml | mistral | llama2 (default: the model's\n"
          "                        TEMPLATE, else detected from the GGUF)\n"
          "  -t N  --ctx N  -ngl N  --kv-type f16|f32|q8_0  --verbose\n"
+         "  --local               run in this process even when an anvil server is running\n"
          "A store model's PARAMETERs (num_predict, stop, seed, num_ctx, num_gpu, num_thread ...)\n"
          "apply first; the flags given here replace them.");
 }
@@ -69,11 +78,20 @@ typedef struct {
     bool stopped;
 } stream_target;
 
+/* Prints reply text and keeps it for the conversation. NUL bytes (a byte token a
+ * model can emit) are dropped: a terminal shows nothing for them, and the text must be the
+ * same as through a server, whose JSON a C client reads as NUL-terminated strings. */
 static void emit(stream_target *t, const char *text, int len) {
-    if (len <= 0) return;
-    fwrite(text, 1, (size_t)len, stdout);
+    for (int i = 0; i < len;) {
+        int j = i;
+        while (j < len && text[j]) j++;
+        if (j > i) {
+            fwrite(text + i, 1, (size_t)(j - i), stdout);
+            if (t->reply) fwrite(text + i, 1, (size_t)(j - i), t->reply);
+        }
+        i = j + 1;
+    }
     fflush(stdout);
-    if (t->reply) fwrite(text, 1, (size_t)len, t->reply);
 }
 
 static bool stream_and_capture(const char *text, int len, void *user) {
@@ -217,6 +235,105 @@ static int resolve_options(run_opts *o, const store_entry *e) {
     return 0;
 }
 
+/* ---- through a running server ---- */
+
+/* The flags as an Ollama options map (the server applies the model's params first). */
+static char *flags_as_options_json(const run_opts *o) {
+    cJSON *obj = cJSON_CreateObject();
+    for (int i = 0; i < o->n_flags; i++)
+        cJSON_AddNumberToObject(obj, o->flags[i].key, strtod(o->flags[i].value, NULL));
+    if (o->n_stops) {
+        cJSON *arr = cJSON_AddArrayToObject(obj, "stop");
+        for (int i = 0; i < o->n_stops; i++) cJSON_AddItemToArray(arr, cJSON_CreateString(o->stops[i]));
+    }
+    if (o->mo.n_ctx_set) cJSON_AddNumberToObject(obj, "num_ctx", o->mo.n_ctx);
+    if (o->mo.n_threads_set) cJSON_AddNumberToObject(obj, "num_thread", o->mo.n_threads);
+    if (o->mo.n_gpu_layers_set) cJSON_AddNumberToObject(obj, "num_gpu", o->mo.n_gpu_layers);
+    char *text = cJSON_PrintUnformatted(obj);
+    cJSON_Delete(obj);
+    return text;
+}
+
+static bool print_piece(const char *text, size_t len, void *user) {
+    (void)user;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    return true;
+}
+
+static void print_remote_stats(const client_gen_result *r) {
+    gen_stats st = {.n_prompt_eval = r->prompt_eval_count, .t_prompt = r->prompt_eval_ns * 1e-9,
+                    .n_gen = r->eval_count, .t_gen = r->eval_ns * 1e-9};
+    print_stats(r->load_ns * 1e-9, &st, r->total_ns * 1e-9);
+}
+
+/* One reply from the server for the conversation so far; NULL after printing the error. */
+static char *remote_answer(const run_opts *o, const char *model, const char *options_json,
+                           const chat_message *hist, int n_hist) {
+    client_gen_request q = {.model = model, .system = o->system, .options_json = options_json,
+                            .raw = o->raw, .on_text = print_piece};
+    client_gen_result res;
+    int rc;
+    if (o->raw) {
+        q.prompt = hist[n_hist - 1].content;
+        rc = client_generate(&q, &res);
+    } else {
+        q.messages = hist;
+        q.n_messages = n_hist;
+        rc = client_chat(&q, &res);
+    }
+    if (rc != 0) {
+        client_gen_result_clear(&res);
+        anv_die("%s", anv_last_error());
+    }
+    if (o->mo.verbose) print_remote_stats(&res);
+    char *reply = res.text;
+    res.text = NULL;
+    client_gen_result_clear(&res);
+    return reply;
+}
+
+static char *read_message(void);
+
+static int run_remote(const run_opts *o, const char *model, char *prompt) {
+    char *options_json = flags_as_options_json(o);
+    if (o->mo.verbose) anv_log("using the running anvil server (--local to run in this process)");
+    if (prompt) {
+        chat_message msg = {"user", prompt};
+        free(remote_answer(o, model, options_json, &msg, 1));
+        fputc('\n', stdout);
+        free(prompt);
+        free(options_json);
+        return 0;
+    }
+    chat_message *hist = NULL;
+    int n_hist = 0, cap = 0;
+    bool tty = isatty(0);
+    for (;;) {
+        if (tty) { fputs(">>> ", stdout); fflush(stdout); }
+        char *msg = read_message();
+        if (!msg) break;
+        if (!strcmp(msg, "/bye")) { free(msg); break; }
+        if (!strcmp(msg, "/clear")) {
+            for (int i = 0; i < n_hist; i++) free((char *)hist[i].content);
+            n_hist = 0;
+            free(msg);
+            puts("Cleared session context");
+            continue;
+        }
+        if (!msg[0]) { free(msg); continue; }
+        if (n_hist + 2 > cap) hist = realloc(hist, sizeof *hist * (size_t)(cap = cap * 2 + 8));
+        hist[n_hist++] = (chat_message){"user", msg};
+        char *reply = remote_answer(o, model, options_json, hist, n_hist);
+        hist[n_hist++] = (chat_message){"assistant", reply};
+        fputs("\n\n", stdout);
+    }
+    for (int i = 0; i < n_hist; i++) free((char *)hist[i].content);
+    free(hist);
+    free(options_json);
+    return 0;
+}
+
 int cmd_run(int argc, char **argv) {
     run_opts o = {.format = -1};
     cli_model_opts_default(&o.mo);
@@ -246,6 +363,7 @@ int cmd_run(int argc, char **argv) {
         }
         else if (!strcmp(a, "--system")) o.system = cli_value(argc, argv, &i);
         else if (!strcmp(a, "--raw")) o.raw = true;
+        else if (!strcmp(a, "--local")) o.local = true;
         else if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) o.interactive = true;
         else if (!strcmp(a, "--template")) {
             const char *v = cli_value(argc, argv, &i);
@@ -278,6 +396,18 @@ int cmd_run(int argc, char **argv) {
         fclose(f);
         while (len && (prompt[len - 1] == '\n' || prompt[len - 1] == '\r')) prompt[--len] = 0;
         if (!len) { free(prompt); prompt = NULL; }
+    }
+    /* A running server keeps the model loaded between runs; flags it cannot honour keep
+     * the run in this process. */
+    bool local_only = o.local || o.format >= 0 || o.mo.kv_type != QT_F16 || o.mo.tensor_split;
+    if (!local_only && client_server_up()) {
+        /* a file path goes to the server as an absolute path (its working directory differs) */
+        char *abs = entry.model_digest ? NULL : realpath(entry.model_path, NULL);
+        int rc = run_remote(&o, abs ? abs : model_arg, prompt);
+        free(abs);
+        options_clear(&o.ro);
+        store_entry_clear(&entry);
+        return rc;
     }
     double t_start = cli_now(), load_s = 0;
     model *m = cli_load_model(entry.model_path, &o.mo, &load_s);
