@@ -160,7 +160,11 @@ static char *read_message(void) {
     return buf;
 }
 
-static void interactive(model *m, model_ctx *ctx, sampler *smp, const run_opts *o) {
+/* Produces (streams) the reply to the conversation so far; returns it malloc'd. */
+typedef char *(*reply_fn)(const chat_message *hist, int n_hist, void *user);
+
+/* The interactive chat on stdin, whichever way the replies are produced. */
+static void chat_loop(reply_fn reply_to, void *user) {
     chat_message *hist = NULL;
     int n_hist = 0, cap = 0;
     bool tty = isatty(0);
@@ -184,14 +188,22 @@ static void interactive(model *m, model_ctx *ctx, sampler *smp, const run_opts *
         if (!msg[0]) { free(msg); continue; }
         if (n_hist + 2 > cap) hist = realloc(hist, sizeof *hist * (size_t)(cap = cap * 2 + 8));
         hist[n_hist++] = (chat_message){"user", msg};
-        gen_stats st;
-        char *reply = answer(m, ctx, smp, o, hist, n_hist, &st);
+        char *reply = reply_to(hist, n_hist, user);
         hist[n_hist++] = (chat_message){"assistant", reply};
         fputs("\n\n", stdout);
-        if (o->mo.verbose) print_stats(0, &st, st.t_prompt + st.t_gen);
     }
     for (int i = 0; i < n_hist; i++) free((char *)hist[i].content);
     free(hist);
+}
+
+typedef struct { model *m; model_ctx *ctx; sampler *smp; const run_opts *o; } local_chat;
+
+static char *local_reply(const chat_message *hist, int n_hist, void *user) {
+    local_chat *lc = user;
+    gen_stats st;
+    char *reply = answer(lc->m, lc->ctx, lc->smp, lc->o, hist, n_hist, &st);
+    if (lc->o->mo.verbose) print_stats(0, &st, st.t_prompt + st.t_gen);
+    return reply;
 }
 
 static void add_flag(run_opts *o, const char *flag, const char *key, const char *value) {
@@ -293,7 +305,12 @@ static char *remote_answer(const run_opts *o, const char *model, const char *opt
     return reply;
 }
 
-static char *read_message(void);
+typedef struct { const run_opts *o; const char *model, *options_json; } remote_chat;
+
+static char *remote_reply(const chat_message *hist, int n_hist, void *user) {
+    remote_chat *rc = user;
+    return remote_answer(rc->o, rc->model, rc->options_json, hist, n_hist);
+}
 
 static int run_remote(const run_opts *o, const char *model, char *prompt) {
     char *options_json = flags_as_options_json(o);
@@ -306,30 +323,8 @@ static int run_remote(const run_opts *o, const char *model, char *prompt) {
         free(options_json);
         return 0;
     }
-    chat_message *hist = NULL;
-    int n_hist = 0, cap = 0;
-    bool tty = isatty(0);
-    for (;;) {
-        if (tty) { fputs(">>> ", stdout); fflush(stdout); }
-        char *msg = read_message();
-        if (!msg) break;
-        if (!strcmp(msg, "/bye")) { free(msg); break; }
-        if (!strcmp(msg, "/clear")) {
-            for (int i = 0; i < n_hist; i++) free((char *)hist[i].content);
-            n_hist = 0;
-            free(msg);
-            puts("Cleared session context");
-            continue;
-        }
-        if (!msg[0]) { free(msg); continue; }
-        if (n_hist + 2 > cap) hist = realloc(hist, sizeof *hist * (size_t)(cap = cap * 2 + 8));
-        hist[n_hist++] = (chat_message){"user", msg};
-        char *reply = remote_answer(o, model, options_json, hist, n_hist);
-        hist[n_hist++] = (chat_message){"assistant", reply};
-        fputs("\n\n", stdout);
-    }
-    for (int i = 0; i < n_hist; i++) free((char *)hist[i].content);
-    free(hist);
+    remote_chat rc = {o, model, options_json};
+    chat_loop(remote_reply, &rc);
     free(options_json);
     return 0;
 }
@@ -429,7 +424,8 @@ int cmd_run(int argc, char **argv) {
         if (o.mo.verbose) print_stats(load_s, &st, cli_now() - t_start);
         free(prompt);
     } else {
-        interactive(m, ctx, smp, &o);
+        local_chat lc = {m, ctx, smp, &o};
+        chat_loop(local_reply, &lc);
     }
     sampler_free(smp);
     model_ctx_free(ctx);
