@@ -293,7 +293,13 @@ int store_pull(store *s, const char *name, const pull_opts *o) {
     if (old && (old_len != len || memcmp(old, text, len)) && !env_set("ANVIL_NOPRUNE") &&
         !env_set("OLLAMA_NOPRUNE")) {
         progress(j, "removing any unused layers", NULL, 0, 0);
-        if (store_prune(s) < 0) goto out;
+        char **layers = NULL;
+        int n_layers = 0;
+        if (store_manifest_digests(old, old_len, &layers, &n_layers) == 0) {
+            int pr = store_prune_layers(s, (const char *const *)layers, n_layers);
+            store_digests_free(layers, n_layers);
+            if (pr < 0) goto out;
+        }
     }
     progress(j, "success", NULL, 0, 0);
     rc = 0;

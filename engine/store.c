@@ -363,9 +363,16 @@ int store_remove(store *s, const char *name) {
             anv_set_error("model '%s' not found", name);
         return -1;
     }
+    size_t mlen = 0;
+    char *mjson = store_read_file(path, MANIFEST_MAX, &mlen);
+    char **layers = NULL;
+    int n_layers = 0;
+    if (mjson) store_manifest_digests(mjson, mlen, &layers, &n_layers);  /* damaged: prune nothing */
+    free(mjson);
     if (unlink(path) != 0) {
         anv_set_error("cannot remove %s: %s", path, strerror(errno));
         free(path);
+        store_digests_free(layers, n_layers);
         return -1;
     }
     /* drop the directories left empty: tag's, model's, namespace's, host's */
@@ -376,7 +383,9 @@ int store_remove(store *s, const char *name) {
         if (rmdir(path) != 0) break;
     }
     free(path);
-    if (store_prune(s) < 0) anv_log("removed '%s', but pruning unused blobs failed: %s", name, anv_last_error());
+    if (store_prune_layers(s, (const char *const *)layers, n_layers) < 0)
+        anv_log("removed '%s', but pruning its unused blobs failed: %s", name, anv_last_error());
+    store_digests_free(layers, n_layers);
     return 0;
 }
 
@@ -467,6 +476,48 @@ int store_prune(store *s) {
     }
     closedir(d);
     free(dir);
+    free(c.digests);
+    return removed;
+}
+
+int store_manifest_digests(const char *manifest_json, size_t len, char ***out, int *n_out) {
+    *out = NULL;
+    *n_out = 0;
+    store_manifest m;
+    if (store_manifest_parse(manifest_json, len, "manifest", &m) != 0) return -1;
+    char **d = calloc((size_t)m.n_layers + 1, sizeof *d);
+    int n = 0;
+    if (!d) { store_manifest_free(&m); anv_set_error("out of memory"); return -1; }
+    if (m.config.digest[0]) d[n++] = strdup(m.config.digest);
+    for (int i = 0; i < m.n_layers; i++) d[n++] = strdup(m.layers[i].digest);
+    store_manifest_free(&m);
+    for (int i = 0; i < n; i++)
+        if (!d[i]) { store_digests_free(d, n); anv_set_error("out of memory"); return -1; }
+    *out = d;
+    *n_out = n;
+    return 0;
+}
+
+void store_digests_free(char **d, int n) {
+    for (int i = 0; i < n; i++) free(d[i]);
+    free(d);
+}
+
+int store_prune_layers(store *s, const char *const *digests, int n) {
+    if (n <= 0) return 0;
+    refs_ctx c = {.s = s};
+    walk_manifests(s->root, refs_add, &c);
+    if (c.failed) { free(c.digests); return -1; }
+    int removed = 0;
+    for (int i = 0; i < n; i++) {
+        if (!digest_valid(digests[i], false)) continue;
+        bool used = false;
+        for (int k = 0; k < c.n && !used; k++) used = !strcmp(c.digests[k], digests[i]);
+        if (used) continue;
+        char *p = store_blob_path(s, digests[i]);
+        if (p && unlink(p) == 0) removed++;
+        free(p);
+    }
     free(c.digests);
     return removed;
 }

@@ -93,6 +93,14 @@ int store_copy(store *s, const char *src, const char *dst);
 /* Deletes blobs of the writable root that no manifest references (and stale partial
  * downloads older than a day). Returns the number removed, or -1. */
 int store_prune(store *s);
+/* Deletes those of the given blobs (a replaced or removed manifest's layers) that no
+ * manifest references any more. Unlike store_prune, it cannot touch a blob another pull or
+ * create has just written and not yet referenced. Returns the number removed, or -1. */
+int store_prune_layers(store *s, const char *const *digests, int n);
+/* The digests (config + layers) a manifest file references, for store_prune_layers:
+ * malloc'd array of n_out malloc'd strings (free with store_digests_free). */
+int store_manifest_digests(const char *manifest_json, size_t len, char ***out, int *n_out);
+void store_digests_free(char **d, int n);
 
 /* Blobs (always in the writable root). digest is "sha256:<hex>", validated. */
 /* The path of a blob, whether or not it exists (malloc'd); NULL + error on a bad digest. */

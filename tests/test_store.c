@@ -298,8 +298,16 @@ static void test_store_ops(void) {
     CHECK(store_remove(s, "/etc/passwd") == -1 && strstr(anv_last_error(), "invalid model name"));
     CHECK(store_remove(s, "mine:v1") == 0 && !exists(mpath));
     CHECK(exists(bp));  /* still used by user/copy:x */
+    /* a blob another pull has finished but not yet referenced survives an unrelated rm */
+    char inflight[DIGEST_STR_LEN + 1];
+    CHECK(store_put_bytes(s, "in flight", 9, inflight) == 0);
+    char *ip = store_blob_path(s, inflight);
     CHECK(store_remove(s, "user/copy:x") == 0);
-    CHECK(!exists(bp));  /* pruned */
+    CHECK(!exists(bp));  /* pruned: it was a layer of the removed model */
+    CHECK(ip && exists(ip));
+    const char *cand[] = {inflight, "sha256:../../etc"};
+    CHECK(store_prune_layers(s, cand, 2) == 1 && !exists(ip));  /* named, unreferenced: removed; bad digest ignored */
+    free(ip);
     CHECK(!exists(path_of("anvil/manifests/registry.ollama.ai/user")));  /* empty directories dropped */
 
     /* prune: orphans, stale partial downloads and temporaries go; fresh partials stay */
