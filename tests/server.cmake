@@ -40,3 +40,12 @@ add_test(NAME server_run_client
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/run_client.py $<TARGET_FILE:anvil> ${_server_model})
 set_tests_properties(server_clients server_framing server_hostile server_run_client PROPERTIES
                      FIXTURES_REQUIRED anvil_server_model TIMEOUT 900 LABELS server)
+
+# The same server with its model on lavapipe (Vulkan), validation layer on.
+if(ANVIL_VULKAN)
+  add_test(NAME server_lavapipe
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/lavapipe_serve.py $<TARGET_FILE:anvil>
+                   ${_server_model} /usr/share/vulkan/icd.d/lvp_icd.x86_64.json)
+  set_tests_properties(server_lavapipe PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 900
+                       LABELS server SKIP_RETURN_CODE 77)
+endif()
