@@ -21,6 +21,7 @@
 #include "model.h"
 #include "quant.h"
 #include "scheduler.h"
+#include "prompt.h"
 #include "store.h"
 #include "testutil.h"
 
@@ -381,6 +382,58 @@ static void test_errors(void) {
     gen_thread(&a);
     CHECK(a.rc == -1 && a.res.status == 400);
     CHECKF(strstr(a.res.error, "256") != NULL && strstr(a.res.error, "tokens") != NULL, "%s", a.res.error);
+    /* A chat longer than the context loses its oldest messages, never the system message
+     * or the last one (Ollama's truncation); the last message alone too long: 400. */
+    chat_message convo[12];
+    convo[0] = (chat_message){"system", "You are a terse assistant."};
+    for (int i = 1; i < 11; i++)
+        convo[i] = (chat_message){i % 2 ? "user" : "assistant", "the quick brown fox jumps over the lazy dog again and again"};
+    convo[11] = (chat_message){"user", "and now?"};
+    cJSON *g5 = greedy_opts(5);
+    gen_init(&a, s, model1, NULL, g5);
+    a.req.raw = false;
+    a.req.messages = convo;
+    a.req.n_messages = 12;
+    gen_thread(&a);
+    CHECKF(a.rc == 0 && a.res.prompt_eval_count > 0 && a.res.prompt_eval_count <= 256, "%d %s",
+           a.res.prompt_eval_count, a.res.error);
+    /* the same reply as the conversation that keeps the system message and the longest
+     * suffix that fits (its size measured here with the model's own template + tokenizer) */
+    model *mm = model_load(model1, &(model_load_opts){.n_threads = 2, .n_gpu_layers = 0});
+    int kept_from = 12;
+    chat_message part[12];
+    int n_part = 0;
+    for (int from = 1; mm && from <= 11; from++) {
+        n_part = 0;
+        part[n_part++] = convo[0];
+        for (int i = from; i < 12; i++) part[n_part++] = convo[i];
+        char *text = prompt_build(mm, &(prompt_spec){.msgs = part, .n_msgs = n_part, .chat_format_override = -1});
+        int n_tok = 0;
+        int32_t *toks = text ? tokenizer_encode(mm->tok, text, strlen(text), tokenizer_add_bos(mm->tok), true, &n_tok) : NULL;
+        free(text);
+        free(toks);
+        if (toks && n_tok <= 256) { kept_from = from; break; }
+    }
+    model_free(mm);
+    CHECKF(kept_from > 1 && kept_from < 11, "kept from %d", kept_from);
+    gen_call b;
+    gen_init(&b, s, model1, NULL, g5);
+    b.req.raw = false;
+    b.req.messages = part;
+    b.req.n_messages = n_part;
+    gen_thread(&b);
+    CHECKF(b.rc == 0 && strcmp(a.out.text, b.out.text) == 0, "kept from %d: '%s' vs '%s'", kept_from, a.out.text, b.out.text);
+    sched_result_clear(&b.res);
+    sched_result_clear(&a.res);
+    convo[11] = (chat_message){"user", longp};
+    gen_init(&a, s, model1, NULL, g5);
+    a.req.raw = false;
+    a.req.messages = convo;
+    a.req.n_messages = 12;
+    gen_thread(&a);
+    CHECKF(a.rc == -1 && a.res.status == 400, "%d %s", a.res.status, a.res.error);
+    sched_result_clear(&a.res);
+    cJSON_Delete(g5);
     /* Bad options. */
     cJSON *o = cJSON_Parse("{\"temperature\":\"hot\"}");
     gen_init(&a, s, model1, "hi", o);
@@ -396,7 +449,8 @@ static void test_errors(void) {
     cJSON_Delete(o);
     sched_metrics m;
     sched_get_metrics(s, &m);
-    CHECK(m.requests_failed == 5 && m.requests_total == 5);
+    CHECKF(m.requests_failed == 6 && m.requests_total == 6 + 2, "%llu %llu", (unsigned long long)m.requests_failed,
+           (unsigned long long)m.requests_total);
     sched_free(s);
 }
 
@@ -549,16 +603,23 @@ static void test_embed(void) {
     sched_free(s);
 }
 
+static void *release_later(void *arg) {
+    usleep(200000);
+    atomic_store((atomic_int *)arg, 1);
+    return NULL;
+}
+
 /* sched_free while requests run: they end with 503. */
 static void test_shutdown(void) {
     sched_config cfg = base_config();
     cfg.num_parallel = 1;
     sched *s = sched_new(&cfg, st);
-    atomic_int started = 0;
+    atomic_int started = 0, release = 0;
     cJSON *o = greedy_opts(-1);
     gen_call a, b;
     gen_init(&a, s, model1, prompts[0], o);
     a.out.started = &started;
+    a.out.release = &release;   /* a holds the only slot until released: b stays queued */
     gen_init(&b, s, model1, prompts[1], o);
     pthread_t ta, tb;
     pthread_create(&ta, NULL, gen_thread, &a);
@@ -570,7 +631,11 @@ static void test_shutdown(void) {
         if (m.queue_length == 1) break;
         usleep(10000);
     }
+    CHECK(m.queue_length == 1);
+    pthread_t tr;   /* let a go while sched_free is shutting down */
+    pthread_create(&tr, NULL, release_later, &release);
     sched_free(s);
+    pthread_join(tr, NULL);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
     /* a may have finished on its own (end of generation); b was still queued. */

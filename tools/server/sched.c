@@ -437,25 +437,52 @@ static int reserve_queue(sched *s, job *j) {
     return 0;
 }
 
-/* Builds and tokenizes the prompt, creates the sampler, grammar and stop matcher. */
+/* Renders and tokenizes a prompt; NULL after failing the job. */
+static int32_t *encode_prompt(const model *m, const prompt_spec *ps, bool add_bos, job *j, int *n_out) {
+    char *text = prompt_build(m, ps);
+    if (!text) { sched_job_fail(j, 400, "prompt: %s", anv_last_error()); return NULL; }
+    int32_t *toks = tokenizer_encode(m->tok, text, strlen(text), add_bos, !ps->raw, n_out);
+    free(text);
+    if (!toks) sched_job_fail(j, 400, "tokenizing the prompt: %s", anv_last_error());
+    return toks;
+}
+
+/* Builds and tokenizes the prompt, creates the sampler, grammar and stop matcher. A chat
+ * longer than the context loses its oldest messages (system messages and the last message
+ * are always kept), as Ollama does. */
 static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_gen_request *r, job *j) {
     (void)s;
     const model *m = lm->m;
     chat_message one = {"user", r->prompt ? r->prompt : ""};
+    const bool chat = r->messages && r->n_messages > 0;
+    const chat_message *msgs = chat ? r->messages : &one;
+    const int n_msgs = chat ? r->n_messages : 1;
+    chat_message *kept = malloc(sizeof *kept * (size_t)n_msgs);
+    if (!kept) { sched_job_fail(j, 500, "out of memory"); return -1; }
     prompt_spec ps = {.template_go = r->template_go ? r->template_go : e->template_text,
                       .system = r->system ? r->system : e->system,
                       .messages_json = e->messages_json,
-                      .msgs = r->messages && r->n_messages > 0 ? r->messages : &one,
-                      .n_msgs = r->messages && r->n_messages > 0 ? r->n_messages : 1,
                       .raw = r->raw,
                       .chat_format_override = -1};
-    char *text = prompt_build(m, &ps);
-    if (!text) { sched_job_fail(j, 400, "prompt: %s", anv_last_error()); return -1; }
-    int n_text = 0;
-    bool add_bos = tokenizer_add_bos(m->tok) && r->n_context <= 0;
-    int32_t *toks = tokenizer_encode(m->tok, text, strlen(text), add_bos, !r->raw, &n_text);
-    free(text);
-    if (!toks) { sched_job_fail(j, 400, "tokenizing the prompt: %s", anv_last_error()); return -1; }
+    const bool add_bos = tokenizer_add_bos(m->tok) && r->n_context <= 0;
+    const int room = lm->n_ctx - (r->context && r->n_context > 0 ? r->n_context : 0);
+    int n_text = 0, dropped = 0;
+    int32_t *toks = NULL;
+    for (int first = 0;; first++) {
+        int k = 0;
+        for (int i = 0; i < n_msgs; i++)
+            if (i >= first || i == n_msgs - 1 || (msgs[i].role && !strcmp(msgs[i].role, "system"))) kept[k++] = msgs[i];
+        ps.msgs = kept;
+        ps.n_msgs = k;
+        free(toks);
+        toks = encode_prompt(m, &ps, add_bos, j, &n_text);
+        if (!toks) { free(kept); return -1; }
+        if (n_text <= room || !chat || first >= n_msgs - 1) break;
+        if (!(msgs[first].role && !strcmp(msgs[first].role, "system"))) dropped++;
+    }
+    free(kept);
+    if (dropped) anv_log("model %s: dropped the %d oldest message(s) of a chat longer than the context (%d tokens)",
+                         e->name, dropped, lm->n_ctx);
     int n_ctx_toks = r->context && r->n_context > 0 ? r->n_context : 0;
     j->n_prompt = n_ctx_toks + n_text;
     j->prompt = malloc((size_t)(j->n_prompt > 0 ? j->n_prompt : 1) * sizeof(int32_t));
