@@ -84,7 +84,7 @@ void sampler_params_default(sampler_params *p) {
     p->top_k = 40;
     p->top_p = 0.9f;
     p->min_p = 0.0f;
-    p->repeat_penalty = 1.1f;
+    p->repeat_penalty = 1.0f;
     p->repeat_last_n = 64;
     p->presence_penalty = 0.0f;
     p->frequency_penalty = 0.0f;

@@ -10,7 +10,7 @@ typedef struct {
     int top_k;               /* 40; <= 0 disables */
     float top_p;             /* 0.9; >= 1 disables */
     float min_p;             /* 0.0; <= 0 disables */
-    float repeat_penalty;    /* 1.1 (Ollama); 1 disables */
+    float repeat_penalty;    /* 1.0 = off (Ollama's default since api.DefaultOptions changed it from 1.1) */
     int repeat_last_n;       /* 64; 0 disables, -1 = whole context */
     float presence_penalty;  /* 0 */
     float frequency_penalty; /* 0 */

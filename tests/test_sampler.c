@@ -165,7 +165,7 @@ static void test_defaults(void) {
     sampler_params p;
     sampler_params_default(&p);
     CHECK(p.temperature == 0.8f && p.top_k == 40 && p.top_p == 0.9f && p.min_p == 0.0f);
-    CHECK(p.repeat_penalty == 1.1f && p.repeat_last_n == 64);
+    CHECK(p.repeat_penalty == 1.0f && p.repeat_last_n == 64);
     CHECK(p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f && p.seed == 0);
 }
 
@@ -380,10 +380,11 @@ static void test_penalties(void) {
     CHECK(sampler_sample(s, l) == 5 && memcmp(l, logits, sizeof(l)) == 0);
     sampler_free(s);
 
-    /* Ollama defaults: 1.1 over the last 64 tokens */
+    /* a penalty of 1.1 over Ollama's default window, the last 64 tokens */
     sampler_params d;
     sampler_params_default(&d);
     d.temperature = 0.0f;
+    d.repeat_penalty = 1.1f;
     s = sampler_new(&d, N);
     for (int i = 0; i < 64; i++) sampler_accept(s, i == 0 ? 2 : 4);
     memcpy(l, logits, sizeof(l));
