@@ -599,8 +599,9 @@ bool grammar_accepts_bytes(const grammar *g, const char *s, size_t n, bool *comp
 
 enum { TF_EOG = 1, TF_EMPTY = 2, TF_PLAIN = 4 };
 
-struct grammar_matcher {
-    const grammar *g;
+/* The vocabulary side of matching, built once per tokenizer (grammar_vocab_new) and
+ * shared by every matcher of that tokenizer: token texts, flags and the byte trie. */
+struct grammar_vocab {
     const tokenizer *tok;
     int32_t n_vocab;
     uint8_t *text;      /* all token texts */
@@ -615,8 +616,16 @@ struct grammar_matcher {
     uint16_t *ndepth;
     int32_t *nend, *ntok0, *nntok;
     int32_t *sorted; /* token ids in byte order; a node's tokens are sorted[ntok0 .. +nntok) */
+};
+
+struct grammar_matcher {
+    const grammar *g;
+    const tokenizer *tok;
+    int32_t n_vocab;
+    const grammar_vocab *v;
+    grammar_vocab *own_v;  /* built by grammar_matcher_new, NULL when shared */
     gset cur;
-    gset *levels;    /* max_len + 1 scratch sets for the trie walk */
+    gset *levels;    /* v->max_len + 1 scratch sets for the trie walk */
     gset tmp[2], split[2];
     uint8_t *ok;     /* n_vocab scratch */
     bool finished;
@@ -679,155 +688,186 @@ static bool string_walk_needed(const uint8_t *s, uint32_t n) {
     return false; /* plain (handled by the table) */
 }
 
-static int build_vocab(grammar_matcher *m) {
-    const tokenizer *t = m->tok;
-    int32_t nv = m->n_vocab;
-    m->off = malloc(((size_t)nv + 1) * sizeof *m->off);
-    m->flags = calloc((size_t)nv, 1);
-    m->cps = calloc((size_t)nv, sizeof *m->cps);
-    m->ok = malloc((size_t)nv);
-    if (!m->off || !m->flags || !m->cps || !m->ok) return -1;
+static int build_vocab(grammar_vocab *v) {
+    const tokenizer *t = v->tok;
+    int32_t nv = v->n_vocab;
+    v->off = malloc(((size_t)nv + 1) * sizeof *v->off);
+    v->flags = calloc((size_t)nv, 1);
+    v->cps = calloc((size_t)nv, sizeof *v->cps);
+    if (!v->off || !v->flags || !v->cps) return -1;
     size_t total = 0, cap = (size_t)nv * 8 + 64;
-    m->text = malloc(cap);
-    if (!m->text) return -1;
+    v->text = malloc(cap);
+    if (!v->text) return -1;
     for (int32_t i = 0; i < nv; i++) {
-        m->off[i] = (uint32_t)total;
-        if (tokenizer_is_eog(t, i)) { m->flags[i] = TF_EOG; continue; }
+        v->off[i] = (uint32_t)total;
+        if (tokenizer_is_eog(t, i)) { v->flags[i] = TF_EOG; continue; }
         if (cap - total < 256) {
             cap *= 2;
-            uint8_t *q = cap <= UINT32_MAX ? realloc(m->text, cap) : NULL;
+            uint8_t *q = cap <= UINT32_MAX ? realloc(v->text, cap) : NULL;
             if (!q) return -1;
-            m->text = q;
+            v->text = q;
         }
-        int len = tokenizer_token_to_piece(t, i, (char *)m->text + total, 256, false);
-        if (len <= 0 || len > 65535) { m->flags[i] = TF_EMPTY; continue; }
+        int len = tokenizer_token_to_piece(t, i, (char *)v->text + total, 256, false);
+        if (len <= 0 || len > 65535) { v->flags[i] = TF_EMPTY; continue; }
         if (len > 256) { /* a long piece: make room and fetch it again */
             while (cap - total < (size_t)len) cap *= 2;
-            uint8_t *q = cap <= UINT32_MAX ? realloc(m->text, cap) : NULL;
+            uint8_t *q = cap <= UINT32_MAX ? realloc(v->text, cap) : NULL;
             if (!q) return -1;
-            m->text = q;
-            tokenizer_token_to_piece(t, i, (char *)m->text + total, len, false);
+            v->text = q;
+            tokenizer_token_to_piece(t, i, (char *)v->text + total, len, false);
         }
         total += (size_t)len;
-        if (len > m->max_len) m->max_len = len;
+        if (len > v->max_len) v->max_len = len;
     }
-    m->off[nv] = (uint32_t)total;
+    v->off[nv] = (uint32_t)total;
 
     int32_t n_text = 0;
     for (int32_t i = 0; i < nv; i++)
-        if (!m->flags[i]) n_text++;
-    m->sorted = malloc((size_t)(n_text ? n_text : 1) * sizeof *m->sorted);
-    m->nonplain = malloc((size_t)(n_text ? n_text : 1) * sizeof *m->nonplain);
-    if (!m->sorted || !m->nonplain) return -1;
+        if (!v->flags[i]) n_text++;
+    v->sorted = malloc((size_t)(n_text ? n_text : 1) * sizeof *v->sorted);
+    v->nonplain = malloc((size_t)(n_text ? n_text : 1) * sizeof *v->nonplain);
+    if (!v->sorted || !v->nonplain) return -1;
     sort_ent *ents = malloc((size_t)(n_text ? n_text : 1) * sizeof *ents);
     if (!ents) return -1;
     int32_t k = 0;
     for (int32_t i = 0; i < nv; i++) {
-        if (m->flags[i]) continue;
-        const uint8_t *p = m->text + m->off[i];
-        uint32_t len = m->off[i + 1] - m->off[i];
+        if (v->flags[i]) continue;
+        const uint8_t *p = v->text + v->off[i];
+        uint32_t len = v->off[i + 1] - v->off[i];
         uint64_t key = 0;
         for (uint32_t j = 0; j < 8; j++) key = key << 8 | (j < len ? p[j] : 0);
         ents[k++] = (sort_ent){.key = key, .text = p, .len = len, .id = i};
         int32_t cp = plain_cps(p, len);
-        if (cp > 0) { m->flags[i] = TF_PLAIN; m->cps[i] = cp; }
-        else if (string_walk_needed(p, len)) m->nonplain[m->n_nonplain++] = i;
+        if (cp > 0) { v->flags[i] = TF_PLAIN; v->cps[i] = cp; }
+        else if (string_walk_needed(p, len)) v->nonplain[v->n_nonplain++] = i;
     }
     qsort(ents, (size_t)n_text, sizeof *ents, cmp_tokens);
-    for (int32_t j = 0; j < n_text; j++) m->sorted[j] = ents[j].id;
+    for (int32_t j = 0; j < n_text; j++) v->sorted[j] = ents[j].id;
     free(ents);
 
     /* Preorder trie: a token adds one node per byte past its common prefix with the
      * previous token in sorted order. */
     size_t n_nodes = 0, cap_nodes = (size_t)n_text * 4 + 16;
-    m->nbyte = malloc(cap_nodes);
-    m->ndepth = malloc(cap_nodes * sizeof *m->ndepth);
-    m->ntok0 = malloc(cap_nodes * sizeof *m->ntok0);
-    m->nntok = malloc(cap_nodes * sizeof *m->nntok);
-    if (!m->nbyte || !m->ndepth || !m->ntok0 || !m->nntok) return -1;
+    v->nbyte = malloc(cap_nodes);
+    v->ndepth = malloc(cap_nodes * sizeof *v->ndepth);
+    v->ntok0 = malloc(cap_nodes * sizeof *v->ntok0);
+    v->nntok = malloc(cap_nodes * sizeof *v->nntok);
+    if (!v->nbyte || !v->ndepth || !v->ntok0 || !v->nntok) return -1;
     uint32_t prev_len = 0;
     const uint8_t *prev = NULL;
     for (int32_t j = 0; j < n_text; j++) {
-        int32_t id = m->sorted[j];
-        const uint8_t *s = m->text + m->off[id];
-        uint32_t len = m->off[id + 1] - m->off[id], lcp = 0;
+        int32_t id = v->sorted[j];
+        const uint8_t *s = v->text + v->off[id];
+        uint32_t len = v->off[id + 1] - v->off[id], lcp = 0;
         while (prev && lcp < len && lcp < prev_len && s[lcp] == prev[lcp]) lcp++;
-        if (prev && lcp == len && len == prev_len) { m->nntok[n_nodes - 1]++; continue; } /* same text */
+        if (prev && lcp == len && len == prev_len) { v->nntok[n_nodes - 1]++; continue; } /* same text */
         if (n_nodes + len - lcp > cap_nodes) {
             while (n_nodes + len - lcp > cap_nodes) cap_nodes *= 2;
-            uint8_t *b = realloc(m->nbyte, cap_nodes);
-            if (b) m->nbyte = b;
-            uint16_t *d = realloc(m->ndepth, cap_nodes * sizeof *d);
-            if (d) m->ndepth = d;
-            int32_t *t0 = realloc(m->ntok0, cap_nodes * sizeof *t0);
-            if (t0) m->ntok0 = t0;
-            int32_t *nt = realloc(m->nntok, cap_nodes * sizeof *nt);
-            if (nt) m->nntok = nt;
+            uint8_t *b = realloc(v->nbyte, cap_nodes);
+            if (b) v->nbyte = b;
+            uint16_t *d = realloc(v->ndepth, cap_nodes * sizeof *d);
+            if (d) v->ndepth = d;
+            int32_t *t0 = realloc(v->ntok0, cap_nodes * sizeof *t0);
+            if (t0) v->ntok0 = t0;
+            int32_t *nt = realloc(v->nntok, cap_nodes * sizeof *nt);
+            if (nt) v->nntok = nt;
             if (!b || !d || !t0 || !nt) return -1;
         }
         for (uint32_t d = lcp; d < len; d++) {
-            m->nbyte[n_nodes] = s[d];
-            m->ndepth[n_nodes] = (uint16_t)(d + 1);
-            m->ntok0[n_nodes] = j;
-            m->nntok[n_nodes] = d + 1 == len ? 1 : 0;
+            v->nbyte[n_nodes] = s[d];
+            v->ndepth[n_nodes] = (uint16_t)(d + 1);
+            v->ntok0[n_nodes] = j;
+            v->nntok[n_nodes] = d + 1 == len ? 1 : 0;
             n_nodes++;
         }
         prev = s;
         prev_len = len;
     }
-    m->n_nodes = (int32_t)n_nodes;
-    m->nend = malloc((n_nodes ? n_nodes : 1) * sizeof *m->nend);
-    int32_t *open = malloc(((size_t)m->max_len + 1) * sizeof *open);
-    if (!m->nend || !open) { free(open); return -1; }
+    v->n_nodes = (int32_t)n_nodes;
+    v->nend = malloc((n_nodes ? n_nodes : 1) * sizeof *v->nend);
+    int32_t *open = malloc(((size_t)v->max_len + 1) * sizeof *open);
+    if (!v->nend || !open) { free(open); return -1; }
     int n_open = 0;
     for (int32_t i = 0; i < (int32_t)n_nodes; i++) {
-        while (n_open > 0 && m->ndepth[open[n_open - 1]] >= m->ndepth[i]) m->nend[open[--n_open]] = i;
+        while (n_open > 0 && v->ndepth[open[n_open - 1]] >= v->ndepth[i]) v->nend[open[--n_open]] = i;
         open[n_open++] = i;
     }
-    while (n_open > 0) m->nend[open[--n_open]] = (int32_t)n_nodes;
+    while (n_open > 0) v->nend[open[--n_open]] = (int32_t)n_nodes;
     free(open);
-    m->levels = calloc((size_t)m->max_len + 1, sizeof *m->levels);
-    return m->levels ? 0 : -1;
+    return 0;
 }
 
-grammar_matcher *grammar_matcher_new(const grammar *g, const tokenizer *tok) {
-    if (!g || !tok) { anv_set_error("grammar_matcher_new: no grammar or tokenizer"); return NULL; }
+void grammar_vocab_free(grammar_vocab *v) {
+    if (!v) return;
+    free(v->text);
+    free(v->off);
+    free(v->flags);
+    free(v->cps);
+    free(v->nonplain);
+    free(v->nbyte);
+    free(v->ndepth);
+    free(v->nend);
+    free(v->ntok0);
+    free(v->nntok);
+    free(v->sorted);
+    free(v);
+}
+
+grammar_vocab *grammar_vocab_new(const tokenizer *tok) {
+    if (!tok) { anv_set_error("grammar_vocab_new: no tokenizer"); return NULL; }
+    grammar_vocab *v = calloc(1, sizeof *v);
+    if (!v) { anv_set_error("out of memory"); return NULL; }
+    v->tok = tok;
+    v->n_vocab = tokenizer_n_vocab(tok);
+    if (v->n_vocab <= 0 || build_vocab(v) != 0) {
+        grammar_vocab_free(v);
+        anv_set_error("grammar: out of memory indexing the vocabulary");
+        return NULL;
+    }
+    return v;
+}
+
+grammar_matcher *grammar_matcher_new_shared(const grammar *g, const grammar_vocab *v) {
+    if (!g || !v) { anv_set_error("grammar_matcher_new: no grammar or vocabulary"); return NULL; }
     grammar_matcher *m = calloc(1, sizeof *m);
     if (!m) { anv_set_error("out of memory"); return NULL; }
     m->g = g;
-    m->tok = tok;
-    m->n_vocab = tokenizer_n_vocab(tok);
-    if (m->n_vocab <= 0 || build_vocab(m) != 0) {
+    m->tok = v->tok;
+    m->n_vocab = v->n_vocab;
+    m->v = v;
+    m->ok = malloc((size_t)m->n_vocab);
+    m->levels = calloc((size_t)v->max_len + 1, sizeof *m->levels);
+    if (!m->ok || !m->levels) {
         grammar_matcher_free(m);
-        anv_set_error("grammar: out of memory indexing the vocabulary");
+        anv_set_error("out of memory");
         return NULL;
     }
     grammar_matcher_reset(m);
     return m;
 }
 
+grammar_matcher *grammar_matcher_new(const grammar *g, const tokenizer *tok) {
+    if (!g || !tok) { anv_set_error("grammar_matcher_new: no grammar or tokenizer"); return NULL; }
+    grammar_vocab *v = grammar_vocab_new(tok);
+    if (!v) return NULL;
+    grammar_matcher *m = grammar_matcher_new_shared(g, v);
+    if (!m) { grammar_vocab_free(v); return NULL; }
+    m->own_v = v;
+    return m;
+}
+
 void grammar_matcher_free(grammar_matcher *m) {
     if (!m) return;
-    free(m->text);
-    free(m->off);
-    free(m->flags);
-    free(m->cps);
-    free(m->nonplain);
-    free(m->nbyte);
-    free(m->ndepth);
-    free(m->nend);
-    free(m->ntok0);
-    free(m->nntok);
-    free(m->sorted);
     free(m->ok);
     if (m->levels)
-        for (int32_t i = 0; i <= m->max_len; i++) set_free(&m->levels[i]);
+        for (int32_t i = 0; i <= m->v->max_len; i++) set_free(&m->levels[i]);
     free(m->levels);
     set_free(&m->cur);
     set_free(&m->tmp[0]);
     set_free(&m->tmp[1]);
     set_free(&m->split[0]);
     set_free(&m->split[1]);
+    grammar_vocab_free(m->own_v);
     free(m);
 }
 
@@ -873,12 +913,12 @@ static int32_t split_string_body(grammar_matcher *m, gset *str, gset *rest) {
 
 /* Marks in m->ok every token the set `from` lets through, walking the vocabulary trie. */
 static void trie_walk(grammar_matcher *m, const gset *from) {
-    for (int32_t i = 0; i < m->n_nodes;) {
-        int d = m->ndepth[i];
+    for (int32_t i = 0; i < m->v->n_nodes;) {
+        int d = m->v->ndepth[i];
         gset *lv = &m->levels[d];
-        step_set(m->g, d == 1 ? from : &m->levels[d - 1], m->nbyte[i], lv);
-        if (lv->n == 0 || lv->overflow) { i = m->nend[i]; continue; }
-        for (int32_t k = 0; k < m->nntok[i]; k++) m->ok[m->sorted[m->ntok0[i] + k]] = 1;
+        step_set(m->g, d == 1 ? from : &m->levels[d - 1], m->v->nbyte[i], lv);
+        if (lv->n == 0 || lv->overflow) { i = m->v->nend[i]; continue; }
+        for (int32_t k = 0; k < m->v->nntok[i]; k++) m->ok[m->v->sorted[m->v->ntok0[i] + k]] = 1;
         i++;
     }
 }
@@ -894,24 +934,24 @@ void grammar_matcher_mask(grammar_matcher *m, float *logits) {
         if (room >= 0) {
             /* Plain tokens by table; the others one by one against the string stacks;
              * whatever the other stacks allow by the trie walk. */
-            for (int32_t i = 0; i < nv; i++) ok[i] = (m->flags[i] & TF_PLAIN) && m->cps[i] <= room;
-            for (int32_t j = 0; j < m->n_nonplain; j++) {
-                int32_t id = m->nonplain[j];
-                const gset *r = walk(m, str, m->text + m->off[id], m->off[id + 1] - m->off[id]);
+            for (int32_t i = 0; i < nv; i++) ok[i] = (m->v->flags[i] & TF_PLAIN) && m->v->cps[i] <= room;
+            for (int32_t j = 0; j < m->v->n_nonplain; j++) {
+                int32_t id = m->v->nonplain[j];
+                const gset *r = walk(m, str, m->v->text + m->v->off[id], m->v->off[id + 1] - m->v->off[id]);
                 ok[id] = r->n > 0 && !r->overflow;
             }
             if (rest->n > 0) trie_walk(m, rest);
         } else trie_walk(m, &m->cur);
     }
     for (int32_t i = 0; i < nv; i++) {
-        if (m->flags[i] & TF_EOG) ok[i] = done;
+        if (m->v->flags[i] & TF_EOG) ok[i] = done;
         if (!ok[i]) logits[i] = -INFINITY;
     }
 }
 
 int grammar_matcher_accept(grammar_matcher *m, int32_t token) {
     if (token < 0 || token >= m->n_vocab) { anv_set_error("grammar: token %d out of range", token); return -1; }
-    if (m->flags[token] & TF_EOG) {
+    if (m->v->flags[token] & TF_EOG) {
         if (!grammar_matcher_done(m)) {
             anv_set_error("grammar: end of generation before the JSON document is complete");
             return -1;
@@ -919,9 +959,9 @@ int grammar_matcher_accept(grammar_matcher *m, int32_t token) {
         m->finished = true;
         return 0;
     }
-    if (m->flags[token] & TF_EMPTY) { anv_set_error("grammar: token %d has no text", token); return -1; }
+    if (m->v->flags[token] & TF_EMPTY) { anv_set_error("grammar: token %d has no text", token); return -1; }
     if (m->finished) { anv_set_error("grammar: token %d after end of generation", token); return -1; }
-    const gset *r = walk(m, &m->cur, m->text + m->off[token], m->off[token + 1] - m->off[token]);
+    const gset *r = walk(m, &m->cur, m->v->text + m->v->off[token], m->v->off[token + 1] - m->v->off[token]);
     if (r->overflow) { anv_set_error("grammar: too many alternatives alive (schema too ambiguous)"); return -1; }
     if (r->n == 0) { anv_set_error("grammar: token %d does not continue the JSON document", token); return -1; }
     set_copy(&m->cur, r);

@@ -24,6 +24,14 @@ void grammar_free(grammar *g);
 typedef struct grammar_matcher grammar_matcher;
 /* Binds a grammar to a vocabulary (precomputes token texts; g must outlive it). */
 grammar_matcher *grammar_matcher_new(const grammar *g, const tokenizer *tok);
+
+/* The vocabulary index a matcher needs (token texts and their byte trie: ~70 ms for
+ * Gemma's 262144 tokens), built once per tokenizer and shared, read-only, by any number
+ * of matchers, also across threads. v must outlive its matchers. */
+typedef struct grammar_vocab grammar_vocab;
+grammar_vocab *grammar_vocab_new(const tokenizer *tok);
+void grammar_vocab_free(grammar_vocab *v);
+grammar_matcher *grammar_matcher_new_shared(const grammar *g, const grammar_vocab *v);
 void grammar_matcher_free(grammar_matcher *m);
 void grammar_matcher_reset(grammar_matcher *m);
 /* Sets logits[i] = -INFINITY for every token that cannot come next (EOG tokens unless

@@ -518,6 +518,33 @@ static int random_walk(grammar_matcher *m, const tokenizer *tok, uint64_t *rng, 
     return -1;
 }
 
+/* A matcher over a shared vocabulary index masks exactly like one with its own, step by
+ * step over a walk (the server shares one index per loaded model). */
+static void shared_equals_own(const grammar *g, const tokenizer *tok, const grammar_vocab *v, uint64_t *rng) {
+    grammar_matcher *own = grammar_matcher_new(g, tok), *sh = grammar_matcher_new_shared(g, v);
+    CHECK(own && sh);
+    if (!own || !sh) { grammar_matcher_free(own); grammar_matcher_free(sh); return; }
+    const int32_t nv = tokenizer_n_vocab(tok);
+    float *a = malloc((size_t)nv * sizeof *a), *b = malloc((size_t)nv * sizeof *b);
+    int steps = 0, diff = 0;
+    for (; steps < 400 && !grammar_matcher_done(own); steps++) {
+        for (int32_t i = 0; i < nv; i++) a[i] = b[i] = (float)(tu_rand_u64(rng) % 1000);
+        grammar_matcher_mask(own, a);
+        grammar_matcher_mask(sh, b);
+        if (memcmp(a, b, (size_t)nv * sizeof *a)) diff++;
+        int32_t best = -1;
+        for (int32_t i = 0; i < nv; i++)
+            if (a[i] != -INFINITY && !tokenizer_is_eog(tok, i) && (best < 0 || a[i] > a[best])) best = i;
+        if (best < 0) break;
+        CHECK(grammar_matcher_accept(own, best) == 0 && grammar_matcher_accept(sh, best) == 0);
+    }
+    CHECKF(diff == 0 && steps > 0, "shared vocabulary: masks differ at %d of %d steps", diff, steps);
+    free(a);
+    free(b);
+    grammar_matcher_free(own);
+    grammar_matcher_free(sh);
+}
+
 static void walks_on_vocab(const char *name, const char *path, int walks_per_schema, FILE *out) {
     gguf_file *f = gguf_open(path);
     if (!f) { printf("skip %s walks: %s\n", name, anv_last_error()); return; }
@@ -543,12 +570,15 @@ static void walks_on_vocab(const char *name, const char *path, int walks_per_sch
     mask_timing tm = {0};
     int n_docs = 0, n_fail = 0;
     double t_build = 0;
+    grammar_vocab *shared = grammar_vocab_new(tok);
+    CHECKF(shared != NULL, "%s: %s", name, anv_last_error());
     for (int si = 0; si < N_WALK_SCHEMAS; si++) {
         grammar *g = k_walk_schemas[si] ? grammar_json_schema(k_walk_schemas[si]) : grammar_json_object();
         CHECKF(g != NULL, "walk schema %d: %s", si, anv_last_error());
         if (!g) continue;
-        double t0 = now_s();
-        grammar_matcher *m = grammar_matcher_new(g, tok);
+        if (shared) shared_equals_own(g, tok, shared, &rng);
+        double t0 = now_s();   /* odd schemas walk with a matcher over the shared index */
+        grammar_matcher *m = si % 2 && shared ? grammar_matcher_new_shared(g, shared) : grammar_matcher_new(g, tok);
         t_build += now_s() - t0;
         CHECKF(m != NULL, "matcher: %s", anv_last_error());
         for (int w = 0; m && w < walks_per_schema; w++) {
@@ -568,10 +598,11 @@ static void walks_on_vocab(const char *name, const char *path, int walks_per_sch
         grammar_free(g);
     }
     CHECKF(n_fail == 0, "%s: %d walks failed", name, n_fail);
-    printf("%s (%d tokens): %d documents from %d schemas; matcher build %.1f ms avg; mask %.3f ms avg, %.3f ms max "
+    printf("%s (%d tokens): %d documents from %d schemas; matcher build %.1f ms avg (own and shared index); mask %.3f ms avg, %.3f ms max "
            "per step over %ld steps\n",
            name, nv, n_docs, N_WALK_SCHEMAS, 1e3 * t_build / N_WALK_SCHEMAS, 1e3 * tm.t_mask / (double)(tm.n_mask ? tm.n_mask : 1),
            1e3 * tm.t_max, tm.n_mask);
+    grammar_vocab_free(shared);
     free(logits);
     free(text);
     tokenizer_free(tok);

@@ -237,6 +237,8 @@ static void measure(lmodel *lm) {
 
 /* Frees a loaded model whose worker never started. */
 static void discard_model(lmodel *lm) {
+    grammar_vocab_free(lm->vocab);
+    pthread_mutex_destroy(&lm->vocab_mu);
     for (int i = lm->n_slots - 1; i >= 1; i--) model_ctx_free(lm->slots[i].ctx);
     model_ctx_free(lm->parent);
     model_free(lm->m);
@@ -285,6 +287,7 @@ static lmodel *load_model(sched *s, const store_entry *e, const run_options *o) 
     pthread_cond_init(&lm->cv, &ca);
     pthread_condattr_destroy(&ca);
     lm->expires_mono_ms = -1;
+    pthread_mutex_init(&lm->vocab_mu, NULL);
     return lm;
 fail:
     if (lm->slots) {
@@ -509,7 +512,10 @@ static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_g
     if (r->format && *r->format) {
         j->g = strcmp(r->format, "json") == 0 ? grammar_json_object() : grammar_json_schema(r->format);
         if (!j->g) { sched_job_fail(j, 400, "format: %s", anv_last_error()); return -1; }
-        j->gm = grammar_matcher_new(j->g, m->tok);
+        pthread_mutex_lock(&lm->vocab_mu);   /* one vocabulary index per loaded model */
+        if (!lm->vocab) lm->vocab = grammar_vocab_new(m->tok);
+        pthread_mutex_unlock(&lm->vocab_mu);
+        j->gm = lm->vocab ? grammar_matcher_new_shared(j->g, lm->vocab) : NULL;
         if (!j->gm) { sched_job_fail(j, 500, "format: %s", anv_last_error()); return -1; }
     }
     return 0;

@@ -390,6 +390,9 @@ void *sched_worker(void *arg) {
     model_free(lm->m);
     free(lm->slots);
     free(lm->logits);
+    grammar_vocab_free(lm->vocab);
+    lm->vocab = NULL;
+    pthread_mutex_destroy(&lm->vocab_mu);
     lm->m = NULL;
     pthread_mutex_lock(&s->mu);
     s->n_resident--;

@@ -87,6 +87,8 @@ typedef struct lmodel {
     uint64_t size, size_vram;
     float *logits;               /* n_slots x n_vocab */
     uint64_t use_counter;
+    pthread_mutex_t vocab_mu;    /* guards the lazy creation of vocab */
+    grammar_vocab *vocab;        /* the grammar index of the vocabulary, built on the first `format` */
 } lmodel;
 
 struct sched {
