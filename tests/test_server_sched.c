@@ -698,6 +698,7 @@ static void test_config(void) {
     unsetenv("ANVIL_KV_CACHE_TYPE");
     unsetenv("ANVIL_NUM_PARALLEL");
     unsetenv("ANVIL_KEEP_ALIVE");
+    CHECK(sched_config_from_env(&c) == 0 && c.num_parallel == 2 && c.keep_alive_ms == 300000);  /* the defaults */
 }
 
 /* ---------------------------------------------------------------- bench */

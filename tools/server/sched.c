@@ -114,7 +114,9 @@ static int env_int(const char *name, int lo, int *out) {
 }
 
 int sched_config_from_env(sched_config *c) {
-    *c = (sched_config){.max_loaded = 3, .max_queue = 512, .num_parallel = 4,
+    /* num_parallel 2: concurrent requests batch (a chat and its title request), while each
+     * slot's KV cache costs GPU memory (Ollama defaults to 1) */
+    *c = (sched_config){.max_loaded = 3, .max_queue = 512, .num_parallel = 2,
                         .keep_alive_ms = 5 * 60 * 1000, .context_length = 0,
                         .kv_type = QT_F16, .n_threads = 0};
     if (env_int("ANVIL_MAX_LOADED_MODELS", 1, &c->max_loaded) != 0) return -1;

@@ -14,7 +14,7 @@
 typedef struct {
     int max_loaded;          /* ANVIL_MAX_LOADED_MODELS, default 3 */
     int max_queue;           /* ANVIL_MAX_QUEUE, default 512: requests waiting for a slot */
-    int num_parallel;        /* ANVIL_NUM_PARALLEL, default 4: slots per model */
+    int num_parallel;        /* ANVIL_NUM_PARALLEL, default 2: slots per model */
     int64_t keep_alive_ms;   /* ANVIL_KEEP_ALIVE, default 5m; 0 unloads after each request; < 0 forever */
     int context_length;      /* ANVIL_CONTEXT_LENGTH, per slot; 0 = the model's default (model_default_ctx) */
     uint32_t kv_type;        /* ANVIL_KV_CACHE_TYPE f16|q8_0|f32 */

@@ -45,7 +45,7 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"OLLAMA_MODELS", "~/.ollama/models", "Ollama's store, listed and run read-only when present"},
     {"ANVIL_KEEP_ALIVE", "5m", "how long an idle model stays loaded (0 unloads at once, -1 forever)"},
     {"ANVIL_MAX_LOADED_MODELS", "3", "models kept loaded at once"},
-    {"ANVIL_NUM_PARALLEL", "4", "parallel requests per model (each with its own KV cache)"},
+    {"ANVIL_NUM_PARALLEL", "2", "parallel requests per model (each with its own KV cache)"},
     {"ANVIL_MAX_QUEUE", "512", "requests waiting for a slot before 503 'server busy'"},
     {"ANVIL_CONTEXT_LENGTH", "0", "context length per slot (0 = the model's default)"},
     {"ANVIL_KV_CACHE_TYPE", "f16", "KV cache type: f16, q8_0 or f32"},
