@@ -1,8 +1,8 @@
 """lavapipe_serve: `anvil serve` with its models on a Vulkan device (lavapipe, selected by
 ANVIL_VK_VISIBLE_DEVICES=0, the Khronos validation layer on): four concurrent greedy
 requests (their decode steps batched into one forward pass on the GPU backend) each give
-exactly the text the same request gives alone; `/api/ps` reports the part in VRAM and
-`anvil ps` a CPU/GPU split; the placement is logged; zero validation messages.
+exactly the text the same request gives alone; `/api/ps` and `anvil ps` report the model as
+100% GPU (every layer and the output head are there); the placement is logged; zero validation messages.
 Usage: lavapipe_serve.py ANVIL MODEL.gguf ICD.json   (exit 77 = no lavapipe ICD)"""
 import json
 import os
@@ -49,12 +49,19 @@ try:
               "'%s': concurrent text == alone (%r vs %r)" % (p, together[p][1].get("response"), alone[p][1].get("response")))
     st, _, body = common.request(srv, "GET", "/api/ps")
     models = json.loads(body).get("models", []) if st == 200 else []
-    check(len(models) == 1 and 0 < models[0]["size_vram"] <= models[0]["size"],
-          "/api/ps: part of the model in VRAM (%s)" % models)
+    check(len(models) == 1 and 0 < models[0]["size_vram"] == models[0]["size"],
+          "/api/ps: every layer and the head on the GPU: size_vram == size (%s)" % models)
     e = dict(srv.env)
     e["ANVIL_HOST"] = srv.host
     ps = subprocess.run([anvil, "ps"], env=e, capture_output=True, text=True, timeout=60)
-    check("GPU" in ps.stdout, "anvil ps shows the GPU share: %s" % ps.stdout)
+    check("100% GPU" in ps.stdout, "anvil ps: 100%% GPU: %s" % ps.stdout)
+    # num_gpu 1: the model reloads with only its last layer (and the head) on the GPU
+    st, _, obj, _ = common.post_json(srv, "/api/generate", {
+        "model": gguf, "prompt": "hello", "raw": True, "stream": False,
+        "options": {"num_predict": 4, "temperature": 0, "num_gpu": 1}})
+    check(st == 200, "num_gpu 1 request: %s" % st)
+    ps = subprocess.run([anvil, "ps"], env=e, capture_output=True, text=True, timeout=60)
+    check("CPU/GPU" in ps.stdout and "100% GPU" not in ps.stdout, "anvil ps: a CPU/GPU split after num_gpu 1: %s" % ps.stdout)
     st, _, body = common.request(srv, "GET", "/metrics")
     body = body.decode()
     check(st == 200 and 'anvil_model_memory_bytes' in body and 'device="gpu"' in body, "metrics: GPU memory series")

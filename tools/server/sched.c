@@ -203,36 +203,41 @@ void sched_release_ref(lmodel *lm) {
 
 /* ---------------------------------------------------------------- loading */
 
-/* Bytes of a weight tensor on a GPU backend (0 on the CPU or absent). */
-static uint64_t gpu_bytes(const model *m, const be_tensor *t) {
-    return t && t->be != m->cpu ? be_nbytes(t) : 0;
-}
+static uint64_t tensor_bytes(const be_tensor *t) { return t ? be_nbytes(t) : 0; }
 
+/* What ps reports: the memory the model computes with, per side. Each layer's weights and
+ * KV caches count where the layer runs, the output head where it runs, and the activation
+ * scratch on each backend in use. The token-embedding table is a host lookup table (mmap'd,
+ * only looked-up rows are read), counted only when it is also the output head on the CPU:
+ * so a model with every layer and its head on the GPU is "100% GPU", like Ollama's. */
 static void measure(lmodel *lm) {
     const model *m = lm->m;
     const model_hparams *hp = &m->hp;
     const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim_k;
     const uint64_t kv_layer = 2ull * (uint64_t)lm->n_ctx * qtype_row_size(lm->s->cfg.kv_type, kvd) * (uint64_t)lm->n_slots;
-    uint64_t size = m->weight_bytes, vram = 0;
+    uint64_t cpu = 0, vram = 0;
+    bool cpu_used = false, gpu_used = false;
     for (int il = 0; il < hp->n_layer; il++) {
         const model_layer *L = &m->layers[il];
-        size += kv_layer;
-        if (L->be == m->cpu) continue;
-        vram += kv_layer;
         const be_tensor *ts[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->q_norm,
                                  L->k_norm, L->post_attn_norm, L->ffn_norm, L->w_gate, L->w_up, L->w_down,
                                  L->post_ffn_norm};
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vram += gpu_bytes(m, ts[i]);
+        uint64_t b = kv_layer;
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) b += tensor_bytes(ts[i]);
+        if (L->be == m->cpu) { cpu += b; cpu_used = true; }
+        else { vram += b; gpu_used = true; }
     }
-    vram += gpu_bytes(m, m->output_norm) + gpu_bytes(m, m->rope_freqs_gpu);
-    if (m->output != m->tok_embd) vram += gpu_bytes(m, m->output);
-    /* Activation scratch, one set shared by the slots, per backend in use. */
+    const uint64_t head = tensor_bytes(m->output_norm) + tensor_bytes(m->output);
+    if (m->out_be == m->cpu) { cpu += head; cpu_used = true; }
+    else { vram += head + tensor_bytes(m->rope_freqs_gpu); gpu_used = true; }
+    /* Activation scratch: one set shared by the slots, on each backend in use. */
     const int nb = model_ctx_n_batch(lm->parent);
     const uint64_t qd = (uint64_t)hp->n_head * hp->head_dim_k;
     const uint64_t scratch = (uint64_t)nb * 4 * (3 * (uint64_t)hp->n_embd + qd + 2 * (uint64_t)kvd + 2 * (uint64_t)hp->n_ff)
                            + (uint64_t)lm->n_slots * hp->n_vocab * 4;
-    size += scratch;
-    if (m->gpu && vram > 0) { size += scratch; vram += scratch; }
+    if (cpu_used) cpu += scratch;
+    if (gpu_used) vram += scratch;
+    const uint64_t size = cpu + vram;
     lm->size = size;
     lm->size_vram = vram;
 }
