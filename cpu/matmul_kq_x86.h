@@ -59,8 +59,8 @@ KQ_INLINE void kq_q45_K_body(int64_t n, const void *w, const void *x, size_t xs,
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
         const float d = kq_f16(b4->d), dmin = kq_f16(b4->dmin);
         __m256i hbits = has_qh ? kq_load256(b5->qh) : _mm256_setzero_si256();
-        __m256i sumi[MM_MAX_TOK], sumi_hi[MM_MAX_TOK];   /* two chains: VNNI dpwssd latency */
-        for (int t = 0; t < NT; t++) sumi[t] = sumi_hi[t] = _mm256_setzero_si256();
+        __m256i sumi[MM_MAX_TOK];
+        for (int t = 0; t < NT; t++) sumi[t] = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
             const __m256i q = kq_load256(qs + 32 * j);
             __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
@@ -73,12 +73,11 @@ KQ_INLINE void kq_q45_K_body(int64_t n, const void *w, const void *x, size_t xs,
             for (int t = 0; t < NT; t++) {
                 const block_q8_K *y = (const block_q8_K *)KQ_ACT(x, xs, t) + i;
                 sumi[t] = kq_acc_scaled(sumi[t], lo, y->qs + 64 * j, s_lo);
-                sumi_hi[t] = kq_acc_scaled(sumi_hi[t], hi, y->qs + 64 * j + 32, s_hi);
+                sumi[t] = kq_acc_scaled(sumi[t], hi, y->qs + 64 * j + 32, s_hi);
             }
         }
         for (int t = 0; t < NT; t++) {
             const block_q8_K *y = (const block_q8_K *)KQ_ACT(x, xs, t) + i;
-            sumi[t] = _mm256_add_epi32(sumi[t], sumi_hi[t]);
             const __m256i pm = _mm256_madd_epi16(mins, kq_load256(y->bsums));
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
             acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * y->d), _mm256_cvtepi32_ps(pm), acc[t]);
@@ -104,11 +103,10 @@ KQ_INLINE void kq_q6_K_body(int64_t n, const void *w, const void *x, size_t xs, 
         const block_q6_K *b = (const block_q6_K *)w + i;
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)b->scales));
         const float d = kq_f16(b->d);
-        __m256i sumi[MM_MAX_TOK], sumi_odd[MM_MAX_TOK];   /* two chains: VNNI dpwssd latency */
+        __m256i sumi[MM_MAX_TOK];
         for (int t = 0; t < NT; t++) {
             const block_q8_K *y = (const block_q8_K *)KQ_ACT(x, xs, t) + i;
             sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16, kq_load256(y->bsums)), 5));
-            sumi_odd[t] = _mm256_setzero_si256();
         }
         for (int h = 0; h < 2; h++) {
             const __m256i ql1 = kq_load256(b->ql + 64 * h), ql2 = kq_load256(b->ql + 64 * h + 32), qh = kq_load256(b->qh + 32 * h);
@@ -124,14 +122,12 @@ KQ_INLINE void kq_q6_K_body(int64_t n, const void *w, const void *x, size_t xs, 
                 const __m256i s = kq_pair_scales(b->scales[8 * h + 2 * k], b->scales[8 * h + 2 * k + 1]);
                 for (int t = 0; t < NT; t++) {
                     const block_q8_K *y = (const block_q8_K *)KQ_ACT(x, xs, t) + i;
-                    if (k & 1) sumi_odd[t] = kq_acc_scaled(sumi_odd[t], u, y->qs + 128 * h + 32 * k, s);
-                    else sumi[t] = kq_acc_scaled(sumi[t], u, y->qs + 128 * h + 32 * k, s);
+                    sumi[t] = kq_acc_scaled(sumi[t], u, y->qs + 128 * h + 32 * k, s);
                 }
             }
         }
         for (int t = 0; t < NT; t++) {
             const block_q8_K *y = (const block_q8_K *)KQ_ACT(x, xs, t) + i;
-            sumi[t] = _mm256_add_epi32(sumi[t], sumi_odd[t]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         }
     }
@@ -166,8 +162,8 @@ KQ_INLINE void kq_q23_K_body(bool is_q3, int64_t n, const void *w, const void *x
             d = kq_f16(b->d); dmin = kq_f16(b->dmin);
             qs = b->qs;
         }
-        __m256i sumi[MM_MAX_TOK], sumi_odd[MM_MAX_TOK];   /* two chains: VNNI dpwssd latency */
-        for (int t = 0; t < NT; t++) sumi[t] = sumi_odd[t] = _mm256_setzero_si256();
+        __m256i sumi[MM_MAX_TOK];
+        for (int t = 0; t < NT; t++) sumi[t] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const __m256i q = kq_load256(qs + 32 * h);
             for (int k = 0; k < 4; k++) {
@@ -183,14 +179,12 @@ KQ_INLINE void kq_q23_K_body(bool is_q3, int64_t n, const void *w, const void *x
                 const __m256i s = kq_pair_scales(sc[8 * h + 2 * k], sc[8 * h + 2 * k + 1]);
                 for (int t = 0; t < NT; t++) {
                     const block_q8_K *y = (const block_q8_K *)KQ_ACT(x, xs, t) + i;
-                    if (k & 1) sumi_odd[t] = kq_acc_scaled(sumi_odd[t], u, y->qs + 128 * h + 32 * k, s);
-                    else sumi[t] = kq_acc_scaled(sumi[t], u, y->qs + 128 * h + 32 * k, s);
+                    sumi[t] = kq_acc_scaled(sumi[t], u, y->qs + 128 * h + 32 * k, s);
                 }
             }
         }
         for (int t = 0; t < NT; t++) {
             const block_q8_K *y = (const block_q8_K *)KQ_ACT(x, xs, t) + i;
-            sumi[t] = _mm256_add_epi32(sumi[t], sumi_odd[t]);
             const __m256i pm = _mm256_madd_epi16(minus, kq_load256(y->bsums));
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
             acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * y->d), _mm256_cvtepi32_ps(pm), acc[t]);

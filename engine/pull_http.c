@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bytebuf.h"
 #include "error.h"
 
 #define PULL_MAX_STATE_PARTS 4096
@@ -107,27 +108,16 @@ static const char *curl_why(CURLcode rc, const char *errbuf) {
 /* ---- GET into memory ---------------------------------------------------------------- */
 
 typedef struct {
-    char *data;
-    size_t len, cap, max;
+    bytebuf buf;
+    size_t max;
     bool too_big;
 } membuf;
 
 static size_t membuf_write(char *p, size_t sz, size_t n, void *u) {
     membuf *b = u;
     size_t len = sz * n;
-    if (b->len + len > b->max) { b->too_big = true; return 0; }
-    if (b->len + len + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + len + 1) cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) return 0;
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, p, len);
-    b->len += len;
-    b->data[b->len] = 0;
-    return len;
+    if (b->buf.len + len > b->max) { b->too_big = true; return 0; }
+    return bytebuf_add(&b->buf, p, len) ? len : 0;
 }
 
 long pull_http_get(const pull_http_cfg *cfg, const char *url, const char *accept, size_t max_len,
@@ -158,10 +148,9 @@ long pull_http_get(const pull_http_cfg *cfg, const char *url, const char *accept
             if (code >= 200 && code < 300) {
                 curl_slist_free_all(hdrs);
                 curl_easy_cleanup(h);
-                if (!b.data) b.data = calloc(1, 1);
-                if (!b.data) { anv_set_error("out of memory"); return -1; }
-                *body = b.data;
-                *len = b.len;
+                if (!b.buf.data && !bytebuf_add(&b.buf, "", 0)) { anv_set_error("out of memory"); return -1; }
+                *body = b.buf.data;
+                *len = b.buf.len;
                 return code;
             }
             retry = code >= 500 || code == 429 || code == 408;
@@ -171,7 +160,7 @@ long pull_http_get(const pull_http_cfg *cfg, const char *url, const char *accept
         }
         if (b.too_big) anv_set_error("answer from %s is larger than %zu bytes", url, max_len);
         else if (rc != CURLE_OK) anv_set_error("connection failed: %s", curl_why(rc, errbuf));
-        free(b.data);
+        bytebuf_free(&b.buf);
         curl_slist_free_all(hdrs);
         curl_easy_cleanup(h);
         if (retry && tries < cfg->max_retries) {

@@ -2,6 +2,8 @@
  * streamed (NDJSON), with libcurl; replies parsed with cJSON. */
 #include "client.h"
 
+#include "bytebuf.h"
+
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <pthread.h>
@@ -54,25 +56,8 @@ static void set_connect_error(void) {
     anv_set_error("could not connect to a running anvil server at %s (start one with 'anvil serve')", display);
 }
 
-/* A growing byte buffer (the reply of a plain request). */
-typedef struct { char *p; size_t len, cap; bool oom; } bytes;
-
-static bool bytes_add(bytes *b, const char *data, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->cap ? b->cap * 2 : 1024) + n;
-        char *g = realloc(b->p, cap);
-        if (!g) { b->oom = true; return false; }
-        b->p = g;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    b->p[b->len] = 0;
-    return true;
-}
-
 static size_t collect_cb(char *data, size_t size, size_t nmemb, void *user) {
-    return bytes_add(user, data, size * nmemb) ? size * nmemb : 0;
+    return bytebuf_add(user, data, size * nmemb) ? size * nmemb : 0;
 }
 
 /* An easy handle for url path with the JSON body and the API key, if any. */
@@ -109,7 +94,7 @@ static int run_plain(const char *method, const char *path, const char *json_body
     struct curl_slist *headers = NULL;
     CURL *c = make_handle(method, path, json_body, &headers);
     if (!c) return -1;
-    bytes b = {0};
+    bytebuf b = {0};
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     if (timeout_ms > 0) {
@@ -122,13 +107,13 @@ static int run_plain(const char *method, const char *path, const char *json_body
     curl_easy_cleanup(c);
     curl_slist_free_all(headers);
     if (rc != CURLE_OK || b.oom) {
-        free(b.p);
+        free(b.data);
         if (b.oom) anv_set_error("out of memory reading the server's reply");
         else set_connect_error();
         return -1;
     }
-    if (reply) *reply = b.p ? b.p : strdup("");
-    else free(b.p);
+    if (reply) *reply = b.data ? b.data : strdup("");
+    else free(b.data);
     return (int)status;
 }
 
@@ -174,9 +159,9 @@ typedef struct {
     const client_gen_request *q;
     client_gen_result *res;
     bool chat;
-    bytes line;        /* the partial NDJSON line */
-    bytes text;        /* the whole reply */
-    bytes raw;         /* everything, for a non-2xx reply */
+    bytebuf line;        /* the partial NDJSON line */
+    bytebuf text;        /* the whole reply */
+    bytebuf raw;         /* everything, for a non-2xx reply */
     char error[512];   /* an {"error"} line */
     bool stopped;      /* on_text returned false */
     bool done;
@@ -209,7 +194,7 @@ static bool handle_line(stream_state *st, const char *line, size_t len) {
     }
     if (piece && *piece) {
         size_t n = strlen(piece);
-        bytes_add(&st->text, piece, n);
+        bytebuf_add(&st->text, piece, n);
         if (st->q->on_text && !st->q->on_text(piece, n, st->q->user)) { st->stopped = true; go_on = false; }
     }
     const char *model = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "model"));
@@ -233,13 +218,13 @@ static bool handle_line(stream_state *st, const char *line, size_t len) {
 static size_t stream_cb(char *data, size_t size, size_t nmemb, void *user) {
     stream_state *st = user;
     size_t n = size * nmemb;
-    if (st->raw.len < 65536) bytes_add(&st->raw, data, n);
+    if (st->raw.len < 65536) bytebuf_add(&st->raw, data, n);
     for (size_t i = 0; i < n; i++) {
         if (data[i] != '\n') {
-            if (!bytes_add(&st->line, data + i, 1)) return 0;
+            if (!bytebuf_add(&st->line, data + i, 1)) return 0;
             continue;
         }
-        bool go_on = st->line.len ? handle_line(st, st->line.p, st->line.len) : true;
+        bool go_on = st->line.len ? handle_line(st, st->line.data, st->line.len) : true;
         st->line.len = 0;
         if (!go_on) return 0;
     }
@@ -302,14 +287,14 @@ static int run_stream(const client_gen_request *q, client_gen_result *res, bool 
     curl_easy_cleanup(c);
     curl_slist_free_all(headers);
     free(body);
-    if (st.line.len && rc == CURLE_OK) handle_line(&st, st.line.p, st.line.len);   /* no final newline */
+    if (st.line.len && rc == CURLE_OK) handle_line(&st, st.line.data, st.line.len);   /* no final newline */
     res->http_status = (int)status;
-    res->text = st.text.p ? st.text.p : strdup("");
+    res->text = st.text.data ? st.text.data : strdup("");
     int ret = 0;
     if (st.stopped) {
         snprintf(res->done_reason, sizeof res->done_reason, "cancelled");
     } else if (status != 0 && (status < 200 || status > 299)) {
-        char *msg = client_error_message((int)status, st.raw.p);
+        char *msg = client_error_message((int)status, st.raw.data);
         anv_set_error("%s", msg ? msg : "server error");
         free(msg);
         ret = -1;
@@ -324,8 +309,8 @@ static int run_stream(const client_gen_request *q, client_gen_result *res, bool 
         anv_set_error("the server's reply ended without a final 'done' message");
         ret = -1;
     }
-    free(st.line.p);
-    free(st.raw.p);
+    free(st.line.data);
+    free(st.raw.data);
     return ret;
 }
 

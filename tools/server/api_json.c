@@ -178,26 +178,6 @@ static bool stream_framed(http_req *r, cJSON *o, const char *pre, const char *po
 bool aj_stream_ndjson(http_req *r, cJSON *o) { return stream_framed(r, o, "", "\n"); }
 bool aj_stream_sse(http_req *r, cJSON *o) { return stream_framed(r, o, "data: ", "\n\n"); }
 
-void aj_buf_add(aj_buf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) { b->oom = true; return; }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = 0;
-}
-
-void aj_buf_free(aj_buf *b) {
-    free(b->s);
-    memset(b, 0, sizeof *b);
-}
-
 /* "format": "json", "" (none) or a JSON schema object. malloc'd text or NULL. */
 char *api_parse_format(api_req *c, const cJSON *body, const char *key) {
     const cJSON *f = aj_any(body, key);
@@ -214,14 +194,14 @@ char *api_parse_format(api_req *c, const cJSON *body, const char *key) {
 }
 
 /* "[v0,v1,...]" for n floats (shortest text that reads back the same float). */
-void api_float_array(aj_buf *b, const float *v, int n) {
-    aj_buf_add(b, "[", 1);
+void api_float_array(bytebuf *b, const float *v, int n) {
+    bytebuf_add(b, "[", 1);
     for (int i = 0; i < n; i++) {
         char num[32];
         int k = snprintf(num, sizeof num, "%s%.9g", i ? "," : "", (double)v[i]);
-        aj_buf_add(b, num, (size_t)k);
+        bytebuf_add(b, num, (size_t)k);
     }
-    aj_buf_add(b, "]", 1);
+    bytebuf_add(b, "]", 1);
 }
 
 /* Reads "input"/"prompt" (a string or an array of strings) into a malloc'd list. */
@@ -273,8 +253,8 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
 }
 
 void aj_add_text(cJSON *o, const char *key, const char *text, size_t n) {
-    aj_buf b = {0};
-    aj_buf_add(&b, "\"", 1);
+    bytebuf b = {0};
+    bytebuf_add(&b, "\"", 1);
     const unsigned char *s = (const unsigned char *)text;
     for (size_t i = 0; i < n;) {
         unsigned c = s[i];
@@ -282,18 +262,18 @@ void aj_add_text(cJSON *o, const char *key, const char *text, size_t n) {
         if (c < 0x20 || c == '"' || c == '\\') {
             const char *short_esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
                                   : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
-            if (short_esc) aj_buf_add(&b, short_esc, 2);
-            else { snprintf(esc, sizeof esc, "\\u%04x", c); aj_buf_add(&b, esc, 6); }
+            if (short_esc) bytebuf_add(&b, short_esc, 2);
+            else { snprintf(esc, sizeof esc, "\\u%04x", c); bytebuf_add(&b, esc, 6); }
             i++;
             continue;
         }
         size_t len = utf8_len(s + i, n - i);
-        if (!len) { aj_buf_add(&b, "\\ufffd", 6); i++; continue; }
-        aj_buf_add(&b, text + i, len);
+        if (!len) { bytebuf_add(&b, "\\ufffd", 6); i++; continue; }
+        bytebuf_add(&b, text + i, len);
         i += len;
     }
-    aj_buf_add(&b, "\"", 1);
+    bytebuf_add(&b, "\"", 1);
     if (b.oom) cJSON_AddStringToObject(o, key, "");
-    else cJSON_AddRawToObject(o, key, b.s);
-    aj_buf_free(&b);
+    else cJSON_AddRawToObject(o, key, b.data);
+    bytebuf_free(&b);
 }

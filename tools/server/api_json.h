@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "bytebuf.h"
+
 #include "http.h"
 
 /* One request being parsed. The first failure answers the request (400 by default);
@@ -60,9 +62,6 @@ char *api_parse_format(api_req *c, const cJSON *body, const char *key);
 const char **api_parse_inputs(api_req *c, const cJSON *body, const char *key, int *n_out);
 
 /* A growing text buffer for replies that are not streamed. */
-typedef struct { char *s; size_t len, cap; bool oom; } aj_buf;
-void aj_buf_add(aj_buf *b, const char *s, size_t n);
-void aj_buf_free(aj_buf *b);
 /* Appends "[v0,v1,...]" (each float in the shortest text that reads back the same). */
-void api_float_array(aj_buf *b, const float *v, int n);
+void api_float_array(bytebuf *b, const float *v, int n);
 #endif

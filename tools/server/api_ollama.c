@@ -31,7 +31,7 @@ typedef struct {
     http_req *r;
     const char *model;
     bool chat, stream, begun;
-    aj_buf text;
+    bytebuf text;
 } ollama_gen;
 
 static cJSON *chunk_head(const ollama_gen *g) {
@@ -56,7 +56,7 @@ static void add_text(const ollama_gen *g, cJSON *o, const char *text, size_t len
 static bool ollama_on_text(const char *text, int len, void *user) {
     ollama_gen *g = user;
     if (!g->stream) {
-        aj_buf_add(&g->text, text, (size_t)len);
+        bytebuf_add(&g->text, text, (size_t)len);
         return !g->text.oom && http_client_alive(g->r);
     }
     if (!g->begun) {
@@ -205,7 +205,7 @@ static void ollama_generate_or_chat(http_req *r, bool chat) {
     }
     cJSON *fin = chunk_head(&g);
     if (g.stream) add_text(&g, fin, "", 0);
-    else add_text(&g, fin, g.text.s ? g.text.s : "", g.text.len);
+    else add_text(&g, fin, bytebuf_str(&g.text), g.text.len);
     cJSON_AddBoolToObject(fin, "done", true);
     add_final_stats(fin, &res);
     if (g.stream) {
@@ -217,7 +217,7 @@ static void ollama_generate_or_chat(http_req *r, bool chat) {
     }
 out:
     sched_result_clear(&res);
-    aj_buf_free(&g.text);
+    bytebuf_free(&g.text);
     free(msgs);
     free(context);
     free(format);
@@ -260,28 +260,28 @@ static void ollama_embed(http_req *r, bool legacy) {
         aj_fail(&c, res.status ? res.status : 500, NULL, "%s", res.error[0] ? res.error : "embedding failed");
         goto out;
     }
-    aj_buf vec = {0};
+    bytebuf vec = {0};
     cJSON *o = cJSON_CreateObject();
     if (legacy) {
         if (res.n > 0) api_float_array(&vec, res.embeddings, res.dim);
-        else aj_buf_add(&vec, "[]", 2);
-        cJSON_AddRawToObject(o, "embedding", vec.s ? vec.s : "[]");
+        else bytebuf_add(&vec, "[]", 2);
+        cJSON_AddRawToObject(o, "embedding", vec.data ? vec.data : "[]");
     } else {
         cJSON_AddStringToObject(o, "model", q.model);
-        aj_buf_add(&vec, "[", 1);
+        bytebuf_add(&vec, "[", 1);
         for (int i = 0; i < res.n; i++) {
-            if (i) aj_buf_add(&vec, ",", 1);
+            if (i) bytebuf_add(&vec, ",", 1);
             api_float_array(&vec, res.embeddings + (size_t)i * (size_t)res.dim, res.dim);
         }
-        aj_buf_add(&vec, "]", 1);
-        cJSON_AddRawToObject(o, "embeddings", vec.s ? vec.s : "[]");
+        bytebuf_add(&vec, "]", 1);
+        cJSON_AddRawToObject(o, "embeddings", vec.data ? vec.data : "[]");
         cJSON_AddNumberToObject(o, "total_duration", (double)res.total_ns);
         cJSON_AddNumberToObject(o, "load_duration", (double)res.load_ns);
         cJSON_AddNumberToObject(o, "prompt_eval_count", res.prompt_eval_count);
     }
     if (vec.oom) { cJSON_Delete(o); aj_fail(&c, 500, NULL, "out of memory"); }
     else aj_reply(r, 200, o);
-    aj_buf_free(&vec);
+    bytebuf_free(&vec);
 out:
     sched_embed_result_clear(&res);
     free(inputs);

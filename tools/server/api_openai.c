@@ -77,8 +77,8 @@ static char *message_text(api_req *c, const cJSON *content, int idx) {
     char field[48];
     snprintf(field, sizeof field, "messages[%d].content", idx);
     if (!cJSON_IsArray(content)) { aj_fail(c, 400, field, "invalid value for field '%s': expected a string or an array of content parts", field); return NULL; }
-    aj_buf b = {0};
-    aj_buf_add(&b, "", 0);
+    bytebuf b = {0};
+    bytebuf_add(&b, "", 0);
     const cJSON *part;
     cJSON_ArrayForEach(part, content) {
         const char *type = cJSON_IsObject(part) ? aj_string(c, part, "type") : NULL;
@@ -91,11 +91,11 @@ static char *message_text(api_req *c, const cJSON *content, int idx) {
         if (strcmp(type, "text")) { aj_fail(c, 400, field, "unsupported content part type '%.40s' in '%s'", type, field); break; }
         const char *text = aj_string(c, part, "text");
         if (c->failed) break;
-        if (b.len && text) aj_buf_add(&b, "\n", 1);
-        if (text) aj_buf_add(&b, text, strlen(text));
+        if (b.len && text) bytebuf_add(&b, "\n", 1);
+        if (text) bytebuf_add(&b, text, strlen(text));
     }
-    if (c->failed || b.oom) { aj_buf_free(&b); if (!c->failed) aj_fail(c, 500, NULL, "out of memory"); return NULL; }
-    return b.s;
+    if (c->failed || b.oom) { bytebuf_free(&b); if (!c->failed) aj_fail(c, 500, NULL, "out of memory"); return NULL; }
+    return b.data;
 }
 
 typedef struct {
@@ -104,7 +104,7 @@ typedef struct {
     bool chat, stream, include_usage, begun;
     char id[48];
     int64_t created;
-    aj_buf text;
+    bytebuf text;
 } oai_gen;
 
 static cJSON *oai_head(const oai_gen *g, const char *object) {
@@ -141,7 +141,7 @@ static cJSON *oai_chunk(const oai_gen *g, const char *text, size_t len, const ch
 static bool oai_on_text(const char *text, int len, void *user) {
     oai_gen *g = user;
     if (!g->stream) {
-        aj_buf_add(&g->text, text, (size_t)len);
+        bytebuf_add(&g->text, text, (size_t)len);
         return !g->text.oom && http_client_alive(g->r);
     }
     if (!g->begun) {
@@ -272,7 +272,7 @@ static void oai_generate(http_req *r, bool chat) {
     cJSON *choices = cJSON_AddArrayToObject(o, "choices");
     cJSON *ch = cJSON_CreateObject();
     cJSON_AddNumberToObject(ch, "index", 0);
-    const char *text = g.text.s ? g.text.s : "";
+    const char *text = bytebuf_str(&g.text);
     if (chat) {
         cJSON *m = cJSON_AddObjectToObject(ch, "message");
         cJSON_AddStringToObject(m, "role", "assistant");
@@ -287,7 +287,7 @@ static void oai_generate(http_req *r, bool chat) {
     aj_reply(r, 200, o);
 out:
     sched_result_clear(&res);
-    aj_buf_free(&g.text);
+    bytebuf_free(&g.text);
     for (int i = 0; i < n_msgs; i++) free((char *)msgs[i].content);
     free(msgs);
     free(format);
@@ -373,10 +373,10 @@ void oai_embeddings(http_req *r) {
                 free(enc64);
             }
         } else {
-            aj_buf b = {0};
+            bytebuf b = {0};
             api_float_array(&b, v, res.dim);
-            cJSON_AddRawToObject(e, "embedding", b.s ? b.s : "[]");
-            aj_buf_free(&b);
+            cJSON_AddRawToObject(e, "embedding", b.data ? b.data : "[]");
+            bytebuf_free(&b);
         }
         cJSON_AddNumberToObject(e, "index", i);
         cJSON_AddItemToArray(data, e);

@@ -27,6 +27,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bytebuf.h"
 #include "error.h"
 
 #define STREAM_QUEUE_CAP (1u << 20)     /* bytes buffered per stream before writers block */
@@ -69,8 +70,7 @@ struct http_req {
     char model[160];
 
     /* body */
-    char *body;
-    size_t body_len, body_cap;
+    bytebuf body;
     bool body_too_large;
     int spool_fd;
     char *spool_path;
@@ -160,8 +160,8 @@ void *http_app(const http_req *r) { return r->srv->app; }
 const char *http_body_path(const http_req *r) { return r->spool_path; }
 
 const char *http_body(const http_req *r, size_t *len) {
-    if (len) *len = r->body_len;
-    return r->body ? r->body : "";
+    if (len) *len = r->body.len;
+    return bytebuf_str(&r->body);
 }
 
 static const char *kv_find(const http_kv *kv, int n, const char *key, bool nocase) {
@@ -479,7 +479,7 @@ static void req_free(http_req *r) {
     if (r->spool_path) { unlink(r->spool_path); free(r->spool_path); }
     free(r->path);
     free(r->cors_origin);
-    free(r->body);
+    bytebuf_free(&r->body);
     free(r->reply);
     free(r->queue);
     pthread_mutex_destroy(&r->lock);
@@ -607,24 +607,12 @@ static void on_body(http_server *s, http_req *r, const char *data, size_t n) {
         return;
     }
     if (r->body_too_large) return; /* discarded, never stored */
-    if (r->body_len + n > s->cfg.max_body) {
+    if (r->body.len + n > s->cfg.max_body) {
         r->body_too_large = true;
-        free(r->body);
-        r->body = NULL;
-        r->body_len = r->body_cap = 0;
+        bytebuf_free(&r->body);
         return;
     }
-    if (r->body_len + n + 1 > r->body_cap) {
-        size_t cap = r->body_cap ? r->body_cap : 4096;
-        while (cap < r->body_len + n + 1) cap *= 2;
-        char *b = realloc(r->body, cap);
-        if (!b) { r->body_too_large = true; return; }
-        r->body = b;
-        r->body_cap = cap;
-    }
-    memcpy(r->body + r->body_len, data, n);
-    r->body_len += n;
-    r->body[r->body_len] = 0;
+    if (!bytebuf_add(&r->body, data, n)) r->body_too_large = true;
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,

@@ -2,13 +2,13 @@
  * histogram and status-class counts per method and route, fed by the HTTP layer after
  * every request) and renders it with the scheduler's counters (tokens, queue, loaded
  * models and their memory) as Prometheus text exposition format 0.0.4. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "api.h"
+#include "bytebuf.h"
 #include "error.h"
 
 /* Upper bounds (seconds) of the latency buckets, 5 ms .. 60 s; +Inf is the count. */
@@ -47,26 +47,6 @@ void metrics_observe(void *app, const char *method, const char *route, int statu
 }
 
 /* A growing text buffer. */
-typedef struct { char *p; size_t len, cap; bool oom; } textbuf;
-
-static void tb_printf(textbuf *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tb_printf(textbuf *t, const char *fmt, ...) {
-    if (t->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) { t->oom = true; return; }
-        if (t->p && t->len + (size_t)n < t->cap) { t->len += (size_t)n; return; }
-        size_t cap = (t->cap ? t->cap * 2 : 4096) + (size_t)n;
-        char *g = realloc(t->p, cap);
-        if (!g) { t->oom = true; return; }
-        t->p = g;
-        t->cap = cap;
-    }
-}
-
 /* A label value with Prometheus escapes (backslash, quote, newline). */
 static void label_escape(const char *s, char *out, size_t cap) {
     size_t o = 0;
@@ -78,8 +58,8 @@ static void label_escape(const char *s, char *out, size_t cap) {
     out[o] = 0;
 }
 
-static void family(textbuf *t, const char *name, const char *type, const char *help) {
-    tb_printf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+static void family(bytebuf *t, const char *name, const char *type, const char *help) {
+    bytebuf_printf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 void api_metrics(http_req *r) {
@@ -91,43 +71,43 @@ void api_metrics(http_req *r) {
     int n_loaded = 0;
     if (sched_ps(app->sched, &loaded, &n_loaded)) { loaded = NULL; n_loaded = 0; }
 
-    textbuf t = {0};
+    bytebuf t = {0};
     family(&t, "anvil_info", "gauge", "Anvil version (always 1).");
-    tb_printf(&t, "anvil_info{version=\"%s\"} 1\n", ANVIL_VERSION);
+    bytebuf_printf(&t, "anvil_info{version=\"%s\"} 1\n", ANVIL_VERSION);
     family(&t, "anvil_models_loaded", "gauge", "Models loaded now.");
-    tb_printf(&t, "anvil_models_loaded %d\n", sm.n_loaded);
+    bytebuf_printf(&t, "anvil_models_loaded %d\n", sm.n_loaded);
     family(&t, "anvil_model_memory_bytes", "gauge", "Memory a loaded model holds (weights, KV caches, scratch) by device kind.");
     for (int i = 0; i < n_loaded; i++) {
         char name[512];
         label_escape(loaded[i].name, name, sizeof name);
         uint64_t gpu = loaded[i].size_vram, cpu = loaded[i].size > gpu ? loaded[i].size - gpu : 0;
-        tb_printf(&t, "anvil_model_memory_bytes{model=\"%s\",device=\"cpu\"} %llu\n", name, (unsigned long long)cpu);
-        tb_printf(&t, "anvil_model_memory_bytes{model=\"%s\",device=\"gpu\"} %llu\n", name, (unsigned long long)gpu);
+        bytebuf_printf(&t, "anvil_model_memory_bytes{model=\"%s\",device=\"cpu\"} %llu\n", name, (unsigned long long)cpu);
+        bytebuf_printf(&t, "anvil_model_memory_bytes{model=\"%s\",device=\"gpu\"} %llu\n", name, (unsigned long long)gpu);
     }
     family(&t, "anvil_memory_bytes", "gauge", "Memory all loaded models hold, by device kind.");
-    tb_printf(&t, "anvil_memory_bytes{device=\"cpu\"} %llu\n", (unsigned long long)sm.bytes_cpu);
-    tb_printf(&t, "anvil_memory_bytes{device=\"gpu\"} %llu\n", (unsigned long long)sm.bytes_gpu);
+    bytebuf_printf(&t, "anvil_memory_bytes{device=\"cpu\"} %llu\n", (unsigned long long)sm.bytes_cpu);
+    bytebuf_printf(&t, "anvil_memory_bytes{device=\"gpu\"} %llu\n", (unsigned long long)sm.bytes_gpu);
     family(&t, "anvil_prompt_tokens_total", "counter", "Prompt tokens evaluated.");
-    tb_printf(&t, "anvil_prompt_tokens_total %llu\n", (unsigned long long)sm.prompt_tokens_total);
+    bytebuf_printf(&t, "anvil_prompt_tokens_total %llu\n", (unsigned long long)sm.prompt_tokens_total);
     family(&t, "anvil_generated_tokens_total", "counter", "Tokens generated.");
-    tb_printf(&t, "anvil_generated_tokens_total %llu\n", (unsigned long long)sm.generated_tokens_total);
+    bytebuf_printf(&t, "anvil_generated_tokens_total %llu\n", (unsigned long long)sm.generated_tokens_total);
     family(&t, "anvil_generate_seconds_total", "counter", "Wall time spent in decode steps.");
-    tb_printf(&t, "anvil_generate_seconds_total %.6f\n", sm.generate_seconds_total);
+    bytebuf_printf(&t, "anvil_generate_seconds_total %.6f\n", sm.generate_seconds_total);
     family(&t, "anvil_tokens_per_second", "gauge", "Generated tokens per second of decoding, since the start.");
-    tb_printf(&t, "anvil_tokens_per_second %.3f\n",
+    bytebuf_printf(&t, "anvil_tokens_per_second %.3f\n",
               sm.generate_seconds_total > 0 ? (double)sm.generated_tokens_total / sm.generate_seconds_total : 0.0);
     family(&t, "anvil_queue_length", "gauge", "Requests waiting for a slot.");
-    tb_printf(&t, "anvil_queue_length %d\n", sm.queue_length);
+    bytebuf_printf(&t, "anvil_queue_length %d\n", sm.queue_length);
     family(&t, "anvil_generation_requests_total", "counter", "Generation and embedding requests the scheduler took.");
-    tb_printf(&t, "anvil_generation_requests_total %llu\n", (unsigned long long)sm.requests_total);
+    bytebuf_printf(&t, "anvil_generation_requests_total %llu\n", (unsigned long long)sm.requests_total);
     family(&t, "anvil_generation_requests_failed_total", "counter", "Scheduler requests that failed.");
-    tb_printf(&t, "anvil_generation_requests_failed_total %llu\n", (unsigned long long)sm.requests_failed);
+    bytebuf_printf(&t, "anvil_generation_requests_failed_total %llu\n", (unsigned long long)sm.requests_failed);
     family(&t, "anvil_queue_rejected_total", "counter", "Requests rejected because the queue was full (HTTP 503).");
-    tb_printf(&t, "anvil_queue_rejected_total %llu\n", (unsigned long long)sm.requests_rejected_queue_full);
+    bytebuf_printf(&t, "anvil_queue_rejected_total %llu\n", (unsigned long long)sm.requests_rejected_queue_full);
     family(&t, "anvil_batched_steps_total", "counter", "Forward passes that decoded more than one sequence.");
-    tb_printf(&t, "anvil_batched_steps_total %llu\n", (unsigned long long)sm.batched_steps_total);
+    bytebuf_printf(&t, "anvil_batched_steps_total %llu\n", (unsigned long long)sm.batched_steps_total);
     family(&t, "anvil_batched_tokens_total", "counter", "Tokens decoded in batched forward passes.");
-    tb_printf(&t, "anvil_batched_tokens_total %llu\n", (unsigned long long)sm.batched_tokens_total);
+    bytebuf_printf(&t, "anvil_batched_tokens_total %llu\n", (unsigned long long)sm.batched_tokens_total);
 
     /* Snapshot the request stats, then format without the lock. */
     server_metrics *m = &app->metrics;
@@ -144,7 +124,7 @@ void api_metrics(http_req *r) {
         label_escape(rs[i].route, route, sizeof route);
         for (int c = 1; c <= 5; c++)
             if (rs[i].count_by_status[c])
-                tb_printf(&t, "anvil_requests_total{method=\"%s\",route=\"%s\",code=\"%dxx\"} %llu\n",
+                bytebuf_printf(&t, "anvil_requests_total{method=\"%s\",route=\"%s\",code=\"%dxx\"} %llu\n",
                           rs[i].method, route, c, (unsigned long long)rs[i].count_by_status[c]);
     }
     family(&t, "anvil_request_duration_seconds", "histogram", "HTTP request latency by method and route.");
@@ -152,12 +132,12 @@ void api_metrics(http_req *r) {
         char route[128];
         label_escape(rs[i].route, route, sizeof route);
         for (int b = 0; b < METRICS_LATENCY_BUCKETS; b++)
-            tb_printf(&t, "anvil_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"%g\"} %llu\n",
+            bytebuf_printf(&t, "anvil_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"%g\"} %llu\n",
                       rs[i].method, route, BUCKET_LE[b], (unsigned long long)rs[i].buckets[b]);
-        tb_printf(&t, "anvil_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"} %llu\n",
+        bytebuf_printf(&t, "anvil_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"} %llu\n",
                   rs[i].method, route, (unsigned long long)rs[i].count);
-        tb_printf(&t, "anvil_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n", rs[i].method, route, rs[i].sum_seconds);
-        tb_printf(&t, "anvil_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
+        bytebuf_printf(&t, "anvil_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n", rs[i].method, route, rs[i].sum_seconds);
+        bytebuf_printf(&t, "anvil_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
                   rs[i].method, route, (unsigned long long)rs[i].count);
     }
     free(rs);
@@ -166,9 +146,9 @@ void api_metrics(http_req *r) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    tb_printf(&t, "anvil_uptime_seconds %.3f\n", app->started_ms ? (double)(now_ms - app->started_ms) / 1000.0 : 0.0);
+    bytebuf_printf(&t, "anvil_uptime_seconds %.3f\n", app->started_ms ? (double)(now_ms - app->started_ms) / 1000.0 : 0.0);
 
     if (t.oom) http_reply_error(r, 500, "out of memory");
-    else http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", t.p, t.len);
-    free(t.p);
+    else http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", t.data, t.len);
+    bytebuf_free(&t);
 }
