@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -18,11 +19,6 @@
 #define MEMBW_X86 1
 #endif
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 bool membw_have_avx2(void) {
 #ifdef MEMBW_X86
@@ -103,11 +99,11 @@ static void *worker(void *arg) {
     for (size_t i = 0; i < p->per_thread; i++) x[i] = (base + i) % 4096 == 0 ? 2.0f : 1.0f;
     for (int r = 0; r <= p->passes; r++) {
         pthread_barrier_wait(&p->barrier);
-        double t0 = w->ith == 0 ? now_s() : 0;
+        double t0 = w->ith == 0 ? anv_mono_s() : 0;
         p->sums[w->ith] = membw_sum_f32(x, p->per_thread, p->avx2);
         pthread_barrier_wait(&p->barrier);
         if (w->ith == 0) {
-            p->pass_s[r] = now_s() - t0;
+            p->pass_s[r] = anv_mono_s() - t0;
             double s = 0;
             for (int t = 0; t < p->n_threads; t++) s += p->sums[t];
             p->pass_sum[r] = s;

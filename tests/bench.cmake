@@ -21,7 +21,7 @@ endif()
 
 set(_anvil_bench_cli OFF)
 if(TARGET anvil)
-  file(READ ${CMAKE_SOURCE_DIR}/tools/anvil.c _anvil_main_source)
+  file(READ ${CMAKE_SOURCE_DIR}/tools/cli/anvil.c _anvil_main_source)
   string(FIND "${_anvil_main_source}" "cmd_bench" _anvil_has_bench)
   if(_anvil_has_bench GREATER -1)
     set(_anvil_bench_cli ON)
@@ -29,12 +29,15 @@ if(TARGET anvil)
     message(STATUS "bench: tools/anvil.c does not dispatch 'bench' yet; bench_cli tests skipped")
   endif()
 endif()
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tools/anvil.c)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tools/cli/anvil.c)
 
 # The Vulkan bandwidth probe, where it is built (engine/vulkan/vulkan.cmake defines
 # ANVIL_HAVE_VULKAN and compiles shaders/membw_read.comp); exit 77 = skipped (no usable
 # Vulkan device). Mesa/LLVM keep allocations until exit, so no leak check (like devices.cmake).
-get_target_property(_anvil_core_defs anvil_core INTERFACE_COMPILE_DEFINITIONS)
+set(_anvil_core_defs "")
+if(TARGET anvil_vulkan)
+  set(_anvil_core_defs ANVIL_HAVE_VULKAN)
+endif()
 if(_anvil_core_defs MATCHES "ANVIL_HAVE_VULKAN")
   add_test(NAME bench_vulkan_membw COMMAND test_bench --vulkan-membw)
   set_tests_properties(bench_vulkan_membw PROPERTIES TIMEOUT 600 LABELS bench SKIP_RETURN_CODE 77

@@ -2,7 +2,7 @@
 # installed, lavapipe; the missing-ICD diagnosis). They are added once tools/anvil.c
 # dispatches the two commands (cmd_devices / cmd_doctor in tools/cmd_devices.c).
 if(TARGET anvil)
-  file(READ ${CMAKE_SOURCE_DIR}/tools/anvil.c ANVIL_MAIN_SOURCE)
+  file(READ ${CMAKE_SOURCE_DIR}/tools/cli/anvil.c ANVIL_MAIN_SOURCE)
   string(FIND "${ANVIL_MAIN_SOURCE}" "cmd_devices" ANVIL_HAS_DEVICES_CMD)
   if(ANVIL_HAS_DEVICES_CMD GREATER -1)
     find_package(Python3 COMPONENTS Interpreter REQUIRED)

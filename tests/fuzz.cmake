@@ -8,13 +8,13 @@ if(ANVIL_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "ANVIL_FUZZ needs clang (configure with CC=clang)")
   endif()
-  file(GLOB ANVIL_FUZZ_QUANT_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/engine/quant.c ${CMAKE_SOURCE_DIR}/engine/quant_*.c)
+  file(GLOB ANVIL_FUZZ_QUANT_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/engine/gguf/quant.c ${CMAKE_SOURCE_DIR}/engine/gguf/quant_*.c)
   add_executable(fuzz_gguf
     ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_gguf.c
-    ${CMAKE_SOURCE_DIR}/engine/gguf.c
-    ${CMAKE_SOURCE_DIR}/engine/error.c
+    ${CMAKE_SOURCE_DIR}/engine/gguf/gguf.c
+    ${CMAKE_SOURCE_DIR}/engine/base/error.c
     ${ANVIL_FUZZ_QUANT_SOURCES})
-  target_include_directories(fuzz_gguf PRIVATE ${CMAKE_SOURCE_DIR}/engine)
+  target_include_directories(fuzz_gguf PRIVATE ${CMAKE_SOURCE_DIR}/engine/base ${CMAKE_SOURCE_DIR}/engine/gguf)
   target_compile_options(fuzz_gguf PRIVATE -g -O1 -fsanitize=fuzzer,address,undefined
                          -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
   target_link_options(fuzz_gguf PRIVATE -fsanitize=fuzzer,address,undefined)

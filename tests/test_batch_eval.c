@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "model_place.h"
 #include "quant.h"
 #include "vk_testlib.h"
 
@@ -35,8 +36,7 @@ static double rel_diff(const float *a, const float *b, int n) {
 }
 
 static model *load(const char *path, backend *gpu) {
-    model_load_opts o = {.n_threads = 2, .n_gpu_layers = gpu ? -1 : 0, .gpu = gpu};
-    model *m = model_load(path, &o);
+    model *m = model_load_with(path, 2, gpu, -1);
     if (!m) fprintf(stderr, "%s: %s\n", path, anv_last_error());
     return m;
 }

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "membw.h"
 #include "model.h"
+#include "model_place.h"
 #include "quant.h"
 #include "testutil.h"
 #ifdef ANVIL_HAVE_VULKAN
@@ -140,8 +141,7 @@ static uint64_t independent_weight_bytes(const gguf_file *f) {
 }
 
 static void test_model(const char *path) {
-    model_load_opts lo = {.n_threads = 2};
-    model *m = model_load(path, &lo);
+    model *m = model_load_with(path, 2, NULL, 0);
     CHECKF(m != NULL, "%s", anv_last_error());
     if (!m) return;
     bench_weight_bytes wb;

@@ -22,6 +22,7 @@
 #include "grammar.h"
 #include "grammar_impl.h"
 #include "model.h"
+#include "model_place.h"
 #include "quant.h"
 #include "sampler.h"
 #include "testutil.h"
@@ -616,8 +617,7 @@ static const char *k_person_schema =
 
 static void gemma_end_to_end(const char *path, FILE *out) {
     if (access(path, R_OK) != 0) { printf("skip Gemma end to end: %s not found\n", path); return; }
-    model_load_opts lo = {.n_threads = 2, .n_gpu_layers = 0, .gpu = NULL};
-    model *md = model_load(path, &lo);
+    model *md = model_load_with(path, 2, NULL, 0);
     CHECKF(md != NULL, "model_load: %s", anv_last_error());
     if (!md) return;
     model_ctx *c = model_ctx_new(md, 512, QT_F16);

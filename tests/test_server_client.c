@@ -1,4 +1,4 @@
-/* test_server_client: the CLI's server client (tools/client.c, compiled into this test)
+/* test_server_client: the CLI's server client (tools/cli/client.c)
  * against a scripted server on the HTTP layer (tools/server/http.c): $ANVIL_HOST forms,
  * client_server_up, streamed generate and chat with their stats, pieces to the callback,
  * cancelling from the callback, HTTP errors, errors in the stream, a stream cut short,
@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tools/client.c"
+#include <curl/curl.h>
+
+#include "client.h"
+#include "error.h"
 #include "http.h"
 #include "testutil.h"
 

@@ -19,6 +19,7 @@
 #include "error.h"
 #include "generate.h"
 #include "model.h"
+#include "model_place.h"
 #include "quant.h"
 #include "scheduler.h"
 #include "prompt.h"
@@ -124,7 +125,7 @@ static const int predicts[N_PROMPTS] = {12, 20, 7, 30, 16, 25};
 
 /* The reference: the single-sequence generate() on a fresh context, greedy. */
 static int reference_text(const char *prompt, int n_predict, char *out, int cap) {
-    model *m = model_load(model1, &(model_load_opts){.n_threads = 2, .n_gpu_layers = 0});
+    model *m = model_load_with(model1, 2, NULL, 0);
     if (!m) return -1;
     model_ctx *c = model_ctx_new(m, 256, QT_F16);
     sampler_params sp;
@@ -399,7 +400,7 @@ static void test_errors(void) {
            a.res.prompt_eval_count, a.res.error);
     /* the same reply as the conversation that keeps the system message and the longest
      * suffix that fits (its size measured here with the model's own template + tokenizer) */
-    model *mm = model_load(model1, &(model_load_opts){.n_threads = 2, .n_gpu_layers = 0});
+    model *mm = model_load_with(model1, 2, NULL, 0);
     int kept_from = 12;
     chat_message part[12];
     int n_part = 0;
@@ -568,7 +569,7 @@ static void test_embed(void) {
         CHECKF(fabs(ss - 1) < 1e-4, "norm^2 %f", ss);
     }
     /* Same as model_embed on a fresh context. */
-    model *m = model_load(model1, &(model_load_opts){.n_threads = 2});
+    model *m = model_load_with(model1, 2, NULL, 0);
     model_ctx *c = model_ctx_new(m, 64, QT_F16);
     int n = 0;
     int32_t *t = tokenizer_encode(m->tok, in[1], strlen(in[1]), tokenizer_add_bos(m->tok), true, &n);

@@ -4,7 +4,7 @@
  * For each model: a fixed English text, tokenized by the model (first 24 tokens), with all
  * logits on the CPU and with every layer on Vulkan, or with --split the first
  * n_layer - n_layer/2 layers on the CPU and the last n_layer/2 + the output head on Vulkan
- * (model_load_opts.n_gpu_layers = n_layer/2: the activations cross once per evaluation; the
+ * (model_load_with(..., n_layer/2): the activations cross once per evaluation; the
  * placement itself is checked; --ngl N: the last N layers on Vulkan). KL(cpu || vulkan) is printed per position and its maximum
  * must stay below MAX_KL (float weights: the two differ by summation order; quantized
  * weights: the CPU also quantizes activations to 8 bits), and the top-1 must agree wherever
@@ -13,6 +13,7 @@
  * margin is < 0.05 (0.1 for the noisy gemma3 quants). Missing model files fail the test. */
 #include <math.h>
 #include "model.h"
+#include "model_place.h"
 #include "tokenizer.h"
 #include "vk_testlib.h"
 
@@ -70,16 +71,14 @@ static bool placement_ok(const model *m, const backend *gpu, int ngl) {
  * ngl: layers on gpu (-1 all, -2 half: n_layer/2); *n_layer receives the model's count. */
 static int run(const char *path, backend *gpu, int ngl, int32_t *prompt, int *n_prompt, int n_gen, float **logits,
                int32_t *gen, double *margins, int *n_vocab, int *n_layer) {
-    model_load_opts probe = { .n_threads = 1, .n_gpu_layers = 0, .gpu = NULL };
     model *m = NULL;
     if (ngl == -2) { /* the split point depends on the model's layer count */
-        m = model_load(path, &probe);
+        m = model_load_with(path, 1, NULL, 0);
         if (!m) { fprintf(stderr, "%s: %s\n", path, anv_last_error()); return -1; }
         ngl = m->hp.n_layer / 2;
         model_free(m);
     }
-    model_load_opts o = { .n_threads = 1, .n_gpu_layers = gpu ? ngl : 0, .gpu = gpu };
-    m = model_load(path, &o);
+    m = model_load_with(path, 1, gpu, ngl);
     if (!m) { fprintf(stderr, "%s: %s\n", path, anv_last_error()); return -1; }
     const int V = m->hp.n_vocab;
     *n_vocab = V;

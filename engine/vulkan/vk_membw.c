@@ -1,6 +1,7 @@
 /* vk_membw: the Vulkan read-bandwidth probe (see vk_membw.h). Owns its buffers, pipeline,
  * descriptors, command buffer and query pool for the duration of one call; uses only the
  * device, queue and function table of the backend context. */
+#include "clock.h"
 #include "vk_membw.h"
 
 #ifdef ANVIL_HAVE_VULKAN
@@ -31,11 +32,6 @@ typedef struct {
     VkQueryPool qpool;
 } membw_vk;
 
-static double wall_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int find_memtype(const vk_ctx *c, uint32_t bits, VkMemoryPropertyFlags want) {
     for (uint32_t i = 0; i < c->memprops.memoryTypeCount; i++)
@@ -134,10 +130,10 @@ static double run_pass(membw_vk *m, bool fill, VkDeviceSize size, uint32_t n_vec
     if (c->fn.vkEndCommandBuffer(m->cmd) != VK_SUCCESS) return -1;
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &m->cmd};
     if (c->fn.vkResetFences(c->dev, 1, &m->fence) != VK_SUCCESS) return -1;
-    const double t0 = wall_s();
+    const double t0 = anv_mono_s();
     if (c->fn.vkQueueSubmit(c->queue, 1, &si, m->fence) != VK_SUCCESS) return -1;
     if (c->fn.vkWaitForFences(c->dev, 1, &m->fence, VK_TRUE, UINT64_MAX) != VK_SUCCESS) return -1;
-    double s = wall_s() - t0;
+    double s = anv_mono_s() - t0;
     if (timestamps) {
         uint64_t ts[2];
         if (c->fn.vkGetQueryPoolResults(c->dev, m->qpool, 0, 2, sizeof ts, ts, sizeof ts[0],

@@ -16,24 +16,15 @@
 
 #include <cjson/cJSON.h>
 
+#include "clock.h"
 #include "error.h"
 #include "model_place.h"
 #include "prompt.h"
 #include "quant.h"
 
-int64_t sched_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int64_t sched_now_ms(void) { return sched_now_ns() / 1000000; }
-
-static int64_t unix_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+int64_t sched_now_ns(void) { return anv_mono_ns(); }
+int64_t sched_now_ms(void) { return anv_mono_ns() / 1000000; }
+static int64_t unix_now_ms(void) { return anv_wall_ns() / 1000000; }
 
 void sched_job_fail(job *j, int status, const char *fmt, ...) {
     va_list ap;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "error.h"
 #include "quant.h"
 
@@ -53,11 +54,6 @@ uint64_t bench_model_size(const model *m) {
 
 int bench_test_n_ctx(const bench_test *t) { return t->n_prompt + t->n_gen + t->n_depth; }
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* xorshift64*: the benchmark's token ids (any ids will do; they only must be valid). */
 static int32_t next_token(uint64_t *s, int n_vocab) {
@@ -127,11 +123,11 @@ int bench_run(model_ctx *c, const bench_test *t, uint64_t *samples_ns) {
     for (int r = 0; r < t->reps; r++) {
         model_ctx_reset(c);
         if (t->n_depth > 0 && feed_prompt(c, t->n_depth, t->n_batch, true, &rng, toks, logits) != 0) goto done;
-        const uint64_t t0 = now_ns();
+        const uint64_t t0 = (uint64_t)anv_mono_ns();
         if (t->n_prompt > 0 ? feed_prompt(c, t->n_prompt, t->n_batch, t->n_depth == 0, &rng, toks, logits)
                             : gen_tokens(c, t->n_gen, &rng, logits))
             goto done;
-        samples_ns[r] = now_ns() - t0;
+        samples_ns[r] = (uint64_t)anv_mono_ns() - t0;
         if (samples_ns[r] == 0) samples_ns[r] = 1;
     }
     rc = 0;

@@ -214,8 +214,7 @@ static model *load_on(const char *path, const char *dev, int ngl, int n_threads,
         return model_load_placed(path, &po);
     }
     if (!strcmp(dev, "cpu") || !strcmp(dev, "none")) {
-        model_load_opts lo = {.n_threads = n_threads, .n_gpu_layers = 0, .gpu = NULL};
-        return model_load(path, &lo);
+        return model_load_with(path, n_threads, NULL, 0);
     }
     device_list *dl = device_list_probe();
     if (!dl) { anv_set_error("out of memory"); return NULL; }
@@ -226,8 +225,7 @@ static model *load_on(const char *path, const char *dev, int ngl, int n_threads,
     else {
         backend *gpu = dl->dev[i].backend == DEV_BACKEND_CPU ? NULL : device_open(dl, i, n_threads);
         if (gpu || dl->dev[i].backend == DEV_BACKEND_CPU) {
-            model_load_opts lo = {.n_threads = n_threads, .n_gpu_layers = gpu ? ngl : 0, .gpu = gpu};
-            m = model_load(path, &lo);
+            m = model_load_with(path, n_threads, gpu, ngl);
             if (m && gpu) m->owns_gpu = true;
             else if (gpu) gpu->ops->destroy(gpu);
         }

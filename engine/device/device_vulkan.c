@@ -7,7 +7,7 @@
 
 #include "device.h"
 #include "error.h"
-#include "vulkan/vk_backend.h"
+#include "vk_backend.h"
 
 static dev_type vk_type(anv_vk_device_type t) {
     switch (t) {

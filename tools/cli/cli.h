@@ -27,7 +27,6 @@ model *cli_load_model(const char *path, const cli_model_opts *o, double *load_se
 const char *cli_value(int argc, char **argv, int *i);
 int cli_int(const char *flag, const char *s, long lo, long hi);
 double cli_float(const char *flag, const char *s);
-double cli_now(void);
 
 int cmd_run(int argc, char **argv);
 int cmd_show(int argc, char **argv);

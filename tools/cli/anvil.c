@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "server/api.h" /* cmd_serve */
+#include "api.h" /* cmd_serve */
 
 static void usage(FILE *out) {
     fputs("usage: anvil COMMAND [ARGS]\n\n"

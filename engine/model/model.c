@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_backend.h"
 #include "error.h"
 #include "quant.h"
 
@@ -208,8 +207,7 @@ static int load_layer(model *m, int il, backend *be) {
 }
 
 model *model_load(const char *path, const model_load_opts *opts) {
-    model_load_opts defaults = {0, 0, NULL};
-    if (!opts) opts = &defaults;
+    if (!opts || !opts->cpu) { anv_set_error("model_load: no CPU backend given"); return NULL; }
     gguf_file *f = gguf_open(path);
     if (!f) return NULL;
     model *m = calloc(1, sizeof *m);
@@ -233,8 +231,7 @@ model *model_load(const char *path, const model_load_opts *opts) {
         goto fail;
     }
 
-    m->cpu = cpu_backend_new(opts->n_threads);
-    if (!m->cpu) goto fail;
+    m->cpu = opts->cpu;
     int n_gpu = 0;
     if (opts->gpu) {
         n_gpu = opts->n_gpu_layers < 0 || opts->n_gpu_layers > hp->n_layer ? hp->n_layer : opts->n_gpu_layers;
@@ -285,7 +282,7 @@ void model_free(model *m) {
     be_tensor_free(m->output);
     be_tensor_free(m->rope_freqs);
     be_tensor_free(m->rope_freqs_gpu);
-    if (m->cpu) m->cpu->ops->destroy(m->cpu);
+    if (m->owns_cpu && m->cpu) m->cpu->ops->destroy(m->cpu);
     if (m->owns_gpu && m->gpu) m->gpu->ops->destroy(m->gpu);
     tokenizer_free(m->tok);
     free(m->chat_template);

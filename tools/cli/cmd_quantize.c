@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "error.h"
 #include "quant.h"
 #include "quantize_model.h"
@@ -35,8 +36,8 @@ int cmd_quantize(int argc, char **argv) {
     }
     if (ftype < 0) anv_die("quantize: unknown or unsupported target type '%s'", pos[2]);
     quantize_opts qo = {.n_threads = n_threads, .pure = pure};
-    double t0 = cli_now();
+    double t0 = anv_mono_s();
     if (quantize_model_ftype(pos[0], pos[1], (quant_ftype)ftype, &qo) != 0) anv_die("%s", anv_last_error());
-    printf("wrote %s (%s) in %.1f s\n", pos[1], quant_ftype_name(ftype), cli_now() - t0);
+    printf("wrote %s (%s) in %.1f s\n", pos[1], quant_ftype_name(ftype), anv_mono_s() - t0);
     return 0;
 }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bytebuf.h"
+#include "clock.h"
 #include "error.h"
 
 #define PULL_MAX_STATE_PARTS 4096
@@ -33,11 +34,6 @@
 #define PULL_PROGRESS_EVERY_MS 100
 #define PULL_BACKOFF_CAP_MS 30000
 
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int64_t ms) {
     if (ms <= 0) return;
@@ -221,7 +217,7 @@ static void save_part(part *p) {
     ok = close(fd) == 0 && ok;
     if (ok && rename(tmp, path) == 0) {
         p->saved = p->completed;
-        p->last_save_ms = now_ms();
+        p->last_save_ms = (anv_mono_ns() / 1000000);
     } else {
         unlink(tmp);
     }
@@ -461,7 +457,7 @@ static int finish_part(blob_dl *b, part *p, CURLcode rc) {
                            b->cfg->max_retries, why);
         return -1;
     }
-    p->next_try_ms = now_ms() + backoff_ms(b->cfg, p->tries);
+    p->next_try_ms = (anv_mono_ns() / 1000000) + backoff_ms(b->cfg, p->tries);
     return 0;
 }
 
@@ -480,9 +476,9 @@ static int run_parts(blob_dl *b) {
     snprintf(status, sizeof status, "pulling %.12s", b->digest + 7);
     int result = PULL_BLOB_OK;
     if (!report(b, status)) { result = PULL_BLOB_CANCELLED; goto out; }
-    int64_t last_report = now_ms();
+    int64_t last_report = (anv_mono_ns() / 1000000);
     for (;;) {
-        int64_t now = now_ms(), wake = INT64_MAX;
+        int64_t now = (anv_mono_ns() / 1000000), wake = INT64_MAX;
         int pending = 0, active = 0;
         for (int i = 0; i < b->n_parts; i++) active += b->parts[i].h != NULL;
         for (int i = 0; i < b->n_parts; i++) {
@@ -521,7 +517,7 @@ static int run_parts(blob_dl *b) {
             stop_part(m, p);
             if (rc) { result = PULL_BLOB_FAILED; goto out; }
         }
-        now = now_ms();
+        now = (anv_mono_ns() / 1000000);
         for (int i = 0; i < b->n_parts; i++) {
             part *p = &b->parts[i];
             if (p->h && p->completed != p->saved && now - p->last_save_ms >= PULL_SAVE_EVERY_MS) save_part(p);

@@ -4,13 +4,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "error.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int generate(model_ctx *c, sampler *s, const int32_t *prompt, int n_prompt, int n_predict,
              gen_text_fn on_text, void *user, gen_stats *st) {
@@ -35,10 +31,10 @@ int generate(model_ctx *c, sampler *s, const int32_t *prompt, int n_prompt, int 
     sampler_reset(s);
     for (int i = 0; i < n_prompt; i++) sampler_accept(s, prompt[i]);
 
-    double t0 = now_s();
+    double t0 = anv_mono_s();
     st->n_prompt_eval = n_prompt - keep;
     if (model_eval(c, prompt + keep, n_prompt - keep, logits, false) != 0) { free(logits); return -1; }
-    double t1 = now_s();
+    double t1 = anv_mono_s();
     st->t_prompt = t1 - t0;
 
     tok_stream ts = {0};
@@ -60,7 +56,7 @@ int generate(model_ctx *c, sampler *s, const int32_t *prompt, int n_prompt, int 
     }
     int len = tok_stream_flush(&ts, text, (int)sizeof text);
     if (len > 0 && on_text) on_text(text, len > (int)sizeof text ? (int)sizeof text : len, user);
-    st->t_gen = now_s() - t1;
+    st->t_gen = anv_mono_s() - t1;
     free(logits);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "error.h"
 #include "pull.h"
 #include "store.h"
@@ -67,7 +68,7 @@ static void draw_layer(pull_view *v, const pull_progress *p) {
         else bar[at++] = ' ';
     }
     bar[at] = 0;
-    double dt = cli_now() - v->t_start;
+    double dt = anv_mono_s() - v->t_start;
     uint64_t fetched = p->completed - v->first_completed;
     char rate[48] = "", eta[32] = "";
     if (dt > 0.5 && fetched > 0) {
@@ -88,7 +89,7 @@ static bool on_progress(const pull_progress *p, void *user) {
             end_bar(v);
             snprintf(v->digest, sizeof v->digest, "%s", p->digest);
             v->first_completed = p->completed;
-            v->t_start = cli_now();
+            v->t_start = anv_mono_s();
             v->last_decile = -1;
         }
         snprintf(v->status, sizeof v->status, "%s", p->status);

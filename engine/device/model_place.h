@@ -19,6 +19,10 @@ typedef struct {
 /* NULL + anv_last_error() on a bad model, a bad environment variable or a plan that
  * cannot be honoured. The returned model owns its GPU backend. */
 model *model_load_placed(const char *path, const model_place_opts *o);
+/* Loads a model with a CPU backend of n_threads that the model owns, and the last
+ * n_gpu_layers (-1 = all) on gpu (borrowed: set m->owns_gpu to hand it over), or all on
+ * the CPU if gpu is NULL. No device selection: the caller chose the device. */
+model *model_load_with(const char *path, int n_threads, backend *gpu, int n_gpu_layers);
 /* The context size model_ctx_new() uses for n_ctx <= 0. */
 int model_default_ctx(const model_hparams *hp);
 #endif

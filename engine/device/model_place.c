@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_backend.h"
 #include "device.h"
 #include "error.h"
 #include "quant.h"
@@ -29,10 +30,19 @@ static void layer_bytes(const gguf_file *f, int n_layer, uint64_t *per_layer, ui
     if (!has_output) { *output += *embd; *tied = *embd; } /* tied head: a GPU needs its own copy */
 }
 
+model *model_load_with(const char *path, int n_threads, backend *gpu, int n_gpu_layers) {
+    backend *cpu = cpu_backend_new(n_threads);
+    if (!cpu) return NULL;
+    model_load_opts lo = {.cpu = cpu, .n_gpu_layers = gpu ? n_gpu_layers : 0, .gpu = gpu};
+    model *m = model_load(path, &lo);
+    if (!m) { cpu->ops->destroy(cpu); return NULL; }
+    m->owns_cpu = true;
+    return m;
+}
+
 model *model_load_placed(const char *path, const model_place_opts *o) {
     /* Read the shape first (the mapping is shared by the OS with the load below). */
-    model_load_opts probe_opts = {.n_threads = 1, .n_gpu_layers = 0, .gpu = NULL};
-    model *probe = model_load(path, &probe_opts);
+    model *probe = model_load_with(path, 1, NULL, 0);
     if (!probe) return NULL;
     const model_hparams hp = probe->hp;
     uint64_t *lw = calloc((size_t)hp.n_layer, sizeof *lw), *lkv = calloc((size_t)hp.n_layer, sizeof *lkv);
@@ -77,8 +87,7 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
         if (!gpu) goto done;
     }
     if (!o->quiet) device_plan_log(&plan);
-    model_load_opts lo = {.n_threads = o->n_threads, .n_gpu_layers = gpu ? plan.n_gpu_layers : 0, .gpu = gpu};
-    m = model_load(path, &lo);
+    m = model_load_with(path, o->n_threads, gpu, plan.n_gpu_layers);
     if (!m) {
         if (gpu) gpu->ops->destroy(gpu);
         goto done;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "error.h"
 
 /* log-softmax of n logits into out (double accumulation). */
@@ -273,7 +274,7 @@ int cmd_perplexity(int argc, char **argv) {
     double nll = 0, nll2 = 0;
     long count = 0;
     int32_t bos = tokenizer_bos(m->tok);
-    double t0 = cli_now();
+    double t0 = anv_mono_s();
     for (int c = 0; c < n_chunks; c++) {
         memcpy(chunk, toks + (size_t)c * n_ctx, sizeof *chunk * (size_t)n_ctx);
         if (bos >= 0 && tokenizer_add_bos(m->tok)) chunk[0] = bos;
@@ -291,7 +292,7 @@ int cmd_perplexity(int argc, char **argv) {
     }
     double mean = nll / count, var = nll2 / count - mean * mean;
     double ppl = exp(mean), err = ppl * sqrt(var > 0 ? var / (count - 1) : 0);
-    printf("perplexity: %.4f +/- %.4f over %ld tokens in %d chunks of %d (%.1f s)\n", ppl, err, count, n_chunks, n_ctx, cli_now() - t0);
+    printf("perplexity: %.4f +/- %.4f over %ld tokens in %d chunks of %d (%.1f s)\n", ppl, err, count, n_chunks, n_ctx, anv_mono_s() - t0);
     free(logits); free(lp); free(chunk); free(toks);
     model_ctx_free(ctx);
     model_free(m);

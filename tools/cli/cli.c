@@ -9,16 +9,12 @@
 #include <time.h>
 
 #include "cpu_backend.h"
+#include "clock.h"
 #include "error.h"
 #include "model_place.h"
 #include "quant.h"
 #include "store.h"
 
-double cli_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 const char *cli_value(int argc, char **argv, int *i) {
     if (*i + 1 >= argc) anv_die("option %s needs a value", argv[*i]);
@@ -66,7 +62,7 @@ bool cli_parse_model_opt(cli_model_opts *o, int argc, char **argv, int *i) {
 }
 
 model *cli_load_model(const char *path, const cli_model_opts *o, double *load_seconds) {
-    double t0 = cli_now();
+    double t0 = anv_mono_s();
     store_entry entry;  /* a model name: its GGUF blob */
     if (store_resolve(NULL, path, &entry) != 0) anv_die("%s", anv_last_error());
     model_place_opts po = {
@@ -76,7 +72,7 @@ model *cli_load_model(const char *path, const cli_model_opts *o, double *load_se
     model *m = model_load_placed(entry.model_path, &po);
     store_entry_clear(&entry);
     if (!m) anv_die("%s", anv_last_error());
-    if (load_seconds) *load_seconds = cli_now() - t0;
+    if (load_seconds) *load_seconds = anv_mono_s() - t0;
     if (o->verbose)
         anv_log("cpu kernels: %s, %d threads", cpu_backend_simd(), cpu_backend_threads(m->cpu));
     return m;

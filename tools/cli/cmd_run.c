@@ -15,6 +15,7 @@
 #include "chat.h"
 #include "cli.h"
 #include "client.h"
+#include "clock.h"
 #include "error.h"
 #include "generate.h"
 #include "options.h"
@@ -404,7 +405,7 @@ int cmd_run(int argc, char **argv) {
         store_entry_clear(&entry);
         return rc;
     }
-    double t_start = cli_now(), load_s = 0;
+    double t_start = anv_mono_s(), load_s = 0;
     model *m = cli_load_model(entry.model_path, &o.mo, &load_s);
     model_ctx *ctx = model_ctx_new(m, o.mo.n_ctx, o.mo.kv_type);
     if (!ctx) anv_die("%s", anv_last_error());
@@ -421,7 +422,7 @@ int cmd_run(int argc, char **argv) {
         gen_stats st;
         free(answer(m, ctx, smp, &o, &msg, 1, &st));
         fputc('\n', stdout);
-        if (o.mo.verbose) print_stats(load_s, &st, cli_now() - t_start);
+        if (o.mo.verbose) print_stats(load_s, &st, anv_mono_s() - t_start);
         free(prompt);
     } else {
         local_chat lc = {m, ctx, smp, &o};

@@ -40,14 +40,17 @@ typedef struct model {
     be_tensor *rope_freqs, *rope_freqs_gpu; /* llama3 rope_freqs on the CPU / on the GPU backend */
     backend *gpu;              /* GPU backend holding the last layers, or NULL */
     bool owns_gpu;             /* model_free destroys gpu (model_load_placed) */
+    bool owns_cpu;             /* model_free destroys cpu (model_load_placed) */
     model_layer *layers;
-    backend *cpu;              /* the CPU backend (owns embeddings, fallback) */
+    backend *cpu;              /* the CPU backend (holds the embeddings; the layers not on gpu) */
     backend *out_be;           /* backend of the output head */
     uint64_t weight_bytes;
 } model;
 
+/* The caller creates the backends and passes them in (the model never includes a backend's
+ * folder); they must outlive the model unless owns_cpu / owns_gpu hand them over. */
 typedef struct {
-    int n_threads;       /* CPU threads, <= 0 = all */
+    backend *cpu;        /* required: the CPU backend (cpu_backend_new) */
     int n_gpu_layers;    /* last N layers on the GPU backend (if any); -1 = all that fit */
     backend *gpu;        /* optional GPU backend for offloaded layers */
 } model_load_opts;

@@ -1,0 +1,12 @@
+/* clock: the two clocks the engine reads: monotonic (durations, deadlines) and wall
+ * (timestamps shown to users: created_at, Unix seconds). */
+#ifndef ANVIL_CLOCK_H
+#define ANVIL_CLOCK_H
+#include <stdint.h>
+
+/* Monotonic time in nanoseconds / seconds (arbitrary origin). */
+int64_t anv_mono_ns(void);
+double anv_mono_s(void);
+/* Wall-clock time in nanoseconds since the Unix epoch. */
+int64_t anv_wall_ns(void);
+#endif
