@@ -1,7 +1,8 @@
-/* testutil: the tiny assertion layer every C unit test uses; counts checks and prints
- * "N passed, N failed" so any runner can read the result. */
+/* testutil: the tiny assertion layer every C unit test uses (counts checks and prints
+ * "N passed, N failed" so any runner can read the result), test data and file reads. */
 #ifndef ANVIL_TESTUTIL_H
 #define ANVIL_TESTUTIL_H
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -21,4 +22,6 @@ float tu_rand_f32(uint64_t *state, float lo, float hi);
 /* Max |a-b| and the relative error max|a-b|/max|b| over n floats. */
 float tu_max_abs_diff(const float *a, const float *b, int64_t n);
 float tu_rel_err(const float *a, const float *b, int64_t n);
+/* The whole file, NUL-terminated (malloc'd; *len = its size if len), or NULL. */
+char *tu_read_file(const char *path, size_t *len);
 #endif

@@ -106,7 +106,7 @@ void device_registry_reset(void);
 void device_registry_use_builtin(bool on);
 
 #ifdef ANVIL_HAVE_VULKAN
-/* engine/device_vulkan.c */
+/* engine/device/device_vulkan.c */
 const device_enumerator *device_vulkan_enumerator(void);
 #endif
 #ifdef ANVIL_HAVE_HIP

@@ -1,4 +1,4 @@
-/* sampler: turns next-token logits into a token id. Implements engine/sampler.h with the
+/* sampler: turns next-token logits into a token id. Implements engine/generate/sampler.h with the
  * order of llama.cpp's default chain as Ollama configures it:
  *   penalties -> top_k -> top_p -> min_p -> temperature -> dist
  * top_p and min_p judge probabilities at temperature 1 (before temperature is applied),

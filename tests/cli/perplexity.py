@@ -11,17 +11,13 @@ import os
 import re
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from checks import check, finish  # noqa: E402
+
 
 anvil, models, golden_dir, corpus, work = sys.argv[1:6]
 os.makedirs(work, exist_ok=True)
 model = os.path.join(models, "llama-tiny-f32.gguf")
-passed = failed = 0
-
-
-def check(cond, what, detail=""):
-    global passed, failed
-    passed, failed = (passed + 1, failed) if cond else (passed, failed + 1)
-    print(("ok   " if cond else "FAIL ") + what + ("" if cond else " " + str(detail)[-2000:]))
 
 
 p = subprocess.run([anvil, "perplexity", model, corpus, "--ctx", "64", "-t", "2"], capture_output=True, text=True, timeout=600)
@@ -50,5 +46,4 @@ if m:
 
 p = subprocess.run([anvil, "perplexity", model, os.path.join(work, "missing.txt")], capture_output=True, text=True, timeout=60)
 check(p.returncode != 0 and "missing.txt" in p.stderr, "missing text file: one-line error", p.stderr)
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

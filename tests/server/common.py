@@ -13,28 +13,14 @@ import sys
 import tempfile
 import threading
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from checks import check, finish  # noqa: E402,F401 (re-exported to the scripts)
+
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SUPPRESSIONS = os.path.join(ROOT, "tests", "lsan.supp")
 
-_failed = 0
-_passed = 0
-
-
-def check(cond, what):
-    global _failed, _passed
-    if cond:
-        _passed += 1
-    else:
-        _failed += 1
-        print("FAIL: %s" % what, flush=True)
-    return cond
-
-
-def finish():
-    print("%d passed, %d failed" % (_passed, _failed), flush=True)
-    sys.exit(1 if _failed else 0)
 
 
 class Server:

@@ -15,6 +15,9 @@ import shutil
 import subprocess
 import sys
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from checks import check, finish  # noqa: E402
+
 
 anvil, make_model, work = (os.path.abspath(a) for a in sys.argv[1:4])
 shutil.rmtree(work, ignore_errors=True)
@@ -24,17 +27,6 @@ os.makedirs(home)
 env = {k: v for k, v in os.environ.items() if k not in ("ANVIL_MODELS", "OLLAMA_MODELS")}
 env["HOME"] = home
 
-passed = failed = 0
-
-
-def check(cond, what, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok  ", what)
-    else:
-        failed += 1
-        print("FAIL", what, str(detail)[-3000:])
 
 
 def anvil_run(*args, stdin=None, timeout=300):
@@ -139,7 +131,7 @@ p = anvil_run("run", "greedy", PROMPT, "-n", "3", "--verbose")
 check(p.returncode == 0 and eval_count(p) == 3, "a flag replaces the model's PARAMETER", p.stderr)
 # num_gpu: with lavapipe made eligible, PARAMETER num_gpu 0 keeps the layers on the CPU and
 # -ngl -1 (the flag) puts them on the Vulkan device
-# (as tests/lavapipe.cmake does: Mesa keeps allocations until exit, and slow unwinding
+# (as tests/vulkan/lavapipe.cmake does: Mesa keeps allocations until exit, and slow unwinding
 # through its JIT code can stall a sanitizer build; so no leak check there)
 saved_env = dict(env)
 env["ANVIL_VK_VISIBLE_DEVICES"] = "0"
@@ -289,5 +281,4 @@ check(snapshot(oroot) == ollama_before, "the Ollama store was never modified")
 p = anvil_run("list")
 check([l.split()[0] for l in p.stdout.splitlines()[1:]] == ["tiny:latest"], "only the Ollama model is left", p.stdout)
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

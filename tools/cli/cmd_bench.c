@@ -3,9 +3,9 @@
  * sizes and KV cache types, as a Markdown table, CSV or JSON with llama-bench's field
  * names (plus Anvil's: device, model_bytes, kv_bytes, gbps, peak_gbps, pct_of_peak). For tg
  * it also gives the effective memory bandwidth (bytes read per token x tokens/s, see
- * engine/bench.h) and its share of the device's measured read bandwidth (cpu/membw.h; the
+ * engine/model/bench.h) and its share of the device's measured read bandwidth (cpu/membw.h; the
  * Vulkan probe when built with ANVIL_HAVE_VULKAN). The timing loops live in
- * engine/bench.c. */
+ * engine/model/bench.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* cmd_quantize: `anvil quantize IN.gguf OUT.gguf TYPE`: re-quantizes a model's weight
- * matrices (engine/quantize_model.c does the work). */
+ * matrices (engine/gguf/quantize_model.c does the work). */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,0 +1,12 @@
+# CLI tests: hostile/broken GGUF files through `anvil show` and `anvil run`, and the real
+# Gemma 3 model end to end (skipped with a message when the package is not installed).
+if(TARGET anvil)
+  find_package(Python3 COMPONENTS Interpreter REQUIRED)
+  add_test(NAME cli_bad_input
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/bad_input.py $<TARGET_FILE:anvil> ${CMAKE_CURRENT_BINARY_DIR}/bad-input)
+  set_tests_properties(cli_bad_input PROPERTIES TIMEOUT 600)
+  add_test(NAME cli_gemma_run
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/gemma_run.py $<TARGET_FILE:anvil>)
+  set_tests_properties(cli_gemma_run PROPERTIES TIMEOUT 600)
+endif()
+

@@ -1,0 +1,30 @@
+# layering.cmake: the include directions of README.md "Layers", checked by compiling one-line
+# probes with each library's own include path (the one its sources compile with): a header
+# of a layer below must be found, a header of a layer above (or of a sibling) must not.
+# A failure here means an engine library links a library it must not see.
+find_package(Python3 COMPONENTS Interpreter REQUIRED)
+# <library> <headers it may include> -- <headers it must not see>
+set(_anvil_layering
+  "base:error.h,clock.h--gguf.h,backend.h"
+  "gguf:error.h,gguf.h--backend.h,tokenizer.h"
+  "backend:backend.h,quant.h--tokenizer.h,model.h,cpu_backend.h"
+  "tokenizer:gguf.h--backend.h,model.h,store.h"
+  "model:tokenizer.h,backend.h--cpu_backend.h,device.h,sampler.h,chat.h,store.h"
+  "cpu:backend.h,quant.h,fp16.h--model.h,tokenizer.h,device.h"
+  "generate:model.h,sampler.h--chat.h,store.h,device.h,cpu_backend.h"
+  "prompt:model.h,chat.h--sampler.h,store.h,device.h"
+  "store:options.h,gguf_write.h--device.h,chat.h,cpu_backend.h,api.h"
+  "device:model.h,cpu_backend.h--store.h,sampler.h,chat.h,api.h")
+if(TARGET anvil_vulkan)
+  list(APPEND _anvil_layering "vulkan:backend.h,quant.h--model.h,cpu_backend.h,device.h")
+endif()
+foreach(entry ${_anvil_layering})
+  string(REGEX MATCH "^([a-z]+):(.*)--(.*)$" _ "${entry}")
+  set(lib ${CMAKE_MATCH_1})
+  add_test(NAME layering_${lib}
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/layering/check_layering.py --cc ${CMAKE_C_COMPILER}
+                   --library anvil_${lib} --may ${CMAKE_MATCH_2} --must-not ${CMAKE_MATCH_3}
+                   --includes "$<TARGET_PROPERTY:anvil_${lib},INCLUDE_DIRECTORIES>"
+                   --defines "$<TARGET_PROPERTY:anvil_${lib},COMPILE_DEFINITIONS>")
+  set_tests_properties(layering_${lib} PROPERTIES TIMEOUT 120 LABELS layering)
+endforeach()

