@@ -6,17 +6,7 @@
 #    against an independent count made with gguf-py. No speed is asserted.
 # (test_bench without arguments, the statistics/KV/membw unit checks, is registered by
 # tests/CMakeLists.txt like every tests/test_*.c.)
-find_package(Python3 COMPONENTS Interpreter)
-if(NOT Python3_Interpreter_FOUND)
-  message(STATUS "bench: no python3; bench model tests skipped")
-  return()
-endif()
-execute_process(COMMAND ${Python3_EXECUTABLE} -c "import numpy, gguf"
-                RESULT_VARIABLE _anvil_bench_py OUTPUT_QUIET ERROR_QUIET)
-if(NOT _anvil_bench_py EQUAL 0)
-  message(WARNING "bench: python3 lacks numpy or gguf (gguf-py); bench model tests skipped")
-  return()
-endif()
+anvil_tests_need_python(bench numpy gguf)
 
 # The Vulkan bandwidth probe, where it is built (engine/vulkan/CMakeLists.txt defines
 # ANVIL_HAVE_VULKAN and compiles shaders/membw_read.comp); exit 77 = skipped (no usable

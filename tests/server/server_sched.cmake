@@ -1,14 +1,7 @@
 # server_sched.cmake: the models test_server_sched runs on: two tiny F32 models (F32 so a
 # batched forward pass gives bit-identical logits to a single one) made by
 # tools/make_test_model.py into ${ANVIL_TEST_MODELS}, passed through the environment.
-if(NOT TARGET test_server_sched)
-  return()
-endif()
-find_package(Python3 COMPONENTS Interpreter)
-if(NOT Python3_Interpreter_FOUND)
-  message(STATUS "server_sched: no python3; test_server_sched runs without models (skipped)")
-  return()
-endif()
+anvil_tests_need_python(server_sched numpy gguf)
 set(_sched_m1 ${ANVIL_TEST_MODELS}/sched-llama-tiny-f32.gguf)
 set(_sched_m2 ${ANVIL_TEST_MODELS}/sched-qwen2-tiny-f32.gguf)
 add_test(NAME server_sched_model_llama

@@ -4,13 +4,6 @@
 # the validation layer is on and must stay silent (tests/cli/lavapipe_run.py). Synthetic
 # models of three families from the fixtures of tests/model/models.cmake, and the real Gemma 3 270M
 # where its package is installed. Included from tests/CMakeLists.txt.
-if(NOT TARGET anvil)
-  return()
-endif()
-find_package(Python3 COMPONENTS Interpreter QUIET)
-if(NOT Python3_Interpreter_FOUND)
-  return()
-endif()
 set(_lvp_icd /usr/share/vulkan/icd.d/lvp_icd.x86_64.json)
 set(_lvp_models llama-tiny-q4_0 qwen2-tiny-q5_0 gemma3-tiny-q5_1)
 set(_lvp_paths "")
