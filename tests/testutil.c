@@ -1,5 +1,7 @@
 /* testutil: shared helpers for the C unit tests (see testutil.h). */
 #include "testutil.h"
+
+#include "readfile.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -33,20 +35,4 @@ float tu_rel_err(const float *a, const float *b, int64_t n) {
     return tu_max_abs_diff(a, b, n) / (mb > 0 ? mb : 1);
 }
 
-char *tu_read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) != NULL) {
-        if (fread(buf, 1, (size_t)n, f) == (size_t)n) {
-            buf[n] = 0;
-            if (len) *len = (size_t)n;
-        } else {
-            free(buf);
-            buf = NULL;
-        }
-    }
-    fclose(f);
-    return buf;
-}
+char *tu_read_file(const char *path, size_t *len) { return anv_read_file(path, (size_t)1 << 30, len); }

@@ -119,7 +119,7 @@ static char *read_blob_text(store *s, const char *digest, const char *display) {
         anv_set_error("model '%s': blob %s is missing", display, digest);
         return NULL;
     }
-    char *t = store_read_file(p, TEXT_LAYER_MAX, NULL);
+    char *t = anv_read_file(p, TEXT_LAYER_MAX, NULL);
     free(p);
     return t;
 }
@@ -142,7 +142,7 @@ static int load_entry(store *s, const store_name *n, const char *path, bool read
     char display[700];
     store_name_display(n, display, sizeof display);
     size_t len = 0;
-    char *json = store_read_file(path, MANIFEST_MAX, &len);
+    char *json = anv_read_file(path, MANIFEST_MAX, &len);
     if (!json) return -1;
     struct stat st;
     store_manifest m;
@@ -364,7 +364,7 @@ int store_remove(store *s, const char *name) {
         return -1;
     }
     size_t mlen = 0;
-    char *mjson = store_read_file(path, MANIFEST_MAX, &mlen);
+    char *mjson = anv_read_file(path, MANIFEST_MAX, &mlen);
     char **layers = NULL;
     int n_layers = 0;
     if (mjson) store_manifest_digests(mjson, mlen, &layers, &n_layers);  /* damaged: prune nothing */
@@ -395,7 +395,7 @@ int store_copy(store *s, const char *src, const char *dst) {
     store_entry e;
     if (store_lookup(s, src, &e) != 0) return -1;
     size_t len = 0;
-    char *json = store_read_file(e.manifest_path, MANIFEST_MAX, &len);
+    char *json = anv_read_file(e.manifest_path, MANIFEST_MAX, &len);
     store_entry_clear(&e);
     if (!json) return -1;
     int rc = store_write_manifest_raw(s, dst, json, len);
@@ -425,7 +425,7 @@ static void refs_add(const store_name *n, const char *path, void *user) {
     (void)n;
     refs_ctx *c = user;
     size_t len = 0;
-    char *json = store_read_file(path, MANIFEST_MAX, &len);
+    char *json = anv_read_file(path, MANIFEST_MAX, &len);
     store_manifest m;
     /* a manifest that cannot be read could reference anything: prune nothing */
     if (!json || store_manifest_parse(json, len, path, &m) != 0) { free(json); c->failed = true; return; }

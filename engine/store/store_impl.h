@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "readfile.h"
 #include "store.h"
 
 struct store {
@@ -24,8 +25,6 @@ int store_mkdirs(const char *dir);
 /* Writes a file atomically: a temporary file in the same directory (created with its
  * parents), fsync'd, renamed over path. 0 or -1 + error. */
 int store_write_atomic(const char *path, const void *data, size_t n);
-/* Reads a whole file (at most max bytes, else an error), NUL-terminated. */
-char *store_read_file(const char *path, size_t max, size_t *len_out);
 
 /* The manifest path of a parsed name under a root (malloc'd). */
 char *store_manifest_path(const char *root, const store_name *n);

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "error.h"
+#include "readfile.h"
 
 /* log-softmax of n logits into out (double accumulation). */
 static void log_softmax(const float *logits, int n, double *out) {
@@ -150,15 +151,8 @@ int cmd_eval(int argc, char **argv) {
 typedef struct { int32_t *tokens; int n_tokens; int n_vocab; int n_pos; float *logprobs; } ref_dump;
 
 static void load_ref(const char *path, ref_dump *r) {
-    FILE *f = fopen(path, "rb");
-    if (!f) anv_die("cannot open reference %s", path);
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)sz + 1);
-    if (!buf || fread(buf, 1, (size_t)sz, f) != (size_t)sz) anv_die("cannot read %s", path);
-    buf[sz] = 0;
-    fclose(f);
+    char *buf = anv_read_file(path, (size_t)1 << 30, NULL);
+    if (!buf) anv_die("reference: %s", anv_last_error());
     cJSON *j = cJSON_Parse(buf);
     free(buf);
     if (!j) anv_die("%s: not valid JSON", path);
