@@ -36,21 +36,27 @@ static cpu_simd_level cpu_simd_hw(void) {
     return CPU_SIMD_SCALAR;
 }
 
-cpu_simd_level cpu_simd_detect(void) {
+static const char *const simd_names[] = {"scalar", "avx2", "avx512"};
+
+int cpu_simd_detect(cpu_simd_level *out) {
     cpu_simd_level hw = cpu_simd_hw(), want = hw;
     const char *env = getenv("ANVIL_CPU_SIMD");
     if (env && *env) {
         if (!strcasecmp(env, "scalar")) want = CPU_SIMD_SCALAR;
         else if (!strcasecmp(env, "avx2")) want = CPU_SIMD_AVX2;
         else if (!strcasecmp(env, "avx512")) want = CPU_SIMD_AVX512;
-        else anv_die("ANVIL_CPU_SIMD=%s is not one of scalar, avx2, avx512", env);
+        else {
+            anv_set_error("ANVIL_CPU_SIMD=%s is not one of scalar, avx2, avx512 (or unset it for the best this CPU has)", env);
+            return -1;
+        }
     }
-    return want < hw ? want : hw;
+    *out = want < hw ? want : hw;
+    return 0;
 }
 
 const char *cpu_backend_simd(void) {
-    static const char *names[] = {"scalar", "avx2", "avx512"};
-    return names[cpu_simd_detect()];
+    cpu_simd_level level;
+    return cpu_simd_detect(&level) == 0 ? simd_names[level] : NULL;
 }
 
 void *cpu_scratch(cpu_ctx *c, size_t n) {
@@ -126,14 +132,16 @@ static void cpu_tensor_free(backend *be, be_tensor *t) {
 }
 
 static void cpu_upload(backend *be, be_tensor *t, size_t offset, const void *src, size_t n) {
-    (void)be;
-    if (offset + n > be_nbytes(t)) { anv_set_error("cpu upload: %zu bytes at %zu overflow a %zu-byte tensor", n, offset, be_nbytes(t)); return; }
+    if (offset + n > be_nbytes(t)) { be_fail(be, "cpu upload: %zu bytes at %zu overflow a %zu-byte tensor", n, offset, be_nbytes(t)); return; }
     memcpy(data_of(t) + offset, src, n);
 }
 
 static void cpu_download(backend *be, const be_tensor *t, size_t offset, void *dst, size_t n) {
-    (void)be;
-    if (offset + n > be_nbytes(t)) { anv_set_error("cpu download: %zu bytes at %zu overflow a %zu-byte tensor", n, offset, be_nbytes(t)); return; }
+    if (offset + n > be_nbytes(t)) {
+        be_fail(be, "cpu download: %zu bytes at %zu overflow a %zu-byte tensor", n, offset, be_nbytes(t));
+        memset(dst, 0, n); /* as the Vulkan backend: never leave the caller's buffer unwritten */
+        return;
+    }
     memcpy(dst, data_of(t) + offset, n);
 }
 
@@ -153,8 +161,8 @@ static void cpu_op_get_rows(backend *be, const be_tensor *table, const int32_t *
     if (n_ids < 0 || !need_f32(out, (int64_t)n_ids * table->cols, "get_rows", "out")) { be_record_error(be); return; }
     for (int i = 0; i < n_ids; i++)
         if (ids[i] < 0 || ids[i] >= table->rows) {
-            anv_set_error("cpu get_rows: id %d out of range [0, %lld)", ids[i], (long long)table->rows);
-            { be_record_error(be); return; }
+            be_fail(be, "cpu get_rows: id %d out of range [0, %lld)", ids[i], (long long)table->rows);
+            return;
         }
     if (cpu_get_rows(ctx_of(be), table->type, data_of(table), table->cols, ids, n_ids, f32_of(out)) != 0) be_record_error(be);
 }
@@ -187,10 +195,10 @@ static void cpu_op_scale(backend *be, be_tensor *x, int64_t n, float s) {
 }
 
 static void cpu_op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p) {
-    if (n_tok < 0 || n_head <= 0 || head_dim <= 0 || pos0 < 0) { anv_set_error("cpu rope: bad shape"); { be_record_error(be); return; } }
+    if (n_tok < 0 || n_head <= 0 || head_dim <= 0 || pos0 < 0) { be_fail(be, "cpu rope: bad shape"); return; }
     if (p->n_rot <= 0 || p->n_rot > head_dim || p->n_rot % 2 != 0 || p->n_rot > 1024) {
-        anv_set_error("cpu rope: n_rot %d must be even and in (0, head_dim %d]", p->n_rot, head_dim);
-        { be_record_error(be); return; }
+        be_fail(be, "cpu rope: n_rot %d must be even and in (0, head_dim %d]", p->n_rot, head_dim);
+        return;
     }
     if (!need_f32(x, (int64_t)n_tok * n_head * head_dim, "rope", "x")) { be_record_error(be); return; }
     if (p->freq_factors && !need_f32(p->freq_factors, p->n_rot / 2, "rope", "freq_factors")) { be_record_error(be); return; }
@@ -199,15 +207,15 @@ static void cpu_op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int he
 
 static void cpu_op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind) {
     if (n < 0 || !need_f32(gate, n, "glu", "gate") || !need_f32(up, n, "glu", "up") || !need_f32(out, n, "glu", "out")) { be_record_error(be); return; }
-    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH) { anv_set_error("cpu glu: unknown activation %d", (int)kind); { be_record_error(be); return; } }
+    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH) { be_fail(be, "cpu glu: unknown activation %d", (int)kind); return; }
     cpu_glu(ctx_of(be), f32_of(gate), f32_of(up), f32_of(out), n, kind);
 }
 
 static void cpu_op_store_rows(backend *be, const be_tensor *src, be_tensor *dst, int64_t dst_row0, int64_t n_rows) {
     if (n_rows < 0 || dst_row0 < 0 || dst_row0 + n_rows > dst->rows) {
-        anv_set_error("cpu store_rows: rows [%lld, %lld) outside the %lld-row destination", (long long)dst_row0,
+        be_fail(be, "cpu store_rows: rows [%lld, %lld) outside the %lld-row destination", (long long)dst_row0,
                       (long long)(dst_row0 + n_rows), (long long)dst->rows);
-        { be_record_error(be); return; }
+        return;
     }
     if (!need_f32(src, n_rows * dst->cols, "store_rows", "src")) { be_record_error(be); return; }
     if (cpu_store_rows(ctx_of(be), f32_of(src), dst->type, data_of(dst), dst->cols, dst_row0, n_rows) != 0) be_record_error(be);
@@ -215,19 +223,19 @@ static void cpu_op_store_rows(backend *be, const be_tensor *src, be_tensor *dst,
 
 static void cpu_op_attention(backend *be, const be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *out, const be_attn_params *p) {
     if (p->n_tok < 0 || p->pos0 < 0 || p->n_head <= 0 || p->n_kv_head <= 0 || p->head_dim <= 0 || p->n_head % p->n_kv_head != 0) {
-        anv_set_error("cpu attention: bad heads (n_head %d, n_kv_head %d, head_dim %d)", p->n_head, p->n_kv_head, p->head_dim);
-        { be_record_error(be); return; }
+        be_fail(be, "cpu attention: bad heads (n_head %d, n_kv_head %d, head_dim %d)", p->n_head, p->n_kv_head, p->head_dim);
+        return;
     }
     const int64_t q_elems = (int64_t)p->n_tok * p->n_head * p->head_dim, kv_cols = (int64_t)p->n_kv_head * p->head_dim;
     if (!need_f32(q, q_elems, "attention", "q") || !need_f32(out, q_elems, "attention", "out")) { be_record_error(be); return; }
     if (k->type != v->type || k->cols != kv_cols || v->cols != kv_cols) {
-        anv_set_error("cpu attention: k/v must share a type and have %lld cols (k %s %lld, v %s %lld)", (long long)kv_cols,
+        be_fail(be, "cpu attention: k/v must share a type and have %lld cols (k %s %lld, v %s %lld)", (long long)kv_cols,
                       type_name(k->type), (long long)k->cols, type_name(v->type), (long long)v->cols);
-        { be_record_error(be); return; }
+        return;
     }
     if (k->rows < (int64_t)p->pos0 + p->n_tok || v->rows < (int64_t)p->pos0 + p->n_tok) {
-        anv_set_error("cpu attention: cache has %lld rows, needs %lld", (long long)k->rows, (long long)p->pos0 + p->n_tok);
-        { be_record_error(be); return; }
+        be_fail(be, "cpu attention: cache has %lld rows, needs %lld", (long long)k->rows, (long long)p->pos0 + p->n_tok);
+        return;
     }
     if (cpu_attention(ctx_of(be), f32_of(q), k->type, data_of(k), data_of(v), f32_of(out), p) != 0) be_record_error(be);
 }
@@ -270,6 +278,8 @@ backend *cpu_backend_new(int n_threads) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         n_threads = n > 0 ? (int)n : 1;
     }
+    cpu_simd_level simd;
+    if (cpu_simd_detect(&simd) != 0) return NULL; /* a bad ANVIL_CPU_SIMD: the caller reports it */
     backend *be = calloc(1, sizeof *be);
     cpu_ctx *c = calloc(1, sizeof *c);
     char *desc = malloc(64);
@@ -281,12 +291,11 @@ backend *cpu_backend_new(int n_threads) {
     c->tp = tp_new(n_threads);
     if (!c->tp) { free(be); free(c); free(desc); return NULL; }
     c->n_threads = n_threads;
-    c->simd = cpu_simd_detect();
+    c->simd = simd;
     mm_kernels_scalar(&c->kernels);
     if (c->simd >= CPU_SIMD_AVX2) mm_kernels_avx2(&c->kernels);
     if (c->simd >= CPU_SIMD_AVX512) mm_kernels_avx512(&c->kernels);
-    static const char *names[] = {"scalar", "avx2", "avx512"};
-    snprintf(desc, 64, "CPU, %d thread%s, %s kernels", n_threads, n_threads == 1 ? "" : "s", names[c->simd]);
+    snprintf(desc, 64, "CPU, %d thread%s, %s kernels", n_threads, n_threads == 1 ? "" : "s", simd_names[c->simd]);
     be->ops = &cpu_ops_table;
     be->name = "cpu";
     be->device_desc = desc;

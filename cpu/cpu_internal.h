@@ -20,8 +20,10 @@ typedef struct cpu_ctx {
     size_t scratch_cap;
 } cpu_ctx;
 
-/* Level picked for this CPU, after ANVIL_CPU_SIMD (scalar|avx2|avx512) is applied. */
-cpu_simd_level cpu_simd_detect(void);
+/* Level picked for this CPU, after ANVIL_CPU_SIMD (scalar|avx2|avx512, capped by the
+ * hardware) is applied: 0, or -1 with anv_last_error() naming the variable when its value
+ * is none of those. */
+int cpu_simd_detect(cpu_simd_level *out);
 /* At least n bytes of scratch (contents undefined), NULL + error on allocation failure. */
 void *cpu_scratch(cpu_ctx *c, size_t n);
 

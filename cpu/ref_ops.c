@@ -2,6 +2,7 @@
  * double accumulators, dequantize_row() for every quantized read. Rounding choices
  * follow ggml-cpu where they are observable (rope theta recurrence, rms_norm eps). */
 #include "ref_ops.h"
+#include "error.h"
 #include "fp16.h"
 #include "quant.h"
 
@@ -9,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static float *alloc_floats(int64_t n) {
+/* NULL with anv_last_error() when out of memory: the reference ops that allocate return
+ * -1 then (out not written), like every other library function; no abort. */
+static float *alloc_floats(const char *op, int64_t n) {
     float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    if (!p) abort(); /* reference code for tests: no recovery path */
+    if (!p) anv_set_error("%s: out of memory for %lld floats", op, (long long)n);
     return p;
 }
 
@@ -33,9 +36,10 @@ void ref_rms_norm(const float *x, const float *w, float *out, int64_t n_rows, in
     }
 }
 
-void ref_matmul(uint32_t type, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok, bool accumulate) {
+int ref_matmul(uint32_t type, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok, bool accumulate) {
     const size_t rb = qtype_row_size((qtype)type, cols);
-    float *wr = alloc_floats(cols);
+    float *wr = alloc_floats("ref_matmul", cols);
+    if (!wr) return -1;
     for (int64_t r = 0; r < rows; r++) {
         dequantize_row((qtype)type, (const uint8_t *)w + (size_t)r * rb, wr, cols);
         for (int t = 0; t < n_tok; t++) {
@@ -47,6 +51,7 @@ void ref_matmul(uint32_t type, const void *w, int64_t cols, int64_t rows, const 
         }
     }
     free(wr);
+    return 0;
 }
 
 void ref_add(const float *a, const float *b, float *out, int64_t n, int64_t b_n) {
@@ -75,8 +80,9 @@ static void rope_angles(int pos, int n_rot, float freq_base, float freq_scale, c
     }
 }
 
-void ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot, be_rope_mode mode, float freq_base, float freq_scale, const float *freq_factors) {
-    float *cs = alloc_floats(n_rot / 2 + 1), *sn = alloc_floats(n_rot / 2 + 1);
+int ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot, be_rope_mode mode, float freq_base, float freq_scale, const float *freq_factors) {
+    float *cs = alloc_floats("ref_rope", n_rot / 2 + 1), *sn = alloc_floats("ref_rope", n_rot / 2 + 1);
+    if (!cs || !sn) { free(cs); free(sn); return -1; }
     for (int t = 0; t < n_tok; t++) {
         rope_angles(pos0 + t, n_rot, freq_base, freq_scale, freq_factors, cs, sn);
         for (int h = 0; h < n_head; h++) {
@@ -92,6 +98,7 @@ void ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot
     }
     free(cs);
     free(sn);
+    return 0;
 }
 
 void ref_glu(const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind) {
@@ -116,18 +123,22 @@ void ref_store_rows(const float *src, uint32_t dst_type, void *dst, int64_t cols
     }
 }
 
-void ref_attention(const float *q, uint32_t kv_type, const void *k, const void *v, float *out, const be_attn_params *p) {
+int ref_attention(const float *q, uint32_t kv_type, const void *k, const void *v, float *out, const be_attn_params *p) {
     const int64_t kv_cols = (int64_t)p->n_kv_head * p->head_dim, q_cols = (int64_t)p->n_head * p->head_dim;
     const int n_ctx = p->pos0 + p->n_tok;
     const size_t rb = qtype_row_size((qtype)kv_type, kv_cols);
-    float *kf = alloc_floats((int64_t)n_ctx * kv_cols), *vf = alloc_floats((int64_t)n_ctx * kv_cols);
+    float *kf = alloc_floats("ref_attention", (int64_t)n_ctx * kv_cols), *vf = alloc_floats("ref_attention", (int64_t)n_ctx * kv_cols);
+    double *s = malloc((size_t)(n_ctx > 0 ? n_ctx : 1) * sizeof(double));
+    double *acc = malloc((size_t)(p->head_dim > 0 ? p->head_dim : 1) * sizeof(double));
+    if (!kf || !vf || !s || !acc) {
+        free(kf); free(vf); free(s); free(acc);
+        anv_set_error("ref_attention: out of memory for a %d-position cache", n_ctx);
+        return -1;
+    }
     for (int j = 0; j < n_ctx; j++) {
         dequantize_row((qtype)kv_type, (const uint8_t *)k + (size_t)j * rb, kf + (int64_t)j * kv_cols, kv_cols);
         dequantize_row((qtype)kv_type, (const uint8_t *)v + (size_t)j * rb, vf + (int64_t)j * kv_cols, kv_cols);
     }
-    double *s = malloc((size_t)n_ctx * sizeof(double));
-    double *acc = malloc((size_t)p->head_dim * sizeof(double));
-    if (!s || !acc) abort();
     const int group = p->n_head / p->n_kv_head;
     for (int t = 0; t < p->n_tok; t++) {
         const int pos = p->pos0 + t;
@@ -160,4 +171,5 @@ void ref_attention(const float *q, uint32_t kv_type, const void *k, const void *
     free(acc);
     free(kf);
     free(vf);
+    return 0;
 }

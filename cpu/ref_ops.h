@@ -9,16 +9,18 @@
 /* out[i][:] = dequant(row ids[i] of table (type, cols)). */
 void ref_get_rows(uint32_t type, const void *table, int64_t cols, const int32_t *ids, int n_ids, float *out);
 void ref_rms_norm(const float *x, const float *w, float *out, int64_t n_rows, int64_t row_len, float eps);
+/* The three that need working memory return 0, or -1 with anv_last_error() when out of
+ * memory (out then not written); the others cannot fail. */
 /* w: rows x cols of `type`; x: n_tok x cols; out: n_tok x rows. Accumulates in double. */
-void ref_matmul(uint32_t type, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok, bool accumulate);
+int ref_matmul(uint32_t type, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok, bool accumulate);
 void ref_add(const float *a, const float *b, float *out, int64_t n, int64_t b_n);
 void ref_mul(const float *a, const float *b, float *out, int64_t n, int64_t b_n);
 void ref_scale(float *x, int64_t n, float s);
 /* freq_factors: NULL or [n_rot/2] floats. */
-void ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot, be_rope_mode mode, float freq_base, float freq_scale, const float *freq_factors);
+int ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot, be_rope_mode mode, float freq_base, float freq_scale, const float *freq_factors);
 void ref_glu(const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind);
 /* dst (type F32/F16/Q8_0, cols per row) rows [row0, row0+n_rows) = convert(src). */
 void ref_store_rows(const float *src, uint32_t dst_type, void *dst, int64_t cols, int64_t row0, int64_t n_rows);
 /* k, v: cache of kv_type with n_kv_head*head_dim cols; rows [0, pos0+n_tok) are read. */
-void ref_attention(const float *q, uint32_t kv_type, const void *k, const void *v, float *out, const be_attn_params *p);
+int ref_attention(const float *q, uint32_t kv_type, const void *k, const void *v, float *out, const be_attn_params *p);
 #endif

@@ -3,6 +3,7 @@
 #include "error.h"
 #include "quant.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,7 +27,19 @@ be_tensor be_view_reshape(const be_tensor *t, int64_t cols, int64_t rows) {
 }
 
 void be_record_error(backend *be) {
-    if (!be->sticky_error[0]) snprintf(be->sticky_error, sizeof be->sticky_error, "%s: %s", be->name, anv_last_error());
+    if (be->sticky_error[0]) return; /* the first failure is the one that explains the rest */
+    snprintf(be->sticky_error, sizeof be->sticky_error, "%s: %s", be->name ? be->name : "backend", anv_last_error());
+    anv_log("%s", be->sticky_error);
+}
+
+void be_fail(backend *be, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    anv_set_error("%s", msg);
+    be_record_error(be);
 }
 
 const char *be_sticky_error(backend *be) { return be->sticky_error[0] ? be->sticky_error : NULL; }

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "error.h"
 
 typedef struct backend backend;
 
@@ -61,7 +62,8 @@ typedef struct backend_ops {
     void (*download)(backend *be, const be_tensor *t, size_t offset, void *dst, size_t n);
     void (*sync)(backend *be);
     /* The first error an op hit since the backend was created (ops cannot return one), or
-     * NULL. Checked by the forward pass after each batch. */
+     * NULL. Checked by the forward pass after each batch. Every backend sets this to
+     * be_sticky_error and records failures with be_fail / be_record_error (below). */
     const char *(*error)(backend *be);
 
     /* Ops (all outputs F32 unless said). n = element counts; rows use t->cols. */
@@ -94,7 +96,7 @@ struct backend {
     const char *name;       /* "cpu", "vulkan0" */
     const char *device_desc;/* human description for placement logs */
     void *impl;
-    char sticky_error[256]; /* first op failure (be_record_error), "" if none */
+    char sticky_error[512]; /* first op failure, "<name>: <message>" (be_fail), "" if none */
 };
 
 /* Thin call helpers so model code reads as math. */
@@ -104,10 +106,18 @@ static inline void be_upload(be_tensor *t, size_t off, const void *src, size_t n
 static inline void be_download(const be_tensor *t, size_t off, void *dst, size_t n) { t->be->ops->download(t->be, t, off, dst, n); }
 static inline void be_sync(backend *be) { be->ops->sync(be); }
 
-/* Keeps anv_last_error() as the backend's sticky error if none is kept yet (for ops). */
+/* Sticky errors, the one mechanism of every backend. An op that fails calls be_fail (or
+ * anv_set_error then be_record_error): the message becomes anv_last_error(), and the first
+ * failure since the backend was created is kept as "<be->name>: <message>" and logged once
+ * (anv_log); later failures do not replace it. be_sticky_error, the backend_ops.error of
+ * every backend, returns it (NULL if none); be_failed says whether there is one (GPU
+ * backends stop recording work after the first failure). */
+void be_fail(backend *be, const char *fmt, ...) ANV_PRINTF(2, 3);
 void be_record_error(backend *be);
-/* backend_ops.error for backends that use be_record_error. */
 const char *be_sticky_error(backend *be);
+static inline bool be_failed(const backend *be) { return be->sticky_error[0] != 0; }
+/* The backend's sticky error through its ops table (what the forward pass checks). */
+static inline const char *be_error(backend *be) { return be->ops->error(be); }
 
 /* A view of rows [row0, row0 + n_rows) of t (no storage of its own; do not free). */
 be_tensor be_view_rows(const be_tensor *t, int64_t row0, int64_t n_rows);

@@ -2,7 +2,6 @@
 #include "error.h"
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 static _Thread_local char anv_error_buf[512];
 int anv_log_enabled = 1;
@@ -15,16 +14,6 @@ void anv_set_error(const char *fmt, ...) {
 }
 
 const char *anv_last_error(void) { return anv_error_buf; }
-
-void anv_die(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("anvil: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
-}
 
 void anv_log(const char *fmt, ...) {
     if (!anv_log_enabled) return;

@@ -1,5 +1,6 @@
 /* error: one-line, thread-local error messages. A failing function sets the message and
- * returns NULL/-1/false; the caller that gives up prints anv_last_error() and exits non-zero. */
+ * returns NULL/-1/false; the caller that gives up prints anv_last_error(). Nothing in the
+ * engine or the backends exits the process: only the CLI does (anv_die, tools/cli/cli.h). */
 #ifndef ANVIL_ERROR_H
 #define ANVIL_ERROR_H
 
@@ -13,8 +14,6 @@
 void anv_set_error(const char *fmt, ...) ANV_PRINTF(1, 2);
 /* The last message set on this thread ("" if none). */
 const char *anv_last_error(void);
-/* Prints "anvil: <msg>" to stderr and exits with status 1. */
-_Noreturn void anv_die(const char *fmt, ...) ANV_PRINTF(1, 2);
 /* Logs a line to stderr ("anvil: ..."), for placement and other user-visible decisions. */
 void anv_log(const char *fmt, ...) ANV_PRINTF(1, 2);
 /* Set to 0 to silence anv_log (tests). */

@@ -230,11 +230,16 @@ static void cpu_device_fill(dev_info *d) {
         fclose(f);
     }
     snprintf(d->driver_name, sizeof d->driver_name, "anvil cpu");
-    snprintf(d->driver_info, sizeof d->driver_info, "%s", cpu_backend_simd());
     d->mem_total = dev_host_mem_total();
     d->mem_free = dev_host_mem_available();
     d->mem_free_known = d->mem_free != 0;
-    d->supported = true;
+    const char *simd = cpu_backend_simd();
+    d->supported = simd != NULL;
+    if (simd) snprintf(d->driver_info, sizeof d->driver_info, "%s", simd);
+    else { /* a bad ANVIL_CPU_SIMD: device_list_select reports it like the other variables */
+        snprintf(d->driver_info, sizeof d->driver_info, "invalid ANVIL_CPU_SIMD");
+        snprintf(d->unsupported_why, sizeof d->unsupported_why, "%s", anv_last_error());
+    }
 }
 
 static void probe_backend(device_list *l, dev_backend_kind kind) {
@@ -669,22 +674,12 @@ static void select_types(device_list *l, const device_env *env) {
     }
 }
 
-int device_list_select(device_list *l, const device_env *env) {
-    reset_decisions(l);
-    l->selected = false;
-    int forced;
-    if (parse_backend(nonempty(env->backend), &forced)) return -1;
-    const char *igpu = nonempty(env->igpu);
-    if (igpu && strcmp(igpu, "0") && strcmp(igpu, "1")) { anv_set_error("ANVIL_IGPU=%s: expected 0 or 1", igpu); return -1; }
-    const char *pin = nonempty(env->device);
-    if (parse_device_id(pin)) return -1;
-
-    /* HIP: visibility variables, HSA_OVERRIDE_GFX_VERSION, gfx targets. */
+/* HIP: visibility variables, HSA_OVERRIDE_GFX_VERSION (its gfx target into hsa_gfx). */
+static int select_hip_env(device_list *l, const device_env *env, char *hsa_gfx, size_t hsa_gfx_len) {
     const char *hsa = nonempty(env->hsa_override);
-    char hsa_gfx[48] = "";
     if (l->hip_count >= 0) {
         if (apply_hip_visibility(l, env, registry[DEV_BACKEND_HIP].runtime_applies_visibility)) return -1;
-        if (hsa && env->os == DEV_OS_LINUX && hip_gfx_from_version(hsa, hsa_gfx, sizeof hsa_gfx)) {
+        if (hsa && env->os == DEV_OS_LINUX && hip_gfx_from_version(hsa, hsa_gfx, hsa_gfx_len)) {
             anv_set_error("HSA_OVERRIDE_GFX_VERSION=%s: expected a version like 10.3.0 (gfx1030) or 11.0.0 (gfx1100)", hsa);
             return -1;
         }
@@ -694,6 +689,11 @@ int device_list_select(device_list *l, const device_env *env) {
         list_note(l, "hip: %s is set, but HIP is not available here (%s), so it has no effect",
                   nonempty(env->rocr_visible) ? "ROCR_VISIBLE_DEVICES" : hip_vis_var(env), l->hip_why);
     }
+    return 0;
+}
+
+/* Devices the backend cannot run, and HIP devices whose gfx target is not in the build. */
+static void select_supported(device_list *l, const device_env *env, const char *hsa_gfx) {
     for (int i = 0; i < l->n; i++) {
         dev_info *d = &l->dev[i];
         if (d->skip != DEV_SKIP_NONE) continue;
@@ -713,10 +713,10 @@ int device_list_select(device_list *l, const device_env *env) {
                  hsa_gfx[0] ? " (from HSA_OVERRIDE_GFX_VERSION)" : "", l->hip_targets[0] ? l->hip_targets : "none");
         }
     }
+}
 
-    if (select_vulkan_visibility(l, env)) return -1;
-
-    /* ANVIL_BACKEND */
+/* ANVIL_BACKEND (forced: a dev_backend_kind, or -1 when unset). */
+static int select_forced_backend(device_list *l, const device_env *env, int forced) {
     if (forced == DEV_BACKEND_VULKAN && l->vk_count < 0) { anv_set_error("ANVIL_BACKEND=vulkan: Vulkan is unavailable: %s", l->vk_why); return -1; }
     if (forced == DEV_BACKEND_HIP && l->hip_count < 0) { anv_set_error("ANVIL_BACKEND=hip: HIP is unavailable: %s", l->hip_why); return -1; }
     if (forced >= 0)
@@ -725,34 +725,36 @@ int device_list_select(device_list *l, const device_env *env) {
             if (d->backend != DEV_BACKEND_CPU && (int)d->backend != forced && d->skip == DEV_SKIP_NONE)
                 skip(d, DEV_SKIP_ENV, "unset ANVIL_BACKEND", "ANVIL_BACKEND=%s", env->backend);
         }
+    return 0;
+}
 
-    /* ANVIL_DEVICE */
-    if (pin) {
-        int p = device_list_find(l, pin);
-        if (p < 0) {
-            char v[256], h[256];
-            list_ids(l, DEV_BACKEND_VULKAN, v, sizeof v);
-            list_ids(l, DEV_BACKEND_HIP, h, sizeof h);
-            anv_set_error("ANVIL_DEVICE=%s: no such device (vulkan: %s; hip: %s; cpu; see anvil devices)", pin, v, h);
-            return -1;
-        }
-        dev_info *d = &l->dev[p];
-        if (d->backend == DEV_BACKEND_CPU && forced >= 0 && forced != DEV_BACKEND_CPU) {
-            anv_set_error("ANVIL_DEVICE=cpu conflicts with ANVIL_BACKEND=%s", env->backend);
-            return -1;
-        }
-        if (d->skip == DEV_SKIP_ENV) { anv_set_error("ANVIL_DEVICE=%s conflicts with another variable: %s", pin, d->why); return -1; }
-        if (d->skip != DEV_SKIP_NONE) { anv_set_error("ANVIL_DEVICE=%s: %s (%s) cannot be used: %s", pin, d->id, d->name, d->why); return -1; }
-        d->explicit_pick = true;
-        for (int i = 0; i < l->n; i++)
-            if (i != p && l->dev[i].backend != DEV_BACKEND_CPU && l->dev[i].skip == DEV_SKIP_NONE)
-                skip(&l->dev[i], DEV_SKIP_ENV, "unset ANVIL_DEVICE", "ANVIL_DEVICE=%s pins another device", pin);
+/* ANVIL_DEVICE=pin (NULL: unset). */
+static int select_pinned(device_list *l, const device_env *env, const char *pin, int forced) {
+    if (!pin) return 0;
+    int p = device_list_find(l, pin);
+    if (p < 0) {
+        char v[256], h[256];
+        list_ids(l, DEV_BACKEND_VULKAN, v, sizeof v);
+        list_ids(l, DEV_BACKEND_HIP, h, sizeof h);
+        anv_set_error("ANVIL_DEVICE=%s: no such device (vulkan: %s; hip: %s; cpu; see anvil devices)", pin, v, h);
+        return -1;
     }
+    dev_info *d = &l->dev[p];
+    if (d->backend == DEV_BACKEND_CPU && forced >= 0 && forced != DEV_BACKEND_CPU) {
+        anv_set_error("ANVIL_DEVICE=cpu conflicts with ANVIL_BACKEND=%s", env->backend);
+        return -1;
+    }
+    if (d->skip == DEV_SKIP_ENV) { anv_set_error("ANVIL_DEVICE=%s conflicts with another variable: %s", pin, d->why); return -1; }
+    if (d->skip != DEV_SKIP_NONE) { anv_set_error("ANVIL_DEVICE=%s: %s (%s) cannot be used: %s", pin, d->id, d->name, d->why); return -1; }
+    d->explicit_pick = true;
+    for (int i = 0; i < l->n; i++)
+        if (i != p && l->dev[i].backend != DEV_BACKEND_CPU && l->dev[i].skip == DEV_SKIP_NONE)
+            skip(&l->dev[i], DEV_SKIP_ENV, "unset ANVIL_DEVICE", "ANVIL_DEVICE=%s pins another device", pin);
+    return 0;
+}
 
-    select_dedup(l);
-    select_types(l, env);
-
-    /* HIP devices skipped for their gfx target: say which copy runs the card instead. */
+/* HIP devices skipped for their gfx target: say which copy runs the card instead. */
+static void select_note_hip_copies(device_list *l) {
     for (int i = 0; i < l->n; i++) {
         dev_info *d = &l->dev[i];
         if (d->skip != DEV_SKIP_HIP_TARGET) continue;
@@ -764,7 +766,10 @@ int device_list_select(device_list *l, const device_env *env) {
                 d->duplicate_of = j;
             }
     }
+}
 
+/* A forced GPU backend needs a GPU; the CPU runs everything without one, else it is the fallback. */
+static int select_cpu_role(device_list *l, const device_env *env, int forced) {
     int n_gpu = 0;
     for (int i = 0; i < l->n; i++) n_gpu += l->dev[i].used && l->dev[i].backend != DEV_BACKEND_CPU;
     if ((forced == DEV_BACKEND_VULKAN || forced == DEV_BACKEND_HIP) && n_gpu == 0) {
@@ -783,6 +788,32 @@ int device_list_select(device_list *l, const device_env *env) {
         if (n_gpu == 0) d->used = true;
         else skip(d, DEV_SKIP_CPU_FALLBACK, "", "holds the token embeddings and any layers that do not fit on the GPUs");
     }
+    return 0;
+}
+
+int device_list_select(device_list *l, const device_env *env) {
+    reset_decisions(l);
+    l->selected = false;
+    int forced;
+    if (parse_backend(nonempty(env->backend), &forced)) return -1;
+    const char *igpu = nonempty(env->igpu);
+    if (igpu && strcmp(igpu, "0") && strcmp(igpu, "1")) { anv_set_error("ANVIL_IGPU=%s: expected 0 or 1", igpu); return -1; }
+    const char *pin = nonempty(env->device);
+    if (parse_device_id(pin)) return -1;
+    /* The CPU backend's own variable (ANVIL_CPU_SIMD, read by the probe): every model needs the CPU. */
+    for (int i = 0; i < l->n; i++)
+        if (l->dev[i].backend == DEV_BACKEND_CPU && !l->dev[i].supported) { anv_set_error("%s", l->dev[i].unsupported_why); return -1; }
+
+    char hsa_gfx[48] = "";
+    if (select_hip_env(l, env, hsa_gfx, sizeof hsa_gfx)) return -1;
+    select_supported(l, env, hsa_gfx);
+    if (select_vulkan_visibility(l, env)) return -1;
+    if (select_forced_backend(l, env, forced)) return -1;
+    if (select_pinned(l, env, pin, forced)) return -1;
+    select_dedup(l);
+    select_types(l, env);
+    select_note_hip_copies(l);
+    if (select_cpu_role(l, env, forced)) return -1;
     l->selected = true;
     return 0;
 }

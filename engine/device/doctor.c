@@ -338,9 +338,10 @@ static bool is_hw_gpu(const dev_info *d) {
     return d->backend != DEV_BACKEND_CPU && d->type != DEV_TYPE_SOFTWARE;
 }
 
-static void check_devices(const doctor_facts *f, finding_sink *s, bool vulkan_explained) {
+/* Vulkan built but not working or without devices (unless the loader/ICD findings already
+ * said why), and a malformed selection variable. */
+static void check_vulkan_and_env(const doctor_facts *f, finding_sink *s, bool vulkan_explained) {
     const device_list *l = f->devices;
-    if (!l) return;
     const char *icd_fix = f->os == DEV_OS_WINDOWS ? ICD_FIX_WINDOWS : ICD_FIX_LINUX;
     if (vulkan_explained) {
         /* the loader/ICD finding already says why Vulkan has no device */
@@ -358,31 +359,32 @@ static void check_devices(const doctor_facts *f, finding_sink *s, bool vulkan_ex
         dev_fmt(d->explain, sizeof d->explain, "Anvil refuses to guess when a device-selection variable is malformed or names a device that does not exist; every command that loads a model stops with this error.");
         dev_fmt(d->fix, sizeof d->fix, "correct or unset the variable named above (anvil devices lists the valid indices)");
     }
-    int n_hw = 0, n_sw = 0, n_gpu_used = 0;
-    for (int i = 0; i < l->n; i++) {
-        const dev_info *d = &l->dev[i];
-        n_hw += is_hw_gpu(d);
-        n_sw += d->type == DEV_TYPE_SOFTWARE;
-        n_gpu_used += d->used && d->backend != DEV_BACKEND_CPU;
-    }
-    /* Only a software rasteriser. */
-    if (n_hw == 0 && n_sw > 0) {
-        const dev_info *sw = NULL;
-        for (int i = 0; i < l->n && !sw; i++) if (l->dev[i].type == DEV_TYPE_SOFTWARE) sw = &l->dev[i];
-        doctor_finding *d = add(s, DOC_WARN, "The only Vulkan device is a software rasteriser: %s (%s)", sw->id, sw->desc);
-        size_t n = (size_t)snprintf(d->explain, sizeof d->explain,
-            "llvmpipe/lavapipe runs Vulkan on the CPU; it is slower than Anvil's own CPU backend, so Anvil does not use it unless asked. No real GPU driver is active.");
-        if (f->os == DEV_OS_LINUX && !f->dri_exists && n < sizeof d->explain)
-            snprintf(d->explain + n, sizeof d->explain - n,
-                     " There is no /dev/dri: the kernel has no GPU driver loaded, or this is a container or VM without access to a GPU.");
-        dev_fmt(d->fix, sizeof d->fix,
-                "install the Vulkan driver for your GPU:\n%s\n%s"
-                "to use lavapipe anyway (tests, no GPU): ANVIL_VK_VISIBLE_DEVICES=%d",
-                icd_fix,
-                f->os == DEV_OS_LINUX && !f->dri_exists ? "in a container: docker run --device /dev/dri (and --device /dev/kfd for ROCm); in a VM: pass the GPU through\n" : "",
-                sw->backend_index);
-    }
-    /* Every GPU not used, and why. */
+}
+
+/* Only a software rasteriser (n_hw hardware GPUs, n_sw software devices). */
+static void check_software_only(const doctor_facts *f, finding_sink *s, int n_hw, int n_sw) {
+    const device_list *l = f->devices;
+    if (!(n_hw == 0 && n_sw > 0)) return;
+    const char *icd_fix = f->os == DEV_OS_WINDOWS ? ICD_FIX_WINDOWS : ICD_FIX_LINUX;
+    const dev_info *sw = NULL;
+    for (int i = 0; i < l->n && !sw; i++) if (l->dev[i].type == DEV_TYPE_SOFTWARE) sw = &l->dev[i];
+    doctor_finding *d = add(s, DOC_WARN, "The only Vulkan device is a software rasteriser: %s (%s)", sw->id, sw->desc);
+    size_t n = (size_t)snprintf(d->explain, sizeof d->explain,
+        "llvmpipe/lavapipe runs Vulkan on the CPU; it is slower than Anvil's own CPU backend, so Anvil does not use it unless asked. No real GPU driver is active.");
+    if (f->os == DEV_OS_LINUX && !f->dri_exists && n < sizeof d->explain)
+        snprintf(d->explain + n, sizeof d->explain - n,
+                 " There is no /dev/dri: the kernel has no GPU driver loaded, or this is a container or VM without access to a GPU.");
+    dev_fmt(d->fix, sizeof d->fix,
+            "install the Vulkan driver for your GPU:\n%s\n%s"
+            "to use lavapipe anyway (tests, no GPU): ANVIL_VK_VISIBLE_DEVICES=%d",
+            icd_fix,
+            f->os == DEV_OS_LINUX && !f->dri_exists ? "in a container: docker run --device /dev/dri (and --device /dev/kfd for ROCm); in a VM: pass the GPU through\n" : "",
+            sw->backend_index);
+}
+
+/* Every GPU not used, and why. */
+static void check_unused_gpus(const doctor_facts *f, finding_sink *s) {
+    const device_list *l = f->devices;
     for (int i = 0; i < l->n; i++) {
         const dev_info *d = &l->dev[i];
         if (d->used || !is_hw_gpu(d)) continue;
@@ -401,7 +403,11 @@ static void check_devices(const doctor_facts *f, finding_sink *s, bool vulkan_ex
         else
             dev_fmt(fd->fix, sizeof fd->fix, "%s", d->fix[0] ? d->fix : "nothing to do");
     }
-    /* ROCm / HIP. */
+}
+
+/* ROCm / HIP. */
+static void check_hip(const doctor_facts *f, finding_sink *s) {
+    const device_list *l = f->devices;
     bool amd = f->n_amd_pci_gpus > 0;
     for (int i = 0; i < l->n; i++) amd |= l->dev[i].vendor_id == 0x1002;
     if (l->hip_built && l->hip_count < 0) {
@@ -421,26 +427,33 @@ static void check_devices(const doctor_facts *f, finding_sink *s, bool vulkan_ex
         dev_fmt(d->explain, sizeof d->explain, "The override is read by ROCm on Linux only; ROCm on Windows ignores it.");
         dev_fmt(d->fix, sizeof d->fix, "unset it; the Vulkan backend runs GPUs whose gfx target ROCm does not support");
     }
-    /* Device nodes (Linux). */
-    if (f->os == DEV_OS_LINUX) {
-        if (f->dri_exists && f->n_render_nodes > 0 && f->n_render_ok < f->n_render_nodes) {
-            doctor_finding *d = add(s, DOC_PROBLEM, "Cannot open %s (group %s)", f->render_node, f->render_group[0] ? f->render_group : "render");
-            dev_fmt(d->explain, sizeof d->explain, "GPU drivers are reached through /dev/dri/renderD*; your user may not open %s, so that GPU is invisible to Vulkan (only the software device remains).",
-                    f->render_node);
-            dev_fmt(d->fix, sizeof d->fix, "sudo usermod -aG render,video $USER, then log out and back in (check with: groups); in a container, add --group-add %s",
-                    f->render_group[0] ? f->render_group : "render");
-        } else if (!f->dri_exists && f->n_pci_gpus > 0) {
-            doctor_finding *d = add(s, DOC_PROBLEM, "The machine has %d GPU%s on PCI but no /dev/dri", f->n_pci_gpus, f->n_pci_gpus == 1 ? "" : "s");
-            dev_fmt(d->explain, sizeof d->explain, "No kernel GPU driver (amdgpu, i915/xe, nouveau/nvidia-drm) is bound to it, so neither Vulkan nor ROCm can use it.");
-            dev_fmt(d->fix, sizeof d->fix, "check with lspci -k which kernel driver the GPU uses; install/enable amdgpu (AMD), i915/xe (Intel) or the NVIDIA driver");
-        }
-        if (f->kfd_exists && !f->kfd_ok && l->hip_built) {
-            doctor_finding *d = add(s, DOC_PROBLEM, "Cannot open /dev/kfd (group %s): ROCm cannot run", f->kfd_group[0] ? f->kfd_group : "render");
-            dev_fmt(d->explain, sizeof d->explain, "ROCm talks to AMD GPUs through /dev/kfd, which your user may not open.");
-            dev_fmt(d->fix, sizeof d->fix, "sudo usermod -aG render,video $USER, then log out and back in");
-        }
+}
+
+/* Device nodes (Linux). */
+static void check_device_nodes(const doctor_facts *f, finding_sink *s) {
+    const device_list *l = f->devices;
+    if (f->os != DEV_OS_LINUX) return;
+    if (f->dri_exists && f->n_render_nodes > 0 && f->n_render_ok < f->n_render_nodes) {
+        doctor_finding *d = add(s, DOC_PROBLEM, "Cannot open %s (group %s)", f->render_node, f->render_group[0] ? f->render_group : "render");
+        dev_fmt(d->explain, sizeof d->explain, "GPU drivers are reached through /dev/dri/renderD*; your user may not open %s, so that GPU is invisible to Vulkan (only the software device remains).",
+                f->render_node);
+        dev_fmt(d->fix, sizeof d->fix, "sudo usermod -aG render,video $USER, then log out and back in (check with: groups); in a container, add --group-add %s",
+                f->render_group[0] ? f->render_group : "render");
+    } else if (!f->dri_exists && f->n_pci_gpus > 0) {
+        doctor_finding *d = add(s, DOC_PROBLEM, "The machine has %d GPU%s on PCI but no /dev/dri", f->n_pci_gpus, f->n_pci_gpus == 1 ? "" : "s");
+        dev_fmt(d->explain, sizeof d->explain, "No kernel GPU driver (amdgpu, i915/xe, nouveau/nvidia-drm) is bound to it, so neither Vulkan nor ROCm can use it.");
+        dev_fmt(d->fix, sizeof d->fix, "check with lspci -k which kernel driver the GPU uses; install/enable amdgpu (AMD), i915/xe (Intel) or the NVIDIA driver");
     }
-    /* The outcome. */
+    if (f->kfd_exists && !f->kfd_ok && l->hip_built) {
+        doctor_finding *d = add(s, DOC_PROBLEM, "Cannot open /dev/kfd (group %s): ROCm cannot run", f->kfd_group[0] ? f->kfd_group : "render");
+        dev_fmt(d->explain, sizeof d->explain, "ROCm talks to AMD GPUs through /dev/kfd, which your user may not open.");
+        dev_fmt(d->fix, sizeof d->fix, "sudo usermod -aG render,video $USER, then log out and back in");
+    }
+}
+
+/* The outcome: the devices used. */
+static void check_outcome(const doctor_facts *f, finding_sink *s, int n_hw, int n_gpu_used) {
+    const device_list *l = f->devices;
     char used[400] = "";
     size_t n = 0;
     for (int i = 0; i < l->n && n < sizeof used; i++)
@@ -452,6 +465,24 @@ static void check_devices(const doctor_facts *f, finding_sink *s, bool vulkan_ex
         dev_fmt(d->explain, sizeof d->explain, "%s", n_hw > 0 ? "A GPU exists but none is used; the findings above say why."
                                                                : "No usable GPU was found; the findings above say why.");
     }
+}
+
+static void check_devices(const doctor_facts *f, finding_sink *s, bool vulkan_explained) {
+    const device_list *l = f->devices;
+    if (!l) return;
+    check_vulkan_and_env(f, s, vulkan_explained);
+    int n_hw = 0, n_sw = 0, n_gpu_used = 0;
+    for (int i = 0; i < l->n; i++) {
+        const dev_info *d = &l->dev[i];
+        n_hw += is_hw_gpu(d);
+        n_sw += d->type == DEV_TYPE_SOFTWARE;
+        n_gpu_used += d->used && d->backend != DEV_BACKEND_CPU;
+    }
+    check_software_only(f, s, n_hw, n_sw);
+    check_unused_gpus(f, s);
+    check_hip(f, s);
+    check_device_nodes(f, s);
+    check_outcome(f, s, n_hw, n_gpu_used);
 }
 
 int doctor_check(const doctor_facts *f, doctor_finding *out, int max) {

@@ -360,182 +360,224 @@ static void push_feed(stepper *st, gstack *s, int32_t node, int c) {
     feed(st, s, c);
 }
 
-/* The top frame of s takes byte c, directly or after epsilon moves; results go to st->out. */
-static void feed(stepper *st, gstack *s, int c) {
+/* What a frame did with byte c: FEED_DONE (its results are in st->out, or c is rejected)
+ * or FEED_AGAIN (an epsilon move: the frame ended or changed phase without taking c, and
+ * the new top frame of the stack gets c). */
+typedef enum { FEED_DONE, FEED_AGAIN } feed_step;
+
+/* The document frame: no whitespace before the document, a bounded run after. */
+static feed_step feed_doc(stepper *st, gstack *s, frame *f, int c) {
+    if (f->ph == D_WS0) {
+        f->ph = D_WS1;
+        f->b = 0;
+        push_feed(st, s, st->g->root, c);
+    } else if (is_ws(c) && f->b < GRAMMAR_MAX_WS) {
+        f->b++;
+        set_add(st->out, s);
+    }
+    return FEED_DONE;
+}
+
+static feed_step feed_string(stepper *st, gstack *s, frame *f, const gnode *n, int c) {
+    if (string_byte(st->g, n, f, c)) {
+        if (f->ph == S_DONE) s->depth--;
+        set_add(st->out, s);
+    }
+    return FEED_DONE;
+}
+
+static feed_step feed_number(stepper *st, gstack *s, frame *f, const gnode *n, int c) {
+    frame save = *f;
+    if (number_byte(n, f, c)) set_add(st->out, s);
+    *f = save;
+    if (!number_final(n, f)) return FEED_DONE;
+    s->depth--; /* the number may end here: its parent takes c */
+    return FEED_AGAIN;
+}
+
+static feed_step feed_lit(stepper *st, gstack *s, frame *f, int c) {
+    const grammar *g = st->g;
+    int32_t k = grammar_trie_child(g, f->b, (uint8_t)c);
+    bool final = g->trie[f->b].val >= 0;
+    if (k >= 0) {
+        int32_t old = f->b;
+        f->b = k;
+        if (g->trie[k].child < 0) { /* a whole literal with nothing longer: done */
+            s->depth--;
+            set_add(st->out, s);
+            s->depth++;
+        } else set_add(st->out, s);
+        f->b = old;
+    }
+    if (!final) return FEED_DONE;
+    s->depth--;
+    return FEED_AGAIN;
+}
+
+/* Object: the whitespace phases (before a key, the colon, a value, after a value). */
+static feed_step feed_object_ws(stepper *st, gstack *s, frame *f, const gnode *n, int c) {
+    const grammar *g = st->g;
+    if (is_ws(c)) {
+        if (f->b < GRAMMAR_MAX_WS) { f->b++; set_add(st->out, s); }
+        return FEED_DONE;
+    }
+    f->b = 0;
+    if (f->ph == O_WS_VAL) {
+        int32_t v;
+        if (f->x) v = n->additional;
+        else v = g->props[n->prop0 + f->a++].node;
+        f->ph = O_AFTER_VAL;
+        f->x = 0;
+        push_feed(st, s, v, c);
+        return FEED_DONE;
+    }
+    f->ph = f->ph == O_WS1 ? O_KEY_OR_END : f->ph == O_WS_KEY ? O_KEY : f->ph == O_WS_COLON ? O_COLON : O_COMMA_OR_END;
+    return FEED_AGAIN;
+}
+
+/* Object: the key phases (the first byte of a key, a required key, a key from the trie). */
+static feed_step feed_object_key(stepper *st, gstack *s, frame *f, const gnode *n, int c) {
     const grammar *g = st->g;
     gset *out = st->out;
-    while (s->depth > 0) {
-        frame *f = &s->f[s->depth - 1];
-        if (f->node == NODE_DOC) { /* no whitespace before the document, a bounded run after */
-            if (f->ph == D_WS0) {
-                f->ph = D_WS1;
-                f->b = 0;
-                push_feed(st, s, g->root, c);
-            } else if (is_ws(c) && f->b < GRAMMAR_MAX_WS) {
-                f->b++;
-                set_add(out, s);
-            }
-            return;
+    switch (f->ph) {
+    case O_KEY:
+        if (f->a < n->n_req) { /* the next required property, in order */
+            if (c == (uint8_t)g->props[n->prop0 + f->a].key[0]) { f->ph = O_KEYREQ; f->b = 1; set_add(out, s); }
+            return FEED_DONE;
         }
-        const gnode *n = &g->nodes[f->node];
-        switch (n->kind) {
-        case GN_STRING:
-            if (string_byte(g, n, f, c)) {
-                if (f->ph == S_DONE) s->depth--;
-                set_add(out, s);
-            }
-            return;
-        case GN_NUMBER: {
-            frame save = *f;
-            if (number_byte(n, f, c)) set_add(out, s);
-            *f = save;
-            if (!number_final(n, f)) return;
-            s->depth--; /* the number may end here: its parent takes c */
-            continue;
-        }
-        case GN_LIT: {
-            int32_t k = grammar_trie_child(g, f->b, (uint8_t)c);
-            bool final = g->trie[f->b].val >= 0;
-            if (k >= 0) {
-                int32_t old = f->b;
+        if (n->trie >= 0 && f->a < n->n_props) { /* an optional property at or after a */
+            int32_t k = grammar_trie_child(g, n->trie, (uint8_t)c);
+            if (k >= 0 && g->trie[k].maxval >= f->a) {
+                frame save = *f;
+                f->ph = O_KEYTRIE;
                 f->b = k;
-                if (g->trie[k].child < 0) { /* a whole literal with nothing longer: done */
-                    s->depth--;
-                    set_add(out, s);
-                    s->depth++;
-                } else set_add(out, s);
-                f->b = old;
+                set_add(out, s);
+                *f = save;
             }
-            if (!final) return;
-            s->depth--;
-            continue;
         }
-        case GN_OBJECT:
-            switch (f->ph) {
-            case O_OPEN:
-                if (c == '{') { f->ph = O_WS1; f->b = 0; set_add(out, s); }
-                return;
-            case O_WS1:
-            case O_WS_KEY:
-            case O_WS_COLON:
-            case O_WS_VAL:
-            case O_AFTER_VAL:
-                if (is_ws(c)) {
-                    if (f->b < GRAMMAR_MAX_WS) { f->b++; set_add(out, s); }
-                    return;
-                }
-                f->b = 0;
-                if (f->ph == O_WS_VAL) {
-                    int32_t v;
-                    if (f->x) v = n->additional;
-                    else v = g->props[n->prop0 + f->a++].node;
-                    f->ph = O_AFTER_VAL;
-                    f->x = 0;
-                    push_feed(st, s, v, c);
-                    return;
-                }
-                f->ph = f->ph == O_WS1 ? O_KEY_OR_END : f->ph == O_WS_KEY ? O_KEY : f->ph == O_WS_COLON ? O_COLON : O_COMMA_OR_END;
-                continue;
-            case O_KEY_OR_END:
-                if (c == '}') {
-                    if (f->a >= n->n_req) { s->depth--; set_add(out, s); }
-                    return;
-                }
-                f->ph = O_KEY;
-                continue;
-            case O_KEY:
-                if (f->a < n->n_req) { /* the next required property, in order */
-                    if (c == (uint8_t)g->props[n->prop0 + f->a].key[0]) { f->ph = O_KEYREQ; f->b = 1; set_add(out, s); }
-                    return;
-                }
-                if (n->trie >= 0 && f->a < n->n_props) { /* an optional property at or after a */
-                    int32_t k = grammar_trie_child(g, n->trie, (uint8_t)c);
-                    if (k >= 0 && g->trie[k].maxval >= f->a) {
-                        frame save = *f;
-                        f->ph = O_KEYTRIE;
-                        f->b = k;
-                        set_add(out, s);
-                        *f = save;
-                    }
-                }
-                if (n->additional >= 0) {
-                    f->ph = O_WS_COLON;
-                    f->x = 1;
-                    f->b = 0;
-                    push_feed(st, s, n->addkey, c);
-                }
-                return;
-            case O_KEYREQ: {
-                const gprop *p = &g->props[n->prop0 + f->a];
-                if (c != (uint8_t)p->key[f->b]) return;
-                if (++f->b == p->keylen) { f->ph = O_WS_COLON; f->b = 0; f->x = 0; }
-                set_add(out, s);
-                return;
-            }
-            case O_KEYTRIE: {
-                int32_t k = grammar_trie_child(g, f->b, (uint8_t)c);
-                if (k < 0 || g->trie[k].maxval < f->a) return;
-                if (g->trie[k].val >= 0) { /* the closing quote of a key */
-                    f->a = g->trie[k].val;
-                    f->ph = O_WS_COLON;
-                    f->b = 0;
-                    f->x = 0;
-                } else f->b = k;
-                set_add(out, s);
-                return;
-            }
-            case O_COLON:
-                if (c == ':') { f->ph = O_WS_VAL; f->b = 0; set_add(out, s); }
-                return;
-            case O_COMMA_OR_END:
-                if (c == ',') {
-                    if (f->a < n->n_props || n->additional >= 0) { f->ph = O_WS_KEY; f->b = 0; set_add(out, s); }
-                } else if (c == '}') {
-                    if (f->a >= n->n_req) { s->depth--; set_add(out, s); }
-                }
-                return;
-            default: return;
-            }
-        case GN_ARRAY:
-            switch (f->ph) {
-            case A_OPEN:
-                if (c == '[') { f->ph = A_WS1; f->b = 0; set_add(out, s); }
-                return;
-            case A_WS1:
-            case A_AFTER:
-            case A_WS_ITEM:
-                if (is_ws(c)) {
-                    if (f->b < GRAMMAR_MAX_WS) { f->b++; set_add(out, s); }
-                    return;
-                }
-                f->b = 0;
-                if (f->ph == A_WS_ITEM) {
-                    f->ph = A_AFTER;
-                    f->a++;
-                    push_feed(st, s, n->item, c);
-                    return;
-                }
-                f->ph = f->ph == A_WS1 ? A_ITEM_OR_END : A_COMMA_OR_END;
-                continue;
-            case A_ITEM_OR_END:
-                if (c == ']') {
-                    if (n->min == 0) { s->depth--; set_add(out, s); }
-                    return;
-                }
-                if (n->max == 0) return;
-                f->ph = A_AFTER;
-                f->a = 1;
-                push_feed(st, s, n->item, c);
-                return;
-            case A_COMMA_OR_END:
-                if (c == ',') {
-                    if (n->max < 0 || f->a < n->max) { f->ph = A_WS_ITEM; f->b = 0; set_add(out, s); }
-                } else if (c == ']') {
-                    if (f->a >= n->min) { s->depth--; set_add(out, s); }
-                }
-                return;
-            default: return;
-            }
+        if (n->additional >= 0) {
+            f->ph = O_WS_COLON;
+            f->x = 1;
+            f->b = 0;
+            push_feed(st, s, n->addkey, c);
+        }
+        return FEED_DONE;
+    case O_KEYREQ: {
+        const gprop *p = &g->props[n->prop0 + f->a];
+        if (c != (uint8_t)p->key[f->b]) return FEED_DONE;
+        if (++f->b == p->keylen) { f->ph = O_WS_COLON; f->b = 0; f->x = 0; }
+        set_add(out, s);
+        return FEED_DONE;
+    }
+    case O_KEYTRIE: {
+        int32_t k = grammar_trie_child(g, f->b, (uint8_t)c);
+        if (k < 0 || g->trie[k].maxval < f->a) return FEED_DONE;
+        if (g->trie[k].val >= 0) { /* the closing quote of a key */
+            f->a = g->trie[k].val;
+            f->ph = O_WS_COLON;
+            f->b = 0;
+            f->x = 0;
+        } else f->b = k;
+        set_add(out, s);
+        return FEED_DONE;
+    }
+    default: return FEED_DONE;
+    }
+}
+
+static feed_step feed_object(stepper *st, gstack *s, frame *f, const gnode *n, int c) {
+    gset *out = st->out;
+    switch (f->ph) {
+    case O_OPEN:
+        if (c == '{') { f->ph = O_WS1; f->b = 0; set_add(out, s); }
+        return FEED_DONE;
+    case O_WS1:
+    case O_WS_KEY:
+    case O_WS_COLON:
+    case O_WS_VAL:
+    case O_AFTER_VAL:
+        return feed_object_ws(st, s, f, n, c);
+    case O_KEY_OR_END:
+        if (c == '}') {
+            if (f->a >= n->n_req) { s->depth--; set_add(out, s); }
+            return FEED_DONE;
+        }
+        f->ph = O_KEY;
+        return FEED_AGAIN;
+    case O_KEY:
+    case O_KEYREQ:
+    case O_KEYTRIE:
+        return feed_object_key(st, s, f, n, c);
+    case O_COLON:
+        if (c == ':') { f->ph = O_WS_VAL; f->b = 0; set_add(out, s); }
+        return FEED_DONE;
+    case O_COMMA_OR_END:
+        if (c == ',') {
+            if (f->a < n->n_props || n->additional >= 0) { f->ph = O_WS_KEY; f->b = 0; set_add(out, s); }
+        } else if (c == '}') {
+            if (f->a >= n->n_req) { s->depth--; set_add(out, s); }
+        }
+        return FEED_DONE;
+    default: return FEED_DONE;
+    }
+}
+
+static feed_step feed_array(stepper *st, gstack *s, frame *f, const gnode *n, int c) {
+    gset *out = st->out;
+    switch (f->ph) {
+    case A_OPEN:
+        if (c == '[') { f->ph = A_WS1; f->b = 0; set_add(out, s); }
+        return FEED_DONE;
+    case A_WS1:
+    case A_AFTER:
+    case A_WS_ITEM:
+        if (is_ws(c)) {
+            if (f->b < GRAMMAR_MAX_WS) { f->b++; set_add(out, s); }
+            return FEED_DONE;
+        }
+        f->b = 0;
+        if (f->ph == A_WS_ITEM) {
+            f->ph = A_AFTER;
+            f->a++;
+            push_feed(st, s, n->item, c);
+            return FEED_DONE;
+        }
+        f->ph = f->ph == A_WS1 ? A_ITEM_OR_END : A_COMMA_OR_END;
+        return FEED_AGAIN;
+    case A_ITEM_OR_END:
+        if (c == ']') {
+            if (n->min == 0) { s->depth--; set_add(out, s); }
+            return FEED_DONE;
+        }
+        if (n->max == 0) return FEED_DONE;
+        f->ph = A_AFTER;
+        f->a = 1;
+        push_feed(st, s, n->item, c);
+        return FEED_DONE;
+    case A_COMMA_OR_END:
+        if (c == ',') {
+            if (n->max < 0 || f->a < n->max) { f->ph = A_WS_ITEM; f->b = 0; set_add(out, s); }
+        } else if (c == ']') {
+            if (f->a >= n->min) { s->depth--; set_add(out, s); }
+        }
+        return FEED_DONE;
+    default: return FEED_DONE;
+    }
+}
+
+/* The top frame of s takes byte c, directly or after epsilon moves; results go to st->out. */
+static void feed(stepper *st, gstack *s, int c) {
+    feed_step r = FEED_AGAIN;
+    while (r == FEED_AGAIN && s->depth > 0) {
+        frame *f = &s->f[s->depth - 1];
+        if (f->node == NODE_DOC) { feed_doc(st, s, f, c); return; }
+        const gnode *n = &st->g->nodes[f->node];
+        switch (n->kind) {
+        case GN_STRING: r = feed_string(st, s, f, n, c); break;
+        case GN_NUMBER: r = feed_number(st, s, f, n, c); break;
+        case GN_LIT: r = feed_lit(st, s, f, c); break;
+        case GN_OBJECT: r = feed_object(st, s, f, n, c); break;
+        case GN_ARRAY: r = feed_array(st, s, f, n, c); break;
         default: return;
         }
     }
@@ -688,7 +730,8 @@ static bool string_walk_needed(const uint8_t *s, uint32_t n) {
     return false; /* plain (handled by the table) */
 }
 
-static int build_vocab(grammar_vocab *v) {
+/* Every token's piece (bytes) into one text buffer; end-of-generation and empty pieces flagged. */
+static int vocab_pieces(grammar_vocab *v) {
     const tokenizer *t = v->tok;
     int32_t nv = v->n_vocab;
     v->off = malloc(((size_t)nv + 1) * sizeof *v->off);
@@ -720,7 +763,13 @@ static int build_vocab(grammar_vocab *v) {
         if (len > v->max_len) v->max_len = len;
     }
     v->off[nv] = (uint32_t)total;
+    return 0;
+}
 
+/* The tokens with text in byte order (v->sorted), plain ones marked, the rest that need the
+ * string walk listed (v->nonplain). The number of tokens with text, or -1. */
+static int32_t vocab_sort(grammar_vocab *v) {
+    int32_t nv = v->n_vocab;
     int32_t n_text = 0;
     for (int32_t i = 0; i < nv; i++)
         if (!v->flags[i]) n_text++;
@@ -744,9 +793,12 @@ static int build_vocab(grammar_vocab *v) {
     qsort(ents, (size_t)n_text, sizeof *ents, cmp_tokens);
     for (int32_t j = 0; j < n_text; j++) v->sorted[j] = ents[j].id;
     free(ents);
+    return n_text;
+}
 
-    /* Preorder trie: a token adds one node per byte past its common prefix with the
-     * previous token in sorted order. */
+/* The preorder trie of the n_text sorted tokens: a token adds one node per byte past its
+ * common prefix with the previous token in sorted order. */
+static int vocab_trie(grammar_vocab *v, int32_t n_text) {
     size_t n_nodes = 0, cap_nodes = (size_t)n_text * 4 + 16;
     v->nbyte = malloc(cap_nodes);
     v->ndepth = malloc(cap_nodes * sizeof *v->ndepth);
@@ -795,6 +847,13 @@ static int build_vocab(grammar_vocab *v) {
     while (n_open > 0) v->nend[open[--n_open]] = (int32_t)n_nodes;
     free(open);
     return 0;
+}
+
+static int build_vocab(grammar_vocab *v) {
+    if (vocab_pieces(v) != 0) return -1;
+    int32_t n_text = vocab_sort(v);
+    if (n_text < 0) return -1;
+    return vocab_trie(v, n_text);
 }
 
 void grammar_vocab_free(grammar_vocab *v) {

@@ -324,9 +324,9 @@ static int forward(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, c
         memcpy(c->history + c->n_past, tokens + seqs[i].row0, (size_t)seqs[i].n * sizeof(int32_t));
         c->n_past += seqs[i].n;
     }
-    /* ops cannot return errors: each backend keeps the first one */
+    /* ops cannot return errors: each backend keeps the first one (be_fail, backend.h) */
     for (int b = 0; b < ss->n_sc; b++) {
-        const char *err = ss->sc[b].be->ops->error(ss->sc[b].be);
+        const char *err = be_error(ss->sc[b].be);
         if (err) { anv_set_error("%s", err); return -1; }
     }
     return 0;

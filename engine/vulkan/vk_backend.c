@@ -44,6 +44,93 @@ void vkb_destroy(backend *be) {
     free(c);
 }
 
+/* Queue: a compute family, preferring one without graphics. false with anv_last_error(). */
+static bool pick_queue(vk_ctx *c) {
+    const vk_instance *vi = c->vi;
+    uint32_t nq = 0;
+    vi->fn.vkGetPhysicalDeviceQueueFamilyProperties(c->pdev, &nq, NULL);
+    VkQueueFamilyProperties *qf = calloc(nq ? nq : 1, sizeof *qf);
+    if (!qf) { anv_set_error("out of host memory"); return false; }
+    vi->fn.vkGetPhysicalDeviceQueueFamilyProperties(c->pdev, &nq, qf);
+    int fam = -1;
+    for (uint32_t i = 0; i < nq && fam < 0; i++)
+        if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) fam = (int)i;
+    for (uint32_t i = 0; i < nq && fam < 0; i++)
+        if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) fam = (int)i;
+    if (fam >= 0) c->timestamp_valid_bits = qf[fam].timestampValidBits;
+    free(qf);
+    if (fam < 0) { anv_set_error("Vulkan device %d (%s) has no compute queue", c->index, c->info.name); return false; }
+    c->queue_family = (uint32_t)fam;
+    return true;
+}
+
+/* Optional paths (after ANVIL_VK_DISABLE), kernel shapes, profiling and the allocation and
+ * binding limits (ANVIL_VK_MAX_ALLOCATION). */
+static void choose_paths(vk_ctx *c) {
+    c->use_fp16 = c->info.fp16 && !disabled("fp16");
+    c->use_subgroup = c->info.subgroup_arith && c->info.subgroup_size >= 4 && c->info.subgroup_size <= 64 && !disabled("subgroup");
+    c->use_int8 = c->info.int8_dot && !disabled("int8");
+    /* CPU devices (lavapipe) pay per workgroup: give each more rows. */
+    c->mv_rows = c->info.type == ANV_VK_DEVICE_CPU ? 8 : 2;
+    /* and their tiled kernel is slow on short batches: mat-vec up to 32 tokens there */
+    c->mv_max_tok = c->info.type == ANV_VK_DEVICE_CPU ? 32 : 8;
+    const char *mr = getenv("ANVIL_VK_MV_ROWS");
+    if (mr && atoi(mr) >= 1 && atoi(mr) <= 8) c->mv_rows = (uint32_t)atoi(mr);
+    c->profile = env_on("ANVIL_VK_PROFILE") && c->timestamp_valid_bits > 0;
+    VkPhysicalDeviceProperties props;
+    c->vi->fn.vkGetPhysicalDeviceProperties(c->pdev, &props);
+    c->timestamp_period = props.limits.timestampPeriod;
+    c->max_alloc = c->info.max_allocation;
+    const char *ma = getenv("ANVIL_VK_MAX_ALLOCATION");
+    if (ma && *ma) {
+        char *end = NULL;
+        unsigned long long v = strtoull(ma, &end, 10);
+        if (end && (*end == 'k' || *end == 'K')) v <<= 10;
+        else if (end && (*end == 'm' || *end == 'M')) v <<= 20;
+        else if (end && (*end == 'g' || *end == 'G')) v <<= 30;
+        if (v >= (64u << 10) && v < c->max_alloc) c->max_alloc = v; /* tests go as low as 64 KiB */
+    }
+    c->max_binding = c->info.max_storage_range < c->info.max_buffer_size ? c->info.max_storage_range : c->info.max_buffer_size;
+    if (c->max_binding > c->max_alloc) c->max_binding = c->max_alloc;
+}
+
+/* Device: one compute queue, the features of the chosen paths, its function table.
+ * false with anv_last_error() (c->dev left VK_NULL_HANDLE). */
+static bool create_device(vk_ctx *c) {
+    const vk_instance *vi = c->vi;
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qi = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = c->queue_family,
+                                   .queueCount = 1, .pQueuePriorities = &prio };
+    bool v13 = c->info.api_version >= VK_API_VERSION_1_3 && vi->api_version >= VK_API_VERSION_1_3;
+    if (!v13) c->use_int8 = false;
+    VkPhysicalDeviceVulkan13Features f13 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+                                             .shaderIntegerDotProduct = c->use_int8 };
+    VkPhysicalDeviceVulkan12Features f12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                             .shaderFloat16 = c->use_fp16, .pNext = v13 ? &f13 : NULL };
+    VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                             .storageBuffer16BitAccess = VK_TRUE, .pNext = &f12 };
+    const char *exts[2];
+    uint32_t n_ext = 0;
+    if (c->info.has_budget) exts[n_ext++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    VkDeviceCreateInfo di = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f11, .queueCreateInfoCount = 1,
+                              .pQueueCreateInfos = &qi, .enabledExtensionCount = n_ext, .ppEnabledExtensionNames = exts };
+    VkResult r = vi->fn.vkCreateDevice(c->pdev, &di, NULL, &c->dev);
+    if (r != VK_SUCCESS) {
+        c->dev = VK_NULL_HANDLE;
+        anv_set_error("Vulkan device %d (%s): vkCreateDevice failed (%s)", c->index, c->info.name, vkl_result_name(r));
+        return false;
+    }
+    if (!vkl_load_device(&vi->fn, c->dev, &c->fn)) {
+        vi->fn.vkGetDeviceProcAddr(c->dev, "vkDestroyDevice");
+        PFN_vkDestroyDevice dd = (PFN_vkDestroyDevice)vi->fn.vkGetDeviceProcAddr(c->dev, "vkDestroyDevice");
+        if (dd) dd(c->dev, NULL);
+        c->dev = VK_NULL_HANDLE;
+        return false;
+    }
+    c->fn.vkGetDeviceQueue(c->dev, c->queue_family, 0, &c->queue);
+    return true;
+}
+
 backend *vk_backend_new(int device_index) {
     char why[256];
     vk_instance *vi = vk_instance_acquire(why, sizeof why);
@@ -68,86 +155,12 @@ backend *vk_backend_new(int device_index) {
         vkb_destroy(&c->base);
         return NULL;
     }
-
-    /* Queue: a compute family, preferring one without graphics. */
-    uint32_t nq = 0;
-    vi->fn.vkGetPhysicalDeviceQueueFamilyProperties(c->pdev, &nq, NULL);
-    VkQueueFamilyProperties *qf = calloc(nq ? nq : 1, sizeof *qf);
-    if (!qf) { vkb_destroy(&c->base); anv_set_error("out of host memory"); return NULL; }
-    vi->fn.vkGetPhysicalDeviceQueueFamilyProperties(c->pdev, &nq, qf);
-    int fam = -1;
-    for (uint32_t i = 0; i < nq && fam < 0; i++)
-        if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) fam = (int)i;
-    for (uint32_t i = 0; i < nq && fam < 0; i++)
-        if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) fam = (int)i;
-    if (fam >= 0) c->timestamp_valid_bits = qf[fam].timestampValidBits;
-    free(qf);
-    if (fam < 0) { anv_set_error("Vulkan device %d (%s) has no compute queue", device_index, c->info.name); vkb_destroy(&c->base); return NULL; }
-    c->queue_family = (uint32_t)fam;
-
-    /* Optional paths. */
-    c->use_fp16 = c->info.fp16 && !disabled("fp16");
-    c->use_subgroup = c->info.subgroup_arith && c->info.subgroup_size >= 4 && c->info.subgroup_size <= 64 && !disabled("subgroup");
-    c->use_int8 = c->info.int8_dot && !disabled("int8");
-    /* CPU devices (lavapipe) pay per workgroup: give each more rows. */
-    c->mv_rows = c->info.type == ANV_VK_DEVICE_CPU ? 8 : 2;
-    /* and their tiled kernel is slow on short batches: mat-vec up to 32 tokens there */
-    c->mv_max_tok = c->info.type == ANV_VK_DEVICE_CPU ? 32 : 8;
-    const char *mr = getenv("ANVIL_VK_MV_ROWS");
-    if (mr && atoi(mr) >= 1 && atoi(mr) <= 8) c->mv_rows = (uint32_t)atoi(mr);
-    c->profile = env_on("ANVIL_VK_PROFILE") && c->timestamp_valid_bits > 0;
-    VkPhysicalDeviceProperties props;
-    vi->fn.vkGetPhysicalDeviceProperties(c->pdev, &props);
-    c->timestamp_period = props.limits.timestampPeriod;
-    c->max_alloc = c->info.max_allocation;
-    const char *ma = getenv("ANVIL_VK_MAX_ALLOCATION");
-    if (ma && *ma) {
-        char *end = NULL;
-        unsigned long long v = strtoull(ma, &end, 10);
-        if (end && (*end == 'k' || *end == 'K')) v <<= 10;
-        else if (end && (*end == 'm' || *end == 'M')) v <<= 20;
-        else if (end && (*end == 'g' || *end == 'G')) v <<= 30;
-        if (v >= (64u << 10) && v < c->max_alloc) c->max_alloc = v; /* tests go as low as 64 KiB */
-    }
-    c->max_binding = c->info.max_storage_range < c->info.max_buffer_size ? c->info.max_storage_range : c->info.max_buffer_size;
-    if (c->max_binding > c->max_alloc) c->max_binding = c->max_alloc;
-
-    /* Device. */
-    float prio = 1.0f;
-    VkDeviceQueueCreateInfo qi = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = c->queue_family,
-                                   .queueCount = 1, .pQueuePriorities = &prio };
-    bool v13 = c->info.api_version >= VK_API_VERSION_1_3 && vi->api_version >= VK_API_VERSION_1_3;
-    if (!v13) c->use_int8 = false;
-    VkPhysicalDeviceVulkan13Features f13 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
-                                             .shaderIntegerDotProduct = c->use_int8 };
-    VkPhysicalDeviceVulkan12Features f12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-                                             .shaderFloat16 = c->use_fp16, .pNext = v13 ? &f13 : NULL };
-    VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
-                                             .storageBuffer16BitAccess = VK_TRUE, .pNext = &f12 };
-    const char *exts[2];
-    uint32_t n_ext = 0;
-    if (c->info.has_budget) exts[n_ext++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
-    VkDeviceCreateInfo di = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f11, .queueCreateInfoCount = 1,
-                              .pQueueCreateInfos = &qi, .enabledExtensionCount = n_ext, .ppEnabledExtensionNames = exts };
-    VkResult r = vi->fn.vkCreateDevice(c->pdev, &di, NULL, &c->dev);
-    if (r != VK_SUCCESS) {
-        c->dev = VK_NULL_HANDLE;
-        anv_set_error("Vulkan device %d (%s): vkCreateDevice failed (%s)", device_index, c->info.name, vkl_result_name(r));
-        vkb_destroy(&c->base);
-        return NULL;
-    }
-    if (!vkl_load_device(&vi->fn, c->dev, &c->fn)) {
-        vi->fn.vkGetDeviceProcAddr(c->dev, "vkDestroyDevice");
-        PFN_vkDestroyDevice dd = (PFN_vkDestroyDevice)vi->fn.vkGetDeviceProcAddr(c->dev, "vkDestroyDevice");
-        if (dd) dd(c->dev, NULL);
-        c->dev = VK_NULL_HANDLE;
-        vkb_destroy(&c->base);
-        return NULL;
-    }
-    c->fn.vkGetDeviceQueue(c->dev, c->queue_family, 0, &c->queue);
+    if (!pick_queue(c)) { vkb_destroy(&c->base); return NULL; }
+    choose_paths(c);
+    if (!create_device(c)) { vkb_destroy(&c->base); return NULL; }
     if (!vk_memory_init(c) || !vk_cmd_init(c) || !vk_pipelines_init(c)) {
         char msg[512];
-        snprintf(msg, sizeof msg, "%s", c->error[0] ? c->error : anv_last_error());
+        snprintf(msg, sizeof msg, "%s", be_failed(&c->base) ? be_sticky_error(&c->base) : anv_last_error());
         vkb_destroy(&c->base);
         anv_set_error("%s", msg);
         return NULL;
@@ -176,12 +189,6 @@ int vk_tensor_chunks(const be_tensor *t) {
     return t && t->storage ? ((const vk_storage *)t->storage)->n_chunks : 0;
 }
 
-const char *vk_backend_error(const backend *be) {
-    if (!vk_backend_is(be)) return NULL;
-    const vk_ctx *c = (const vk_ctx *)be;
-    return c->error[0] ? c->error : NULL;
-}
-
 /* ---- memory ops ---- */
 
 be_tensor *vkb_tensor_new(backend *be, uint32_t type, int64_t cols, int64_t rows) {
@@ -204,7 +211,7 @@ void vkb_upload(backend *be, be_tensor *t, size_t off, const void *src, size_t n
     vk_ctx *c = vk_of(be);
     vk_storage *s = t->storage;
     size_t lo = t->offset + off, hi = lo + n;
-    if (hi > s->total) { vk_fail(c, "vulkan: upload of %zu bytes at %zu past the end of a %zu-byte tensor", n, lo, s->total); return; }
+    if (hi > s->total) { be_fail(&c->base, "vulkan: upload of %zu bytes at %zu past the end of a %zu-byte tensor", n, lo, s->total); return; }
     for (int i = 0; i < s->n_chunks; i++) {
         vk_chunk *ch = &s->chunk[i];
         size_t a = lo > ch->begin ? lo : ch->begin, b = hi < ch->begin + ch->size ? hi : ch->begin + ch->size;
@@ -216,14 +223,14 @@ void vkb_download(backend *be, const be_tensor *t, size_t off, void *dst, size_t
     vk_ctx *c = vk_of(be);
     vk_storage *s = t->storage;
     size_t lo = t->offset + off, hi = lo + n;
-    if (hi > s->total) { vk_fail(c, "vulkan: download of %zu bytes at %zu past the end of a %zu-byte tensor", n, lo, s->total); memset(dst, 0, n); return; }
+    if (hi > s->total) { be_fail(&c->base, "vulkan: download of %zu bytes at %zu past the end of a %zu-byte tensor", n, lo, s->total); memset(dst, 0, n); return; }
     for (int i = 0; i < s->n_chunks; i++) {
         vk_chunk *ch = &s->chunk[i];
         size_t a = lo > ch->begin ? lo : ch->begin, b = hi < ch->begin + ch->size ? hi : ch->begin + ch->size;
         if (a < b) vk_record_download(c, ch, a - ch->begin, (uint8_t *)dst + (a - lo), b - a);
     }
     vk_flush(c);
-    if (c->error[0]) memset(dst, 0, n);
+    if (be_failed(&c->base)) memset(dst, 0, n);
 }
 
 be_tensor *vkb_weight_new(backend *be, uint32_t type, int64_t cols, int64_t rows, const void *host_data) {
@@ -231,7 +238,7 @@ be_tensor *vkb_weight_new(backend *be, uint32_t type, int64_t cols, int64_t rows
     if (!t) return NULL;
     vkb_upload(be, t, 0, host_data, be_nbytes(t));
     vk_ctx *c = vk_of(be);
-    if (c->error[0]) { anv_set_error("%s", c->error); vk_storage_free(c, t->storage); free(t); return NULL; }
+    if (be_failed(&c->base)) { anv_set_error("%s", be_sticky_error(be)); vk_storage_free(c, t->storage); free(t); return NULL; }
     return t;
 }
 

@@ -95,7 +95,4 @@ int vk_tensor_chunks(const be_tensor *t);
 int vk_validation_messages(void);
 /* True while the validation layer's debug messenger is installed (ANVIL_VK_VALIDATE=1). */
 bool vk_validation_active(void);
-/* Sticky error of a backend: ops cannot return errors, so the first failure inside an op
- * is kept here (and logged); NULL if none. */
-const char *vk_backend_error(const backend *be);
 #endif

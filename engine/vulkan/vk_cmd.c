@@ -5,7 +5,6 @@
  * that are reset after each submission, uploads and downloads go through a host-visible
  * staging ring (UMA devices memcpy directly when the buffer is idle), and with
  * ANVIL_VK_PROFILE=1 every dispatch is bracketed by timestamp queries. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,25 +14,15 @@
 #define MAX_QUERIES 4096
 #define STAGING_DEFAULT (32u << 20)
 
-void vk_fail(vk_ctx *c, const char *fmt, ...) {
-    if (c->error[0]) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->error, sizeof c->error, fmt, ap);
-    va_end(ap);
-    anv_log("%s: %s", c->name, c->error);
-    anv_set_error("%s", c->error);
-}
-
 static bool check(vk_ctx *c, VkResult r, const char *what) {
     if (r == VK_SUCCESS) return true;
-    vk_fail(c, "Vulkan: %s failed (%s)", what, vkl_result_name(r));
+    be_fail(&c->base, "Vulkan: %s failed (%s)", what, vkl_result_name(r));
     return false;
 }
 
 static bool new_desc_pool(vk_ctx *c) {
     VkDescriptorPool *np = realloc(c->desc_pools, (size_t)(c->n_desc_pools + 1) * sizeof *np);
-    if (!np) { vk_fail(c, "out of host memory"); return false; }
+    if (!np) { be_fail(&c->base, "out of host memory"); return false; }
     c->desc_pools = np;
     VkDescriptorPoolSize ps = { VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, SETS_PER_POOL * 6 };
     VkDescriptorPoolCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
@@ -72,7 +61,7 @@ bool vk_cmd_init(vk_ctx *c) {
             VkMemoryPropertyFlags want = pass == 0 ? (hv | VK_MEMORY_PROPERTY_HOST_CACHED_BIT) : hv;
             if ((req.memoryTypeBits & (1u << i)) && (f & want) == want) type = (int)i;
         }
-    if (type < 0) { vk_fail(c, "Vulkan: no host-visible coherent memory for staging"); return false; }
+    if (type < 0) { be_fail(&c->base, "Vulkan: no host-visible coherent memory for staging"); return false; }
     VkMemoryAllocateInfo mai = { .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size, .memoryTypeIndex = (uint32_t)type };
     if (!check(c, c->fn.vkAllocateMemory(c->dev, &mai, NULL, &c->staging_mem), "vkAllocateMemory(staging)")) return false;
     c->fn.vkBindBufferMemory(c->dev, c->staging, c->staging_mem, 0);
@@ -167,7 +156,7 @@ static void collect_profile(vk_ctx *c) {
 }
 
 int vk_flush(vk_ctx *c) {
-    if (!c->recording) return c->error[0] ? -1 : 0;
+    if (!c->recording) return be_failed(&c->base) ? -1 : 0;
     VkMemoryBarrier mb = { .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                            .dstAccessMask = VK_ACCESS_HOST_READ_BIT };
@@ -194,7 +183,7 @@ int vk_flush(vk_ctx *c) {
     c->desc_sets_in_pool = 0;
     c->fn.vkResetCommandBuffer(c->cmd, 0);
     c->epoch++;
-    return ok && !c->error[0] ? 0 : -1;
+    return ok && !be_failed(&c->base) ? 0 : -1;
 }
 
 static VkDescriptorSet alloc_set(vk_ctx *c, VkDescriptorSetLayout dsl) {
@@ -213,7 +202,7 @@ static VkDescriptorSet alloc_set(vk_ctx *c, VkDescriptorSetLayout dsl) {
 
 void vk_dispatch(vk_ctx *c, int p, int variant, const vk_binding *b, int nb, const void *pc,
                  uint32_t gx, uint32_t gy, uint32_t gz, uint64_t bytes) {
-    if (c->error[0] || gx == 0 || gy == 0 || gz == 0) return;
+    if (be_failed(&c->base) || gx == 0 || gy == 0 || gz == 0) return;
     VkPipeline pipe = vk_pipeline_get(c, p, variant);
     if (!pipe) return;
     if (c->profile && c->n_queries + 2 > MAX_QUERIES) vk_flush(c);
@@ -261,13 +250,13 @@ size_t vk_staging_put(vk_ctx *c, const void *src, size_t n) {
 }
 
 void vk_record_upload(vk_ctx *c, vk_chunk *dst, size_t dst_off, const void *src, size_t n) {
-    if (c->error[0] || n == 0) return;
+    if (be_failed(&c->base) || n == 0) return;
     if (dst->mapped && !chunk_busy(c, dst)) { /* UMA: the buffer is idle, write it directly */
         memcpy(dst->mapped + dst_off, src, n);
         return;
     }
     const uint8_t *s = src;
-    while (n > 0 && !c->error[0]) {
+    while (n > 0 && !be_failed(&c->base)) {
         size_t piece = n < c->staging_size / 2 ? n : c->staging_size / 2;
         size_t off = staging_reserve(c, piece);
         memcpy(c->staging_map + off, s, piece);
@@ -281,14 +270,14 @@ void vk_record_upload(vk_ctx *c, vk_chunk *dst, size_t dst_off, const void *src,
 }
 
 void vk_record_download(vk_ctx *c, vk_chunk *src, size_t src_off, void *dst, size_t n) {
-    if (c->error[0] || n == 0) return;
+    if (be_failed(&c->base) || n == 0) return;
     if (src->mapped) { /* UMA: wait for pending work on it, then read directly */
         if (chunk_busy(c, src)) vk_flush(c);
         memcpy(dst, src->mapped + src_off, n);
         return;
     }
     uint8_t *d = dst;
-    while (n > 0 && !c->error[0]) {
+    while (n > 0 && !be_failed(&c->base)) {
         size_t piece = n < c->staging_size / 2 ? n : c->staging_size / 2;
         size_t off = staging_reserve(c, piece);
         if (!begin(c)) return;
@@ -299,7 +288,7 @@ void vk_record_download(vk_ctx *c, vk_chunk *src, size_t src_off, void *dst, siz
         if (c->n_readbacks == c->cap_readbacks) {
             int cap = c->cap_readbacks ? c->cap_readbacks * 2 : 16;
             struct vk_readback *nr = realloc(c->readbacks, (size_t)cap * sizeof *nr);
-            if (!nr) { vk_fail(c, "out of host memory"); return; }
+            if (!nr) { be_fail(&c->base, "out of host memory"); return; }
             c->readbacks = nr;
             c->cap_readbacks = cap;
         }

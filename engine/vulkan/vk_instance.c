@@ -177,6 +177,42 @@ const char *vk_device_type_name(anv_vk_device_type t) {
     }
 }
 
+/* Features: 16-bit storage, fp16 arithmetic, integer dot product (Vulkan 1.2 / 1.3 devices). */
+static void fill_features(const vk_instance *vi, VkPhysicalDevice pd, bool v12, bool v13, anv_vk_device_info *out) {
+    VkPhysicalDeviceVulkan13Features f13 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES };
+    VkPhysicalDeviceVulkan12Features f12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = v13 ? &f13 : NULL };
+    VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, .pNext = &f12 };
+    VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11 };
+    if (v12) {
+        vi->fn.vkGetPhysicalDeviceFeatures2(pd, &f2);
+        out->storage16 = f11.storageBuffer16BitAccess;
+        out->fp16 = f12.shaderFloat16;
+        out->int8_dot = v13 && f13.shaderIntegerDotProduct;
+    }
+}
+
+/* Memory heaps (+ budget with VK_EXT_memory_budget); out->uma must be set. */
+static void fill_heaps(const vk_instance *vi, VkPhysicalDevice pd, bool has_budget, anv_vk_device_info *out) {
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT };
+    VkPhysicalDeviceMemoryProperties2 mp = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
+                                             .pNext = has_budget ? &budget : NULL };
+    vi->fn.vkGetPhysicalDeviceMemoryProperties2(pd, &mp);
+    out->has_budget = has_budget;
+    out->n_heaps = (int)(mp.memoryProperties.memoryHeapCount < ANV_VK_MAX_HEAPS ? mp.memoryProperties.memoryHeapCount : ANV_VK_MAX_HEAPS);
+    for (int i = 0; i < out->n_heaps; i++) {
+        const VkMemoryHeap *h = &mp.memoryProperties.memoryHeaps[i];
+        anv_vk_heap *o = &out->heaps[i];
+        o->size = h->size;
+        o->device_local = (h->flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
+        o->budget = has_budget && budget.heapBudget[i] ? budget.heapBudget[i] : h->size;
+        o->usage = has_budget ? budget.heapUsage[i] : 0;
+        if (o->device_local || out->uma) {
+            out->device_local_bytes += o->size;
+            out->device_local_budget += o->budget;
+        }
+    }
+}
+
 void vk_fill_device_info(const vk_instance *vi, int index, anv_vk_device_info *out) {
     VkPhysicalDevice pd = vi->pdev[index];
     memset(out, 0, sizeof *out);
@@ -247,37 +283,8 @@ void vk_fill_device_info(const vk_instance *vi, int index, anv_vk_device_info *o
     out->min_storage_align = (uint32_t)p->limits.minStorageBufferOffsetAlignment;
     out->int8_dot_accelerated = v13 && idp.integerDotProduct4x8BitPackedSignedAccelerated;
 
-    /* Features. */
-    VkPhysicalDeviceVulkan13Features f13 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES };
-    VkPhysicalDeviceVulkan12Features f12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = v13 ? &f13 : NULL };
-    VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, .pNext = &f12 };
-    VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11 };
-    if (v12) {
-        vi->fn.vkGetPhysicalDeviceFeatures2(pd, &f2);
-        out->storage16 = f11.storageBuffer16BitAccess;
-        out->fp16 = f12.shaderFloat16;
-        out->int8_dot = v13 && f13.shaderIntegerDotProduct;
-    }
-
-    /* Memory heaps (+ budget). */
-    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT };
-    VkPhysicalDeviceMemoryProperties2 mp = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
-                                             .pNext = has_budget ? &budget : NULL };
-    vi->fn.vkGetPhysicalDeviceMemoryProperties2(pd, &mp);
-    out->has_budget = has_budget;
-    out->n_heaps = (int)(mp.memoryProperties.memoryHeapCount < ANV_VK_MAX_HEAPS ? mp.memoryProperties.memoryHeapCount : ANV_VK_MAX_HEAPS);
-    for (int i = 0; i < out->n_heaps; i++) {
-        const VkMemoryHeap *h = &mp.memoryProperties.memoryHeaps[i];
-        anv_vk_heap *o = &out->heaps[i];
-        o->size = h->size;
-        o->device_local = (h->flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
-        o->budget = has_budget && budget.heapBudget[i] ? budget.heapBudget[i] : h->size;
-        o->usage = has_budget ? budget.heapUsage[i] : 0;
-        if (o->device_local || out->uma) {
-            out->device_local_bytes += o->size;
-            out->device_local_budget += o->budget;
-        }
-    }
+    fill_features(vi, pd, v12, v13, out);
+    fill_heaps(vi, pd, has_budget, out);
     if (!v12) snprintf(out->unsupported_why, sizeof out->unsupported_why, "Vulkan %u.%u device (1.2 needed)",
                        VK_API_VERSION_MAJOR(p->apiVersion), VK_API_VERSION_MINOR(p->apiVersion));
     else if (!out->storage16) snprintf(out->unsupported_why, sizeof out->unsupported_why, "no 16-bit storage buffer access");

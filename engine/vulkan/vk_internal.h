@@ -97,7 +97,6 @@ typedef struct vk_ctx {
     double prof_bytes[VKP_COUNT];
     uint64_t prof_calls[VKP_COUNT];
     vk_storage *scratch_q8;  /* quantized activations of the integer-dot mat-vec */
-    char error[512];         /* sticky op error */
 } vk_ctx;
 
 static inline vk_ctx *vk_of(backend *be) { return (vk_ctx *)be; }
@@ -113,7 +112,7 @@ vk_chunk *vk_storage_find(vk_storage *s, size_t off, size_t n);
 /* vk_cmd.c */
 bool vk_cmd_init(vk_ctx *c);
 void vk_cmd_shutdown(vk_ctx *c);
-/* Submits what was recorded and waits for it; 0 or -1 (sticky error set). */
+/* Submits what was recorded and waits for it; 0 or -1 (the backend's sticky error, be_fail). */
 int vk_flush(vk_ctx *c);
 typedef struct { vk_chunk *ch; bool write; } vk_binding;
 /* Records one dispatch of pipeline p; push constants pc (size of the pipeline's block). */
@@ -125,7 +124,6 @@ size_t vk_staging_put(vk_ctx *c, const void *src, size_t n);
 void vk_record_upload(vk_ctx *c, vk_chunk *dst, size_t dst_off, const void *src, size_t n);
 /* Records a copy chunk -> host (done at the next flush). */
 void vk_record_download(vk_ctx *c, vk_chunk *src, size_t src_off, void *dst, size_t n);
-void vk_fail(vk_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void vk_profile_report(vk_ctx *c);
 
 /* vk_backend.c: the memory half of backend_ops */

@@ -37,22 +37,22 @@ static vk_chunk *span(vk_ctx *c, const be_tensor *t, size_t off, size_t n, size_
     vk_storage *s = t->storage;
     size_t lo = t->offset + off;
     *local = 0;
-    if (lo + n > s->total) { vk_fail(c, "vulkan %s: access of %zu bytes at %zu is past the end of a %zu-byte tensor", op, n, lo, s->total); return NULL; }
+    if (lo + n > s->total) { be_fail(&c->base, "vulkan %s: access of %zu bytes at %zu is past the end of a %zu-byte tensor", op, n, lo, s->total); return NULL; }
     vk_chunk *ch = vk_storage_find(s, lo, n);
-    if (!ch) { vk_fail(c, "vulkan %s: the accessed range spans two device buffers (tensor larger than one binding)", op); return NULL; }
+    if (!ch) { be_fail(&c->base, "vulkan %s: the accessed range spans two device buffers (tensor larger than one binding)", op); return NULL; }
     *local = lo - ch->begin;
     return ch;
 }
 
 static bool same_be(vk_ctx *c, const be_tensor *t, const char *op) {
-    if (t && t->be != &c->base) { vk_fail(c, "vulkan %s: tensor belongs to another backend", op); return false; }
+    if (t && t->be != &c->base) { be_fail(&c->base, "vulkan %s: tensor belongs to another backend", op); return false; }
     return true;
 }
 
 static bool f32_tensor(vk_ctx *c, const be_tensor *t, const char *op) {
     if (!same_be(c, t, op)) return false;
-    if (t->type != QT_F32) { vk_fail(c, "vulkan %s: expected an F32 tensor, got type %u", op, t->type); return false; }
-    if (t->offset % 4) { vk_fail(c, "vulkan %s: F32 view offset %zu not 4-byte aligned", op, t->offset); return false; }
+    if (t->type != QT_F32) { be_fail(&c->base, "vulkan %s: expected an F32 tensor, got type %u", op, t->type); return false; }
+    if (t->offset % 4) { be_fail(&c->base, "vulkan %s: F32 view offset %zu not 4-byte aligned", op, t->offset); return false; }
     return true;
 }
 
@@ -78,12 +78,12 @@ static int elem_ranges(vk_ctx *c, const be_tensor *const *ts, int nt, int64_t n,
             const vk_chunk *ch = NULL;
             for (int i = 0; i < s->n_chunks && !ch; i++)
                 if (lo >= s->chunk[i].begin && lo < s->chunk[i].begin + s->chunk[i].size) ch = &s->chunk[i];
-            if (!ch) { vk_fail(c, "vulkan %s: access past the end of a tensor", op); return -1; }
+            if (!ch) { be_fail(&c->base, "vulkan %s: access past the end of a tensor", op); return -1; }
             int64_t lim = e + (int64_t)((ch->begin + ch->size - lo) / 4);
             if (lim < e1) e1 = lim;
         }
         if (e1 < n) e1 = e1 / g * g;
-        if (e1 <= e || count == MAX_RANGES) { vk_fail(c, "vulkan %s: a %lld-element unit straddles two device buffers", op, (long long)g); return -1; }
+        if (e1 <= e || count == MAX_RANGES) { be_fail(&c->base, "vulkan %s: a %lld-element unit straddles two device buffers", op, (long long)g); return -1; }
         bounds[++count] = e1;
         e = e1;
     }
@@ -93,15 +93,15 @@ static int elem_ranges(vk_ctx *c, const be_tensor *const *ts, int nt, int64_t n,
 /* ---- get_rows ---- */
 static void op_get_rows(backend *be, const be_tensor *table, const int32_t *ids, int n_ids, be_tensor *out) {
     vk_ctx *c = vk_of(be);
-    if (c->error[0] || n_ids <= 0) return;
+    if (be_failed(&c->base) || n_ids <= 0) return;
     if (!same_be(c, table, "get_rows") || !f32_tensor(c, out, "get_rows")) return;
     int ti = vkp_type_index(table->type);
-    if (ti < 0) { vk_fail(c, "vulkan get_rows: table type %u has no kernel", table->type); return; }
+    if (ti < 0) { be_fail(&c->base, "vulkan get_rows: table type %u has no kernel", table->type); return; }
     for (int i = 0; i < n_ids; i++)
-        if (ids[i] < 0 || ids[i] >= table->rows) { vk_fail(c, "vulkan get_rows: id %d out of range [0, %lld)", ids[i], (long long)table->rows); return; }
+        if (ids[i] < 0 || ids[i] >= table->rows) { be_fail(&c->base, "vulkan get_rows: id %d out of range [0, %lld)", ids[i], (long long)table->rows); return; }
     row_seg segs[MAX_SEGS];
     int ns = row_segments(table, table->rows, segs);
-    if (ns < 0) { vk_fail(c, "vulkan get_rows: table rows straddle device buffers"); return; }
+    if (ns < 0) { be_fail(&c->base, "vulkan get_rows: table rows straddle device buffers"); return; }
     const size_t rb = be_row_bytes(table);
     const size_t ids_off = vk_staging_put(c, ids, (size_t)n_ids * sizeof(int32_t));
     size_t d_local;
@@ -128,7 +128,7 @@ static vk_chunk *scratch_q8(vk_ctx *c, size_t bytes) {
     if (want > c->max_binding / 2 && bytes <= c->max_binding / 2) want = bytes;
     c->scratch_q8 = vk_storage_new(c, want, 40, false);
     if (!c->scratch_q8 || c->scratch_q8->n_chunks != 1) {
-        vk_fail(c, "vulkan matmul: cannot allocate %zu bytes of scratch in one buffer", want);
+        be_fail(&c->base, "vulkan matmul: cannot allocate %zu bytes of scratch in one buffer", want);
         return NULL;
     }
     return &c->scratch_q8->chunk[0];
@@ -136,19 +136,19 @@ static vk_chunk *scratch_q8(vk_ctx *c, size_t bytes) {
 
 static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_tensor *out, int n_tok, bool accumulate) {
     vk_ctx *c = vk_of(be);
-    if (c->error[0] || n_tok <= 0) return;
+    if (be_failed(&c->base) || n_tok <= 0) return;
     if (!same_be(c, w, "matmul") || !f32_tensor(c, x, "matmul") || !f32_tensor(c, out, "matmul")) return;
     int ti = vkp_type_index(w->type);
-    if (ti < 0) { vk_fail(c, "vulkan matmul: weight type %u has no kernel", w->type); return; }
+    if (ti < 0) { be_fail(&c->base, "vulkan matmul: weight type %u has no kernel", w->type); return; }
     const int64_t K = w->cols, N = w->rows;
     if (x->cols < K || out->cols < N || x->rows < n_tok || out->rows < n_tok) {
-        vk_fail(c, "vulkan matmul: shapes do not match (w %lldx%lld, x %lldx%lld, out %lldx%lld, n_tok %d)",
+        be_fail(&c->base, "vulkan matmul: shapes do not match (w %lldx%lld, x %lldx%lld, out %lldx%lld, n_tok %d)",
                 (long long)N, (long long)K, (long long)x->rows, (long long)x->cols, (long long)out->rows, (long long)out->cols, n_tok);
         return;
     }
     row_seg ws[MAX_SEGS], xs[MAX_SEGS], os[MAX_SEGS];
     int nw = row_segments(w, N, ws), nx = row_segments(x, n_tok, xs), no = row_segments(out, n_tok, os);
-    if (nw < 0 || nx < 0 || no < 0) { vk_fail(c, "vulkan matmul: rows straddle device buffers"); return; }
+    if (nw < 0 || nx < 0 || no < 0) { be_fail(&c->base, "vulkan matmul: rows straddle device buffers"); return; }
     const size_t rb = be_row_bytes(w);
     const bool int8 = c->use_int8 && (w->type == QT_Q4_0 || w->type == QT_Q8_0) && K % 32 == 0;
     /* token ranges inside one x chunk and one out chunk */
@@ -203,9 +203,9 @@ static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_te
 /* ---- rms_norm ---- */
 static void op_rms_norm(backend *be, const be_tensor *x, const be_tensor *w, be_tensor *out, int64_t n_rows, int64_t row_len, float eps) {
     vk_ctx *c = vk_of(be);
-    if (c->error[0] || n_rows <= 0) return;
+    if (be_failed(&c->base) || n_rows <= 0) return;
     if (!f32_tensor(c, x, "rms_norm") || !f32_tensor(c, out, "rms_norm") || (w && !f32_tensor(c, w, "rms_norm"))) return;
-    if (row_len <= 0) { vk_fail(c, "vulkan rms_norm: row_len %lld", (long long)row_len); return; }
+    if (row_len <= 0) { be_fail(&c->base, "vulkan rms_norm: row_len %lld", (long long)row_len); return; }
     size_t wl = 0;
     vk_chunk *wc = w ? span(c, w, 0, (size_t)row_len * 4, &wl, "rms_norm") : NULL;
     if (w && !wc) return;
@@ -228,9 +228,9 @@ static void op_rms_norm(backend *be, const be_tensor *x, const be_tensor *w, be_
 
 /* ---- element-wise ---- */
 static void binary(vk_ctx *c, int pipe, const be_tensor *a, const be_tensor *bt, be_tensor *out, int64_t n, int64_t b_n, float s, const char *op) {
-    if (c->error[0] || n <= 0) return;
+    if (be_failed(&c->base) || n <= 0) return;
     if (!f32_tensor(c, a, op) || !f32_tensor(c, bt, op) || !f32_tensor(c, out, op)) return;
-    if (b_n <= 0) { vk_fail(c, "vulkan %s: b_n %lld", op, (long long)b_n); return; }
+    if (b_n <= 0) { be_fail(&c->base, "vulkan %s: b_n %lld", op, (long long)b_n); return; }
     const bool b_full = b_n >= n; /* b indexed like a: split it too */
     const be_tensor *ts[3] = { a, out, b_full ? bt : NULL };
     int64_t bounds[MAX_RANGES + 1];
@@ -264,7 +264,7 @@ static void op_scale(backend *be, be_tensor *x, int64_t n, float s) {
 
 static void op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind) {
     vk_ctx *c = vk_of(be);
-    if (c->error[0] || n <= 0) return;
+    if (be_failed(&c->base) || n <= 0) return;
     if (!f32_tensor(c, gate, "glu") || !f32_tensor(c, up, "glu") || !f32_tensor(c, out, "glu")) return;
     const be_tensor *ts[3] = { gate, up, out };
     int64_t bounds[MAX_RANGES + 1];
@@ -286,17 +286,17 @@ static void op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_t
 /* ---- rope ---- */
 static void op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p) {
     vk_ctx *c = vk_of(be);
-    if (c->error[0] || n_tok <= 0) return;
+    if (be_failed(&c->base) || n_tok <= 0) return;
     if (!f32_tensor(c, x, "rope") || (p->freq_factors && !f32_tensor(c, p->freq_factors, "rope"))) return;
     if (p->n_rot <= 0 || p->n_rot > head_dim || p->n_rot % 2 || n_head <= 0 || pos0 < 0) {
-        vk_fail(c, "vulkan rope: bad parameters (n_rot %d, head_dim %d, n_head %d, pos0 %d)", p->n_rot, head_dim, n_head, pos0);
+        be_fail(&c->base, "vulkan rope: bad parameters (n_rot %d, head_dim %d, n_head %d, pos0 %d)", p->n_rot, head_dim, n_head, pos0);
         return;
     }
     const int half = p->n_rot / 2;
     size_t fl = 0;
     vk_chunk *fc = p->freq_factors ? span(c, p->freq_factors, 0, (size_t)half * 4, &fl, "rope") : NULL;
     if (p->freq_factors && !fc) return;
-    if ((int64_t)n_head * head_dim > x->cols) { vk_fail(c, "vulkan rope: %d heads x %d > %lld columns", n_head, head_dim, (long long)x->cols); return; }
+    if ((int64_t)n_head * head_dim > x->cols) { be_fail(&c->base, "vulkan rope: %d heads x %d > %lld columns", n_head, head_dim, (long long)x->cols); return; }
     const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
     const int tok_per = (int)(MAX_GROUPS / (uint32_t)n_head);
     const be_tensor *ts[1] = { x };
@@ -323,12 +323,12 @@ static void op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_d
 /* ---- store_rows ---- */
 static void op_store_rows(backend *be, const be_tensor *src, be_tensor *dst, int64_t dst_row0, int64_t n_rows) {
     vk_ctx *c = vk_of(be);
-    if (c->error[0] || n_rows <= 0) return;
+    if (be_failed(&c->base) || n_rows <= 0) return;
     if (!f32_tensor(c, src, "store_rows") || !same_be(c, dst, "store_rows")) return;
     int pipe = dst->type == QT_F32 ? VKP_STORE_F32 : dst->type == QT_F16 ? VKP_STORE_F16 : dst->type == QT_Q8_0 ? VKP_STORE_Q8_0 : -1;
-    if (pipe < 0) { vk_fail(c, "vulkan store_rows: destination type %u unsupported (F32/F16/Q8_0)", dst->type); return; }
+    if (pipe < 0) { be_fail(&c->base, "vulkan store_rows: destination type %u unsupported (F32/F16/Q8_0)", dst->type); return; }
     if (dst_row0 < 0 || dst_row0 + n_rows > dst->rows || src->cols < dst->cols || src->rows < n_rows) {
-        vk_fail(c, "vulkan store_rows: rows [%lld, %lld) outside the destination (%lld rows) or source too small",
+        be_fail(&c->base, "vulkan store_rows: rows [%lld, %lld) outside the destination (%lld rows) or source too small",
                 (long long)dst_row0, (long long)(dst_row0 + n_rows), (long long)dst->rows);
         return;
     }
@@ -345,12 +345,12 @@ static void op_store_rows(backend *be, const be_tensor *src, be_tensor *dst, int
         be_tensor dv = be_view_rows(dst, dst_row0 + rb0, rb1 - rb0);
         row_seg segs[MAX_SEGS];
         int ns = row_segments(&dv, rb1 - rb0, segs);
-        if (ns < 0) { vk_fail(c, "vulkan store_rows: destination rows straddle device buffers"); return; }
+        if (ns < 0) { be_fail(&c->base, "vulkan store_rows: destination rows straddle device buffers"); return; }
         for (int k = 0; k < ns; k++)
             for (int64_t r0 = segs[k].r0; r0 < segs[k].r1; r0 += MAX_GROUPS) {
                 const uint32_t n = (uint32_t)(segs[k].r1 - r0 < MAX_GROUPS ? segs[k].r1 - r0 : MAX_GROUPS);
                 const size_t dl = segs[k].local + (size_t)(r0 - segs[k].r0) * drb;
-                if (dl % 2 || (pipe == VKP_STORE_F32 && dl % 4)) { vk_fail(c, "vulkan store_rows: misaligned destination"); return; }
+                if (dl % 2 || (pipe == VKP_STORE_F32 && dl % 4)) { be_fail(&c->base, "vulkan store_rows: misaligned destination"); return; }
                 uint32_t pc[7] = { (uint32_t)dst->cols, n, (uint32_t)(sl / 4 + (size_t)r0 * (size_t)src->cols), (uint32_t)src->cols,
                                    (uint32_t)dl, (uint32_t)drb, 0 };
                 vk_binding b[2] = { { sc, false }, { segs[k].ch, true } };
@@ -362,20 +362,20 @@ static void op_store_rows(backend *be, const be_tensor *src, be_tensor *dst, int
 /* ---- attention ---- */
 static void op_attention(backend *be, const be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *out, const be_attn_params *p) {
     vk_ctx *c = vk_of(be);
-    if (c->error[0] || p->n_tok <= 0) return;
+    if (be_failed(&c->base) || p->n_tok <= 0) return;
     if (!f32_tensor(c, q, "attention") || !f32_tensor(c, out, "attention") || !same_be(c, k, "attention") || !same_be(c, v, "attention")) return;
-    if (k->type != v->type || k->cols != v->cols) { vk_fail(c, "vulkan attention: K and V caches differ in type or shape"); return; }
+    if (k->type != v->type || k->cols != v->cols) { be_fail(&c->base, "vulkan attention: K and V caches differ in type or shape"); return; }
     int pipe = k->type == QT_F32 ? VKP_FA_F32 : k->type == QT_F16 ? VKP_FA_F16 : k->type == QT_Q8_0 ? VKP_FA_Q8_0 : -1;
-    if (pipe < 0) { vk_fail(c, "vulkan attention: KV type %u unsupported (F16/F32/Q8_0)", k->type); return; }
+    if (pipe < 0) { be_fail(&c->base, "vulkan attention: KV type %u unsupported (F16/F32/Q8_0)", k->type); return; }
     if (p->n_head <= 0 || p->n_kv_head <= 0 || p->n_head % p->n_kv_head || p->head_dim <= 0 || p->head_dim > 512 || p->pos0 < 0 ||
         (k->type == QT_Q8_0 && p->head_dim % 32) || (int64_t)p->n_kv_head * p->head_dim != k->cols ||
         (int64_t)p->n_head * p->head_dim > q->cols || (int64_t)p->n_head * p->head_dim > out->cols) {
-        vk_fail(c, "vulkan attention: bad parameters (n_head %d, n_kv_head %d, head_dim %d, cache cols %lld)",
+        be_fail(&c->base, "vulkan attention: bad parameters (n_head %d, n_kv_head %d, head_dim %d, cache cols %lld)",
                 p->n_head, p->n_kv_head, p->head_dim, (long long)k->cols);
         return;
     }
     const int64_t n_kv = (int64_t)p->pos0 + p->n_tok;
-    if (n_kv > k->rows) { vk_fail(c, "vulkan attention: %lld positions exceed the cache (%lld rows)", (long long)n_kv, (long long)k->rows); return; }
+    if (n_kv > k->rows) { be_fail(&c->base, "vulkan attention: %lld positions exceed the cache (%lld rows)", (long long)n_kv, (long long)k->rows); return; }
     const size_t kvrb = be_row_bytes(k);
     size_t kl, vl;
     vk_chunk *kc = span(c, k, 0, (size_t)n_kv * kvrb, &kl, "attention");
@@ -406,8 +406,6 @@ static void op_attention(backend *be, const be_tensor *q, const be_tensor *k, co
     }
 }
 
-static const char *vkb_error(backend *be) { return vk_backend_error(be); }
-
 const backend_ops vk_backend_ops = {
     .destroy = vkb_destroy,
     .tensor_new = vkb_tensor_new,
@@ -416,7 +414,7 @@ const backend_ops vk_backend_ops = {
     .upload = vkb_upload,
     .download = vkb_download,
     .sync = vkb_sync,
-    .error = vkb_error,
+    .error = be_sticky_error,
     .get_rows = op_get_rows,
     .rms_norm = op_rms_norm,
     .matmul = op_matmul,

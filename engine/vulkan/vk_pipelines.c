@@ -141,7 +141,7 @@ void vk_pipelines_shutdown(vk_ctx *c) {
 VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
     vk_pipeline *p = &c->pipes[id];
     if (p->pipe[variant]) return p->pipe[variant];
-    if (c->error[0]) return VK_NULL_HANDLE;
+    if (be_failed(&c->base)) return VK_NULL_HANDLE;
     const vkp_desc *d = &p->desc;
     if (!p->layout_ready) {
         VkDescriptorSetLayoutBinding b[8];
@@ -149,11 +149,11 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
             b[i] = (VkDescriptorSetLayoutBinding){ .binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                                    .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT };
         VkDescriptorSetLayoutCreateInfo li = { .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, .bindingCount = (uint32_t)d->n_bind, .pBindings = b };
-        if (c->fn.vkCreateDescriptorSetLayout(c->dev, &li, NULL, &p->dsl) != VK_SUCCESS) { vk_fail(c, "Vulkan: descriptor set layout for %s failed", d->name); return VK_NULL_HANDLE; }
+        if (c->fn.vkCreateDescriptorSetLayout(c->dev, &li, NULL, &p->dsl) != VK_SUCCESS) { be_fail(&c->base, "Vulkan: descriptor set layout for %s failed", d->name); return VK_NULL_HANDLE; }
         VkPushConstantRange pr = { VK_SHADER_STAGE_COMPUTE_BIT, 0, d->pc_size };
         VkPipelineLayoutCreateInfo pi = { .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &p->dsl,
                                           .pushConstantRangeCount = d->pc_size ? 1u : 0u, .pPushConstantRanges = &pr };
-        if (c->fn.vkCreatePipelineLayout(c->dev, &pi, NULL, &p->layout) != VK_SUCCESS) { vk_fail(c, "Vulkan: pipeline layout for %s failed", d->name); return VK_NULL_HANDLE; }
+        if (c->fn.vkCreatePipelineLayout(c->dev, &pi, NULL, &p->layout) != VK_SUCCESS) { be_fail(&c->base, "Vulkan: pipeline layout for %s failed", d->name); return VK_NULL_HANDLE; }
         char base[sizeof d->name];
         memcpy(base, d->name, sizeof base);
         snprintf(p->used_name, sizeof p->used_name, "%s%s%s", base, d->has_sg && c->use_subgroup ? "_sg" : "",
@@ -161,15 +161,15 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
         p->layout_ready = true;
     }
     const anv_spirv_blob *blob = find_blob(p->used_name);
-    if (!blob) { vk_fail(c, "Vulkan: shader variant %s is not built in", p->used_name); return VK_NULL_HANDLE; }
+    if (!blob) { be_fail(&c->base, "Vulkan: shader variant %s is not built in", p->used_name); return VK_NULL_HANDLE; }
     uint32_t *code = malloc(blob->size + 4);
-    if (!code) { vk_fail(c, "out of host memory"); return VK_NULL_HANDLE; }
+    if (!code) { be_fail(&c->base, "out of host memory"); return VK_NULL_HANDLE; }
     memcpy(code, blob->data, blob->size);
     VkShaderModuleCreateInfo smi = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = blob->size, .pCode = code };
     VkShaderModule mod;
     VkResult r = c->fn.vkCreateShaderModule(c->dev, &smi, NULL, &mod);
     free(code);
-    if (r != VK_SUCCESS) { vk_fail(c, "Vulkan: shader module %s failed (%s)", p->used_name, vkl_result_name(r)); return VK_NULL_HANDLE; }
+    if (r != VK_SUCCESS) { be_fail(&c->base, "Vulkan: shader module %s failed (%s)", p->used_name, vkl_result_name(r)); return VK_NULL_HANDLE; }
 
     uint32_t spec[3] = { 0, 0, 0 };
     uint32_t n_spec = 0;
@@ -189,6 +189,6 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
         .layout = p->layout };
     r = c->fn.vkCreateComputePipelines(c->dev, c->pcache, 1, &ci, NULL, &p->pipe[variant]);
     c->fn.vkDestroyShaderModule(c->dev, mod, NULL);
-    if (r != VK_SUCCESS) { p->pipe[variant] = VK_NULL_HANDLE; vk_fail(c, "Vulkan: pipeline %s failed (%s)", p->used_name, vkl_result_name(r)); return VK_NULL_HANDLE; }
+    if (r != VK_SUCCESS) { p->pipe[variant] = VK_NULL_HANDLE; be_fail(&c->base, "Vulkan: pipeline %s failed (%s)", p->used_name, vkl_result_name(r)); return VK_NULL_HANDLE; }
     return p->pipe[variant];
 }

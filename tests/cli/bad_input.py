@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Bad input through the CLI: each hostile or broken GGUF must give exactly one error line
-naming the problem and a non-zero exit status, never a crash or a hang.
+naming the problem and a non-zero exit status, never a crash or a hang. The same for a bad
+environment variable the engine reads when it loads a model (ANVIL_CPU_SIMD: the CPU backend
+reports it to the CLI, which alone exits, with status 1).
 
 usage: bad_input.py ANVIL_BINARY WORKDIR
 """
@@ -119,6 +121,22 @@ for name, path, expect in cases:
             failed += 1
             if len(lines) != 1:
                 print("   stderr was:\n   " + "\n   ".join(lines[:20]))
-passed = 2 * len(cases) - failed
+# A bad ANVIL_CPU_SIMD on a good model: the one line names the variable and the allowed values.
+env_cases = [(["run", good, "hi", "-n", "1", "--local"], "run"), (["bench", "-m", good, "-p", "4", "-n", "0", "-r", "1"], "bench")]
+for cmd, label in env_cases:
+    env = dict(os.environ, ANVIL_CPU_SIMD="bogus")
+    try:
+        p = subprocess.run([anvil] + cmd, capture_output=True, text=True, timeout=60, env=env)
+    except subprocess.TimeoutExpired:
+        print(f"FAIL ANVIL_CPU_SIMD=bogus {label}: hung")
+        failed += 1
+        continue
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    ok = (p.returncode == 1 and len(lines) == 1 and lines[0].startswith("anvil: ANVIL_CPU_SIMD=bogus is not one of scalar, avx2, avx512"))
+    print(("ok  " if ok else "FAIL") + f" ANVIL_CPU_SIMD=bogus  {label:5s} exit {p.returncode}: {lines[0] if lines else '(no message)'}")
+    if not ok:
+        failed += 1
+        print("   stderr was:\n   " + "\n   ".join(lines[:20]))
+passed = 2 * len(cases) + len(env_cases) - failed
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -2,7 +2,8 @@
 """CLI checks of `anvil devices` and `anvil doctor` on this machine: the CPU is listed, a
 software Vulkan device (lavapipe) is listed as software and unused by default with the
 reason, ANVIL_VK_VISIBLE_DEVICES / GGML_VK_VISIBLE_DEVICES make it used, malformed values
-are one-line errors naming the variable, and doctor names the missing ICD when
+are one-line errors naming the variable (the CPU backend's ANVIL_CPU_SIMD too: doctor reports
+it instead of the process dying), and doctor names the missing ICD when
 VK_ICD_FILENAMES / VK_DRIVER_FILES point nowhere. Usage: check_devices.py ANVIL"""
 import json
 import os
@@ -17,7 +18,7 @@ checks.quiet = True
 ANVIL = sys.argv[1]
 VARS = ["ANVIL_VK_VISIBLE_DEVICES", "GGML_VK_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
         "CUDA_VISIBLE_DEVICES", "ANVIL_BACKEND", "ANVIL_DEVICE", "ANVIL_IGPU", "HSA_OVERRIDE_GFX_VERSION",
-        "VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES"]
+        "VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_ADD_DRIVER_FILES", "ANVIL_CPU_SIMD"]
 
 
 def run(args, **env):
@@ -80,11 +81,26 @@ else:
 
 # Malformed values and indices that do not exist: one line naming the variable, exit 1.
 for var, val in [("ANVIL_VK_VISIBLE_DEVICES", "99"), ("ANVIL_VK_VISIBLE_DEVICES", "abc"), ("GGML_VK_VISIBLE_DEVICES", "0,0"),
-                 ("ANVIL_BACKEND", "gpu"), ("ANVIL_DEVICE", "vulkan99"), ("ANVIL_DEVICE", "gpu"), ("ANVIL_IGPU", "2")]:
+                 ("ANVIL_BACKEND", "gpu"), ("ANVIL_DEVICE", "vulkan99"), ("ANVIL_DEVICE", "gpu"), ("ANVIL_IGPU", "2"),
+                 ("ANVIL_CPU_SIMD", "bogus")]:
     rc, out, err = run(["devices"], **{var: val})
     lines = [l for l in err.splitlines() if l.strip()]
     check(rc == 1 and len(lines) == 1 and f"{var}={val}" in lines[0], f"{var}={val}: one-line error, exit 1", f"rc={rc} stderr={err!r}")
     check("\ncpu " not in "\n" + out, f"{var}={val}: no table after the error", out)
+
+# ANVIL_CPU_SIMD (the CPU backend's kernels): a bad value is an error the commands report, not
+# a process exit inside the library; doctor explains it with the allowed values.
+rc, out, err = run(["devices", "--json"], ANVIL_CPU_SIMD="bogus")
+lines = [l for l in err.splitlines() if l.strip()]
+check(rc == 1 and len(lines) == 1 and lines[0].startswith("anvil: ANVIL_CPU_SIMD=bogus ") and "scalar, avx2, avx512" in lines[0],
+      "ANVIL_CPU_SIMD=bogus: devices --json gives one line naming the allowed values, exit 1", f"rc={rc} stderr={err!r}")
+rc, out, err = run(["doctor"], ANVIL_CPU_SIMD="bogus")
+check(rc == 1 and "[PROBLEM] Environment variable error: ANVIL_CPU_SIMD=bogus is not one of scalar, avx2, avx512" in out,
+      "ANVIL_CPU_SIMD=bogus: doctor reports it as a problem, exit 1", f"rc={rc} stdout={out!r} stderr={err!r}")
+check("ANVIL_CPU_SIMD" not in err, "ANVIL_CPU_SIMD=bogus: doctor does not die with it on stderr", err)
+jj = devices_json(ANVIL_CPU_SIMD="SCALAR")
+cpu = [d for d in jj["devices"] if d["id"] == "cpu"]
+check(cpu and cpu[0]["driver"]["info"] == "scalar" and cpu[0]["supported"], "ANVIL_CPU_SIMD=SCALAR: the CPU uses the scalar kernels", cpu)
 
 # Doctor: the missing ICD is named.
 for var in ("VK_ICD_FILENAMES", "VK_DRIVER_FILES"):

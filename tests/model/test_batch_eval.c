@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
     }
 #ifdef ANVIL_HAVE_VULKAN
     if (gpu) {
-        CHECKF(vk_backend_error(gpu) == NULL, "%s", vk_backend_error(gpu));
+        CHECKF(be_error(gpu) == NULL, "%s", be_error(gpu));
         gpu->ops->destroy(gpu);
         const char *val = getenv("ANVIL_VK_VALIDATE");
         if (val && strcmp(val, "1") == 0) CHECKF(vk_validation_messages() == 0, "%d validation messages", vk_validation_messages());

@@ -69,7 +69,7 @@ int main(void) {
     /* one row larger than an allocation: a clear error, no crash */
     be_tensor *huge = be->ops->tensor_new(be, QT_F32, 4 << 20, 1);
     CHECK(huge == NULL && strstr(anv_last_error(), "exceeds"));
-    CHECKF(vk_backend_error(be) == NULL, "%s", vk_backend_error(be));
+    CHECKF(be_error(be) == NULL, "%s", be_error(be));
     be->ops->destroy(be);
     const char *val = getenv("ANVIL_VK_VALIDATE");
     if (val && strcmp(val, "1") == 0) CHECKF(vk_validation_messages() == 0, "%d validation messages", vk_validation_messages());

@@ -111,8 +111,8 @@ static int run(const char *path, backend *gpu, int ngl, int32_t *prompt, int *n_
         tok = argmax(l, V);
         if (margins) { softmax(l, p, V); margins[i + 1] = margin(p, V); }
     }
-    if (rc == 0 && gpu && vk_backend_error(gpu)) rc = -1; /* ops cannot return errors: they are sticky on the backend */
-    if (rc != 0) fprintf(stderr, "%s: eval failed: %s\n", path, gpu && vk_backend_error(gpu) ? vk_backend_error(gpu) : anv_last_error());
+    if (rc == 0 && gpu && be_error(gpu)) rc = -1; /* ops cannot return errors: they are sticky on the backend */
+    if (rc != 0) fprintf(stderr, "%s: eval failed: %s\n", path, gpu && be_error(gpu) ? be_error(gpu) : anv_last_error());
     free(l); free(p);
     model_ctx_free(c);
     model_free(m);
@@ -133,7 +133,7 @@ static void test_model(backend *gpu, const char *path, int n_gen, double max_kl,
     int V = 0, np = 0, nl = 0;
     int rc_cpu = run(path, NULL, 0, prompt, &np, n_gen, &lc, gc, mc, &V, &nl);
     int rc_vk = run(path, gpu, ngl, prompt, &np, n_gen, &lv, gv, NULL, &V, &nl);
-    CHECKF(rc_cpu == 0 && rc_vk == 0, "%s: cpu rc %d vulkan rc %d (%s)", path, rc_cpu, rc_vk, vk_backend_error(gpu));
+    CHECKF(rc_cpu == 0 && rc_vk == 0, "%s: cpu rc %d vulkan rc %d (%s)", path, rc_cpu, rc_vk, be_error(gpu));
     if (split) CHECKF(nl >= 2, "%s: %d layer(s) cannot be split", path, nl);
     if (rc_cpu == 0 && rc_vk == 0) {
         cmp_stats st = { 0 };
@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
             double gm = strncmp(defaults[i].name, "gemma3-tiny-q", 13) == 0 || strncmp(defaults[i].name, "gemma3-tinyk-q", 14) == 0 ? 0.1 : 0.05;
             test_model(gpu, path, defaults[i].n_gen, defaults[i].max_kl, gm, exact, ngl);
         }
-    CHECKF(vk_backend_error(gpu) == NULL, "%s", vk_backend_error(gpu));
+    CHECKF(be_error(gpu) == NULL, "%s", be_error(gpu));
     gpu->ops->destroy(gpu);
     const char *val = getenv("ANVIL_VK_VALIDATE");
     if (val && strcmp(val, "1") == 0) CHECKF(vk_validation_messages() == 0, "%d validation messages", vk_validation_messages());

@@ -260,18 +260,59 @@ static void test_attention(backend *be) {
         }
 }
 
-/* Bad input: a clear sticky error, no crash (on its own backend: the error is sticky). */
+/* Bad input: a clear sticky error, no crash (on its own backend: the error is sticky).
+ * The mechanism is backend.h's, shared with the CPU backend (tests/cpu/test_cpu_errors.c):
+ * the text surfaces through the backend's error op as "<name>: <message>", the first
+ * failure is kept, the latest one is anv_last_error(). */
 static void test_bad_input(void) {
     backend *be = vkt_open_lavapipe();
     if (!be) return;
+    CHECK(be->ops->error == be_sticky_error);
+    /* Failed allocations are returned (NULL + anv_last_error()), never sticky. */
     CHECK(be->ops->tensor_new(be, 999, 4, 4) == NULL && strstr(anv_last_error(), "unknown"));
     CHECK(be->ops->tensor_new(be, QT_Q4_0, 33, 4) == NULL && strstr(anv_last_error(), "multiple"));
+    const anv_vk_paths lim = vk_backend_paths(be);
+    const int64_t huge_cols = (int64_t)(lim.max_binding / 4) + 1024; /* one F32 row above maxStorageBufferRange */
+    CHECKF(be->ops->tensor_new(be, QT_F32, huge_cols, 1) == NULL && strstr(anv_last_error(), "exceeds the device's buffer limit"),
+           "%s", anv_last_error());
+    CHECK(be_error(be) == NULL && !be_failed(be));
     float tbl[64] = { 0 };
     be_tensor *t = vkt_upload_new(be, QT_F32, 16, 4, tbl), *o = be->ops->tensor_new(be, QT_F32, 16, 2);
     int32_t ids[2] = { 1, 7 };
-    CHECK(vk_backend_error(be) == NULL);
+    CHECK(be_error(be) == NULL);
+    /* 1. A download past the end of a tensor: the first failure. */
+    float dst[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+    be_download(o, be_nbytes(o) - 8, dst, sizeof dst);
+    const char *e = be_error(be);
+    CHECKF(e && strstr(e, "download") && strstr(e, "past the end"), "%s", e ? e : "(none)");
+    CHECKF(e && !strncmp(e, be->name, strlen(be->name)) && !strncmp(e + strlen(be->name), ": ", 2), "%s", e ? e : "(none)");
+    CHECK(e && strstr(anv_last_error(), "download") && strstr(e, anv_last_error()));
+    CHECK(be_failed(be));
+    CHECK(dst[0] == 0 && dst[7] == 0); /* the caller's buffer is never left unwritten */
+    char kept[512];
+    snprintf(kept, sizeof kept, "%s", e ? e : "");
+    /* 2. A bad op after it (a GPU backend records nothing more once it failed): the sticky
+     * error stays the first, through ops, sync and later downloads. */
     be->ops->get_rows(be, t, ids, 2, o);
-    CHECK(vk_backend_error(be) != NULL && strstr(vk_backend_error(be), "out of range"));
+    CHECKF(be_error(be) && !strcmp(be_error(be), kept), "sticky %s, first %s", be_error(be) ? be_error(be) : "(none)", kept);
+    be->ops->scale(be, o, 32, 2.0f);
+    be_sync(be);
+    be_download(o, 0, dst, sizeof dst);
+    CHECK(be_error(be) && !strcmp(be_error(be), kept));
+    be_tensor_free(t); be_tensor_free(o);
+    be->ops->destroy(be);
+
+    /* The same on a fresh backend with the op failure first. */
+    be = vkt_open_lavapipe();
+    if (!be) return;
+    t = vkt_upload_new(be, QT_F32, 16, 4, tbl);
+    o = be->ops->tensor_new(be, QT_F32, 16, 2);
+    be->ops->get_rows(be, t, ids, 2, o);
+    e = be_error(be);
+    CHECKF(e && strstr(e, "get_rows") && strstr(e, "out of range"), "%s", e ? e : "(none)");
+    be_download(o, be_nbytes(o), dst, sizeof dst); /* a second failure: reported, not kept */
+    CHECKF(strstr(anv_last_error(), "download"), "%s", anv_last_error());
+    CHECK(be_error(be) && strstr(be_error(be), "get_rows") && !strstr(be_error(be), "download"));
     be_tensor_free(t); be_tensor_free(o);
     be->ops->destroy(be);
 }
@@ -292,7 +333,7 @@ int main(void) {
         test_rope(be);
         test_store_rows(be);
         test_attention(be);
-        CHECKF(vk_backend_error(be) == NULL, "sticky error: %s", vk_backend_error(be));
+        CHECKF(be_error(be) == NULL, "sticky error: %s", be_error(be));
         be->ops->destroy(be);
         test_bad_input();
         const char *val = getenv("ANVIL_VK_VALIDATE");

@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,15 @@
 #include "quant.h"
 #include "store.h"
 
+void anv_die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("anvil: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
 
 const char *cli_value(int argc, char **argv, int *i) {
     if (*i + 1 >= argc) anv_die("option %s needs a value", argv[*i]);

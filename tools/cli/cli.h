@@ -4,6 +4,7 @@
 #define ANVIL_CLI_H
 #include <stdbool.h>
 #include <stdint.h>
+#include "error.h"
 #include "model.h"
 
 typedef struct {
@@ -15,6 +16,10 @@ typedef struct {
     bool verbose;
     bool n_threads_set, n_ctx_set, n_gpu_layers_set; /* given on the command line */
 } cli_model_opts;
+
+/* Prints "anvil: <msg>" to stderr and exits with status 1. The CLI's alone: the engine
+ * and the server report errors to their caller (anv_set_error) and never exit. */
+_Noreturn void anv_die(const char *fmt, ...) ANV_PRINTF(1, 2);
 
 void cli_model_opts_default(cli_model_opts *o);
 /* If argv[*i] is one of the common model flags, consumes it (and its value) and returns
