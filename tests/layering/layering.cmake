@@ -28,3 +28,7 @@ foreach(entry ${_anvil_layering})
                    --defines "$<TARGET_PROPERTY:anvil_${lib},COMPILE_DEFINITIONS>")
   set_tests_properties(layering_${lib} PROPERTIES TIMEOUT 120 LABELS layering)
 endforeach()
+
+# No library code ends the process (exit, abort, anv_die): errors go to the caller.
+add_test(NAME layering_no_exit COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/layering/check_no_exit.py ${CMAKE_SOURCE_DIR})
+set_tests_properties(layering_no_exit PROPERTIES TIMEOUT 120 LABELS layering)
