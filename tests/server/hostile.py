@@ -85,6 +85,89 @@ def bad_requests(srv, model):
     check(st == 404, "embed unknown model: 404")
 
 
+def call_json(srv, method, path, body):
+    st, _, raw = request(srv, method, path, body)
+    try:
+        return st, json.loads(raw), raw
+    except ValueError:
+        return st, None, raw
+
+
+def one_wording(srv, model):
+    """Every route reads request fields the same way: a field of the wrong type is a 400
+    worded as on /api/generate ("invalid value for field '<field>': expected ..."), the
+    model routes' "model" and its alias "name" included; OpenAI routes answer in OpenAI's
+    envelope with param, type and message."""
+    _, ref, _ = call_json(srv, "POST", "/api/generate", {"model": 5, "prompt": "x"})
+    ref_error = ref.get("error") if isinstance(ref, dict) else None
+    check(ref_error == "invalid value for field 'model': expected a string", "/api/generate model 5: the wording", ref)
+    for method, path, extra in (("POST", "/api/pull", {}), ("POST", "/api/show", {}), ("DELETE", "/api/delete", {}),
+                                ("POST", "/api/create", {"from": "x"}), ("POST", "/api/embed", {"input": "x"}),
+                                ("POST", "/api/chat", {"messages": []})):
+        st, o, raw = call_json(srv, method, path, dict(extra, model=5))
+        check(st == 400 and isinstance(o, dict) and o.get("error") == ref_error,
+              "%s model 5: 400 worded as /api/generate (%d %r)" % (path, st, raw[:160]))
+    # a host that refuses connections: a field that is not checked would start a real pull
+    pull_name = "127.0.0.1:1/library/none:latest"
+    wrong = [
+        ("POST", "/api/pull", {"name": 5}, "name"),
+        ("POST", "/api/pull", {"model": pull_name, "stream": "yes"}, "stream"),
+        ("POST", "/api/pull", {"model": pull_name, "insecure": "yes"}, "insecure"),
+        ("POST", "/api/show", {"name": ["x"]}, "name"),
+        ("POST", "/api/show", {"model": model, "verbose": "yes"}, "verbose"),
+        ("DELETE", "/api/delete", {"name": 5}, "name"),
+        ("DELETE", "/api/delete", {"model": "none:latest", "name": 5}, "name"),
+        ("POST", "/api/copy", {"source": 5, "destination": "a:b"}, "source"),
+        ("POST", "/api/copy", {"source": "none:latest", "destination": 5}, "destination"),
+        ("POST", "/api/create", {"name": 5, "from": "x"}, "name"),
+        ("POST", "/api/create", {"model": "tiny:x", "from": 5}, "from"),
+        ("POST", "/api/create", {"model": "tiny:x", "from": "x", "system": 5}, "system"),
+        ("POST", "/api/create", {"model": "tiny:x", "from": "x", "template": 5}, "template"),
+        ("POST", "/api/create", {"model": "tiny:x", "from": "x", "quantize": 4}, "quantize"),
+        ("POST", "/api/create", {"model": "tiny:x", "from": "x", "stream": "no"}, "stream"),
+        ("POST", "/api/create", {"model": "tiny:x", "from": "x", "modelfile": 5}, "modelfile"),
+        ("POST", "/api/create", {"model": "tiny:x", "from": "x", "license": ["a", 5]}, "license[1]"),
+        ("POST", "/api/create", {"model": "tiny:x", "from": "x", "parameters": [1]}, "parameters"),
+        ("POST", "/api/create", {"model": "tiny:x", "from": "x", "messages": [{"role": 5, "content": "x"}]},
+         "messages[0].role"),
+        ("POST", "/api/create", {"model": "tiny:x", "files": {"tiny.gguf": 5}}, "files.tiny.gguf"),
+    ]
+    for method, path, body, field in wrong:
+        st, o, raw = call_json(srv, method, path, body)
+        err = o.get("error", "") if isinstance(o, dict) else ""
+        check(st == 400 and isinstance(err, str) and err.startswith("invalid value for field '%s': expected" % field),
+              "%s %s: 400 \"invalid value for field '%s'\" (%d %r)" % (path, json.dumps(body)[:70], field, st, raw[:160]))
+    m = model
+    msg = [{"role": "user", "content": "x"}]
+    owrong = [
+        ("/v1/chat/completions", {"model": m, "messages": [{"role": 5, "content": "x"}]}, "messages[0].role"),
+        ("/v1/chat/completions", {"model": m, "messages": [{"role": "user", "content": [{"type": 5}]}]},
+         "messages[0].content[0].type"),
+        ("/v1/chat/completions", {"model": m, "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
+         "messages[0].content[0].text"),
+        ("/v1/chat/completions", {"model": m, "messages": [{"role": "user", "content": ["x"]}]}, "messages[0].content[0]"),
+        ("/v1/chat/completions", {"model": m, "messages": msg, "stop": ["a", 5]}, "stop[1]"),
+        ("/v1/chat/completions", {"model": m, "messages": msg, "logprobs": 5}, "logprobs"),
+        ("/v1/chat/completions", {"model": m, "messages": msg, "stream_options": 5}, "stream_options"),
+        ("/v1/chat/completions", {"model": m, "messages": msg, "seed": "x"}, "seed"),
+        ("/v1/chat/completions", {"model": 5, "messages": msg}, "model"),
+        ("/v1/completions", {"model": m, "prompt": "x", "stop": [1]}, "stop[0]"),
+        ("/v1/completions", {"model": m, "prompt": "x", "echo": "yes"}, "echo"),
+        ("/v1/completions", {"model": m, "prompt": "x", "max_tokens": "ten"}, "max_tokens"),
+        ("/v1/embeddings", {"model": m, "input": ["a", 5]}, "input[1]"),
+        ("/v1/embeddings", {"model": m, "input": "a", "encoding_format": 5}, "encoding_format"),
+        ("/v1/embeddings", {"model": m, "input": "a", "dimensions": "x"}, "dimensions"),
+    ]
+    for path, body, field in owrong:
+        st, o, raw = call_json(srv, "POST", path, body)
+        err = o.get("error", {}) if isinstance(o, dict) else {}
+        check(st == 400 and isinstance(err, dict) and err.get("param") == field
+              and err.get("type") == "invalid_request_error"
+              and err.get("message", "").startswith("invalid value for field '%s': expected" % field)
+              and "code" in err,
+              "%s %s: OpenAI 400 with param '%s' (%d %r)" % (path, json.dumps(body)[:70], field, st, raw[:200]))
+
+
 def big_bodies(srv):
     size = 10 * 1000 * 1000
     path = os.path.join(srv.tmp.name, "big.json")
@@ -236,6 +319,7 @@ def main():
     srv = Server(a.anvil, env={"ANVIL_NUM_PARALLEL": "4", "ANVIL_MAX_QUEUE": "8"})
     try:
         bad_requests(srv, model)
+        one_wording(srv, model)
         big_bodies(srv)
         disconnects(srv, model)
         load_round(srv, model)

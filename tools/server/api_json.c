@@ -1,4 +1,4 @@
-/* api_json: strict request-field readers, timestamps and reply helpers shared by the
+/* api_json: the request-field readers, replies, streams and generation/embedding runs of the
  * Ollama and OpenAI handlers (see api_json.h). */
 #include "api_json.h"
 
@@ -9,7 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "scheduler.h"
+#include "api.h"
+#include "api_error.h"
 
 void aj_fail(api_req *c, int status, const char *param, const char *fmt, ...) {
     if (c->failed) return;
@@ -19,21 +20,10 @@ void aj_fail(api_req *c, int status, const char *param, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    cJSON *o = cJSON_CreateObject();
-    if (c->openai) {
-        cJSON *e = cJSON_AddObjectToObject(o, "error");
-        cJSON_AddStringToObject(e, "message", msg);
-        const char *type = status == 400 || status == 413 ? "invalid_request_error"
-                         : status == 401 ? "authentication_error"
-                         : status == 404 ? "not_found_error" : "api_error";
-        cJSON_AddStringToObject(e, "type", type);
-        if (param) cJSON_AddStringToObject(e, "param", param);
-        else cJSON_AddNullToObject(e, "param");
-        cJSON_AddNullToObject(e, "code");
-    } else {
-        cJSON_AddStringToObject(o, "error", msg);
-    }
-    aj_reply(c->r, status, o);
+    cJSON *o = api_error_object(c->openai, status, param, msg);
+    if (!c->begun) { aj_reply(c->r, status, o); return; }
+    aj_send(c, o);
+    http_stream_end(c->r);
 }
 
 cJSON *aj_parse_body(api_req *c) {
@@ -60,48 +50,115 @@ const cJSON *aj_any(const cJSON *o, const char *key) {
     return v && !cJSON_IsNull(v) ? v : NULL;
 }
 
-static const cJSON *typed(api_req *c, const cJSON *o, const char *key, const char *want, cJSON_bool (*is)(const cJSON *)) {
+static const struct {
+    const char *want;
+    cJSON_bool (*is)(const cJSON *);
+} types[] = {
+    [AJ_STRING] = {"a string", cJSON_IsString}, [AJ_BOOL] = {"true or false", cJSON_IsBool},
+    [AJ_NUMBER] = {"a number", cJSON_IsNumber}, [AJ_OBJECT] = {"an object", cJSON_IsObject},
+    [AJ_ARRAY] = {"an array", cJSON_IsArray},
+};
+
+static void fail_type(api_req *c, const char *field, const char *want) {
+    aj_fail(c, 400, field, "invalid value for field '%s': expected %s", field, want);
+}
+
+const cJSON *aj_check(api_req *c, const cJSON *v, const char *field, aj_type t) {
+    if (c->failed || !v || cJSON_IsNull(v)) return NULL;
+    if (types[t].is(v)) return v;
+    fail_type(c, field, types[t].want);
+    return NULL;
+}
+
+const cJSON *aj_need(api_req *c, const cJSON *v, const char *field, aj_type t) {
     if (c->failed) return NULL;
-    const cJSON *v = aj_any(o, key);
-    if (v && !is(v)) {
-        aj_fail(c, 400, key, "invalid value for field '%s': expected %s", key, want);
-        return NULL;
-    }
-    return v;
+    if (v && types[t].is(v)) return v;
+    fail_type(c, field, types[t].want);
+    return NULL;
 }
 
 const char *aj_string(api_req *c, const cJSON *o, const char *key) {
-    const cJSON *v = typed(c, o, key, "a string", cJSON_IsString);
+    const cJSON *v = aj_check(c, aj_any(o, key), key, AJ_STRING);
     return v ? v->valuestring : NULL;
 }
 
 bool aj_bool(api_req *c, const cJSON *o, const char *key, bool def) {
-    const cJSON *v = typed(c, o, key, "true or false", cJSON_IsBool);
+    const cJSON *v = aj_check(c, aj_any(o, key), key, AJ_BOOL);
     return v ? cJSON_IsTrue(v) : def;
 }
 
 double aj_number(api_req *c, const cJSON *o, const char *key, double def) {
-    const cJSON *v = typed(c, o, key, "a number", cJSON_IsNumber);
+    const cJSON *v = aj_check(c, aj_any(o, key), key, AJ_NUMBER);
     return v ? v->valuedouble : def;
 }
 
 long long aj_int(api_req *c, const cJSON *o, const char *key, long long def, long long lo, long long hi) {
-    const cJSON *v = typed(c, o, key, "an integer", cJSON_IsNumber);
-    if (!v) return def;
+    const cJSON *v = aj_any(o, key);
+    if (c->failed || !v) return def;
     double d = v->valuedouble;
-    if (d != floor(d) || d < (double)lo || d > (double)hi) {
+    if (!cJSON_IsNumber(v)) fail_type(c, key, "an integer");
+    else if (d != floor(d) || d < (double)lo || d > (double)hi)
         aj_fail(c, 400, key, "invalid value for field '%s': expected an integer from %lld to %lld", key, lo, hi);
-        return def;
-    }
-    return (long long)d;
+    return c->failed ? def : (long long)d;
 }
 
 const cJSON *aj_object(api_req *c, const cJSON *o, const char *key) {
-    return typed(c, o, key, "an object", cJSON_IsObject);
+    return aj_check(c, aj_any(o, key), key, AJ_OBJECT);
 }
 
 const cJSON *aj_array(api_req *c, const cJSON *o, const char *key) {
-    return typed(c, o, key, "an array", cJSON_IsArray);
+    return aj_check(c, aj_any(o, key), key, AJ_ARRAY);
+}
+
+const char **aj_strings(api_req *c, const cJSON *o, const char *key, int *n_out) {
+    const cJSON *v = aj_any(o, key);
+    *n_out = 0;
+    if (c->failed || !v) return NULL;
+    if (!cJSON_IsString(v) && !cJSON_IsArray(v)) {
+        fail_type(c, key, "a string or an array of strings");
+        return NULL;
+    }
+    int n = cJSON_IsString(v) ? 1 : cJSON_GetArraySize(v);
+    const char **l = calloc((size_t)(n ? n : 1), sizeof *l);
+    if (!l) { aj_fail(c, 500, NULL, "out of memory"); return NULL; }
+    if (cJSON_IsString(v)) l[0] = v->valuestring;
+    for (int i = 0; cJSON_IsArray(v) && i < n; i++) {
+        char field[80];
+        snprintf(field, sizeof field, "%s[%d]", key, i);
+        const cJSON *s = aj_need(c, cJSON_GetArrayItem(v, i), field, AJ_STRING);
+        if (!s) { free(l); return NULL; }
+        l[i] = s->valuestring;
+    }
+    *n_out = n;
+    return l;
+}
+
+const char *aj_model(api_req *c, const cJSON *body, bool or_name) {
+    const char *model = aj_string(c, body, "model");
+    const char *name = or_name ? aj_string(c, body, "name") : NULL;
+    if (c->failed) return NULL;
+    if (!model || !*model) model = name;
+    if (!model || !*model) {
+        aj_fail(c, 400, "model", c->openai ? "you must provide a model parameter" : "model is required");
+        return NULL;
+    }
+    http_set_model(c->r, model);
+    return model;
+}
+
+const char *aj_role(api_req *c, const cJSON *msg, const char *field) {
+    char role_field[80];
+    snprintf(role_field, sizeof role_field, "%s.role", field);
+    const cJSON *v = aj_need(c, aj_any(msg, "role"), role_field, AJ_STRING);
+    if (!v) return NULL;
+    const char *role = v->valuestring;
+    if (c->openai && !strcmp(role, "developer")) return "system";
+    static const char *const roles[] = {"system", "user", "assistant", "tool"};
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+        if (!strcmp(role, roles[i])) return roles[i];
+    aj_fail(c, 400, role_field, "invalid role '%.40s' in '%s': expected system, user, assistant or tool%s", role,
+            role_field, c->openai ? " (or developer)" : "");
+    return NULL;
 }
 
 bool aj_keep_alive(api_req *c, const cJSON *o, const char *key, int64_t *ms) {
@@ -126,27 +183,6 @@ bool aj_keep_alive(api_req *c, const cJSON *o, const char *key, int64_t *ms) {
     return false;
 }
 
-void aj_now_rfc3339(char buf[40]) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char head[24];
-    strftime(head, sizeof head, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, 40, "%s.%09ldZ", head, ts.tv_nsec);
-}
-
-void aj_ms_rfc3339(int64_t ms, char buf[48]) {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    localtime_r(&t, &tm);
-    char head[24], zone[8];
-    strftime(head, sizeof head, "%Y-%m-%dT%H:%M:%S", &tm);
-    strftime(zone, sizeof zone, "%z", &tm); /* +0200 -> +02:00 */
-    if (strlen(zone) == 5) snprintf(buf, 48, "%s.%03d%.3s:%.2s", head, (int)(ms % 1000), zone, zone + 3);
-    else snprintf(buf, 48, "%s.%03dZ", head, (int)(ms % 1000));
-}
-
 int64_t aj_unix_seconds(void) { return (int64_t)time(NULL); }
 
 void aj_reply(http_req *r, int status, cJSON *o) {
@@ -157,39 +193,109 @@ void aj_reply(http_req *r, int status, cJSON *o) {
     free(s);
 }
 
-static bool stream_framed(http_req *r, cJSON *o, const char *pre, const char *post) {
-    char *s = cJSON_PrintUnformatted(o);
+void aj_begin(api_req *c) {
+    if (c->begun) return;
+    http_stream_begin(c->r, 200, c->openai ? "text/event-stream" : "application/x-ndjson");
+    c->begun = true;
+}
+
+bool aj_send(api_req *c, cJSON *o) {
+    if (!c->stream) { aj_reply(c->r, 200, o); return true; }
+    aj_begin(c);
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (!s) return false;
-    size_t np = strlen(pre), ns = strlen(s), nq = strlen(post);
-    char *line = malloc(np + ns + nq + 1);
-    bool ok = false;
-    if (line) {
-        memcpy(line, pre, np);
-        memcpy(line + np, s, ns);
-        memcpy(line + np + ns, post, nq + 1);
-        ok = http_stream_write(r, line, np + ns + nq);
-        free(line);
-    }
+    const char *pre = c->openai ? "data: " : "", *post = c->openai ? "\n\n" : "\n";
+    bytebuf line = {0};
+    bytebuf_add(&line, pre, strlen(pre));
+    bytebuf_add(&line, s, strlen(s));
+    bytebuf_add(&line, post, strlen(post));
+    bool ok = !line.oom && http_stream_write(c->r, line.data, line.len);
+    bytebuf_free(&line);
     free(s);
     return ok;
 }
 
-bool aj_stream_ndjson(http_req *r, cJSON *o) { return stream_framed(r, o, "", "\n"); }
-bool aj_stream_sse(http_req *r, cJSON *o) { return stream_framed(r, o, "data: ", "\n\n"); }
+void aj_end(api_req *c) {
+    if (!c->begun) return;
+    if (c->openai) http_stream_write(c->r, "data: [DONE]\n\n", 14);
+    http_stream_end(c->r);
+}
 
-/* "format": "json", "" (none) or a JSON schema object. malloc'd text or NULL. */
-char *api_parse_format(api_req *c, const cJSON *body, const char *key) {
+static bool gen_on_text(const char *text, int len, void *user) {
+    aj_gen *g = user;
+    api_req *c = g->c;
+    if (!c->stream) {
+        if (len > 0) bytebuf_add(&g->text, text, (size_t)len);
+        return !g->text.oom && http_client_alive(c->r);
+    }
+    aj_begin(c);   /* the first call (the model loaded) starts the stream, text or not */
+    if (len > 0 && !aj_send(c, g->chunk(g, text, (size_t)len))) return false;
+    return http_client_alive(c->r);
+}
+
+void aj_messages(aj_gen *g, const cJSON *arr, char *(*text_of)(api_req *c, const cJSON *msg, const char *field)) {
+    api_req *c = g->c;
+    int n = cJSON_GetArraySize(arr);
+    if (c->failed || !n) return;
+    g->msgs = calloc((size_t)n, sizeof *g->msgs);
+    if (!g->msgs) { aj_fail(c, 500, NULL, "out of memory"); return; }
+    const cJSON *m;
+    cJSON_ArrayForEach(m, arr) {
+        char field[48];
+        snprintf(field, sizeof field, "messages[%d]", g->n_msgs);
+        const char *role = aj_role(c, aj_need(c, m, field, AJ_OBJECT), field);
+        char *text = role ? text_of(c, m, field) : NULL;
+        if (!text) return;
+        g->msgs[g->n_msgs].role = role;
+        g->msgs[g->n_msgs].content = text;
+        g->n_msgs++;
+    }
+    g->q.messages = g->msgs;
+    g->q.n_messages = g->n_msgs;
+}
+
+bool aj_generate(aj_gen *g) {
+    g->q.on_text = gen_on_text;
+    g->q.user = g;
+    sched_result *res = &g->res;
+    if (!sched_generate(((server_app *)http_app(g->c->r))->sched, &g->q, res)) return true;
+    aj_fail(g->c, res->status ? res->status : 500, NULL, "%s", res->error[0] ? res->error : "generation failed");
+    return false;
+}
+
+void aj_gen_clear(aj_gen *g) {
+    for (int i = 0; i < g->n_msgs; i++) free((char *)g->msgs[i].content);
+    free(g->msgs);
+    free(g->format);
+    bytebuf_free(&g->text);
+    sched_result_clear(&g->res);
+}
+
+void aj_embed_inputs(aj_embed *e, const cJSON *body, const char *key) {
+    free((void *)e->q.inputs);
+    e->q.inputs = aj_strings(e->c, body, key, &e->q.n_inputs);
+}
+
+bool aj_embed_run(aj_embed *e) {
+    sched_embed_result *res = &e->res;
+    if (!sched_embed(((server_app *)http_app(e->c->r))->sched, &e->q, res)) return true;
+    aj_fail(e->c, res->status ? res->status : 500, NULL, "%s", res->error[0] ? res->error : "embedding failed");
+    return false;
+}
+
+void aj_embed_clear(aj_embed *e) {
+    free((void *)e->q.inputs);
+    sched_embed_result_clear(&e->res);
+}
+
+char *aj_format(api_req *c, const cJSON *body, const char *key) {
     const cJSON *f = aj_any(body, key);
     if (!f || c->failed) return NULL;
-    if (cJSON_IsString(f)) {
-        if (!f->valuestring[0]) return NULL;
-        if (!strcmp(f->valuestring, "json")) return strdup("json");
-        aj_fail(c, 400, key, "invalid value for field '%s': expected \"json\" or a JSON schema object", key);
-        return NULL;
-    }
+    if (cJSON_IsString(f) && !f->valuestring[0]) return NULL;
+    if (cJSON_IsString(f) && !strcmp(f->valuestring, "json")) return strdup("json");
     if (cJSON_IsObject(f)) return cJSON_PrintUnformatted(f);
-    aj_fail(c, 400, key, "invalid value for field '%s': expected \"json\" or a JSON schema object", key);
+    fail_type(c, key, "\"json\" or a JSON schema object");
     return NULL;
 }
 
@@ -202,39 +308,6 @@ void api_float_array(bytebuf *b, const float *v, int n) {
         bytebuf_add(b, num, (size_t)k);
     }
     bytebuf_add(b, "]", 1);
-}
-
-/* Reads "input"/"prompt" (a string or an array of strings) into a malloc'd list. */
-const char **api_parse_inputs(api_req *c, const cJSON *body, const char *key, int *n_out) {
-    const cJSON *in = aj_any(body, key);
-    *n_out = 0;
-    if (!in) return NULL;
-    if (cJSON_IsString(in)) {
-        const char **l = malloc(sizeof *l);
-        if (!l) { aj_fail(c, 500, NULL, "out of memory"); return NULL; }
-        l[0] = in->valuestring;
-        *n_out = 1;
-        return l;
-    }
-    if (!cJSON_IsArray(in)) {
-        aj_fail(c, 400, key, "invalid value for field '%s': expected a string or an array of strings", key);
-        return NULL;
-    }
-    int n = cJSON_GetArraySize(in);
-    const char **l = calloc((size_t)(n ? n : 1), sizeof *l);
-    if (!l) { aj_fail(c, 500, NULL, "out of memory"); return NULL; }
-    int i = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, in) {
-        if (!cJSON_IsString(it)) {
-            aj_fail(c, 400, key, "invalid value for field '%s[%d]': expected a string (token arrays are not supported)", key, i);
-            free(l);
-            return NULL;
-        }
-        l[i++] = it->valuestring;
-    }
-    *n_out = n;
-    return l;
 }
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */

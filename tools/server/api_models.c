@@ -13,6 +13,8 @@
 #include <time.h>
 
 #include "api.h"
+#include "api_json.h"
+#include "clock.h"
 #include "error.h"
 #include "model_create.h"
 #include "model_facts.h"
@@ -24,56 +26,31 @@
 
 static server_app *app_of(http_req *r) { return (server_app *)http_app(r); }
 
-/* Replies with obj (consumed). */
-static void reply_obj(http_req *r, int status, cJSON *obj) {
-    char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
-    if (!text) http_reply_error(r, 500, "out of memory");
-    else http_reply_json(r, status, text);
-    free(text);
-    cJSON_Delete(obj);
-}
-
-/* The request body as a JSON object; replies 400 and returns NULL otherwise. */
-static cJSON *parse_body(http_req *r) {
-    size_t len = 0;
-    const char *body = http_body(r, &len);
-    if (!body || !len) { http_reply_error(r, 400, "missing request body"); return NULL; }
-    cJSON *j = cJSON_ParseWithLength(body, len);
-    if (!cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        http_reply_error(r, 400, "invalid JSON request body (an object is expected)");
-        return NULL;
-    }
-    return j;
-}
-
-static const char *json_str(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static bool json_bool(const cJSON *o, const char *key, bool dflt) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : dflt;
-}
-
-/* Ollama's "model" field, or the legacy "name". */
-static const char *request_model(const cJSON *req) {
-    const char *m = json_str(req, "model");
-    return m && *m ? m : json_str(req, "name");
-}
-
 /* A status code for an error message that did not come with one. */
 static int status_for_error(const char *msg, int dflt) {
     return strstr(msg, "not found") ? 404 : dflt;
 }
 
-/* Validates a model name like the store does; replies 400 with its message if bad. */
-static bool check_name(http_req *r, const char *name, const char *field) {
+/* Fails the request with the store's last error (404 when it says "not found"). */
+static void fail_store(api_req *c, int dflt) {
+    const char *msg = anv_last_error();
+    aj_fail(c, status_for_error(msg, dflt), NULL, "%s", msg);
+}
+
+/* Validates a model name (field) like the store does; fails 400 with its message if bad. */
+static void check_name(api_req *c, const char *name, const char *field) {
     store_name n;
-    if (!name || !*name) { http_reply_error(r, 400, "%s is required", field); return false; }
-    if (store_name_parse(name, &n)) { http_reply_error(r, 400, "%s", anv_last_error()); return false; }
-    return true;
+    if (c->failed) return;
+    if (!name || !*name) aj_fail(c, 400, field, "%s is required", field);
+    else if (store_name_parse(name, &n)) aj_fail(c, 400, field, "%s", anv_last_error());
+}
+
+/* Finds name in the store with find (store_lookup or store_resolve); fails otherwise. */
+static bool find_entry(api_req *c, int (*find)(store *, const char *, store_entry *), const char *name, store_entry *e) {
+    if (c->failed) return false;
+    if (!find(app_of(c->r)->store, name, e)) return true;
+    fail_store(c, 400);
+    return false;
 }
 
 static void add_time(cJSON *o, const char *key, int64_t unix_s) {
@@ -102,35 +79,49 @@ void api_version(http_req *r) {
     http_reply_json(r, 200, "{\"version\":\"" ANVIL_VERSION "\"}");
 }
 
+/* {"models": [...]}, the answer of tags and ps; *models is the array. */
+static cJSON *model_listing(cJSON **models) {
+    cJSON *root = cJSON_CreateObject();
+    *models = cJSON_AddArrayToObject(root, "models");
+    return root;
+}
+
+/* A new entry of a listing, named (as "name" and "model") and sized like Ollama's. */
+static cJSON *listing_entry(cJSON *models, const char *name, uint64_t size, const char *digest) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "model", name);
+    cJSON_AddNumberToObject(m, "size", (double)size);
+    cJSON_AddStringToObject(m, "digest", digest_hex(digest));
+    cJSON_AddItemToArray(models, m);
+    return m;
+}
+
+/* The rest of a tags entry: modified_at, details from the GGUF header, capabilities. */
+static void tags_details(store *st, cJSON *m, const store_entry *e) {
+    add_time(m, "modified_at", entry_mtime(e));
+    /* the listing does not resolve blobs: find the model layer's here */
+    char *path = e->model_path ? strdup(e->model_path)
+               : e->model_digest ? store_find_blob(st, e->model_digest) : NULL;
+    model_facts f;
+    facts_read(path, &f);   /* a damaged or missing file: details say "unknown" */
+    free(path);
+    cJSON_AddItemToObject(m, "details", facts_details_json(&f));
+    facts_close(&f);
+    cJSON *caps = cJSON_AddArrayToObject(m, "capabilities");
+    cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
+}
+
 void api_tags(http_req *r) {
-    server_app *app = app_of(r);
+    store *st = app_of(r)->store;
     store_entry *es = NULL;
     int n = 0;
-    if (store_list(app->store, &es, &n)) { http_reply_error(r, 500, "%s", anv_last_error()); return; }
-    cJSON *root = cJSON_CreateObject();
-    cJSON *models = cJSON_AddArrayToObject(root, "models");
-    for (int i = 0; i < n; i++) {
-        const store_entry *e = &es[i];
-        cJSON *m = cJSON_CreateObject();
-        cJSON_AddStringToObject(m, "name", e->name);
-        cJSON_AddStringToObject(m, "model", e->name);
-        add_time(m, "modified_at", entry_mtime(e));
-        cJSON_AddNumberToObject(m, "size", (double)e->size);
-        cJSON_AddStringToObject(m, "digest", digest_hex(e->manifest_digest));
-        /* the listing does not resolve blobs: find the model layer's here */
-        char *path = e->model_path ? strdup(e->model_path)
-                   : e->model_digest ? store_find_blob(app->store, e->model_digest) : NULL;
-        model_facts f;
-        facts_read(path, &f);   /* a damaged or missing file: details say "unknown" */
-        free(path);
-        cJSON_AddItemToObject(m, "details", facts_details_json(&f));
-        facts_close(&f);
-        cJSON *caps = cJSON_AddArrayToObject(m, "capabilities");
-        cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
-        cJSON_AddItemToArray(models, m);
-    }
+    if (store_list(st, &es, &n)) { aj_fail(&(api_req){.r = r}, 500, NULL, "%s", anv_last_error()); return; }
+    cJSON *models, *root = model_listing(&models);
+    for (int i = 0; i < n; i++)
+        tags_details(st, listing_entry(models, es[i].name, es[i].size, es[i].manifest_digest), &es[i]);
     store_entries_free(es, n);
-    reply_obj(r, 200, root);
+    aj_reply(r, 200, root);
 }
 
 /* ---------------------------------------------------------------- show */
@@ -197,57 +188,53 @@ static char *params_text(const char *params_json) {
     return out;
 }
 
-void api_show(http_req *r) {
-    server_app *app = app_of(r);
-    cJSON *req = parse_body(r);
-    if (!req) return;
-    const char *name = request_model(req);
-    bool verbose = json_bool(req, "verbose", false);
-    if (!name || !*name) { cJSON_Delete(req); http_reply_error(r, 400, "model is required"); return; }
-    store_entry e;
-    if (store_resolve(app->store, name, &e)) {
-        const char *msg = anv_last_error();
-        cJSON_Delete(req);
-        http_reply_error(r, status_for_error(msg, 400), "%s", msg);
-        return;
-    }
-    http_set_model(r, e.name);
-    model_facts f;
-    if (facts_read(e.model_path, &f)) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "%s", anv_last_error());
-        store_entry_clear(&e);
-        cJSON_Delete(req);
-        http_reply_error(r, 500, "%s", msg);
-        return;
-    }
+/* show's answer for an entry and the facts of its GGUF file. */
+static cJSON *show_object(const store_entry *e, const model_facts *f, bool verbose) {
     cJSON *root = cJSON_CreateObject();
-    if (e.license) cJSON_AddStringToObject(root, "license", e.license);
-    char *mf = modelfile_render(&e);
+    if (e->license) cJSON_AddStringToObject(root, "license", e->license);
+    char *mf = modelfile_render(e);
     if (mf) cJSON_AddStringToObject(root, "modelfile", mf);
     free(mf);
-    if (e.params_json) {
-        char *pt = params_text(e.params_json);
+    if (e->params_json) {
+        char *pt = params_text(e->params_json);
         if (pt) cJSON_AddStringToObject(root, "parameters", pt);
         free(pt);
     }
-    if (e.template_text) cJSON_AddStringToObject(root, "template", e.template_text);
-    if (e.system) cJSON_AddStringToObject(root, "system", e.system);
-    cJSON_AddItemToObject(root, "details", facts_details_json(&f));
-    cJSON_AddItemToObject(root, "model_info", facts_model_info_json(&f, verbose));
-    if (verbose) cJSON_AddItemToObject(root, "tensors", facts_tensors_json(&f));
-    if (e.messages_json) {
-        cJSON *msgs = cJSON_Parse(e.messages_json);
+    if (e->template_text) cJSON_AddStringToObject(root, "template", e->template_text);
+    if (e->system) cJSON_AddStringToObject(root, "system", e->system);
+    cJSON_AddItemToObject(root, "details", facts_details_json(f));
+    cJSON_AddItemToObject(root, "model_info", facts_model_info_json(f, verbose));
+    if (verbose) cJSON_AddItemToObject(root, "tensors", facts_tensors_json(f));
+    if (e->messages_json) {
+        cJSON *msgs = cJSON_Parse(e->messages_json);
         if (cJSON_IsArray(msgs)) cJSON_AddItemToObject(root, "messages", msgs);
         else cJSON_Delete(msgs);
     }
     cJSON *caps = cJSON_AddArrayToObject(root, "capabilities");
     cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
-    add_time(root, "modified_at", entry_mtime(&e));
-    facts_close(&f);
-    store_entry_clear(&e);
+    add_time(root, "modified_at", entry_mtime(e));
+    return root;
+}
+
+void api_show(http_req *r) {
+    api_req c = {.r = r};
+    cJSON *req = aj_parse_body(&c);
+    if (!req) return;
+    const char *name = aj_model(&c, req, true);
+    bool verbose = aj_bool(&c, req, "verbose", false);
+    store_entry e;
+    if (find_entry(&c, store_resolve, name, &e)) {
+        http_set_model(r, e.name);
+        model_facts f;
+        if (facts_read(e.model_path, &f)) {
+            aj_fail(&c, 500, NULL, "%s", anv_last_error());
+        } else {
+            aj_reply(r, 200, show_object(&e, &f, verbose));
+            facts_close(&f);
+        }
+        store_entry_clear(&e);
+    }
     cJSON_Delete(req);
-    reply_obj(r, 200, root);
 }
 
 /* ---------------------------------------------------------------- ps */
@@ -256,40 +243,37 @@ void api_show(http_req *r) {
  * reports as expires_at, like Ollama's now + the largest duration. */
 #define PS_FOREVER_SECONDS (292LL * 365 * 24 * 3600)
 
+/* The rest of a ps entry: details (from the GGUF header when the store has the model),
+ * expires_at, size_vram, context_length. */
+static void ps_details(store *st, cJSON *m, const sched_loaded *l, int64_t now) {
+    store_entry e;
+    model_facts f;
+    bool have = !store_resolve(st, l->name, &e);
+    if (!have || facts_read(e.model_path, &f)) {
+        facts_unknown(&f);
+        snprintf(f.family, sizeof f.family, "%s", l->arch);
+    }
+    if (have) store_entry_clear(&e);
+    cJSON_AddItemToObject(m, "details", facts_details_json(&f));
+    facts_close(&f);
+    int64_t expires = l->expires_at_ms == 0 ? now + PS_FOREVER_SECONDS
+                    : l->expires_at_ms < 0 ? now - 1 : l->expires_at_ms / 1000;
+    add_time(m, "expires_at", expires);
+    cJSON_AddNumberToObject(m, "size_vram", (double)l->size_vram);
+    cJSON_AddNumberToObject(m, "context_length", l->context_length);
+}
+
 void api_ps(http_req *r) {
     server_app *app = app_of(r);
     sched_loaded *L = NULL;
     int n = 0;
-    if (sched_ps(app->sched, &L, &n)) { http_reply_error(r, 500, "%s", anv_last_error()); return; }
+    if (sched_ps(app->sched, &L, &n)) { aj_fail(&(api_req){.r = r}, 500, NULL, "%s", anv_last_error()); return; }
     int64_t now = (int64_t)time(NULL);
-    cJSON *root = cJSON_CreateObject();
-    cJSON *models = cJSON_AddArrayToObject(root, "models");
-    for (int i = 0; i < n; i++) {
-        const sched_loaded *l = &L[i];
-        cJSON *m = cJSON_CreateObject();
-        cJSON_AddStringToObject(m, "name", l->name);
-        cJSON_AddStringToObject(m, "model", l->name);
-        cJSON_AddNumberToObject(m, "size", (double)l->size);
-        cJSON_AddStringToObject(m, "digest", digest_hex(l->digest));
-        store_entry e;
-        model_facts f;
-        bool have = !store_resolve(app->store, l->name, &e);
-        if (!have || facts_read(e.model_path, &f)) {
-            facts_unknown(&f);
-            snprintf(f.family, sizeof f.family, "%s", l->arch);
-        }
-        if (have) store_entry_clear(&e);
-        cJSON_AddItemToObject(m, "details", facts_details_json(&f));
-        facts_close(&f);
-        int64_t expires = l->expires_at_ms == 0 ? now + PS_FOREVER_SECONDS
-                        : l->expires_at_ms < 0 ? now - 1 : l->expires_at_ms / 1000;
-        add_time(m, "expires_at", expires);
-        cJSON_AddNumberToObject(m, "size_vram", (double)l->size_vram);
-        cJSON_AddNumberToObject(m, "context_length", l->context_length);
-        cJSON_AddItemToArray(models, m);
-    }
+    cJSON *models, *root = model_listing(&models);
+    for (int i = 0; i < n; i++)
+        ps_details(app->store, listing_entry(models, L[i].name, L[i].size, L[i].digest), &L[i], now);
     free(L);
-    reply_obj(r, 200, root);
+    aj_reply(r, 200, root);
 }
 
 /* ---------------------------------------------------------------- progress streams */
@@ -297,9 +281,7 @@ void api_ps(http_req *r) {
 /* Pull and create report progress as NDJSON lines. The stream starts with the first
  * line, so a request that fails before any progress still gets a proper HTTP status. */
 typedef struct {
-    http_req *r;
-    bool stream;          /* the client asked for a stream */
-    bool started;         /* stream begun */
+    api_req c;            /* c.stream: the client asked for a stream; c.begun: it began */
     bool gone;            /* the client went away */
     bool sent_success;
     pthread_mutex_t lock; /* pull may report from several threads */
@@ -308,33 +290,17 @@ typedef struct {
     double last_write;    /* seconds, CLOCK_MONOTONIC */
 } progress_stream;
 
-static double mono_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void progress_init(progress_stream *ps, http_req *r, bool stream) {
+static void progress_init(progress_stream *ps, const api_req *c) {
     memset(ps, 0, sizeof *ps);
-    ps->r = r;
-    ps->stream = stream;
+    ps->c = *c;
     pthread_mutex_init(&ps->lock, NULL);
 }
 
 /* Writes one line (obj consumed); caller holds the lock. */
 static bool progress_write_locked(progress_stream *ps, cJSON *obj) {
-    char *text = cJSON_PrintUnformatted(obj);
-    cJSON_Delete(obj);
-    if (!text) return !ps->gone;
-    if (!ps->started) {
-        http_stream_begin(ps->r, 200, "application/x-ndjson");
-        ps->started = true;
-    }
-    size_t n = strlen(text);
-    text[n] = '\n';   /* replaces the NUL: write n + 1 bytes, not as a string */
-    if (!ps->gone && !http_stream_write(ps->r, text, n + 1)) ps->gone = true;
-    free(text);
-    ps->last_write = mono_seconds();
+    if (ps->gone) { cJSON_Delete(obj); return false; }
+    ps->gone = !aj_send(&ps->c, obj);
+    ps->last_write = anv_mono_s();
     return !ps->gone;
 }
 
@@ -344,9 +310,9 @@ static bool progress_status(progress_stream *ps, const char *status, const char 
                             uint64_t total, uint64_t completed) {
     pthread_mutex_lock(&ps->lock);
     bool ok = !ps->gone;
-    if (!ok || !ps->stream) goto out;
+    if (!ok || !ps->c.stream) goto out;
     bool same = !strcmp(ps->last_status, status) && !strcmp(ps->last_digest, digest ? digest : "");
-    if (same && digest && completed != total && mono_seconds() - ps->last_write < 0.1) goto out;
+    if (same && digest && completed != total && anv_mono_s() - ps->last_write < 0.1) goto out;
     if (same && !digest) goto out;
     snprintf(ps->last_status, sizeof ps->last_status, "%s", status);
     snprintf(ps->last_digest, sizeof ps->last_digest, "%s", digest ? digest : "");
@@ -364,29 +330,34 @@ out:
     return ok;
 }
 
-/* Ends the request: success, or the error (in the stream once it started; else as an
- * HTTP error with status err_status). */
-static void progress_finish(progress_stream *ps, int rc, const char *error, int err_status) {
+/* Ends the request after work that returned rc: success (a line, or the whole reply
+ * without a stream), or the store's last error (in the stream once it began; else as an
+ * HTTP error, 404 for "not found", err_status otherwise). */
+static void progress_finish(progress_stream *ps, int rc, int err_status) {
     pthread_mutex_lock(&ps->lock);
-    if (rc == 0 && !ps->stream) {
-        http_reply_json(ps->r, 200, "{\"status\":\"success\"}");
-    } else if (rc == 0) {
+    if (rc) {
+        char err[600];
+        snprintf(err, sizeof err, "%s", ps->gone ? "client went away" : anv_last_error());
+        aj_fail(&ps->c, status_for_error(err, err_status), NULL, "%s", err);
+    } else {
         if (!ps->sent_success) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "status", "success");
             progress_write_locked(ps, o);
         }
-        http_stream_end(ps->r);
-    } else if (ps->started) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "error", error);
-        progress_write_locked(ps, o);
-        http_stream_end(ps->r);
-    } else {
-        http_reply_error(ps->r, err_status, "%s", error);
+        aj_end(&ps->c);
     }
     pthread_mutex_unlock(&ps->lock);
     pthread_mutex_destroy(&ps->lock);
+}
+
+/* The model a pull or create names (a valid store name) and "stream" (true unless
+ * false); NULL + failure otherwise. */
+static const char *progress_request(api_req *c, const cJSON *req) {
+    const char *name = aj_model(c, req, true);
+    check_name(c, name, "model");
+    c->stream = aj_bool(c, req, "stream", true);
+    return c->failed ? NULL : name;
 }
 
 /* ---------------------------------------------------------------- pull */
@@ -396,23 +367,20 @@ static bool pull_progress_cb(const pull_progress *p, void *user) {
 }
 
 void api_pull(http_req *r) {
-    server_app *app = app_of(r);
-    cJSON *req = parse_body(r);
+    api_req c = {.r = r};
+    cJSON *req = aj_parse_body(&c);
     if (!req) return;
-    const char *name = request_model(req);
-    if (!check_name(r, name, "model")) { cJSON_Delete(req); return; }
-    http_set_model(r, name);
-    progress_stream ps;
-    progress_init(&ps, r, json_bool(req, "stream", true));
+    const char *name = progress_request(&c, req);
     pull_opts o;
     pull_opts_default(&o);
-    o.insecure = json_bool(req, "insecure", false);
-    o.progress = pull_progress_cb;
-    o.user = &ps;
-    int rc = store_pull(app->store, name, &o);
-    char err[600] = "";
-    if (rc) snprintf(err, sizeof err, "%s", ps.gone ? "client went away" : anv_last_error());
-    progress_finish(&ps, rc, err, status_for_error(err, 500));
+    o.insecure = aj_bool(&c, req, "insecure", false);
+    if (!c.failed) {
+        progress_stream ps;
+        progress_init(&ps, &c);
+        o.progress = pull_progress_cb;
+        o.user = &ps;
+        progress_finish(&ps, store_pull(app_of(r)->store, name, &o), 500);
+    }
     cJSON_Delete(req);
 }
 
@@ -422,131 +390,130 @@ static void create_progress_cb(const char *status, void *user) {
     progress_status(user, status, NULL, 0, 0);
 }
 
-/* Strings or an array of strings (Ollama's "license"), joined by blank lines. */
-static char *string_or_list(const cJSON *v) {
-    if (cJSON_IsString(v)) return strdup(v->valuestring);
-    if (!cJSON_IsArray(v)) return NULL;
-    size_t total = 1;
-    const cJSON *x;
-    cJSON_ArrayForEach(x, v) if (cJSON_IsString(x)) total += strlen(x->valuestring) + 2;
-    char *out = malloc(total);
-    if (!out) return NULL;
-    out[0] = 0;
-    cJSON_ArrayForEach(x, v) if (cJSON_IsString(x)) {
-        if (out[0]) strcat(out, "\n\n");
-        strcat(out, x->valuestring);
-    }
-    return out;
+static bool is_gguf_name(const char *name) {
+    size_t n = strlen(name);
+    return n >= 5 && !strcasecmp(name + n - 5, ".gguf");
 }
 
-/* Fills spec from an Ollama create request; replies 400 and returns -1 on bad input. */
-static int create_spec_from_request(http_req *r, server_app *app, const cJSON *req, create_spec *spec) {
-    const char *modelfile = json_str(req, "modelfile");  /* the pre-0.5 form */
-    if (modelfile && modelfile_parse(modelfile, NULL, spec)) {
-        http_reply_error(r, 400, "%s", anv_last_error());
-        return -1;
-    }
-    const char *from = json_str(req, "from");
-    const cJSON *files = cJSON_GetObjectItemCaseSensitive(req, "files");
-    if (files && !cJSON_IsObject(files)) { http_reply_error(r, 400, "files: an object {name: digest} is expected"); return -1; }
-    const char *file_digest = NULL;
+/* "files" {name: digest} of blobs already uploaded: the digest of its GGUF file (the one
+ * file, or the one named *.gguf), NULL when absent (or + failure). */
+static const char *create_files(api_req *c, store *st, const cJSON *req) {
+    const cJSON *files = aj_object(c, req, "files");
+    const char *digest = NULL;
+    int n_gguf = 0;
     const cJSON *f;
     cJSON_ArrayForEach(f, files) {
-        if (!cJSON_IsString(f) || !digest_valid(f->valuestring, false)) {
-            http_reply_error(r, 400, "files: '%s' needs a digest \"sha256:<64 hex>\"", f->string);
-            return -1;
+        char field[300];
+        snprintf(field, sizeof field, "files.%.200s", f->string);
+        if (!aj_need(c, f, field, AJ_STRING)) return NULL;
+        if (!digest_valid(f->valuestring, false)) {
+            aj_fail(c, 400, field, "files: '%s' needs a digest \"sha256:<64 hex>\"", f->string);
+            return NULL;
         }
-        if (!store_has_blob(app->store, f->valuestring)) {
-            http_reply_error(r, 400, "files: blob %s of '%s' is not on the server (upload it to /api/blobs first)",
-                             f->valuestring, f->string);
-            return -1;
+        if (!store_has_blob(st, f->valuestring)) {
+            aj_fail(c, 400, field, "files: blob %s of '%s' is not on the server (upload it to /api/blobs first)",
+                    f->valuestring, f->string);
+            return NULL;
         }
-        size_t n = strlen(f->string);
-        bool gguf = n >= 5 && !strcasecmp(f->string + n - 5, ".gguf");
-        if (!file_digest || gguf) file_digest = f->valuestring;
+        bool gguf = is_gguf_name(f->string);
+        n_gguf += gguf;
+        if (!digest || gguf) digest = f->valuestring;
     }
-    if (cJSON_GetArraySize(files) > 1) {
-        int n_gguf = 0;
-        cJSON_ArrayForEach(f, files) {
-            size_t n = strlen(f->string);
-            n_gguf += n >= 5 && !strcasecmp(f->string + n - 5, ".gguf");
-        }
-        if (n_gguf != 1) {
-            http_reply_error(r, 400, "files: exactly one GGUF file is supported (safetensors directories are not)");
-            return -1;
-        }
+    if (cJSON_GetArraySize(files) > 1 && n_gguf != 1) {
+        aj_fail(c, 400, "files", "files: exactly one GGUF file is supported (safetensors directories are not)");
+        return NULL;
     }
-    const char *src = from && *from ? from : file_digest;
-    if (src) { free(spec->from); spec->from = strdup(src); }
-    if (!spec->from) { http_reply_error(r, 400, "neither 'from' nor 'files' was specified"); return -1; }
+    return digest;
+}
 
-    const char *keys[] = {"template", "system"};
-    char **dst[] = {&spec->template_text, &spec->system};
-    for (int i = 0; i < 2; i++) {
-        const char *v = json_str(req, keys[i]);
-        if (v) { free(*dst[i]); *dst[i] = strdup(v); }
+/* Replaces *dst with a copy of v unless v is NULL. */
+static void set_text(char **dst, const char *v) {
+    if (!v) return;
+    free(*dst);
+    *dst = strdup(v);
+}
+
+/* "license": a string or a list of strings, joined by blank lines. */
+static void create_license(api_req *c, const cJSON *req, create_spec *spec) {
+    int n = 0;
+    const char **l = aj_strings(c, req, "license", &n);
+    if (!l) return;
+    bytebuf b = {0};
+    for (int i = 0; i < n; i++) {
+        if (b.len) bytebuf_add(&b, "\n\n", 2);
+        bytebuf_add(&b, l[i], strlen(l[i]));
     }
-    const cJSON *lic = cJSON_GetObjectItemCaseSensitive(req, "license");
-    if (lic && !cJSON_IsNull(lic)) {
-        char *l = string_or_list(lic);
-        if (!l) { http_reply_error(r, 400, "license: a string or a list of strings is expected"); return -1; }
-        free(spec->license);
-        spec->license = l;
-    }
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(req, "parameters");
-    if (params && !cJSON_IsNull(params)) {
-        if (!cJSON_IsObject(params)) { http_reply_error(r, 400, "parameters: an object is expected"); return -1; }
+    free(l);
+    set_text(&spec->license, b.oom ? NULL : bytebuf_str(&b));
+    bytebuf_free(&b);
+}
+
+/* "parameters" (an object of options, checked as a generation request's) and "messages"
+ * (a list of {role, content}), kept as JSON. */
+static void create_params_messages(api_req *c, const cJSON *req, create_spec *spec) {
+    const cJSON *params = aj_object(c, req, "parameters");
+    if (params) {
         run_options check;
         options_default(&check);
-        int bad = options_apply_cjson(&check, params, NULL);
+        if (options_apply_cjson(&check, params, NULL)) aj_fail(c, 400, "parameters", "parameters: %s", anv_last_error());
         options_clear(&check);
-        if (bad) { http_reply_error(r, 400, "parameters: %s", anv_last_error()); return -1; }
+        if (c->failed) return;
         free(spec->params_json);
         spec->params_json = cJSON_PrintUnformatted(params);
     }
-    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(req, "messages");
-    if (msgs && !cJSON_IsNull(msgs)) {
-        if (!cJSON_IsArray(msgs)) { http_reply_error(r, 400, "messages: a list of {role, content} is expected"); return -1; }
-        const cJSON *m;
-        cJSON_ArrayForEach(m, msgs) {
-            if (!json_str(m, "role") || !json_str(m, "content")) {
-                http_reply_error(r, 400, "messages: each message needs a string role and content");
-                return -1;
-            }
-        }
+    const cJSON *msgs = aj_array(c, req, "messages");
+    int i = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs) {
+        char field[48], role_field[64], content_field[64];
+        snprintf(field, sizeof field, "messages[%d]", i++);
+        snprintf(role_field, sizeof role_field, "%s.role", field);
+        snprintf(content_field, sizeof content_field, "%s.content", field);
+        const cJSON *o = aj_need(c, m, field, AJ_OBJECT);
+        aj_need(c, aj_any(o, "role"), role_field, AJ_STRING);
+        aj_need(c, aj_any(o, "content"), content_field, AJ_STRING);
+        if (c->failed) return;
+    }
+    if (msgs) {
         free(spec->messages_json);
         spec->messages_json = cJSON_PrintUnformatted(msgs);
     }
-    const char *q = json_str(req, "quantize");
-    if (!q) q = json_str(req, "quantization");
-    if (q && *q) {
-        if (quant_ftype_from_name(q) < 0) { http_reply_error(r, 400, "quantize: unsupported quantization type '%s'", q); return -1; }
-        free(spec->quantize);
-        spec->quantize = strdup(q);
-    }
-    return 0;
+}
+
+/* Fills spec from an Ollama create request (a Modelfile, or its fields as JSON). */
+static void create_spec_from_request(api_req *c, const cJSON *req, create_spec *spec) {
+    const char *modelfile = aj_string(c, req, "modelfile");  /* the pre-0.5 form */
+    if (modelfile && !c->failed && modelfile_parse(modelfile, NULL, spec))
+        aj_fail(c, 400, "modelfile", "%s", anv_last_error());
+    const char *from = aj_string(c, req, "from");
+    const char *file_digest = create_files(c, app_of(c->r)->store, req);
+    if (c->failed) return;
+    set_text(&spec->from, from && *from ? from : file_digest);
+    if (!spec->from) { aj_fail(c, 400, "from", "neither 'from' nor 'files' was specified"); return; }
+    set_text(&spec->template_text, aj_string(c, req, "template"));
+    set_text(&spec->system, aj_string(c, req, "system"));
+    create_license(c, req, spec);
+    create_params_messages(c, req, spec);
+    const char *q = aj_string(c, req, "quantize");
+    const char *q_old = aj_string(c, req, "quantization");
+    if (!q) q = q_old;
+    if (c->failed || !q || !*q) return;
+    if (quant_ftype_from_name(q) < 0) aj_fail(c, 400, "quantize", "quantize: unsupported quantization type '%s'", q);
+    else set_text(&spec->quantize, q);
 }
 
 void api_create(http_req *r) {
-    server_app *app = app_of(r);
-    cJSON *req = parse_body(r);
+    api_req c = {.r = r};
+    cJSON *req = aj_parse_body(&c);
     if (!req) return;
-    const char *name = request_model(req);
-    if (!check_name(r, name, "model")) { cJSON_Delete(req); return; }
-    http_set_model(r, name);
-    create_spec spec;
-    memset(&spec, 0, sizeof spec);
-    if (create_spec_from_request(r, app, req, &spec)) {
-        create_spec_clear(&spec);
-        cJSON_Delete(req);
-        return;
+    const char *name = progress_request(&c, req);
+    create_spec spec = {0};
+    create_spec_from_request(&c, req, &spec);
+    if (!c.failed) {
+        progress_stream ps;
+        progress_init(&ps, &c);
+        progress_finish(&ps, store_create(app_of(r)->store, name, &spec, create_progress_cb, &ps), 400);
     }
-    progress_stream ps;
-    progress_init(&ps, r, json_bool(req, "stream", true));
-    int rc = store_create(app->store, name, &spec, create_progress_cb, &ps);
-    char err[600] = "";
-    if (rc) snprintf(err, sizeof err, "%s", anv_last_error());
-    progress_finish(&ps, rc, err, status_for_error(err, 400));
     create_spec_clear(&spec);
     cJSON_Delete(req);
 }
@@ -554,38 +521,32 @@ void api_create(http_req *r) {
 /* ---------------------------------------------------------------- copy, delete */
 
 void api_copy(http_req *r) {
-    server_app *app = app_of(r);
-    cJSON *req = parse_body(r);
+    api_req c = {.r = r};
+    cJSON *req = aj_parse_body(&c);
     if (!req) return;
-    const char *src = json_str(req, "source"), *dst = json_str(req, "destination");
-    if (!src || !*src) { cJSON_Delete(req); http_reply_error(r, 400, "source is required"); return; }
-    if (!check_name(r, dst, "destination")) { cJSON_Delete(req); return; }
+    const char *src = aj_string(&c, req, "source"), *dst = aj_string(&c, req, "destination");
+    if (!c.failed && (!src || !*src)) aj_fail(&c, 400, "source", "source is required");
+    check_name(&c, dst, "destination");
     store_entry e;
-    if (store_lookup(app->store, src, &e)) {
-        const char *msg = anv_last_error();
-        http_reply_error(r, status_for_error(msg, 400), "%s", msg);
-    } else {
+    if (find_entry(&c, store_lookup, src, &e)) {
         store_entry_clear(&e);
-        if (store_copy(app->store, src, dst)) http_reply_error(r, 500, "%s", anv_last_error());
+        if (store_copy(app_of(r)->store, src, dst)) aj_fail(&c, 500, NULL, "%s", anv_last_error());
         else http_reply(r, 200, "application/json", "", 0);
     }
     cJSON_Delete(req);
 }
 
 void api_delete(http_req *r) {
-    server_app *app = app_of(r);
-    cJSON *req = parse_body(r);
+    api_req c = {.r = r};
+    cJSON *req = aj_parse_body(&c);
     if (!req) return;
-    const char *name = request_model(req);
-    if (!check_name(r, name, "model")) { cJSON_Delete(req); return; }
+    const char *name = aj_model(&c, req, true);
+    check_name(&c, name, "model");
     store_entry e;
-    if (store_lookup(app->store, name, &e)) {
-        const char *msg = anv_last_error();
-        http_reply_error(r, status_for_error(msg, 400), "%s", msg);
-    } else {
+    if (find_entry(&c, store_lookup, name, &e)) {
         bool read_only = e.read_only;
         store_entry_clear(&e);
-        if (store_remove(app->store, name)) http_reply_error(r, read_only ? 400 : 500, "%s", anv_last_error());
+        if (store_remove(app_of(r)->store, name)) aj_fail(&c, read_only ? 400 : 500, NULL, "%s", anv_last_error());
         else http_reply(r, 200, "application/json", "", 0);
     }
     cJSON_Delete(req);
@@ -614,9 +575,10 @@ static int blob_adopt_file(store *st, const char *tmp_path, const char *digest) 
 
 void api_blob(http_req *r) {
     server_app *app = app_of(r);
+    api_req c = {.r = r};
     const char *digest = http_path_param(r);
     if (!digest || !digest_valid(digest, false)) {
-        http_reply_error(r, 400, "invalid digest '%s': expected sha256:<64 lowercase hex digits>", digest ? digest : "");
+        aj_fail(&c, 400, NULL, "invalid digest '%s': expected sha256:<64 lowercase hex digits>", digest ? digest : "");
         return;
     }
     const char *method = http_method(r);
@@ -634,15 +596,15 @@ void api_blob(http_req *r) {
     size_t len = 0;
     const char *body = spooled ? NULL : http_body(r, &len);
     if (spooled ? digest_file(spooled, got, NULL) : (digest_bytes(body ? body : "", len, got), 0)) {
-        http_reply_error(r, 500, "%s", anv_last_error());
+        aj_fail(&c, 500, NULL, "%s", anv_last_error());
         return;
     }
     if (strcmp(got, digest)) {
-        http_reply_error(r, 400, "digest mismatch: the upload is %s, the path says %s", got, digest);
+        aj_fail(&c, 400, NULL, "digest mismatch: the upload is %s, the path says %s", got, digest);
         return;
     }
     char stored[DIGEST_STR_LEN + 1];
     int rc = spooled ? blob_adopt_file(app->store, spooled, digest) : store_put_bytes(app->store, body ? body : "", len, stored);
-    if (rc) http_reply_error(r, 500, "%s", anv_last_error());
+    if (rc) aj_fail(&c, 500, NULL, "%s", anv_last_error());
     else http_reply(r, 201, "text/plain", "", 0);
 }

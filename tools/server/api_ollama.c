@@ -7,6 +7,7 @@
 
 #include "api.h"
 #include "api_json.h"
+#include "clock.h"
 
 void api_root(http_req *r) {
     static const char text[] = "Ollama is running";
@@ -28,15 +29,15 @@ static void refuse_unsupported(api_req *c, const cJSON *body, const char *model)
 }
 
 typedef struct {
-    http_req *r;
+    aj_gen out;   /* first: the chunk builder gets the whole struct as an aj_gen */
     const char *model;
-    bool chat, stream, begun;
-    bytebuf text;
+    bool chat;
+    int32_t *context;   /* out.q.context, malloc'd */
 } ollama_gen;
 
 static cJSON *chunk_head(const ollama_gen *g) {
-    char ts[40];
-    aj_now_rfc3339(ts);
+    char ts[48];
+    anv_rfc3339_utc(anv_wall_ns(), 9, ts);   /* nanoseconds, as Ollama */
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model", g->model);
     cJSON_AddStringToObject(o, "created_at", ts);
@@ -53,21 +54,13 @@ static void add_text(const ollama_gen *g, cJSON *o, const char *text, size_t len
     }
 }
 
-static bool ollama_on_text(const char *text, int len, void *user) {
-    ollama_gen *g = user;
-    if (!g->stream) {
-        bytebuf_add(&g->text, text, (size_t)len);
-        return !g->text.oom && http_client_alive(g->r);
-    }
-    if (!g->begun) {
-        http_stream_begin(g->r, 200, "application/x-ndjson");
-        g->begun = true;
-    }
-    if (len <= 0) return http_client_alive(g->r);
+/* One streamed piece: {"model","created_at","response" or "message","done":false}. */
+static cJSON *ollama_chunk(const aj_gen *out, const char *text, size_t len) {
+    const ollama_gen *g = (const ollama_gen *)out;
     cJSON *o = chunk_head(g);
-    add_text(g, o, text, (size_t)len);
+    add_text(g, o, text, len);
     cJSON_AddBoolToObject(o, "done", false);
-    return aj_stream_ndjson(g->r, o) && http_client_alive(g->r);
+    return o;
 }
 
 static void add_final_stats(cJSON *o, const sched_result *res) {
@@ -86,45 +79,18 @@ static void add_final_stats(cJSON *o, const sched_result *res) {
     cJSON_AddNumberToObject(o, "eval_duration", (double)res->eval_ns);
 }
 
-/* The messages of /api/chat; NULL + failure on a bad one. */
-static chat_message *parse_messages(api_req *c, const cJSON *arr, int *n_out) {
-    int n = cJSON_GetArraySize(arr);
-    *n_out = 0;
-    if (n == 0) return NULL;
-    chat_message *m = calloc((size_t)n, sizeof *m);
-    if (!m) { aj_fail(c, 500, NULL, "out of memory"); return NULL; }
-    int i = 0;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, arr) {
-        char field[48];
-        if (!cJSON_IsObject(it)) {
-            aj_fail(c, 400, "messages", "invalid value for field 'messages[%d]': expected an object", i);
-            break;
-        }
-        const cJSON *role = cJSON_GetObjectItemCaseSensitive(it, "role");
-        const cJSON *content = aj_any(it, "content");
-        snprintf(field, sizeof field, "messages[%d].role", i);
-        if (!cJSON_IsString(role)) { aj_fail(c, 400, field, "invalid value for field '%s': expected a string", field); break; }
-        if (strcmp(role->valuestring, "system") && strcmp(role->valuestring, "user") &&
-            strcmp(role->valuestring, "assistant") && strcmp(role->valuestring, "tool")) {
-            aj_fail(c, 400, field, "invalid role '%.40s' in '%s': expected system, user, assistant or tool",
-                    role->valuestring, field);
-            break;
-        }
-        snprintf(field, sizeof field, "messages[%d].content", i);
-        if (content && !cJSON_IsString(content)) { aj_fail(c, 400, field, "invalid value for field '%s': expected a string", field); break; }
-        const cJSON *images = aj_any(it, "images");
-        if (images && (!cJSON_IsArray(images) || cJSON_GetArraySize(images) > 0)) {
-            aj_fail(c, 400, "images", "image input is not supported: the model is text-only");
-            break;
-        }
-        m[i].role = role->valuestring;
-        m[i].content = content ? content->valuestring : "";
-        i++;
-    }
-    if (c->failed) { free(m); return NULL; }
-    *n_out = n;
-    return m;
+/* One /api/chat message's text (its "content", a string), without images. */
+static char *message_text(api_req *c, const cJSON *msg, const char *field) {
+    char content_field[64];
+    snprintf(content_field, sizeof content_field, "%s.content", field);
+    const cJSON *content = aj_check(c, aj_any(msg, "content"), content_field, AJ_STRING);
+    const cJSON *images = aj_any(msg, "images");
+    if (!c->failed && images && (!cJSON_IsArray(images) || cJSON_GetArraySize(images) > 0))
+        aj_fail(c, 400, "images", "image input is not supported: the model is text-only");
+    if (c->failed) return NULL;
+    char *text = strdup(content ? content->valuestring : "");
+    if (!text) aj_fail(c, 500, NULL, "out of memory");
+    return text;
 }
 
 static int32_t *parse_context(api_req *c, const cJSON *arr, int *n_out) {
@@ -147,144 +113,111 @@ static int32_t *parse_context(api_req *c, const cJSON *arr, int *n_out) {
     return t;
 }
 
+/* The fields /api/generate and /api/chat share: stream, options, keep_alive, format and
+ * what a text-only engine refuses. */
+static void read_common(api_req *c, const cJSON *body, aj_gen *g) {
+    c->stream = aj_bool(c, body, "stream", true);
+    g->q.options = aj_object(c, body, "options");
+    g->q.keep_alive_set = aj_keep_alive(c, body, "keep_alive", &g->q.keep_alive_ms);
+    g->q.format = g->format = aj_format(c, body, "format");
+    refuse_unsupported(c, body, g->q.model);
+}
+
+/* /api/generate: prompt, system, template, raw and the context of an earlier reply. */
+static void read_generate(api_req *c, const cJSON *body, ollama_gen *g) {
+    sched_gen_request *q = &g->out.q;
+    q->prompt = aj_string(c, body, "prompt");
+    q->system = aj_string(c, body, "system");
+    q->template_go = aj_string(c, body, "template");
+    q->raw = aj_bool(c, body, "raw", false);
+    const cJSON *ctx = aj_array(c, body, "context");
+    if (ctx) g->context = parse_context(c, ctx, &q->n_context);
+    q->context = g->context;
+    q->want_context = !q->raw;
+    if (q->template_go && !*q->template_go) q->template_go = NULL;
+    if (q->system && !*q->system) q->system = NULL;
+}
+
+/* The last object: the whole text unless it was streamed, done, and the statistics. */
+static cJSON *final_object(const ollama_gen *g) {
+    const api_req *c = g->out.c;
+    cJSON *fin = chunk_head(g);
+    if (c->stream) add_text(g, fin, "", 0);
+    else add_text(g, fin, bytebuf_str(&g->out.text), g->out.text.len);
+    cJSON_AddBoolToObject(fin, "done", true);
+    add_final_stats(fin, &g->out.res);
+    return fin;
+}
+
 static void ollama_generate_or_chat(http_req *r, bool chat) {
     api_req c = {.r = r};
     cJSON *body = aj_parse_body(&c);
     if (!body) return;
-    ollama_gen g = {.r = r, .chat = chat};
-    sched_gen_request q = {0};
-    sched_result res = {0};
-    chat_message *msgs = NULL;
-    int32_t *context = NULL;
-    char *format = NULL;
-
-    q.model = aj_string(&c, body, "model");
-    if (!c.failed && (!q.model || !*q.model)) aj_fail(&c, 400, "model", "model is required");
-    if (c.failed) goto out;
-    http_set_model(r, q.model);
-    g.model = q.model;
-    g.stream = aj_bool(&c, body, "stream", true);
-    q.options = aj_object(&c, body, "options");
-    q.keep_alive_set = aj_keep_alive(&c, body, "keep_alive", &q.keep_alive_ms);
-    format = api_parse_format(&c, body, "format");
-    q.format = format;
-    refuse_unsupported(&c, body, q.model);
-    if (chat) {
-        const cJSON *m = aj_array(&c, body, "messages");
-        if (m) msgs = parse_messages(&c, m, &q.n_messages);
-        q.messages = msgs;
-    } else {
-        q.prompt = aj_string(&c, body, "prompt");
-        q.system = aj_string(&c, body, "system");
-        q.template_go = aj_string(&c, body, "template");
-        q.raw = aj_bool(&c, body, "raw", false);
-        const cJSON *ctx = aj_array(&c, body, "context");
-        if (ctx) context = parse_context(&c, ctx, &q.n_context);
-        q.context = context;
-        q.want_context = !q.raw;
-        if (q.template_go && !*q.template_go) q.template_go = NULL;
-        if (q.system && !*q.system) q.system = NULL;
+    ollama_gen g = {.out = {.c = &c, .chunk = ollama_chunk}, .chat = chat};
+    g.out.q.model = g.model = aj_model(&c, body, false);
+    if (!c.failed) read_common(&c, body, &g.out);
+    if (chat) aj_messages(&g.out, aj_array(&c, body, "messages"), message_text);
+    else read_generate(&c, body, &g);
+    if (!c.failed && aj_generate(&g.out)) {
+        aj_send(&c, final_object(&g));
+        aj_end(&c);
     }
-    if (c.failed) goto out;
-    q.on_text = ollama_on_text;
-    q.user = &g;
-
-    int rc = sched_generate(((server_app *)http_app(r))->sched, &q, &res);
-    if (rc) {
-        int status = res.status ? res.status : 500;
-        const char *msg = res.error[0] ? res.error : "generation failed";
-        if (g.begun) {
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "error", msg);
-            aj_stream_ndjson(r, e);
-            http_stream_end(r);
-        } else {
-            aj_fail(&c, status, NULL, "%s", msg);
-        }
-        goto out;
-    }
-    cJSON *fin = chunk_head(&g);
-    if (g.stream) add_text(&g, fin, "", 0);
-    else add_text(&g, fin, bytebuf_str(&g.text), g.text.len);
-    cJSON_AddBoolToObject(fin, "done", true);
-    add_final_stats(fin, &res);
-    if (g.stream) {
-        if (!g.begun) http_stream_begin(r, 200, "application/x-ndjson");
-        aj_stream_ndjson(r, fin);
-        http_stream_end(r);
-    } else {
-        aj_reply(r, 200, fin);
-    }
-out:
-    sched_result_clear(&res);
-    bytebuf_free(&g.text);
-    free(msgs);
-    free(context);
-    free(format);
+    aj_gen_clear(&g.out);
+    free(g.context);
     cJSON_Delete(body);
 }
 
 void api_generate(http_req *r) { ollama_generate_or_chat(r, false); }
 void api_chat(http_req *r) { ollama_generate_or_chat(r, true); }
 
+/* "embeddings": one array of floats per input, or the legacy "embedding" (the first). */
+static cJSON *embed_object(const sched_embed_result *res, const char *model, bool legacy) {
+    bytebuf vec = {0};
+    cJSON *o = cJSON_CreateObject();
+    if (legacy) {
+        if (res->n > 0) api_float_array(&vec, res->embeddings, res->dim);
+        else bytebuf_add(&vec, "[]", 2);
+        cJSON_AddRawToObject(o, "embedding", vec.data ? vec.data : "[]");
+    } else {
+        cJSON_AddStringToObject(o, "model", model);
+        bytebuf_add(&vec, "[", 1);
+        for (int i = 0; i < res->n; i++) {
+            if (i) bytebuf_add(&vec, ",", 1);
+            api_float_array(&vec, res->embeddings + (size_t)i * (size_t)res->dim, res->dim);
+        }
+        bytebuf_add(&vec, "]", 1);
+        cJSON_AddRawToObject(o, "embeddings", vec.data ? vec.data : "[]");
+        cJSON_AddNumberToObject(o, "total_duration", (double)res->total_ns);
+        cJSON_AddNumberToObject(o, "load_duration", (double)res->load_ns);
+        cJSON_AddNumberToObject(o, "prompt_eval_count", res->prompt_eval_count);
+    }
+    if (vec.oom) { cJSON_Delete(o); o = NULL; }
+    bytebuf_free(&vec);
+    return o;
+}
+
 static void ollama_embed(http_req *r, bool legacy) {
     api_req c = {.r = r};
     cJSON *body = aj_parse_body(&c);
     if (!body) return;
-    sched_embed_request q = {0};
-    sched_embed_result res = {0};
-    const char **inputs = NULL;
-    q.model = aj_string(&c, body, "model");
-    if (!c.failed && (!q.model || !*q.model)) aj_fail(&c, 400, "model", "model is required");
-    if (c.failed) goto out;
-    http_set_model(r, q.model);
-    if (legacy) {
+    aj_embed e = {.c = &c, .q.truncate = true};
+    e.q.model = aj_model(&c, body, false);
+    if (legacy) {   /* one "prompt"; an empty one embeds nothing */
         const char *p = aj_string(&c, body, "prompt");
-        if (p && *p) {
-            inputs = malloc(sizeof *inputs);
-            if (!inputs) { aj_fail(&c, 500, NULL, "out of memory"); goto out; }
-            inputs[0] = p;
-            q.n_inputs = 1;
-        }
-        q.truncate = true;
+        if (p && *p) aj_embed_inputs(&e, body, "prompt");
     } else {
-        inputs = api_parse_inputs(&c, body, "input", &q.n_inputs);
-        q.truncate = aj_bool(&c, body, "truncate", true);
-        q.dimensions = (int)aj_int(&c, body, "dimensions", 0, 0, 1 << 20);
+        aj_embed_inputs(&e, body, "input");
+        e.q.truncate = aj_bool(&c, body, "truncate", true);
+        e.q.dimensions = (int)aj_int(&c, body, "dimensions", 0, 0, 1 << 20);
     }
-    q.inputs = inputs;
-    q.options = aj_object(&c, body, "options");
-    q.keep_alive_set = aj_keep_alive(&c, body, "keep_alive", &q.keep_alive_ms);
-    if (c.failed) goto out;
-    if (sched_embed(((server_app *)http_app(r))->sched, &q, &res)) {
-        aj_fail(&c, res.status ? res.status : 500, NULL, "%s", res.error[0] ? res.error : "embedding failed");
-        goto out;
+    e.q.options = aj_object(&c, body, "options");
+    e.q.keep_alive_set = aj_keep_alive(&c, body, "keep_alive", &e.q.keep_alive_ms);
+    if (!c.failed && aj_embed_run(&e)) {
+        cJSON *o = embed_object(&e.res, e.q.model, legacy);
+        if (o) aj_reply(r, 200, o);
+        else aj_fail(&c, 500, NULL, "out of memory");
     }
-    bytebuf vec = {0};
-    cJSON *o = cJSON_CreateObject();
-    if (legacy) {
-        if (res.n > 0) api_float_array(&vec, res.embeddings, res.dim);
-        else bytebuf_add(&vec, "[]", 2);
-        cJSON_AddRawToObject(o, "embedding", vec.data ? vec.data : "[]");
-    } else {
-        cJSON_AddStringToObject(o, "model", q.model);
-        bytebuf_add(&vec, "[", 1);
-        for (int i = 0; i < res.n; i++) {
-            if (i) bytebuf_add(&vec, ",", 1);
-            api_float_array(&vec, res.embeddings + (size_t)i * (size_t)res.dim, res.dim);
-        }
-        bytebuf_add(&vec, "]", 1);
-        cJSON_AddRawToObject(o, "embeddings", vec.data ? vec.data : "[]");
-        cJSON_AddNumberToObject(o, "total_duration", (double)res.total_ns);
-        cJSON_AddNumberToObject(o, "load_duration", (double)res.load_ns);
-        cJSON_AddNumberToObject(o, "prompt_eval_count", res.prompt_eval_count);
-    }
-    if (vec.oom) { cJSON_Delete(o); aj_fail(&c, 500, NULL, "out of memory"); }
-    else aj_reply(r, 200, o);
-    bytebuf_free(&vec);
-out:
-    sched_embed_result_clear(&res);
-    free(inputs);
+    aj_embed_clear(&e);
     cJSON_Delete(body);
 }
 

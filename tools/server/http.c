@@ -27,7 +27,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "api_error.h"
 #include "bytebuf.h"
+#include "clock.h"
 #include "error.h"
 
 #define STREAM_QUEUE_CAP (1u << 20)     /* bytes buffered per stream before writers block */
@@ -131,22 +133,14 @@ static bool socket_hung_up(int fd) {
 
 static bool is_openai_path(const char *path) { return !strncmp(path, "/v1/", 4); }
 
-/* {"error":"..."} (Ollama) or {"error":{"message",...}} (OpenAI paths). malloc'd. */
-static char *error_json(const char *path, int status, const char *msg) {
-    cJSON *o = cJSON_CreateObject();
-    if (is_openai_path(path)) {
-        cJSON *e = cJSON_AddObjectToObject(o, "error");
-        cJSON_AddStringToObject(e, "message", msg);
-        const char *type = status == 400 || status == 413 ? "invalid_request_error"
-                         : status == 401 ? "authentication_error"
-                         : status == 404 ? "not_found_error" : "api_error";
-        cJSON_AddStringToObject(e, "type", type);
-        cJSON_AddNullToObject(e, "param");
-        cJSON_AddNullToObject(e, "code");
-    } else {
-        cJSON_AddStringToObject(o, "error", msg);
-    }
-    char *s = cJSON_PrintUnformatted(o);
+/* The error body for a path's API (api_error.h): OpenAI's envelope on /v1/ paths, else
+ * Ollama's {"error":"..."}. malloc'd; NULL when out of memory. */
+__attribute__((format(printf, 3, 0)))
+static char *error_json(const char *path, int status, const char *fmt, va_list ap) {
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    cJSON *o = api_error_object(is_openai_path(path), status, NULL, msg);
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     return s;
 }
@@ -212,12 +206,10 @@ void http_reply_json(http_req *r, int status, const char *json_text) {
 }
 
 void http_reply_error(http_req *r, int status, const char *fmt, ...) {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char *j = error_json(r->path, status, fmt, ap);
     va_end(ap);
-    char *j = error_json(r->path, status, msg);
     http_reply_json(r, status, j ? j : "{\"error\":\"out of memory\"}");
     free(j);
 }
@@ -364,12 +356,10 @@ static enum MHD_Result queue_buffer(http_req *r, int status, const char *ctype, 
 
 static enum MHD_Result queue_error(http_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static enum MHD_Result queue_error(http_req *r, int status, const char *fmt, ...) {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char *j = error_json(r->path, status, fmt, ap);
     va_end(ap);
-    char *j = error_json(r->path, status, msg);
     enum MHD_Result ret = queue_buffer(r, status, "application/json; charset=utf-8", j ? j : "{}", j ? strlen(j) : 2);
     free(j);
     return ret;
@@ -695,14 +685,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     int status = r->sent_status ? r->sent_status : 499;
     if (!r->path) { req_free(r); return; }
 
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    char ts[40];
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    char ts[48];
+    anv_rfc3339_utc(anv_wall_ns(), 3, ts);
     flockfile(stderr);
-    fprintf(stderr, "time=%s.%03ldZ method=%s path=\"", ts, now.tv_nsec / 1000000, r->method);
+    fprintf(stderr, "time=%s method=%s path=\"", ts, r->method);
     log_escaped(stderr, r->path);
     fprintf(stderr, "\" status=%d duration_ms=%.3f", status, secs * 1e3);
     if (r->model[0]) {

@@ -33,7 +33,8 @@ void http_set_model(http_req *r, const char *model);
 /* Whole responses. body is copied. */
 void http_reply(http_req *r, int status, const char *content_type, const char *body, size_t len);
 void http_reply_json(http_req *r, int status, const char *json_text);
-/* {"error":"..."} like Ollama (the OpenAI layer uses its own error shape via http_reply_json). */
+/* An error in the envelope of the path's API (api_error.h): OpenAI's on /v1/ paths, else
+ * Ollama's {"error":"..."}. The API handlers answer errors through api_json's aj_fail. */
 void http_reply_error(http_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Streamed responses (chunked): NDJSON for Ollama, SSE for OpenAI. write returns false
