@@ -1,5 +1,6 @@
 # CLI tests: hostile/broken GGUF files through `anvil show` and `anvil run`, and the real
-# Gemma 3 model end to end (skipped with a message when the package is not installed).
+# Gemma 3 model end to end (skipped with a message when the package is not installed):
+# chat and greedy text (gemma_run), structured output with --format (format_run).
 if(TARGET anvil)
   find_package(Python3 COMPONENTS Interpreter REQUIRED)
   add_test(NAME cli_bad_input
@@ -8,5 +9,8 @@ if(TARGET anvil)
   add_test(NAME cli_gemma_run
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/gemma_run.py $<TARGET_FILE:anvil>)
   set_tests_properties(cli_gemma_run PROPERTIES TIMEOUT 600)
+  add_test(NAME cli_format_run
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/format_run.py $<TARGET_FILE:anvil>)
+  set_tests_properties(cli_format_run PROPERTIES TIMEOUT 600)
 endif()
 

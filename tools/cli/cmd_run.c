@@ -4,7 +4,8 @@
  * MESSAGEs) applies, with the command-line flags on top. When an `anvil serve` is running
  * (ANVIL_HOST), the request goes to it (the model stays loaded between runs) unless
  * --local is given or a flag only the in-process path has (--template, --kv-type,
- * --tensor-split) is used. */
+ * --tensor-split) is used. --format json|SCHEMA_FILE constrains the reply like the API's
+ * "format" (the same grammar code; in process, the same generation step as the server). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,11 @@
 #include "clock.h"
 #include "error.h"
 #include "generate.h"
+#include "grammar.h"
 #include "options.h"
 #include "prompt.h"
 #include "quant.h"
+#include "readfile.h"
 #include "stop_strings.h"
 #include "store.h"
 
@@ -42,7 +45,9 @@ typedef struct {
     bool raw;
     bool interactive;     /* -i: chat on stdin even when it is not a terminal */
     bool local;           /* --local: never use a running server */
-    int format;           /* chat_format, -1 = detect */
+    int chat_fmt;         /* chat_format, -1 = detect */
+    char *format;         /* --format: "json" or the schema file's text (the API's "format") */
+    grammar *grammar;     /* built from format */
 } run_opts;
 
 static void run_usage(void) {
@@ -51,6 +56,8 @@ static void run_usage(void) {
          "  --temp T  --top-k K  --top-p P  --min-p P  --repeat-penalty R  --repeat-last-n N\n"
          "  --presence-penalty P  --frequency-penalty P  --seed S   (Ollama's defaults)\n"
          "  --stop TEXT           end the reply at TEXT (repeatable; replaces the model's stops)\n"
+         "  --format json|FILE    structured output: any JSON object, or JSON valid against the\n"
+         "                        JSON Schema in FILE (like the API's \"format\")\n"
          "  --system TEXT         system prompt\n"
          "  --raw                 no chat template: the prompt is given to the model as is\n"
          "  -i, --interactive     chat line by line on stdin even when it is not a terminal\n"
@@ -75,8 +82,6 @@ static void print_stats(double load_s, const gen_stats *st, double total_s) {
 
 typedef struct {
     FILE *reply;
-    stop_matcher *stop;   /* NULL without stop strings */
-    bool stopped;
 } stream_target;
 
 /* Prints reply text and keeps it for the conversation. NUL bytes (a byte token a
@@ -96,21 +101,16 @@ static void emit(stream_target *t, const char *text, int len) {
 }
 
 static bool stream_and_capture(const char *text, int len, void *user) {
-    stream_target *t = user;
-    if (!t->stop) { emit(t, text, len); return true; }
-    const char *out;
-    int n;
-    t->stopped = stop_matcher_feed(t->stop, text, len, &out, &n);
-    emit(t, out, n);
-    return !t->stopped;
+    emit(user, text, len);
+    return true;
 }
 
 /* Renders the conversation, generates the reply (streamed) and returns it (malloc'd). */
-static char *answer(model *m, model_ctx *ctx, sampler *smp, const run_opts *o,
+static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm, const run_opts *o,
                     const chat_message *hist, int n_hist, gen_stats *st) {
     prompt_spec ps = {
         .template_go = o->template_go, .system = o->system, .messages_json = o->messages_json,
-        .msgs = hist, .n_msgs = n_hist, .raw = o->raw, .chat_format_override = o->format,
+        .msgs = hist, .n_msgs = n_hist, .raw = o->raw, .chat_format_override = o->chat_fmt,
     };
     char *text = prompt_build(m, &ps);
     if (!text) anv_die("%s", anv_last_error());
@@ -120,16 +120,14 @@ static char *answer(model *m, model_ctx *ctx, sampler *smp, const run_opts *o,
     if (!toks) anv_die("%s", anv_last_error());
     char *reply = NULL;
     size_t reply_len = 0;
-    stream_target t = {open_memstream(&reply, &reply_len), NULL, false};
-    if (o->ro.n_stop && !(t.stop = stop_matcher_new(o->ro.stop, o->ro.n_stop))) anv_die("out of memory");
-    int rc = generate(ctx, smp, toks, n_tok, o->ro.num_predict, stream_and_capture, &t, st);
-    if (rc == 0 && t.stop && !t.stopped) {
-        const char *out;
-        int n;
-        stop_matcher_flush(t.stop, &out, &n);
-        emit(&t, out, n);
-    }
-    stop_matcher_free(t.stop);
+    stream_target t = {open_memstream(&reply, &reply_len)};
+    stop_matcher *stop = NULL;
+    if (o->ro.n_stop && !(stop = stop_matcher_new(o->ro.stop, o->ro.n_stop))) anv_die("out of memory");
+    if (gm) grammar_matcher_reset(gm);
+    gen_seq_config cfg = {.tok = m->tok, .smp = smp, .gm = gm, .stop = stop, .num_predict = o->ro.num_predict,
+                          .on_text = stream_and_capture, .user = &t};
+    int rc = generate_seq(ctx, &cfg, toks, n_tok, st);
+    stop_matcher_free(stop);
     fclose(t.reply);
     free(toks);
     if (rc != 0) { free(reply); anv_die("%s", anv_last_error()); }
@@ -197,12 +195,12 @@ static void chat_loop(reply_fn reply_to, void *user) {
     free(hist);
 }
 
-typedef struct { model *m; model_ctx *ctx; sampler *smp; const run_opts *o; } local_chat;
+typedef struct { model *m; model_ctx *ctx; sampler *smp; grammar_matcher *gm; const run_opts *o; } local_chat;
 
 static char *local_reply(const chat_message *hist, int n_hist, void *user) {
     local_chat *lc = user;
     gen_stats st;
-    char *reply = answer(lc->m, lc->ctx, lc->smp, lc->o, hist, n_hist, &st);
+    char *reply = answer(lc->m, lc->ctx, lc->smp, lc->gm, lc->o, hist, n_hist, &st);
     if (lc->o->mo.verbose) print_stats(0, &st, st.t_prompt + st.t_gen);
     return reply;
 }
@@ -284,7 +282,7 @@ static void print_remote_stats(const client_gen_result *r) {
 static char *remote_answer(const run_opts *o, const char *model, const char *options_json,
                            const chat_message *hist, int n_hist) {
     client_gen_request q = {.model = model, .system = o->system, .options_json = options_json,
-                            .raw = o->raw, .on_text = print_piece};
+                            .format = o->format, .raw = o->raw, .on_text = print_piece};
     client_gen_result res;
     int rc;
     if (o->raw) {
@@ -330,8 +328,25 @@ static int run_remote(const run_opts *o, const char *model, char *prompt) {
     return 0;
 }
 
+/* --format: "json" or a JSON Schema file; o->format gets the API's "format" text and
+ * o->grammar its grammar. Exits with a one-line error. */
+static void load_format(run_opts *o, const char *arg) {
+    if (!strcmp(arg, "json")) {
+        o->format = strdup("json");
+        o->grammar = grammar_json_object();
+    } else {
+        size_t len = 0;
+        if (!(o->format = anv_read_file(arg, 16u << 20, &len)))
+            anv_die("--format: %s (give json or a JSON Schema file)", anv_last_error());
+        if (strlen(o->format) != len) anv_die("--format: %s holds a NUL byte, not a JSON Schema", arg);
+        o->grammar = grammar_json_schema(o->format);
+    }
+    if (!o->grammar) anv_die("--format %s: %s", arg, anv_last_error());
+}
+
 int cmd_run(int argc, char **argv) {
-    run_opts o = {.format = -1};
+    run_opts o = {.chat_fmt = -1};
+    const char *format_arg = NULL;
     cli_model_opts_default(&o.mo);
     const char *model_arg = NULL;
     char *prompt = NULL;
@@ -358,19 +373,21 @@ int cmd_run(int argc, char **argv) {
             o.stops[o.n_stops++] = cli_value(argc, argv, &i);
         }
         else if (!strcmp(a, "--system")) o.system = cli_value(argc, argv, &i);
+        else if (!strcmp(a, "--format")) format_arg = cli_value(argc, argv, &i);
         else if (!strcmp(a, "--raw")) o.raw = true;
         else if (!strcmp(a, "--local")) o.local = true;
         else if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) o.interactive = true;
         else if (!strcmp(a, "--template")) {
             const char *v = cli_value(argc, argv, &i);
-            o.format = chat_format_from_name(v);
-            if (o.format < 0) anv_die("--template: unknown chat format '%s' (gemma, llama3, chatml, mistral, llama2, raw)", v);
+            o.chat_fmt = chat_format_from_name(v);
+            if (o.chat_fmt < 0) anv_die("--template: unknown chat format '%s' (gemma, llama3, chatml, mistral, llama2, raw)", v);
         } else if (a[0] == '-' && a[1]) anv_die("run: unknown option '%s'", a);
         else if (!model_arg) model_arg = a;
         else if (!prompt) prompt = strdup(a);
         else anv_die("run: unexpected argument '%s' (quote the prompt)", a);
     }
     if (!model_arg) { run_usage(); return 2; }
+    if (format_arg) load_format(&o, format_arg);  /* a bad schema fails before the model loads */
     store_entry entry;
     if (store_resolve(NULL, model_arg, &entry) != 0) anv_die("%s", anv_last_error());
     if (resolve_options(&o, &entry) != 0) {
@@ -380,7 +397,7 @@ int cmd_run(int argc, char **argv) {
         anv_die("%s", anv_last_error());
     }
     if (!o.system) o.system = entry.system;
-    if (o.format < 0) o.template_go = entry.template_text;  /* --template picks a built-in format */
+    if (o.chat_fmt < 0) o.template_go = entry.template_text;  /* --template picks a built-in format */
     o.messages_json = entry.messages_json;
     if (!prompt && !o.interactive && !isatty(0)) {
         /* A piped prompt: read stdin whole (like `echo hi | ollama run m`). */
@@ -395,12 +412,14 @@ int cmd_run(int argc, char **argv) {
     }
     /* A running server keeps the model loaded between runs; flags it cannot honour keep
      * the run in this process. */
-    bool local_only = o.local || o.format >= 0 || o.mo.kv_type != QT_F16 || o.mo.tensor_split;
+    bool local_only = o.local || o.chat_fmt >= 0 || o.mo.kv_type != QT_F16 || o.mo.tensor_split;
     if (!local_only && client_server_up()) {
         /* a file path goes to the server as an absolute path (its working directory differs) */
         char *abs = entry.model_digest ? NULL : realpath(entry.model_path, NULL);
         int rc = run_remote(&o, abs ? abs : model_arg, prompt);
         free(abs);
+        grammar_free(o.grammar);
+        free(o.format);
         options_clear(&o.ro);
         store_entry_clear(&entry);
         return rc;
@@ -410,8 +429,10 @@ int cmd_run(int argc, char **argv) {
     model_ctx *ctx = model_ctx_new(m, o.mo.n_ctx, o.mo.kv_type);
     if (!ctx) anv_die("%s", anv_last_error());
     sampler *smp = sampler_new(&o.ro.sp, m->hp.n_vocab);
+    grammar_matcher *gm = NULL;
+    if (o.grammar && !(gm = grammar_matcher_new(o.grammar, m->tok))) anv_die("--format: %s", anv_last_error());
     if (!o.template_go) {
-        chat_format fmt = o.format >= 0 ? (chat_format)o.format : chat_detect(m->chat_template, m->hp.arch_name);
+        chat_format fmt = o.chat_fmt >= 0 ? (chat_format)o.chat_fmt : chat_detect(m->chat_template, m->hp.arch_name);
         if (fmt == CHAT_RAW) o.raw = true;
         if (o.mo.verbose) anv_log("chat format: %s", o.raw ? "raw" : chat_format_name(fmt));
     } else if (o.mo.verbose) {
@@ -420,15 +441,18 @@ int cmd_run(int argc, char **argv) {
     if (prompt) {
         chat_message msg = {"user", prompt};
         gen_stats st;
-        free(answer(m, ctx, smp, &o, &msg, 1, &st));
+        free(answer(m, ctx, smp, gm, &o, &msg, 1, &st));
         fputc('\n', stdout);
         if (o.mo.verbose) print_stats(load_s, &st, anv_mono_s() - t_start);
         free(prompt);
     } else {
-        local_chat lc = {m, ctx, smp, &o};
+        local_chat lc = {m, ctx, smp, gm, &o};
         chat_loop(local_reply, &lc);
     }
     sampler_free(smp);
+    grammar_matcher_free(gm);
+    grammar_free(o.grammar);
+    free(o.format);
     model_ctx_free(ctx);
     model_free(m);
     options_clear(&o.ro);

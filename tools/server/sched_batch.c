@@ -2,7 +2,8 @@
  * free slots (the slot whose cached tokens share the longest prefix with the prompt),
  * then runs continuous-batching steps: every decoding slot adds its last sampled token,
  * slots still reading their prompt add a chunk, one model_eval_multi evaluates them all,
- * and each slot samples (grammar mask, stop strings, limits) and streams its text.
+ * and each slot takes its generation step (gen_step.h: grammar mask, sampling, stop strings,
+ * limits) and streams its text.
  * Embedding requests run between steps. When the model has been idle past its
  * keep-alive (or is told to stop) the worker unloads it and exits. */
 #include "sched_impl.h"
@@ -70,6 +71,9 @@ static void admit(lmodel *lm) {
         model_ctx_truncate(sl->ctx, keep);
         *sl = (slot){.ctx = sl->ctx, .job = j, .state = SLOT_PROMPT, .pos = keep,
                      .t_admit_ns = sched_now_ns(), .last_used = ++lm->use_counter};
+        gen_seq_init(&sl->gen, &(gen_seq_config){.tok = lm->m->tok, .smp = j->smp, .gm = j->gm,
+                                                 .stop = j->stop, .num_predict = j->opt.num_predict,
+                                                 .on_text = j->gr->on_text, .user = j->gr->user});
         lm->n_active++;
     }
 }
@@ -82,36 +86,16 @@ typedef struct {
     uint64_t prompt_tokens, gen_tokens;
 } step_out;
 
-static bool emit(job *j, const char *text, int len) {
-    if (len <= 0 || !j->gr->on_text) return true;
-    return j->gr->on_text(text, len, j->gr->user);
-}
-
-/* Ends the slot's request: flushes held text, fills the result, frees the slot. */
-static void finish(slot *sl, const char *reason, bool pending_unevaluated, bool stop_hit,
-                   bool cancelled, step_out *so) {
+/* Ends the slot's request: flushes held text, fills the result, frees the slot.
+ * pending_unevaluated: the last sampled token (gen.pending) belongs to the context. */
+static void finish(slot *sl, const char *reason, bool pending_unevaluated, step_out *so) {
     job *j = sl->job;
     const int64_t now = sched_now_ns();
-    if (j->status == 0 && !cancelled) {
-        char text[64];
-        int len = tok_stream_flush(&sl->ts, text, (int)sizeof text);
-        if (len > (int)sizeof text) len = (int)sizeof text;
-        const char *e;
-        int el;
-        bool live = true;
-        if (!stop_hit && len > 0) {
-            stop_hit = stop_matcher_feed(j->stop, text, len, &e, &el);
-            live = emit(j, e, el);
-        }
-        if (!stop_hit && live) {
-            stop_matcher_flush(j->stop, &e, &el);
-            emit(j, e, el);
-        }
-    }
+    if (j->status == 0) gen_seq_finish(&sl->gen);
     sched_result *res = j->res;
     res->done_reason = reason;
     res->prompt_eval_count = sl->n_prompt_eval;
-    res->eval_count = sl->n_gen;
+    res->eval_count = sl->gen.n_gen;
     int64_t t_pd = sl->t_prompt_done_ns ? sl->t_prompt_done_ns : now;
     res->prompt_eval_ns = t_pd - sl->t_admit_ns;
     res->eval_ns = now - t_pd;
@@ -121,62 +105,24 @@ static void finish(slot *sl, const char *reason, bool pending_unevaluated, bool 
         res->context = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
         if (res->context) {
             memcpy(res->context, model_ctx_history(sl->ctx), (size_t)n_past * sizeof(int32_t));
-            if (pending_unevaluated) res->context[n_past] = sl->pending;
+            if (pending_unevaluated) res->context[n_past] = sl->gen.pending;
             res->n_context = n;
         }
     }
     so->prompt_tokens += (uint64_t)sl->n_prompt_eval;
-    so->gen_tokens += (uint64_t)sl->n_gen;
+    so->gen_tokens += (uint64_t)sl->gen.n_gen;
     so->fin[so->n_fin++] = j;
     sl->job = NULL;
     sl->state = SLOT_FREE;
 }
 
-/* Samples the next token from the slot's logits row, streams its text and decides
- * whether the request ends here. */
-static void sample_next(lmodel *lm, slot *sl, float *row, step_out *so) {
-    job *j = sl->job;
-    const tokenizer *tok = lm->m->tok;
-    if (j->opt.num_predict >= 0 && sl->n_gen >= j->opt.num_predict) {  /* num_predict 0 */
-        finish(sl, "length", false, false, false, so);
-        return;
-    }
-    if (j->gm) grammar_matcher_mask(j->gm, row);
-    int32_t id = sampler_sample(j->smp, row);
-    if (id < 0) {
-        sched_job_fail(j, 500, "sampling: %s", anv_last_error());
-        finish(sl, "stop", false, false, false, so);
-        return;
-    }
-    if (tokenizer_is_eog(tok, id)) { finish(sl, "stop", false, false, false, so); return; }
-    if (j->gm && grammar_matcher_accept(j->gm, id) != 0) {
-        sched_job_fail(j, 500, "format: %s", anv_last_error());
-        finish(sl, "stop", false, false, false, so);
-        return;
-    }
-    sampler_accept(j->smp, id);
-    sl->n_gen++;
-    sl->pending = id;
-    sl->state = SLOT_GEN;
-    char text[256];
-    int len = tok_stream_push(&sl->ts, tok, id, text, (int)sizeof text);
-    if (len > (int)sizeof text) len = (int)sizeof text;
-    if (len > 0) {
-        const char *e;
-        int el;
-        bool stopped = stop_matcher_feed(j->stop, text, len, &e, &el);
-        if (!emit(j, e, el)) { finish(sl, "stop", true, false, true, so); return; }
-        if (stopped) { finish(sl, "stop", true, true, false, so); return; }
-    }
-    if (j->gm && grammar_matcher_done(j->gm)) { finish(sl, "stop", true, false, false, so); return; }
-    if (j->opt.num_predict >= 0 && sl->n_gen >= j->opt.num_predict) {
-        finish(sl, "length", true, false, false, so);
-        return;
-    }
-    if (model_ctx_n_past(sl->ctx) >= model_ctx_n_ctx(sl->ctx)) {
-        finish(sl, "length", true, false, false, so);
-        return;
-    }
+/* Samples the next token from the slot's logits row (gen_step.h: grammar, stop strings,
+ * limits, streaming) and ends the request if that was its last. */
+static void sample_next(slot *sl, float *row, step_out *so) {
+    gen_status r = gen_seq_step(&sl->gen, row, model_ctx_n_past(sl->ctx), model_ctx_n_ctx(sl->ctx));
+    if (r == GEN_CONTINUE) { sl->state = SLOT_GEN; return; }
+    if (r == GEN_ERROR) sched_job_fail(sl->job, 500, "%s", anv_last_error());
+    finish(sl, sl->gen.done_reason, sl->gen.has_pending, so);
 }
 
 /* ---------------------------------------------------------------- one batched step */
@@ -201,7 +147,7 @@ static void step(lmodel *lm, step_out *so, step_stats *st) {
             slot *sl = &lm->slots[i];
             int n;
             if (pass == 0 && sl->state == SLOT_GEN) {
-                toks[n_seq] = &sl->pending;
+                toks[n_seq] = &sl->gen.pending;
                 n = 1;
             } else if (pass == 1 && sl->state == SLOT_PROMPT) {
                 n = sl->job->n_prompt - sl->pos;
@@ -234,7 +180,7 @@ static void step(lmodel *lm, step_out *so, step_stats *st) {
         for (int q = 0; q < n_seq; q++) {
             slot *sl = &lm->slots[which[q]];
             sched_job_fail(sl->job, 500, "evaluation failed: %s", err);
-            finish(sl, "stop", false, false, false, so);
+            finish(sl, "stop", false, so);
         }
         return;
     }
@@ -246,7 +192,7 @@ static void step(lmodel *lm, step_out *so, step_stats *st) {
             if (sl->pos < sl->job->n_prompt) continue;
             sl->t_prompt_done_ns = sched_now_ns();
         }
-        sample_next(lm, sl, lm->logits + (size_t)q * n_vocab, so);
+        sample_next(sl, lm->logits + (size_t)q * n_vocab, so);
     }
 }
 

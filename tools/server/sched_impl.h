@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gen_step.h"
 #include "grammar.h"
 #include "model.h"
 #include "options.h"
@@ -54,9 +55,9 @@ typedef struct {
     job *job;
     slot_state state;
     int pos;                     /* SLOT_PROMPT: next prompt token to evaluate */
-    int32_t pending;             /* SLOT_GEN: the sampled token still to evaluate */
-    int n_gen, n_prompt_eval;
-    tok_stream ts;
+    gen_seq gen;                 /* sampling and streaming; SLOT_GEN: gen.pending is the
+                                    sampled token still to evaluate */
+    int n_prompt_eval;
     int64_t t_admit_ns, t_prompt_done_ns;
     uint64_t last_used;          /* lmodel.use_counter at admission (LRU choice) */
 } slot;

@@ -1,0 +1,81 @@
+/* gen_step: one sequence's sample/accept/stream step (gen_step.h). */
+#include "gen_step.h"
+
+#include <stdio.h>
+
+#include "error.h"
+
+void gen_seq_init(gen_seq *g, const gen_seq_config *c) {
+    *g = (gen_seq){.c = *c};
+}
+
+static bool emit(gen_seq *g, const char *text, int len) {
+    if (len <= 0 || !g->c.on_text) return true;
+    return g->c.on_text(text, len, g->c.user);
+}
+
+/* Text through the stop matcher (if any) to the callback. False when the sequence ends
+ * here (stop string or callback). */
+static bool pass_on(gen_seq *g, const char *text, int len) {
+    const char *e = text;
+    int el = len;
+    bool stopped = false;
+    if (g->c.stop) stopped = stop_matcher_feed(g->c.stop, text, len, &e, &el);
+    if (!emit(g, e, el)) { g->cancelled = true; return false; }
+    if (stopped) { g->stop_hit = true; return false; }
+    return true;
+}
+
+static gen_status done(gen_seq *g, const char *reason) {
+    g->done_reason = reason;
+    return GEN_DONE;
+}
+
+static gen_status fail(gen_seq *g, const char *what) {
+    char msg[480];
+    snprintf(msg, sizeof msg, "%s", anv_last_error());
+    anv_set_error("%s: %s", what, msg);
+    g->failed = true;
+    g->done_reason = "stop";
+    return GEN_ERROR;
+}
+
+static bool at_limit(const gen_seq *g) { return g->c.num_predict >= 0 && g->n_gen >= g->c.num_predict; }
+
+gen_status gen_seq_step(gen_seq *g, float *logits, int n_past, int n_ctx) {
+    g->has_pending = false;
+    if (at_limit(g)) return done(g, "length");   /* num_predict 0 */
+    if (g->c.gm) grammar_matcher_mask(g->c.gm, logits);
+    int32_t id = sampler_sample(g->c.smp, logits);
+    if (id < 0) return fail(g, "sampling");
+    if (tokenizer_is_eog(g->c.tok, id)) return done(g, "stop");
+    if (g->c.gm && grammar_matcher_accept(g->c.gm, id) != 0) return fail(g, "format");
+    sampler_accept(g->c.smp, id);
+    g->n_gen++;
+    g->pending = id;
+    g->has_pending = true;
+    char text[256];
+    int len = tok_stream_push(&g->ts, g->c.tok, id, text, (int)sizeof text);
+    if (len > (int)sizeof text) len = (int)sizeof text;
+    if (len > 0 && !pass_on(g, text, len)) return done(g, "stop");
+    if (g->c.gm && grammar_matcher_done(g->c.gm)) return done(g, "stop");
+    if (at_limit(g)) return done(g, "length");
+    if (n_past >= n_ctx) return done(g, "length");   /* no room to evaluate pending */
+    return GEN_CONTINUE;
+}
+
+void gen_seq_finish(gen_seq *g) {
+    if (g->flushed || g->failed || g->cancelled) return;
+    g->flushed = true;
+    char text[64];
+    int len = tok_stream_flush(&g->ts, text, (int)sizeof text);
+    if (len > (int)sizeof text) len = (int)sizeof text;
+    if (g->stop_hit) return;
+    if (len > 0 && !pass_on(g, text, len)) return;
+    if (g->c.stop) {
+        const char *e;
+        int el;
+        stop_matcher_flush(g->c.stop, &e, &el);
+        emit(g, e, el);
+    }
+}
