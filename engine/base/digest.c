@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
+#include "readfile.h"
 
 struct digest_ctx { EVP_MD_CTX *md; };
 
@@ -50,8 +52,10 @@ void digest_bytes(const void *data, size_t n, char out[DIGEST_STR_LEN + 1]) {
 }
 
 int digest_file(const char *path, char out[DIGEST_STR_LEN + 1], uint64_t *size_out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { anv_set_error("cannot open %s: %s", path, strerror(errno)); return -1; }
+    int fd = anv_open_regular(path, NULL);
+    if (fd < 0) return -1;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { anv_set_error("cannot open %s: %s", path, strerror(errno)); close(fd); return -1; }
     digest_ctx *d = digest_new();
     char *buf = malloc(1 << 20);
     if (!d || !buf) {

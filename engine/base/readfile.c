@@ -2,16 +2,51 @@
 #include "readfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
 
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
+         : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : "not a plain file";
+}
+
+int anv_open_regular(const char *path, long long *size_out) {
+    if (!path || !*path) { anv_set_error("no file name given"); return -1; }
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) { anv_set_error("%s: cannot open: %s", path, strerror(errno)); return -1; }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        anv_set_error("%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        anv_set_error("%s: not a regular file (%s)", path, file_kind(st.st_mode));
+        close(fd);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        anv_set_error("%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (size_out) *size_out = (long long)st.st_size;
+    return fd;
+}
+
 char *anv_read_file(const char *path, size_t max, size_t *len_out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { anv_set_error("cannot open %s: %s", path, strerror(errno)); return NULL; }
+    int fd = anv_open_regular(path, NULL);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { anv_set_error("cannot open %s: %s", path, strerror(errno)); close(fd); return NULL; }
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
     while (buf) {

@@ -7,4 +7,11 @@
 /* The file's bytes plus a terminating NUL (malloc'd; *len_out = the size if len_out), or
  * NULL with anv_last_error() naming the file: cannot open, cannot read, or larger than max. */
 char *anv_read_file(const char *path, size_t max, size_t *len_out);
+
+/* The one way a model, blob, Modelfile, template or other input file is opened: read-only,
+ * with O_NONBLOCK so a FIFO or device cannot block the open, then fstat: anything but a
+ * regular file (FIFO, socket, device, directory) is refused with a one-line error
+ * ("PATH: not a regular file (a FIFO)"). The descriptor is returned blocking again, with
+ * O_CLOEXEC; *size_out (if given) gets the file size. -1 + anv_last_error() on failure. */
+int anv_open_regular(const char *path, long long *size_out);
 #endif

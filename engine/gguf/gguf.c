@@ -16,6 +16,7 @@
 #include "gguf.h"
 #include "error.h"
 #include "quant.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -513,27 +514,10 @@ gguf_file *gguf_open(const char *path) {
         anv_set_error("gguf_open: NULL path");
         return NULL;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        anv_set_error("%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        anv_set_error("%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        anv_set_error("%s: is a directory, not a GGUF file", path);
-        close(fd);
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        anv_set_error("%s: not a regular file", path);
-        close(fd);
-        return NULL;
-    }
+    long long fsize = 0;
+    int fd = anv_open_regular(path, &fsize);  /* a FIFO or device is refused, never waited on */
+    if (fd < 0) return NULL;
+    struct stat st = {.st_size = (off_t)fsize};
     if (st.st_size == 0) {
         anv_set_error("%s: not a GGUF file (empty file)", path);
         close(fd);

@@ -16,6 +16,7 @@
 #include "error.h"
 #include "gguf.h"
 #include "quantize_model.h"
+#include "readfile.h"
 
 char *store_fmt(const char *fmt, ...) {
     va_list ap;
@@ -152,8 +153,8 @@ int store_import_file(store *s, const char *path, char digest_out[DIGEST_STR_LEN
     char *blobs = store_fmt("%s/blobs", s->root);
     if (!dst || !blobs || store_mkdirs(blobs) != 0) { free(dst); free(blobs); return -1; }
     free(blobs);
-    int in = open(path, O_RDONLY | O_CLOEXEC);
-    if (in < 0) { anv_set_error("cannot open %s: %s", path, strerror(errno)); free(dst); return -1; }
+    int in = anv_open_regular(path, NULL);
+    if (in < 0) { free(dst); return -1; }
     int out;
     char *tmp = make_temp_beside(dst, &out);
     if (!tmp) { close(in); free(dst); return -1; }

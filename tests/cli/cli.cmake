@@ -6,6 +6,9 @@ if(TARGET anvil)
   add_test(NAME cli_bad_input
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/bad_input.py $<TARGET_FILE:anvil> ${CMAKE_CURRENT_BINARY_DIR}/bad-input)
   set_tests_properties(cli_bad_input PROPERTIES TIMEOUT 600)
+  add_test(NAME cli_fifo_input
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/fifo_input.py $<TARGET_FILE:anvil> ${CMAKE_CURRENT_BINARY_DIR}/fifo-input)
+  set_tests_properties(cli_fifo_input PROPERTIES TIMEOUT 120)
   add_test(NAME cli_gemma_run
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/gemma_run.py $<TARGET_FILE:anvil>)
   set_tests_properties(cli_gemma_run PROPERTIES TIMEOUT 600)

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "error.h"
+#include "readfile.h"
 #include "model_create.h"
 #include "store.h"
 
@@ -147,16 +148,8 @@ int cmd_create(int argc, char **argv) {
     if (!name) anv_die("create: give the new model's name (anvil create NAME -f Modelfile)");
     store_name parsed;
     if (store_name_parse(name, &parsed) != 0) anv_die("%s", anv_last_error());
-    FILE *f = fopen(file, "rb");
-    if (!f) anv_die("create: cannot open the Modelfile %s: %s", file, strerror(errno));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    char buf[8192];
-    size_t r;
-    while ((r = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, r, mem);
-    fclose(f);
-    fclose(mem);
+    char *text = anv_read_file(file, 64u << 20, NULL);  /* a regular file only: a FIFO is refused */
+    if (!text) anv_die("create: the Modelfile: %s", anv_last_error());
     /* relative FROM paths are relative to the Modelfile's directory */
     char *dir = strdup(file);
     char *slash = strrchr(dir, '/');
