@@ -9,7 +9,11 @@
  *  - Arrays of arrays (allowed by the spec, written by nobody) are rejected cleanly.
  *  - Bool values must be 0 or 1. Keys and tensor names must be non-empty; duplicates of
  *    either are an error.
- *  - general.alignment must be a uint32, non-zero power of two (as in llama.cpp); default 32.
+ *  - general.alignment must be a uint32 power of two >= GGUF_MIN_ALIGNMENT (8); default 32.
+ *    llama.cpp accepts any power of two, 1 included, but then tensor data can start at an
+ *    odd address and every f32/f16 load from the mapping is misaligned (UB; UBSan aborts).
+ *    Every writer (gguf-py, llama.cpp, ollama) uses 32, so 8 rejects no real file. The
+ *    base of the data is 8-aligned too: a page for a mapping, checked for a caller buffer.
  *  - Numeric array elements (arr_data) are in file order and may be unaligned: memcpy them.
  *  - Tensors need 1..4 dims, ne >= 0, a known qtype, ne[0] a multiple of the block size,
  *    an offset aligned to the alignment, and data inside the file. Overlap is allowed. */
@@ -34,6 +38,7 @@
 
 #define GGUF_MAGIC "GGUF"
 #define GGUF_DEFAULT_ALIGNMENT 32
+#define GGUF_MIN_ALIGNMENT 8 /* the widest scalar a tensor holds (f64, i64) */
 /* Smallest possible encodings, used to bound the header counts by the file size. */
 #define GGUF_MIN_KV_BYTES 14     /* key length (8) + 1 key byte + value type (4) + a 1-byte value */
 #define GGUF_MIN_TENSOR_BYTES 33 /* name length (8) + 1 name byte + n_dims (4) + ne (8) + type (4) + offset (8) */
@@ -383,8 +388,9 @@ static bool parse_alignment(gguf_file *f, const char *file) {
         return false;
     }
     uint64_t a = kv->v.u64;
-    if (a == 0 || (a & (a - 1)) != 0) {
-        anv_set_error("%s: general.alignment %" PRIu64 " is not a non-zero power of two", file, a);
+    if (a < GGUF_MIN_ALIGNMENT || (a & (a - 1)) != 0) {
+        anv_set_error("%s: general.alignment %" PRIu64 " is not a power of two >= %d (tensor data would be misaligned)",
+                      file, a, GGUF_MIN_ALIGNMENT);
         return false;
     }
     f->alignment = a;
@@ -505,7 +511,11 @@ gguf_file *gguf_open_memory(const void *data, size_t size, const char *name) {
         anv_set_error("%s: NULL buffer", name);
         return NULL;
     }
-    static const uint8_t empty[1];
+    if ((uintptr_t)data % GGUF_MIN_ALIGNMENT != 0) {
+        anv_set_error("%s: buffer is not %d-byte aligned (tensor data would be misaligned)", name, GGUF_MIN_ALIGNMENT);
+        return NULL;
+    }
+    static const uint64_t empty[1];
     return open_bytes(data ? data : empty, size, name, false);
 }
 

@@ -238,6 +238,25 @@ static void test_valid(void) {
     free(copy);
     free(b.p);
 
+    /* The smallest alignment accepted: 8. */
+    b = build_valid(3, 8, offs);
+    f = open_copy(b.p, b.n, "align8.gguf", &copy);
+    CHECKF(f != NULL, "%s", anv_last_error());
+    if (f) check_valid(f, 3, 8, offs);
+    gguf_close(f);
+    free(copy);
+    free(b.p);
+
+    /* A caller buffer that is not 8-aligned is refused (its tensor data would be misaligned). */
+    b = build_valid(3, 32, offs);
+    copy = malloc(b.n + 8);
+    memcpy(copy + 1, b.p, b.n);
+    f = gguf_open_memory(copy + 1, b.n, "odd.gguf");
+    CHECKF(f == NULL && has(anv_last_error(), "odd.gguf: buffer is not 8-byte aligned"), "%s", anv_last_error());
+    gguf_close(f);
+    free(copy);
+    free(b.p);
+
     /* Extra trailing bytes after the data are fine. */
     b = build_valid(3, 32, offs);
     w_u64(&b, 0);
@@ -374,6 +393,14 @@ static void test_bad_inputs(void) {
     expect_fail(&b, "alignment 48", "general.alignment 48", "power of two");
     w_header(&b, 3, 0, 1); w_key(&b, "general.alignment", GGUF_UINT32); w_u32(&b, 0);
     expect_fail(&b, "alignment 0", "general.alignment 0", "power of two");
+    /* Powers of two below 8 let tensor data start at an odd address (misaligned loads). */
+    for (uint32_t a = 1; a < 8; a *= 2) {
+        w_header(&b, 3, 0, 1); w_key(&b, "general.alignment", GGUF_UINT32); w_u32(&b, a);
+        char what[32], words[40];
+        snprintf(what, sizeof what, "alignment %u", a);
+        snprintf(words, sizeof words, "general.alignment %u is not", a);
+        expect_fail(&b, what, words, "power of two >= 8");
+    }
     w_header(&b, 3, 0, 1); w_key(&b, "general.alignment", GGUF_UINT64); w_u64(&b, 32);
     expect_fail(&b, "alignment u64", "general.alignment has type uint64", NULL);
 
