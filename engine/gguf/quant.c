@@ -30,9 +30,11 @@ typedef struct {
     q_quant_fn quant;
 } qtype_entry;
 
-/* A type with reference code, and one Anvil only knows by name and size. */
-#define QT_ROW(id, nm, bs, ts, dq, q) [id] = { { nm, bs, ts, true, true }, dq, q }
-#define QT_NAMED(id, nm, bs, ts) [id] = { { nm, bs, ts, false, false }, NULL, NULL }
+/* A weight type with reference code, an activation-only type with reference code (never
+ * accepted as a model weight), and one Anvil only knows by name and size. */
+#define QT_ROW(id, nm, bs, ts, dq, q) [id] = { { nm, bs, ts, true, true, true }, dq, q }
+#define QT_ACT(id, nm, bs, ts, dq, q) [id] = { { nm, bs, ts, true, true, false }, dq, q }
+#define QT_NAMED(id, nm, bs, ts) [id] = { { nm, bs, ts, false, false, false }, NULL, NULL }
 
 /* Every ggml type id below QT_COUNT that still exists; ids of removed types stay NULL. */
 static const qtype_entry qtype_table[QT_COUNT] = {
@@ -43,13 +45,13 @@ static const qtype_entry qtype_table[QT_COUNT] = {
     QT_ROW(QT_Q5_0, "q5_0", QK5_0, sizeof(block_q5_0), qref_dequant_q5_0, qref_quant_q5_0),
     QT_ROW(QT_Q5_1, "q5_1", QK5_1, sizeof(block_q5_1), qref_dequant_q5_1, qref_quant_q5_1),
     QT_ROW(QT_Q8_0, "q8_0", QK8_0, sizeof(block_q8_0), qref_dequant_q8_0, qref_quant_q8_0),
-    QT_ROW(QT_Q8_1, "q8_1", QK8_0, sizeof(block_q8_1), qref_dequant_q8_1, qref_quant_q8_1),
+    QT_ACT(QT_Q8_1, "q8_1", QK8_0, sizeof(block_q8_1), qref_dequant_q8_1, qref_quant_q8_1),
     QT_ROW(QT_Q2_K, "q2_K", QK_K, sizeof(block_q2_K), qref_dequant_q2_K, qref_quant_q2_K),
     QT_ROW(QT_Q3_K, "q3_K", QK_K, sizeof(block_q3_K), qref_dequant_q3_K, qref_quant_q3_K),
     QT_ROW(QT_Q4_K, "q4_K", QK_K, sizeof(block_q4_K), qref_dequant_q4_K, qref_quant_q4_K),
     QT_ROW(QT_Q5_K, "q5_K", QK_K, sizeof(block_q5_K), qref_dequant_q5_K, qref_quant_q5_K),
     QT_ROW(QT_Q6_K, "q6_K", QK_K, sizeof(block_q6_K), qref_dequant_q6_K, qref_quant_q6_K),
-    QT_ROW(QT_Q8_K, "q8_K", QK_K, sizeof(block_q8_K), qref_dequant_q8_K, qref_quant_q8_K),
+    QT_ACT(QT_Q8_K, "q8_K", QK_K, sizeof(block_q8_K), qref_dequant_q8_K, qref_quant_q8_K),
     /* Known to ggml, named here so errors can say what a file holds; not implemented. */
     QT_NAMED(16, "iq2_xxs", QK_K, 66),
     QT_NAMED(17, "iq2_xs", QK_K, 74),

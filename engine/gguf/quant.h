@@ -42,6 +42,8 @@ typedef struct {
     size_t type_size;      /* bytes per block */
     bool can_dequantize;   /* reference dequantizer exists */
     bool can_quantize;     /* reference quantizer exists */
+    bool is_weight;        /* every backend's matmul takes it as a weight (q8_1 and q8_K are
+                              activation formats: ggml has no weight kernel for them either) */
 } qtype_info;
 
 /* Info for a type id, or NULL for an id Anvil does not know (callers name the id). */

@@ -47,6 +47,56 @@ static bool read_f32(const gguf_file *f, const char *arch, const char *suffix, f
     return gguf_find(f, key) == NULL; /* absent is fine (default kept), wrong type is not */
 }
 
+/* ---- hyperparameter rules: every value the forward pass divides by, loops over or feeds
+ * to exp/pow must be checked here, one line naming the key and the value ---- */
+
+static bool key_present(const gguf_file *f, const char *arch, const char *suffix) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return gguf_find(f, key) != NULL;
+}
+
+static bool bad_int(const gguf_file *f, const char *arch, const char *suffix, int v, const char *rule) {
+    anv_set_error("%s: metadata %s.%s = %d is invalid (%s)", f->path, arch, suffix, v, rule);
+    return false;
+}
+
+static bool bad_f32(const gguf_file *f, const char *arch, const char *suffix, float v, const char *rule) {
+    anv_set_error("%s: metadata %s.%s = %g is invalid (%s)", f->path, arch, suffix, (double)v, rule);
+    return false;
+}
+
+/* A value that must be >= 1. */
+static bool check_pos(const gguf_file *f, const char *arch, const char *suffix, int v) {
+    return v >= 1 || bad_int(f, arch, suffix, v, "must be >= 1");
+}
+
+/* A float that must be finite and > 0 (min_zero: >= 0). */
+static bool check_f32(const gguf_file *f, const char *arch, const char *suffix, float v, bool min_zero) {
+    if (!isfinite(v)) return bad_f32(f, arch, suffix, v, "must be a finite number");
+    if (min_zero ? v < 0 : v <= 0) return bad_f32(f, arch, suffix, v, min_zero ? "must be >= 0" : "must be > 0");
+    return true;
+}
+
+static bool check_counts(const gguf_file *f, const char *arch, const model_hparams *hp, bool has_key_length) {
+    if (!check_pos(f, arch, "context_length", hp->n_ctx_train) || !check_pos(f, arch, "embedding_length", hp->n_embd) ||
+        !check_pos(f, arch, "block_count", hp->n_layer) || !check_pos(f, arch, "feed_forward_length", hp->n_ff) ||
+        !check_pos(f, arch, "attention.head_count", hp->n_head) ||
+        !check_pos(f, arch, "attention.head_count_kv", hp->n_head_kv))
+        return false;
+    if (hp->n_head % hp->n_head_kv != 0) {
+        anv_set_error("%s: metadata %s.attention.head_count = %d is not a multiple of %s.attention.head_count_kv = %d",
+                      f->path, arch, hp->n_head, arch, hp->n_head_kv);
+        return false;
+    }
+    if (!has_key_length && hp->n_embd % hp->n_head != 0) {
+        anv_set_error("%s: metadata %s.embedding_length = %d is not a multiple of %s.attention.head_count = %d "
+                      "(and there is no %s.attention.key_length)", f->path, arch, hp->n_embd, arch, hp->n_head, arch);
+        return false;
+    }
+    return true;
+}
+
 static int load_hparams(const gguf_file *f, model_hparams *hp) {
     memset(hp, 0, sizeof *hp);
     gguf_str a;
@@ -74,23 +124,27 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     if (!read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
     hp->n_head_kv = hp->n_head;
     if (!read_u32(f, arch, "attention.head_count_kv", &hp->n_head_kv, false)) return -1;
-    if (hp->n_head <= 0 || hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv != 0 || hp->n_embd <= 0 || hp->n_layer <= 0 || hp->n_ff <= 0) {
-        anv_set_error("%s: invalid hyperparameters (n_embd %d, n_layer %d, n_ff %d, n_head %d, n_head_kv %d)",
-                      f->path, hp->n_embd, hp->n_layer, hp->n_ff, hp->n_head, hp->n_head_kv);
-        return -1;
-    }
+    bool has_key_length = key_present(f, arch, "attention.key_length");
+    if (!check_counts(f, arch, hp, has_key_length)) return -1;
     hp->head_dim_k = hp->n_embd / hp->n_head;
     if (!read_u32(f, arch, "attention.key_length", &hp->head_dim_k, false)) return -1;
     hp->head_dim_v = hp->head_dim_k;
     if (!read_u32(f, arch, "attention.value_length", &hp->head_dim_v, false)) return -1;
-    if (hp->head_dim_k != hp->head_dim_v || hp->head_dim_k <= 0 || hp->head_dim_k % 2) {
-        anv_set_error("%s: unsupported head dimensions (key %d, value %d)", f->path, hp->head_dim_k, hp->head_dim_v);
+    if (hp->head_dim_k <= 0 || hp->head_dim_k % 2) {
+        bad_int(f, arch, "attention.key_length", hp->head_dim_k, "the head dimension must be even and >= 2");
+        return -1;
+    }
+    if (hp->head_dim_k != hp->head_dim_v) {
+        anv_set_error("%s: metadata %s.attention.value_length = %d differs from the key length %d (unsupported)",
+                      f->path, arch, hp->head_dim_v, hp->head_dim_k);
         return -1;
     }
     hp->norm_eps = 1e-5f;
     if (!read_f32(f, arch, "attention.layer_norm_rms_epsilon", &hp->norm_eps)) return -1;
+    if (!check_f32(f, arch, "attention.layer_norm_rms_epsilon", hp->norm_eps, false)) return -1;
     hp->rope_base = 10000.0f;
     if (!read_f32(f, arch, "rope.freq_base", &hp->rope_base)) return -1;
+    if (!check_f32(f, arch, "rope.freq_base", hp->rope_base, false)) return -1;
     hp->rope_scale = 1.0f;
     char *scaling = NULL;
     {
@@ -99,9 +153,14 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
         scaling = gguf_get_str_dup(f, key);
     }
     float factor = 0;
-    if (!read_f32(f, arch, "rope.scaling.factor", &factor)) { free(scaling); return -1; }
-    if (scaling && strcmp(scaling, "linear") == 0 && factor > 0) hp->rope_scale = 1.0f / factor;
-    else if (scaling && strcmp(scaling, "none") != 0 && strcmp(scaling, "linear") != 0) {
+    bool linear = scaling && strcmp(scaling, "linear") == 0;
+    if (!read_f32(f, arch, "rope.scaling.factor", &factor) ||
+        !check_f32(f, arch, "rope.scaling.factor", factor, true)) { /* 0 (or absent) = no scaling, as llama.cpp */
+        free(scaling);
+        return -1;
+    }
+    if (linear && factor > 0) hp->rope_scale = 1.0f / factor;
+    else if (scaling && strcmp(scaling, "none") != 0) {
         anv_set_error("%s: unsupported rope scaling type '%s'", f->path, scaling);
         free(scaling);
         return -1;
@@ -110,20 +169,25 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     hp->n_rot = hp->head_dim_k;
     if (!read_u32(f, arch, "rope.dimension_count", &hp->n_rot, false)) return -1;
     if (hp->n_rot <= 0 || hp->n_rot > hp->head_dim_k || hp->n_rot % 2) {
-        anv_set_error("%s: rope dimension %d does not fit head dimension %d", f->path, hp->n_rot, hp->head_dim_k);
+        anv_set_error("%s: metadata %s.rope.dimension_count = %d is invalid (must be even, >= 2 and <= the head dimension %d)",
+                      f->path, arch, hp->n_rot, hp->head_dim_k);
         return -1;
     }
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
     if (!read_f32(f, arch, "final_logit_softcapping", &hp->final_softcap)) return -1;
+    if (!check_f32(f, arch, "final_logit_softcapping", hp->final_softcap, true)) return -1; /* 0 = off */
     if (hp->arch == ARCH_GEMMA3) {
         hp->embd_scale = true;
         hp->swa_pattern = 6;
         hp->rope_base_swa = 10000.0f; /* llama.cpp: local layers use base 10k, no scaling */
         if (!read_u32(f, arch, "attention.sliding_window", &hp->swa_window, true)) return -1;
+        if (!check_pos(f, arch, "attention.sliding_window", hp->swa_window)) return -1;
         float qpas = 0;
-        char key[128];
-        snprintf(key, sizeof key, "%s.attention.query_pre_attn_scalar", arch);
-        if (gguf_get_f32(f, key, &qpas) && qpas > 0) hp->attn_scale = 1.0f / sqrtf(qpas);
+        if (!read_f32(f, arch, "attention.query_pre_attn_scalar", &qpas)) return -1;
+        if (key_present(f, arch, "attention.query_pre_attn_scalar")) {
+            if (!check_f32(f, arch, "attention.query_pre_attn_scalar", qpas, false)) return -1;
+            hp->attn_scale = 1.0f / sqrtf(qpas);
+        }
         /* Gemma 3 uses no final soft-capping (Gemma 2 did). */
     }
     return 0;
@@ -149,8 +213,9 @@ static const gguf_tensor *find_checked(const gguf_file *f, const char *name, int
         return NULL;
     }
     const qtype_info *qi = qtype_get(t->type);
-    if (!qi || !qi->can_dequantize) {
-        anv_set_error("%s: tensor '%s' has unsupported type %u", f->path, name, t->type);
+    if (!qi || !qi->is_weight) { /* e.g. q8_1/q8_K (activation formats) or iq* (no kernels) */
+        if (qi) anv_set_error("%s: tensor '%s' has type %s, which is not supported as a weight", f->path, name, qi->name);
+        else anv_set_error("%s: tensor '%s' has unsupported type %u", f->path, name, t->type);
         *failed = true;
         return NULL;
     }

@@ -18,17 +18,24 @@ anvil, work = sys.argv[1], sys.argv[2]
 os.makedirs(work, exist_ok=True)
 
 
-def write_model(path, arch="llama", tensor_type=None):
-    """A tiny but complete llama-layout model (1 layer, n_embd 32, vocab 300)."""
+def write_model(path, arch="llama", tensor_type=None, hp=None, n_embd=32, alignment=None):
+    """A tiny but complete llama-layout model (1 layer, n_embd 32, vocab 300). hp overrides
+    (or, with None, drops) hyperparameter keys: {"rope.freq_base": ("f32", nan)}. tensor_type:
+    {"output.weight": GGMLQuantizationType.Q8_1} stores that tensor as raw zero blocks."""
     w = gguf.GGUFWriter(path, arch)
-    n_embd, n_ff, n_vocab = 32, 64, 300
-    w.add_context_length(64)
-    w.add_embedding_length(n_embd)
-    w.add_block_count(1)
-    w.add_feed_forward_length(n_ff)
-    w.add_head_count(4)
-    w.add_head_count_kv(4)
-    w.add_layer_norm_rms_eps(1e-5)
+    n_ff, n_vocab = 64, 300
+    kv = {
+        "context_length": ("u32", 64), "embedding_length": ("u32", n_embd), "block_count": ("u32", 1),
+        "feed_forward_length": ("u32", n_ff), "attention.head_count": ("u32", 4),
+        "attention.head_count_kv": ("u32", 4), "attention.layer_norm_rms_epsilon": ("f32", 1e-5),
+    }
+    kv.update(hp or {})
+    for k, v in kv.items():
+        if v is None:
+            continue
+        (w.add_uint32 if v[0] == "u32" else w.add_float32 if v[0] == "f32" else w.add_string)(f"{arch}.{k}", v[1])
+    if alignment is not None:
+        w.add_custom_alignment(alignment)
     w.add_tokenizer_model("llama")
     toks = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % i for i in range(256)] + ["\u2581t%d" % i for i in range(n_vocab - 259)]
     w.add_token_list(toks)
@@ -39,9 +46,16 @@ def write_model(path, arch="llama", tensor_type=None):
     rng = np.random.default_rng(0)
 
     def t(name, *shape):
+        qt = (tensor_type or {}).get(name)
+        if qt is not None:
+            bs, ts = gguf.GGML_QUANT_SIZES[qt]
+            w.add_tensor(name, np.zeros((shape[0], shape[1] // bs * ts), dtype=np.uint8), raw_dtype=qt)
+            return
         w.add_tensor(name, (rng.standard_normal(shape) * 0.1).astype(np.float32))
     t("token_embd.weight", n_vocab, n_embd)
     t("output_norm.weight", n_embd)
+    if "output.weight" in (tensor_type or {}):
+        t("output.weight", n_vocab, n_embd)
     t("blk.0.attn_norm.weight", n_embd)
     t("blk.0.attn_q.weight", n_embd, n_embd)
     t("blk.0.attn_k.weight", n_embd, n_embd)
@@ -104,23 +118,73 @@ write_model(arch_path, arch="mamba9")
 cases.append(("unknown-architecture", arch_path, "mamba9"))
 cases.append(("missing-file", os.path.join(work, "does-not-exist.gguf"), "does-not-exist"))
 
+# general.alignment 1: tensor data would start at odd addresses (misaligned loads).
+align_path = os.path.join(work, "alignment-1.gguf")
+write_model(align_path, alignment=1)
+cases.append(("alignment-1", align_path, "general.alignment 1 is not a power of two >= 8"))
+
+# Degenerate hyperparameters and weight types: the GGUF itself is valid (anvil show prints
+# it), loading the model must refuse it with one line naming the key (or tensor) and value.
+nan, inf = float("nan"), float("inf")
+Q = gguf.GGMLQuantizationType
+model_cases = [
+    ("ctx-0", dict(hp={"context_length": ("u32", 0)}), "llama.context_length = 0 is invalid"),
+    ("block-count-0", dict(hp={"block_count": ("u32", 0)}), "llama.block_count = 0 is invalid"),
+    ("ff-0", dict(hp={"feed_forward_length": ("u32", 0)}), "llama.feed_forward_length = 0 is invalid"),
+    ("head-count-0", dict(hp={"attention.head_count": ("u32", 0)}), "llama.attention.head_count = 0 is invalid"),
+    ("head-kv-0", dict(hp={"attention.head_count_kv": ("u32", 0)}), "llama.attention.head_count_kv = 0 is invalid"),
+    ("head-kv-3", dict(hp={"attention.head_count_kv": ("u32", 3)}),
+     "llama.attention.head_count = 4 is not a multiple of llama.attention.head_count_kv = 3"),
+    ("embd-30", dict(hp={"embedding_length": ("u32", 30)}),
+     "llama.embedding_length = 30 is not a multiple of llama.attention.head_count = 4"),
+    ("key-length-7", dict(hp={"attention.key_length": ("u32", 7), "attention.value_length": ("u32", 7)}),
+     "llama.attention.key_length = 7 is invalid"),
+    ("rope-dim-0", dict(hp={"rope.dimension_count": ("u32", 0)}), "llama.rope.dimension_count = 0 is invalid"),
+    ("eps-0", dict(hp={"attention.layer_norm_rms_epsilon": ("f32", 0.0)}),
+     "llama.attention.layer_norm_rms_epsilon = 0 is invalid"),
+    ("eps-neg", dict(hp={"attention.layer_norm_rms_epsilon": ("f32", -1e-5)}),
+     "llama.attention.layer_norm_rms_epsilon = -1e-05 is invalid"),
+    ("eps-nan", dict(hp={"attention.layer_norm_rms_epsilon": ("f32", nan)}),
+     "llama.attention.layer_norm_rms_epsilon = nan is invalid"),
+    ("rope-base-0", dict(hp={"rope.freq_base": ("f32", 0.0)}), "llama.rope.freq_base = 0 is invalid"),
+    ("rope-base-inf", dict(hp={"rope.freq_base": ("f32", inf)}), "llama.rope.freq_base = inf is invalid"),
+    ("rope-base-nan", dict(hp={"rope.freq_base": ("f32", nan)}), "llama.rope.freq_base = nan is invalid"),
+    ("rope-factor-nan", dict(hp={"rope.scaling.type": ("str", "linear"), "rope.scaling.factor": ("f32", nan)}),
+     "llama.rope.scaling.factor = nan is invalid"),
+    ("rope-factor-neg", dict(hp={"rope.scaling.type": ("str", "linear"), "rope.scaling.factor": ("f32", -2.0)}),
+     "llama.rope.scaling.factor = -2 is invalid"),
+    ("softcap-nan", dict(hp={"final_logit_softcapping": ("f32", nan)}), "llama.final_logit_softcapping = nan is invalid"),
+    ("softcap-neg", dict(hp={"final_logit_softcapping": ("f32", -30.0)}), "llama.final_logit_softcapping = -30 is invalid"),
+    ("output-q8_1", dict(tensor_type={"output.weight": Q.Q8_1}),
+     "tensor 'output.weight' has type q8_1, which is not supported as a weight"),
+    ("attn-q-q8_K", dict(n_embd=256, tensor_type={"blk.0.attn_q.weight": Q.Q8_K}),
+     "tensor 'blk.0.attn_q.weight' has type q8_K, which is not supported as a weight"),
+]
+run_only = []
+for name, kw, expect in model_cases:
+    path = os.path.join(work, name + ".gguf")
+    write_model(path, **kw)
+    run_only.append((name, path, expect))
+
 failed = 0
-for name, path, expect in cases:
-    for cmd in (["show", path], ["run", path, "hi", "-n", "1"]):
-        try:
-            p = subprocess.run([anvil] + cmd, capture_output=True, text=True, timeout=60)
-        except subprocess.TimeoutExpired:
-            print(f"FAIL {name} {cmd[0]}: hung")
-            failed += 1
-            continue
-        lines = [l for l in p.stderr.splitlines() if l.strip()]
-        ok = (p.returncode not in (0,) and p.returncode > 0 and len(lines) == 1
-              and lines[0].startswith("anvil: ") and expect.lower() in lines[0].lower())
-        print(("ok  " if ok else "FAIL") + f" {name:22s} {cmd[0]:4s} exit {p.returncode}: {lines[0] if lines else '(no message)'}")
-        if not ok:
-            failed += 1
-            if len(lines) != 1:
-                print("   stderr was:\n   " + "\n   ".join(lines[:20]))
+runs = [(name, path, expect, cmd) for name, path, expect in cases
+        for cmd in (["show", path], ["run", path, "hi", "-n", "1"])]
+runs += [(name, path, expect, ["run", path, "hi", "-n", "1"]) for name, path, expect in run_only]
+for name, path, expect, cmd in runs:
+    try:
+        p = subprocess.run([anvil] + cmd, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        print(f"FAIL {name} {cmd[0]}: hung")
+        failed += 1
+        continue
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    ok = (p.returncode not in (0,) and p.returncode > 0 and len(lines) == 1
+          and lines[0].startswith("anvil: ") and expect.lower() in lines[0].lower())
+    print(("ok  " if ok else "FAIL") + f" {name:22s} {cmd[0]:4s} exit {p.returncode}: {lines[0] if lines else '(no message)'}")
+    if not ok:
+        failed += 1
+        if len(lines) != 1:
+            print("   stderr was:\n   " + "\n   ".join(lines[:20]))
 # A bad ANVIL_CPU_SIMD on a good model: the one line names the variable and the allowed values.
 env_cases = [(["run", good, "hi", "-n", "1", "--local"], "run"), (["bench", "-m", good, "-p", "4", "-n", "0", "-r", "1"], "bench")]
 for cmd, label in env_cases:
@@ -137,6 +201,6 @@ for cmd, label in env_cases:
     if not ok:
         failed += 1
         print("   stderr was:\n   " + "\n   ".join(lines[:20]))
-passed = 2 * len(cases) + len(env_cases) - failed
+passed = len(runs) + len(env_cases) - failed
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
