@@ -1,6 +1,6 @@
 /* gguf: the GGUF v2/v3 reader (see gguf.h). Owns parsing and validating the header,
  * the metadata key/values and the tensor infos, the name indexes (open-addressing hash
- * tables) for keys and tensors, and the typed getters. Nothing is copied: strings,
+ * tables under a keyed hash, so crafted names cannot all collide) for keys and tensors, and the typed getters. Nothing is copied: strings,
  * numeric arrays and tensor data point into the mapping (or the caller's buffer).
  *
  * Decisions worth knowing:
@@ -19,6 +19,7 @@
  *    an offset aligned to the alignment, and data inside the file. Overlap is allowed. */
 #include "gguf.h"
 #include "error.h"
+#include "hash.h"
 #include "quant.h"
 #include "readfile.h"
 
@@ -57,14 +58,8 @@ typedef struct {
     name_index tensor_index;
 } gguf_file_impl;
 
-static uint64_t hash_bytes(const char *p, uint64_t n) {
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (uint64_t i = 0; i < n; i++) {
-        h ^= (uint8_t)p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
+/* Keyed (SipHash-1-3, per-process random key): a file cannot choose colliding names. */
+static uint64_t hash_bytes(const char *p, uint64_t n) { return anv_hash(p, (size_t)n); }
 
 static bool index_init(name_index *ix, uint64_t n_items) {
     uint64_t cap = 16;
@@ -106,6 +101,27 @@ static size_t index_insert(const gguf_file *f, name_index *ix, name_getter get, 
     }
     ix->slots[s] = i + 1;
     return SIZE_MAX;
+}
+
+/* Longest probe sequence in ix: the most slots a lookup or insert walks (1 = direct hit). */
+static size_t index_max_probe(const gguf_file *f, const name_index *ix, name_getter get) {
+    size_t worst = 0;
+    if (!ix->slots) return 0;
+    for (size_t s = 0; s <= ix->mask; s++) {
+        if (ix->slots[s] == 0) continue;
+        const gguf_str *name = get(f, ix->slots[s] - 1);
+        size_t home = (size_t)hash_bytes(name->ptr, name->len) & ix->mask;
+        size_t probes = ((s - home) & ix->mask) + 1;
+        if (probes > worst) worst = probes;
+    }
+    return worst;
+}
+
+size_t gguf_index_max_probe(const gguf_file *f) {
+    if (!f) return 0;
+    const gguf_file_impl *fi = (const gguf_file_impl *)f;
+    size_t a = index_max_probe(f, &fi->kv_index, kv_name), b = index_max_probe(f, &fi->tensor_index, tensor_name);
+    return a > b ? a : b;
 }
 
 /* ---- printing ---- */

@@ -78,6 +78,10 @@ char *gguf_get_str_dup(const gguf_file *f, const char *key);
 /* Array access: returns the kv if key is an array of elem_type (any type if elem_type < 0). */
 const gguf_kv *gguf_get_arr(const gguf_file *f, const char *key, int elem_type);
 
+/* The longest probe sequence (slots walked) in the key and tensor name indexes: what the
+ * worst lookup costs. Bounded (tens) whatever names a file holds; for tests. */
+size_t gguf_index_max_probe(const gguf_file *f);
+
 /* Names for printing. */
 const char *gguf_type_name(gguf_type t);
 /* True if s equals the NUL-terminated c. */

@@ -12,16 +12,31 @@
 
 #include "error.h"
 #include "gguf.h"
+#include "hash.h"
 
 /* ---- small helpers shared with the encoders ---- */
 
-uint32_t tok_hash(const char *s, size_t n) {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
+/* Keyed (SipHash-1-3 under a per-process random key, hash.h): a vocabulary cannot be
+ * crafted so that its pieces all share a bucket. */
+uint32_t tok_hash(const char *s, size_t n) { return (uint32_t)anv_hash(s, n); }
+
+/* Longest probe sequence (slots walked by the worst lookup) of an index whose entry i has
+ * hash hashes[i] (the full hash is stored beside each slot). */
+static uint32_t index_max_probe(const tok_index *ix) {
+    uint32_t worst = 0;
+    if (!ix->slots) return 0;
+    for (uint32_t s = 0; s <= ix->mask; s++) {
+        if (ix->slots[s] < 0) continue;
+        uint32_t probes = ((s - (ix->hashes[s] & ix->mask)) & ix->mask) + 1;
+        if (probes > worst) worst = probes;
     }
-    return h;
+    return worst;
+}
+
+uint32_t tokenizer_index_max_probe(const tokenizer *t) {
+    if (!t) return 0;
+    uint32_t a = index_max_probe(&t->vocab), b = index_max_probe(&t->merges);
+    return a > b ? a : b;
 }
 
 bool tok_vec_push(tok_vec *v, int32_t id) {

@@ -20,6 +20,9 @@ void tokenizer_free(tokenizer *t);
 
 tok_kind tokenizer_kind(const tokenizer *t);
 int32_t tokenizer_n_vocab(const tokenizer *t);
+/* The longest probe sequence (slots walked) in the piece and merge indexes: the cost of the
+ * worst lookup. Bounded (tens) whatever pieces a file holds; for tests. */
+uint32_t tokenizer_index_max_probe(const tokenizer *t);
 int32_t tokenizer_bos(const tokenizer *t);   /* -1 if none */
 int32_t tokenizer_eos(const tokenizer *t);   /* -1 if none */
 bool tokenizer_add_bos(const tokenizer *t);  /* tokenizer.ggml.add_bos_token (or the model default) */

@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "gguf.h"
+#include "hash.h"
 #include "tokenizer_impl.h"
 
 /* ---- pre-tokenizer regexes ---- */
@@ -101,11 +102,13 @@ static bool compile_regex(struct tokenizer *t, const char *pattern) {
 
 /* ---- merges: (first, second) -> rank ---- */
 
+/* Both halves under the keyed hash, combined asymmetrically ((a, b) != (b, a)) and mixed
+ * (the 64-bit finalizer of SplitMix64) so the low bits depend on both. */
 static uint32_t pair_hash(const char *a, size_t an, const char *b, size_t bn) {
-    uint32_t h = tok_hash(a, an);
-    h = (h ^ 0xFFu) * 16777619u;
-    for (size_t i = 0; i < bn; i++) h = (h ^ (unsigned char)b[i]) * 16777619u;
-    return h;
+    uint64_t h = anv_hash(a, an) ^ (anv_hash(b, bn) * 0x9E3779B97F4A7C15ull);
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)(h ^ (h >> 31));
 }
 
 static bool merge_eq(const struct tokenizer *t, int32_t r, const char *a, size_t an, const char *b, size_t bn) {

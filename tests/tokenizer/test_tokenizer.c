@@ -14,6 +14,7 @@
 
 #include "error.h"
 #include "gguf.h"
+#include "fnv_flood.h"
 #include "testutil.h"
 #include "tokenizer.h"
 
@@ -502,6 +503,60 @@ static void test_broken_vocab(void) {
     free(b.p);
 }
 
+/* Hash flooding: 32768 pieces and 32768 merges that all share one bucket under the old
+ * unkeyed 32-bit FNV-1a indexes (pieces: FNV-1a of the text; merges: of first 0xFF second),
+ * checked here with the real FNV-1a. The keyed index must keep every probe sequence short;
+ * the old one had a longest probe of n (quadratic loading). */
+static uint32_t fnv1a32(const char *p, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 16777619u;
+    return h;
+}
+
+enum { FLOOD_N = 32768 };
+static char *flood_toks[FLOOD_N], *flood_merges[FLOOD_N];
+static int flood_collide;
+static void fill_flood(wbuf *b) {
+    kv_str(b, "tokenizer.ggml.model", "gpt2");
+    kv_strs(b, "tokenizer.ggml.tokens", (const char *const *)flood_toks, FLOOD_N);
+    kv_strs(b, "tokenizer.ggml.merges", (const char *const *)flood_merges, FLOOD_N);
+}
+
+static void test_hash_flood(void) {
+    char prefix[32], name[48];
+    size_t len;
+    int made = 0;
+    for (int i = 0; i < FLOOD_N; i++) {
+        snprintf(prefix, sizeof prefix, "t%05d", i);
+        if (fnv16_collide(FNV32_LOW16, prefix, 0x4242, name, sizeof name, &len)) {
+            made++;
+            flood_collide += (fnv1a32(name, len) & 0xffff) == 0x4242;
+        }
+        flood_toks[i] = strdup(name);
+        /* merge "m <second>": the old pair hash ran FNV-1a over "m" 0xFF "<second>" */
+        snprintf(prefix, sizeof prefix, "m\xff%05d", i);
+        if (fnv16_collide(FNV32_LOW16, prefix, 0x4242, name, sizeof name, &len)) {
+            made++;
+            flood_collide += (fnv1a32(name, len) & 0xffff) == 0x4242;
+        }
+        name[1] = ' ';
+        flood_merges[i] = strdup(name);
+    }
+    CHECKF(made == 2 * FLOOD_N && flood_collide == 2 * FLOOD_N, "%d made, %d collide", made, flood_collide);
+    wbuf b = {0};
+    tokenizer *t = load_built(fill_flood, 3, &b);
+    CHECKF(t != NULL, "%s", anv_last_error());
+    uint32_t probe = tokenizer_index_max_probe(t);
+    CHECKF(t && probe >= 1 && probe <= 256, "longest probe sequence %u (must stay <= 256)", probe);
+    printf("hash flood: %d colliding pieces + %d merges, longest probe sequence %u\n", FLOOD_N, FLOOD_N, probe);
+    tokenizer_free(t);
+    free(b.p);
+    for (int i = 0; i < FLOOD_N; i++) {
+        free(flood_toks[i]);
+        free(flood_merges[i]);
+    }
+}
+
 int main(void) {
     anv_log_enabled = 0;
     const char *gemma = getenv("ANVIL_GEMMA_GGUF");
@@ -510,6 +565,7 @@ int main(void) {
     if (!models) printf("note: ANVIL_TEST_MODELS unset: looking for the BPE models in .\n");
 
     test_broken_vocab();
+    test_hash_flood();
     run_golden("gemma3", gemma, "data/tokenizer-golden-gemma3.json");
     run_misc("gemma3", gemma);
     static const char *const bpe[] = {"llama3", "qwen2", "gpt2", "default"};
