@@ -423,7 +423,19 @@ static int quantize_into_store(store *s, const char *in_path, const char *type, 
     return rc;
 }
 
+static int create_locked(store *s, const char *name, const create_spec *spec, create_progress_fn progress, void *user);
+
+/* The shared store lock is held from the FROM lookup (or the first blob written) until the
+ * manifest is committed: a concurrent remove's prune cannot take the blobs it uses. */
 int store_create(store *s, const char *name, const create_spec *spec, create_progress_fn progress, void *user) {
+    store_lk lk;
+    if (store_lock_acquire(s, false, true, &lk) != 0) return -1;
+    int rc = create_locked(s, name, spec, progress, user);
+    store_lock_release(&lk);
+    return rc;
+}
+
+static int create_locked(store *s, const char *name, const create_spec *spec, create_progress_fn progress, void *user) {
     store_name sn;
     if (store_name_parse(name, &sn) != 0) return -1;
     if (!spec || !spec->from || !*spec->from) { anv_set_error("create: no FROM model given"); return -1; }

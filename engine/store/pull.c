@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -257,6 +259,25 @@ static char *read_old_manifest(const pull_job *j, size_t *len) {
     return buf;
 }
 
+/* Takes <root>/.anvil-locks/pull-<sha256 of the name> exclusively (waits for another pull
+ * of the same name); *fd keeps it. */
+static int name_lock(const pull_job *j, int *fd) {
+    char dir[4096], path[4200], key[1024], hex[DIGEST_STR_LEN + 1];
+    snprintf(dir, sizeof dir, "%s/.anvil-locks", store_root(j->s));
+    snprintf(key, sizeof key, "%s/%s/%s:%s", j->name.host, j->name.ns, j->name.model, j->name.tag);
+    digest_bytes(key, strlen(key), hex);
+    snprintf(path, sizeof path, "%s/pull-%s", dir, hex + 7);
+    if (make_parent_dirs(path)) return -1;
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (*fd < 0) { anv_set_error("cannot open %s: %s", path, strerror(errno)); return -1; }
+    while (flock(*fd, LOCK_EX) != 0) {
+        if (errno == EINTR) continue;
+        anv_set_error("cannot lock %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static bool env_set(const char *name) {
     const char *v = getenv(name);
     return v && *v && strcmp(v, "0");
@@ -274,7 +295,9 @@ int store_pull(store *s, const char *name, const pull_opts *o) {
     int rc = -1;
     char *text = NULL, *old = NULL;
     size_t len = 0, old_len = 0;
-    bool curl_ready = false;
+    bool curl_ready = false, locked = false;
+    store_lk lk;
+    int name_fd = -1;
     j->s = s;
     if (store_name_parse(name, &j->name)) goto out;
     snprintf(j->what, sizeof j->what, "%s/%s:%s", j->name.ns, j->name.model, j->name.tag);
@@ -284,11 +307,20 @@ int store_pull(store *s, const char *name, const pull_opts *o) {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) { anv_set_error("cannot initialize libcurl"); goto out; }
     curl_ready = true;
     if (!progress(j, "pulling manifest", NULL, 0, 0)) { cancelled(j); goto out; }
+    /* One pull of a name at a time (across processes too): a second waits here, then finds
+     * the layers the first downloaded present. */
+    if (name_lock(j, &name_fd)) goto out;
     if (fetch_manifest(j, &text, &len) || parse_manifest(j, text, len)) goto out;
+    /* shared store lock from the first blob until the manifest is committed: no prune
+     * meanwhile can remove a layer already present or just downloaded */
+    if (store_lock_acquire(s, false, true, &lk)) goto out;
+    locked = true;
     if (download_layers(j) || verify_layers(j)) goto out;
     if (!progress(j, "writing manifest", NULL, 0, 0)) { cancelled(j); goto out; }
     old = read_old_manifest(j, &old_len);
     if (store_write_manifest_raw(s, name, text, len)) goto out;
+    store_lock_release(&lk);
+    locked = false;
     /* Like Ollama: a pull that replaced a manifest removes the layers nothing uses any more. */
     if (old && (old_len != len || memcmp(old, text, len)) && !env_set("ANVIL_NOPRUNE") &&
         !env_set("OLLAMA_NOPRUNE")) {
@@ -304,6 +336,8 @@ int store_pull(store *s, const char *name, const pull_opts *o) {
     progress(j, "success", NULL, 0, 0);
     rc = 0;
 out:
+    if (locked) store_lock_release(&lk);
+    if (name_fd >= 0) close(name_fd);
     if (curl_ready) curl_global_cleanup();
     for (int i = 0; i < j->n_layers; i++) {
         free(j->layers[i].blob_path);

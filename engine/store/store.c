@@ -202,8 +202,18 @@ static bool file_exists(const char *p) {
     return p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+static int lookup_locked(store *s, const char *name, store_entry *out);
+
 int store_lookup(store *s, const char *name, store_entry *out) {
     memset(out, 0, sizeof *out);
+    store_lk lk;
+    if (store_lock_acquire(s, false, false, &lk) != 0) return -1;
+    int rc = lookup_locked(s, name, out);
+    store_lock_release(&lk);
+    return rc;
+}
+
+static int lookup_locked(store *s, const char *name, store_entry *out) {
     store_name n;
     if (store_name_parse(name, &n) != 0) return -1;
     const char *roots[2] = {s->root, s->ollama_root};
@@ -331,6 +341,8 @@ static int by_modified_desc(const void *a, const void *b) {
 
 int store_list(store *s, store_entry **out, int *n_out) {
     list_ctx c = {.s = s};
+    store_lk lk;
+    if (store_lock_acquire(s, false, false, &lk) != 0) return -1;
     /* the parsed names are compared with memcmp: zeroed padding makes that exact */
     walk_manifests(s->root, list_add, &c);
     c.n_writable = c.n;
@@ -338,6 +350,7 @@ int store_list(store *s, store_entry **out, int *n_out) {
         c.read_only = true;
         walk_manifests(s->ollama_root, list_add, &c);
     }
+    store_lock_release(&lk);
     if (c.n) qsort(c.e, (size_t)c.n, sizeof *c.e, by_modified_desc);
     *out = c.e;
     *n_out = c.n;
@@ -346,7 +359,19 @@ int store_list(store *s, store_entry **out, int *n_out) {
 
 /* ---- remove, copy, prune ---- */
 
+static int remove_locked(store *s, const char *name);
+
+/* Exclusive: no create or pull may look the model up or commit a manifest sharing its
+ * blobs between the unlink and the prune. */
 int store_remove(store *s, const char *name) {
+    store_lk lk;
+    if (store_lock_acquire(s, true, false, &lk) != 0) return -1;
+    int rc = remove_locked(s, name);
+    store_lock_release(&lk);
+    return rc;
+}
+
+static int remove_locked(store *s, const char *name) {
     store_name n;
     if (store_name_parse(name, &n) != 0) return -1;
     char *path = store_manifest_path(s->root, &n);
@@ -392,14 +417,19 @@ int store_remove(store *s, const char *name) {
 int store_copy(store *s, const char *src, const char *dst) {
     store_name dn;
     if (store_name_parse(dst, &dn) != 0) return -1;
+    store_lk lk;
+    if (store_lock_acquire(s, false, true, &lk) != 0) return -1;
     store_entry e;
-    if (store_lookup(s, src, &e) != 0) return -1;
+    char *json = NULL;
     size_t len = 0;
-    char *json = anv_read_file(e.manifest_path, MANIFEST_MAX, &len);
-    store_entry_clear(&e);
-    if (!json) return -1;
-    int rc = store_write_manifest_raw(s, dst, json, len);
+    int rc = -1;
+    if (store_lookup(s, src, &e) == 0) {
+        json = anv_read_file(e.manifest_path, MANIFEST_MAX, &len);
+        store_entry_clear(&e);
+        if (json) rc = store_write_manifest_raw(s, dst, json, len);
+    }
     free(json);
+    store_lock_release(&lk);
     return rc;
 }
 
@@ -445,13 +475,34 @@ static bool is_blob_name(const char *name, const char **rest) {
     return true;
 }
 
+static int prune_locked(store *s);
+
 int store_prune(store *s) {
+    store_lk lk;
+    if (store_lock_acquire(s, true, false, &lk) != 0) return -1;
+    int rc = prune_locked(s);
+    store_lock_release(&lk);
+    return rc;
+}
+
+int store_startup_clean(store *s) {
+    const char *np = getenv("ANVIL_NOPRUNE"), *onp = getenv("OLLAMA_NOPRUNE");
+    bool noprune = (np && *np && strcmp(np, "0")) || (onp && *onp && strcmp(onp, "0"));
+    store_lk lk;
+    int t = store_lock_try_exclusive(s, &lk);
+    if (t != 0) return t < 0 ? -1 : 0;  /* busy: another process is writing; it is its turn */
+    int rc = noprune ? store_clean_temporaries(s, STORE_GRACE_SECONDS) : prune_locked(s);
+    store_lock_release(&lk);
+    return rc;
+}
+
+static int prune_locked(store *s) {
     refs_ctx c = {.s = s};
     walk_manifests(s->root, refs_add, &c);
     if (c.failed) { free(c.digests); return -1; }
     char *dir = store_fmt("%s/blobs", s->root);
     DIR *d = dir ? opendir(dir) : NULL;
-    if (!d) { free(c.digests); free(dir); return 0; }
+    if (!d) { free(c.digests); free(dir); return store_clean_temporaries(s, STORE_GRACE_SECONDS); }
     int removed = 0;
     time_t now = time(NULL);
     struct dirent *de;
@@ -463,10 +514,16 @@ int store_prune(store *s) {
             unused = true;
             for (int i = 0; i < c.n && unused; i++)
                 if (!strcmp(c.digests[i] + 7, de->d_name + 7)) unused = false;
-        } else if ((blob && !strncmp(rest, "-partial", 8)) || !strncmp(de->d_name, STORE_TMP_PREFIX, strlen(STORE_TMP_PREFIX))) {
+            /* unreferenced: an upload its create has not used yet is younger than the grace */
+            char *p = unused ? store_fmt("%s/%s", dir, de->d_name) : NULL;
+            struct stat st;
+            if (unused) unused = p && stat(p, &st) == 0 && now - st.st_mtime > STORE_GRACE_SECONDS;
+            free(p);
+        } else if (blob && !strncmp(rest, "-partial", 8)) {
             char *p = store_fmt("%s/%s", dir, de->d_name);
             struct stat st;
-            unused = p && stat(p, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > STALE_SECONDS;
+            unused = p && stat(p, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > STALE_SECONDS &&
+                     !store_file_held(p);
             free(p);
         }
         if (!unused) continue;
@@ -477,7 +534,7 @@ int store_prune(store *s) {
     closedir(d);
     free(dir);
     free(c.digests);
-    return removed;
+    return removed + store_clean_temporaries(s, STORE_GRACE_SECONDS);
 }
 
 int store_manifest_digests(const char *manifest_json, size_t len, char ***out, int *n_out) {
@@ -505,9 +562,11 @@ void store_digests_free(char **d, int n) {
 
 int store_prune_layers(store *s, const char *const *digests, int n) {
     if (n <= 0) return 0;
+    store_lk lk;
+    if (store_lock_acquire(s, true, false, &lk) != 0) return -1;
     refs_ctx c = {.s = s};
     walk_manifests(s->root, refs_add, &c);
-    if (c.failed) { free(c.digests); return -1; }
+    if (c.failed) { free(c.digests); store_lock_release(&lk); return -1; }
     int removed = 0;
     for (int i = 0; i < n; i++) {
         if (!digest_valid(digests[i], false)) continue;
@@ -519,5 +578,6 @@ int store_prune_layers(store *s, const char *const *digests, int n) {
         free(p);
     }
     free(c.digests);
+    store_lock_release(&lk);
     return removed;
 }

@@ -90,8 +90,10 @@ int store_resolve(store *s, const char *arg, store_entry *out);
 int store_remove(store *s, const char *name);
 /* Copies a manifest (from either root) under a new name in the writable root. */
 int store_copy(store *s, const char *src, const char *dst);
-/* Deletes blobs of the writable root that no manifest references (and stale partial
- * downloads older than a day). Returns the number removed, or -1. */
+/* Under the exclusive lock: deletes blobs of the writable root that no manifest references
+ * and that are older than STORE_GRACE_SECONDS (an upload waiting for its create is younger),
+ * stale temporaries (store_clean_temporaries) and partial downloads older than a day.
+ * Returns the number removed, or -1. */
 int store_prune(store *s);
 /* Deletes those of the given blobs (a replaced or removed manifest's layers) that no
  * manifest references any more. Unlike store_prune, it cannot touch a blob another pull or
@@ -101,6 +103,33 @@ int store_prune_layers(store *s, const char *const *digests, int n);
  * malloc'd array of n_out malloc'd strings (free with store_digests_free). */
 int store_manifest_digests(const char *manifest_json, size_t len, char ***out, int *n_out);
 void store_digests_free(char **d, int n);
+
+/* The store lock: flock on <root>/.anvil-lock, shared by threads and processes using the
+ * same root (store_lock.c). Shared: lookups, listings and writers (a create or pull holds it
+ * from its first blob until its manifest is committed); exclusive: pruning and remove. A
+ * nested take by the same thread on the same store is counted; asking for the exclusive lock
+ * while holding the shared one fails. create: make the root if it is missing. */
+typedef struct {
+    int fd;
+    bool nested, tracked;
+} store_lk;
+int store_lock_acquire(store *s, bool exclusive, bool create, store_lk *lk);
+/* The exclusive lock without waiting: 0 taken, 1 busy (another holder), -1 error. */
+int store_lock_try_exclusive(store *s, store_lk *lk);
+void store_lock_release(store_lk *lk);
+/* Whether another open file holds a flock on path (a live writer's temporary). */
+bool store_file_held(const char *path);
+/* Removes the temporaries (".anvil-tmp-*", the server's ".upload-*" spool files) of the root,
+ * its blobs and its manifests that no live writer holds (flock) and that are older than
+ * max_age_s seconds. Returns the number removed. */
+int store_clean_temporaries(store *s, int64_t max_age_s);
+/* Seconds an unreferenced blob (an upload no create has used yet) or an unlocked temporary is
+ * kept before store_prune removes it. */
+#define STORE_GRACE_SECONDS 3600
+/* Server start-up housekeeping: stale temporaries, and unless ANVIL_NOPRUNE or
+ * OLLAMA_NOPRUNE is set, store_prune. Does not wait for the lock (another process busy with
+ * the store: skipped). Returns the number of files removed, or -1. */
+int store_startup_clean(store *s);
 
 /* Blobs (always in the writable root). digest is "sha256:<hex>", validated. */
 /* The path of a blob, whether or not it exists (malloc'd); NULL + error on a bad digest. */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,7 +65,11 @@ static char *make_temp_beside(const char *path, int *fd_out) {
         char *tmp = store_fmt("%.*s/" STORE_TMP_PREFIX "%ld-%d", dir_len, dir, (long)getpid(), n);
         if (!tmp) return NULL;
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0) { *fd_out = fd; return tmp; }
+        if (fd >= 0) {
+            flock(fd, LOCK_EX);  /* held while written: store_clean_temporaries leaves it alone */
+            *fd_out = fd;
+            return tmp;
+        }
         int e = errno;
         if (e != EEXIST) {
             anv_set_error("cannot create %s: %s", tmp, strerror(e));
@@ -142,7 +147,18 @@ bool store_has_blob(store *s, const char *digest) {
     return p != NULL;
 }
 
+static int import_file_locked(store *s, const char *path, char digest_out[DIGEST_STR_LEN + 1], uint64_t *size_out);
+
+/* Under the shared store lock (see store_lock.c): no prune runs meanwhile. */
 int store_import_file(store *s, const char *path, char digest_out[DIGEST_STR_LEN + 1], uint64_t *size_out) {
+    store_lk lk;
+    if (store_lock_acquire(s, false, true, &lk) != 0) return -1;
+    int rc = import_file_locked(s, path, digest_out, size_out);
+    store_lock_release(&lk);
+    return rc;
+}
+
+static int import_file_locked(store *s, const char *path, char digest_out[DIGEST_STR_LEN + 1], uint64_t *size_out) {
     char digest[DIGEST_STR_LEN + 1];
     uint64_t size = 0;
     if (digest_file(path, digest, &size) != 0) return -1;
@@ -189,7 +205,18 @@ int store_import_file(store *s, const char *path, char digest_out[DIGEST_STR_LEN
     return rc;
 }
 
+static int import_move_locked(store *s, const char *path, char digest_out[DIGEST_STR_LEN + 1], uint64_t *size_out);
+
+/* Under the shared store lock (see store_lock.c): no prune runs meanwhile. */
 int store_import_move(store *s, const char *path, char digest_out[DIGEST_STR_LEN + 1], uint64_t *size_out) {
+    store_lk lk;
+    if (store_lock_acquire(s, false, true, &lk) != 0) return -1;
+    int rc = import_move_locked(s, path, digest_out, size_out);
+    store_lock_release(&lk);
+    return rc;
+}
+
+static int import_move_locked(store *s, const char *path, char digest_out[DIGEST_STR_LEN + 1], uint64_t *size_out) {
     char digest[DIGEST_STR_LEN + 1];
     if (digest_file(path, digest, size_out) != 0) { unlink(path); return -1; }
     memcpy(digest_out, digest, sizeof digest);
@@ -209,7 +236,18 @@ int store_import_move(store *s, const char *path, char digest_out[DIGEST_STR_LEN
     return rc;
 }
 
+static int put_bytes_locked(store *s, const void *data, size_t n, char digest_out[DIGEST_STR_LEN + 1]);
+
+/* Under the shared store lock (see store_lock.c): no prune runs meanwhile. */
 int store_put_bytes(store *s, const void *data, size_t n, char digest_out[DIGEST_STR_LEN + 1]) {
+    store_lk lk;
+    if (store_lock_acquire(s, false, true, &lk) != 0) return -1;
+    int rc = put_bytes_locked(s, data, n, digest_out);
+    store_lock_release(&lk);
+    return rc;
+}
+
+static int put_bytes_locked(store *s, const void *data, size_t n, char digest_out[DIGEST_STR_LEN + 1]) {
     digest_bytes(data, n, digest_out);
     if (store_has_blob(s, digest_out)) return 0;
     char *dst = store_blob_path(s, digest_out);
@@ -301,7 +339,20 @@ static int write_manifest_bytes(store *s, const char *name, const char *json, si
     return rc;
 }
 
+static int write_manifest_locked(store *s, const char *name, const store_layer *config,
+                         const store_layer *layers, int n_layers);
+
+/* Under the shared store lock (see store_lock.c): no prune runs meanwhile. */
 int store_write_manifest(store *s, const char *name, const store_layer *config,
+                         const store_layer *layers, int n_layers) {
+    store_lk lk;
+    if (store_lock_acquire(s, false, true, &lk) != 0) return -1;
+    int rc = write_manifest_locked(s, name, config, layers, n_layers);
+    store_lock_release(&lk);
+    return rc;
+}
+
+static int write_manifest_locked(store *s, const char *name, const store_layer *config,
                          const store_layer *layers, int n_layers) {
     store_name n;
     if (store_name_parse(name, &n) != 0) return -1;
@@ -322,7 +373,18 @@ int store_write_manifest(store *s, const char *name, const store_layer *config,
     return rc;
 }
 
+static int write_manifest_raw_locked(store *s, const char *name, const char *json, size_t len);
+
+/* Under the shared store lock (see store_lock.c): no prune runs meanwhile. */
 int store_write_manifest_raw(store *s, const char *name, const char *json, size_t len) {
+    store_lk lk;
+    if (store_lock_acquire(s, false, true, &lk) != 0) return -1;
+    int rc = write_manifest_raw_locked(s, name, json, len);
+    store_lock_release(&lk);
+    return rc;
+}
+
+static int write_manifest_raw_locked(store *s, const char *name, const char *json, size_t len) {
     store_manifest m;
     if (store_manifest_parse(json, len, name, &m) != 0) return -1;
     int rc = 0;

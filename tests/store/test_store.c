@@ -4,6 +4,8 @@
  * missing files, and the roots taken from the environment. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,8 +328,28 @@ static void test_store_ops(void) {
     struct utimbuf old = {time(NULL) - 3 * 86400, time(NULL) - 3 * 86400};
     utime(stale, &old);
     utime(tmpf, &old);
-    CHECK(store_prune(s) == 3);  /* the orphan, the stale partial, the temporary */
-    CHECK(!exists(op) && !exists(stale) && !exists(tmpf) && exists(fresh) && exists(other));
+    /* a young unreferenced blob is an upload waiting for its create: kept */
+    CHECK(store_prune(s) == 2 && exists(op) && !exists(stale) && !exists(tmpf));
+    /* old temporaries (root spool, blobs, beside a manifest) go unless a live writer holds them */
+    char held[1200], spool[1200], mtmp[1200];
+    snprintf(held, sizeof held, "%s/.anvil-tmp-2-2", path_of("anvil/blobs"));
+    snprintf(spool, sizeof spool, "%s/.upload-abc123", path_of("anvil"));
+    mkdirs(path_of("anvil/manifests/registry.ollama.ai/library/x"));
+    snprintf(mtmp, sizeof mtmp, "%s/.anvil-tmp-3-3", path_of("anvil/manifests/registry.ollama.ai/library/x"));
+    write_text(held, "x");
+    write_text(spool, "x");
+    write_text(mtmp, "x");
+    utime(held, &old);
+    utime(spool, &old);
+    utime(mtmp, &old);
+    int hfd = open(held, O_RDONLY);
+    CHECK(hfd >= 0 && flock(hfd, LOCK_EX) == 0);
+    CHECK(store_file_held(held) && !store_file_held(spool));
+    utime(op, &old);  /* an unreferenced blob past the grace: pruned */
+    CHECK(store_prune(s) == 3);  /* the orphan, the spool file, the manifest temporary */
+    CHECK(!exists(op) && !exists(spool) && !exists(mtmp) && exists(held) && exists(fresh) && exists(other));
+    close(hfd);
+    CHECK(store_clean_temporaries(s, 3600) == 1 && !exists(held));
     free(op);
 
     /* damaged manifest, missing blob */
