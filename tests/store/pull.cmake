@@ -10,7 +10,7 @@ add_test(NAME pull_model
                  --preset tiny --type q8_0 --out ${ANVIL_PULL_MODEL} --if-changed)
 set_tests_properties(pull_model PROPERTIES FIXTURES_SETUP anvil_pull_model TIMEOUT 300 LABELS pull)
 
-foreach(case basic resume corrupt errors hf names)
+foreach(case basic resume corrupt errors hf names concurrent)
   add_test(NAME pull_${case}
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/store/pull/pull_cases.py
                    $<TARGET_FILE:anvil> ${ANVIL_PULL_MODEL} ${case})

@@ -16,6 +16,8 @@ errors   404 (one line naming the model), 500 (retried, then a clear error), a 5
          blob part that goes away (retried, succeeds), a 404 blob, a registry that ignores
          Range, a refused connection
 hf       hf.co/<user>/<repo>:<quant> through ANVIL_HF_ENDPOINT
+concurrent three pulls of one name at once (a throttled registry): all succeed, the later
+         ones wait for the first and find its layers; the registry served each blob once
 names    names with '..' and other escapes are rejected before any request
 """
 import json
@@ -311,8 +313,29 @@ def case_names(env, gguf):
               env.store_files() if os.path.exists(env.store) else "")
 
 
+def case_concurrent(env, gguf):
+    name = env.host + "/" + NAME
+    size = os.path.getsize(gguf)
+    env.control(rate=max(size // 2, 1))  # the first pull takes ~2 s: the others start meanwhile
+    procs = [env.start_anvil("pull", name, "--insecure") for _ in range(3)]
+    results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+    env.control(rate=0)
+    for i, (out, err, rc) in enumerate(results):
+        env.check(rc == 0, "concurrent pull %d exits 0" % i, err.strip())
+    st = env.stats()
+    for l in env.layers("library", "tiny", "latest"):
+        got = served(st, l["digest"])
+        env.check(got == l["size"], "layer %s served once (%d bytes of %d)" % (l["digest"][:19], got, l["size"]),
+                  got)
+        env.check(os.path.exists(env.blob_path(l["digest"])), "layer %s present" % l["digest"][:19])
+    rc, out, err = env.anvil_run("show", name)
+    env.check(rc == 0, "the model is complete (anvil show)", err)
+    leftovers = [f for f in env.store_files() if "partial" in f or ".anvil-tmp" in f]
+    env.check(not leftovers, "no partial or temporary files left", leftovers)
+
+
 CASES = {"basic": case_basic, "resume": case_resume, "corrupt": case_corrupt, "errors": case_errors,
-         "hf": case_hf, "names": case_names}
+         "hf": case_hf, "names": case_names, "concurrent": case_concurrent}
 
 
 def main():
