@@ -20,6 +20,7 @@
 #include "options.h"
 #include "quantize_model.h"
 #include "store_impl.h"
+#include "store_verify.h"
 
 void create_spec_clear(create_spec *c) {
     if (!c) return;
@@ -445,6 +446,7 @@ static int create_locked(store *s, const char *name, const create_spec *spec, cr
     char model_digest[DIGEST_STR_LEN + 1] = "";
     uint64_t model_size = 0;
     char *model_path = NULL;  /* what to quantize / read the config from */
+    bool reused = false;      /* model_path is a store blob taken as is: re-hash it */
     int rc = -1;
     say(progress, user, "gathering model components");
     if (!strncmp(spec->from, "sha256:", 7)) {
@@ -452,7 +454,7 @@ static int create_locked(store *s, const char *name, const create_spec *spec, cr
         struct stat st;
         if (!model_path) anv_set_error("FROM %s: no such blob (upload it first)", spec->from);
         else if (stat(model_path, &st) != 0) anv_set_error("cannot stat %s: %s", model_path, strerror(errno));
-        else { snprintf(model_digest, sizeof model_digest, "%s", spec->from); model_size = (uint64_t)st.st_size; rc = 0; }
+        else { snprintf(model_digest, sizeof model_digest, "%s", spec->from); model_size = (uint64_t)st.st_size; rc = 0; reused = true; }
     } else if (from_is_path(spec->from)) {
         model_path = strdup(spec->from);
         gguf_file *g = model_path ? gguf_open(model_path) : NULL;  /* a GGUF at all? */
@@ -465,6 +467,12 @@ static int create_locked(store *s, const char *name, const create_spec *spec, cr
                 say(progress, user, "copying file %s", model_path);
                 rc = store_import_file(s, model_path, model_digest, &model_size);
             }
+            if (rc == 0 && had) { /* the store's copy is what the manifest will name: re-hash it */
+                char *blob = store_find_blob(s, model_digest);
+                if (!blob) anv_set_error("create: blob %s vanished from the store", model_digest);
+                rc = blob ? store_verify_blob_file(blob, model_digest, "create") : -1;
+                free(blob);
+            }
             if (rc == 0) say(progress, user, "%s layer %s", had ? "using existing" : "creating new", model_digest);
         }
     } else if (store_lookup(s, spec->from, &base) == 0) {
@@ -474,6 +482,13 @@ static int create_locked(store *s, const char *name, const create_spec *spec, cr
         model_size = stat(model_path, &st) == 0 ? (uint64_t)st.st_size : 0;
         rc = 0;
         if (!spec->quantize) say(progress, user, "using existing layer %s", model_digest);
+        reused = true;
+    }
+    /* A blob reused from the store is re-hashed first (as Ollama's verifyBlob): one corrupted
+     * in place would otherwise be copied or referenced by the new model silently. */
+    if (rc == 0 && reused) {
+        say(progress, user, "verifying sha256 digest");
+        rc = store_verify_blob_file(model_path, model_digest, "create");
     }
     if (rc == 0 && spec->quantize)
         rc = quantize_into_store(s, model_path, spec->quantize, model_digest, &model_size, progress, user);

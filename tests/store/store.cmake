@@ -7,3 +7,9 @@ add_test(NAME store_cli
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/store/store_cli.py $<TARGET_FILE:anvil>
                  ${CMAKE_SOURCE_DIR}/tools/make_test_model.py ${CMAKE_CURRENT_BINARY_DIR}/store-cli)
 set_tests_properties(store_cli PROPERTIES TIMEOUT 600 LABELS store)
+# `anvil verify` (re-hashing every blob of a manifest; read-only on the Ollama store) and blob
+# verification when create reuses a store model's blob.
+add_test(NAME store_verify_cli
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/store/verify_cli.py $<TARGET_FILE:anvil>
+                 ${CMAKE_SOURCE_DIR}/tools/make_test_model.py ${CMAKE_CURRENT_BINARY_DIR}/verify-cli)
+set_tests_properties(store_verify_cli PROPERTIES TIMEOUT 300 LABELS store)

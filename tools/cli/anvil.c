@@ -22,6 +22,7 @@ static void usage(FILE *out) {
           "  create NAME -f FILE    make a model from a Modelfile (-q TYPE to re-quantize)\n"
           "  cp SRC DST             copy a model under a new name\n"
           "  rm NAME...             remove models (and their blobs no other model uses)\n"
+          "  verify NAME...         re-hash every blob of a model; exit 1 if one is corrupt\n"
           "  pull NAME              download a model from a registry (Ollama's, hf.co/...)\n"
           "  serve                  the Ollama- and OpenAI-compatible HTTP server (127.0.0.1:11434)\n"
           "\nMODEL is a model name (gemma3:270m, user/model:tag) or a path to a GGUF file. 'anvil COMMAND --help' for the options.\n",
@@ -36,7 +37,7 @@ int main(int argc, char **argv) {
         {"perplexity", cmd_perplexity}, {"quantize", cmd_quantize},
         {"devices", cmd_devices}, {"doctor", cmd_doctor}, {"bench", cmd_bench},
         {"ps", cmd_ps}, {"stop", cmd_stop},
-        {"list", cmd_list}, {"ls", cmd_list}, {"rm", cmd_rm}, {"cp", cmd_cp}, {"create", cmd_create},
+        {"list", cmd_list}, {"ls", cmd_list}, {"rm", cmd_rm}, {"cp", cmd_cp}, {"create", cmd_create}, {"verify", cmd_verify},
         {"pull", cmd_pull}, {"serve", cmd_serve},
     };
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) { usage(stdout); return 0; }

@@ -46,6 +46,7 @@ int cmd_stop(int argc, char **argv);  /* cmd_ps.c: unload a model now */
 int cmd_list(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
 #endif

@@ -1,5 +1,5 @@
 /* cmd_store: the model-store subcommands, like Ollama's: `anvil list|ls`, `anvil rm NAME...`,
- * `anvil cp SRC DST`, `anvil create NAME [-f Modelfile] [-q TYPE]`. */
+ * `anvil cp SRC DST`, `anvil create NAME [-f Modelfile] [-q TYPE]`, `anvil verify NAME...`. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include "readfile.h"
 #include "model_create.h"
 #include "store.h"
+#include "store_verify.h"
 
 static store *open_store(void) {
     store *s = store_open();
@@ -122,6 +123,45 @@ int cmd_cp(int argc, char **argv) {
     if (rc != 0) anv_die("%s", anv_last_error());
     printf("copied '%s' to '%s'\n", argv[1], argv[2]);
     return 0;
+}
+
+typedef struct {
+    const char *name;
+    int n, bad;
+} verify_state;
+
+static void print_verified(const store_verify_layer *l, void *user) {
+    verify_state *v = user;
+    v->n++;
+    if (l->status == STORE_VERIFY_OK) {
+        printf("ok       %s  %s\n", l->digest, l->media_type);
+    } else {
+        v->bad++;
+        printf("CORRUPT  %s  %s\n", l->digest, l->media_type);
+        fprintf(stderr, "anvil: %s: %s\n", v->name, l->message);
+    }
+    fflush(stdout);
+}
+
+/* Re-hashes every blob of each model's manifest (either root; the Ollama store is only
+ * read). Exit 1 if any blob is missing or does not match its digest. */
+int cmd_verify(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        puts("usage: anvil verify NAME...   (re-hash every blob of the models' manifests; exit 1 on a mismatch)");
+        return argc >= 2 ? 0 : 2;
+    }
+    store *s = open_store();
+    int failed = 0;
+    for (int i = 1; i < argc; i++) {
+        verify_state v = {argv[i], 0, 0};
+        int rc = store_verify_model(s, argv[i], print_verified, &v);
+        if (rc < 0) fprintf(stderr, "anvil: %s\n", anv_last_error());
+        else if (rc == 0) printf("%s: %d blobs intact\n", argv[i], v.n);
+        else printf("%s: %d of %d blobs corrupt or missing\n", argv[i], v.bad, v.n);
+        failed += rc != 0;
+    }
+    store_close(s);
+    return failed ? 1 : 0;
 }
 
 static void print_status(const char *status, void *user) {
