@@ -20,6 +20,7 @@
 #include "digest.h"
 #include "error.h"
 #include "pull_http.h"
+#include "store_verify.h"
 
 #define PULL_MAX_MANIFEST (4u << 20)
 #define PULL_MAX_LAYERS 1024
@@ -185,12 +186,37 @@ fail:
     return -1;
 }
 
+/* A blob already in the store is re-hashed before a manifest names it again (Ollama's
+ * verifyBlob on every layer): 1 intact; 0 corrupted in place (or unreadable), so it is
+ * downloaded again: a bad copy in the writable root is removed first, a read-only Ollama one
+ * is shadowed by the fresh copy in the writable root (store_find_blob looks there first). */
+static int existing_blob_ok(pull_job *j, const pull_layer *l) {
+    char *path = store_find_blob(j->s, l->digest);
+    if (!path) return 0;
+    if (store_verify_blob_file(path, l->digest, "pull") == 0) {
+        free(path);
+        return 1;
+    }
+    anv_log("%s; downloading it again", anv_last_error());
+    char *mine = store_blob_path(j->s, l->digest);
+    int rc = 0;
+    if (mine && strcmp(mine, path) == 0 && unlink(path) != 0 && errno != ENOENT) {
+        anv_set_error("cannot remove the corrupt blob %s: %s", path, strerror(errno));
+        rc = -1;
+    }
+    free(mine);
+    free(path);
+    return rc;
+}
+
 static int download_layers(pull_job *j) {
     for (int i = 0; i < j->n_layers; i++) {
         pull_layer *l = &j->layers[i];
         char status[32];
         snprintf(status, sizeof status, "pulling %.12s", l->digest + 7);
-        if (store_has_blob(j->s, l->digest)) {
+        int present = store_has_blob(j->s, l->digest) ? existing_blob_ok(j, l) : 0;
+        if (present < 0) return -1;
+        if (present) {
             if (!progress(j, status, l->digest, l->size, l->size)) return cancelled(j);
             continue;
         }

@@ -1,7 +1,8 @@
 /* test_pull: store_pull through the library API against tests/pylib/registry_server.py serving a
  * store built here (a 1.5 MB random layer + config): Ollama's status order, a pull
  * cancelled from the progress callback keeps its partial and the next pull fetches only
- * what was missing, max_parts = 1 asks for one range, a second pull skips present blobs,
+ * what was missing, max_parts = 1 asks for one range, a second pull skips present blobs
+ * (but downloads again one corrupted in place),
  * a bad name fails before any request. Needs python3 (the registry). */
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -191,6 +192,23 @@ int main(void) {
     cJSON_Delete(registry_call("/_control", "{\"reset_stats\": true}"));
     CHECK(store_pull(dst, name, &o) == 0);
     CHECK(stat_num(big_digest, "bytes") == 0);
+
+    /* 3b: a present blob corrupted in place (one byte, same size) is re-hashed, found bad and
+     * downloaded again, not trusted because its file name says its digest */
+    path = store_find_blob(dst, big_digest);
+    FILE *fp = path ? fopen(path, "r+b") : NULL;
+    CHECK(fp != NULL);
+    if (fp) {
+        fseek(fp, BIG_SIZE / 2, SEEK_SET);
+        fputc(big[BIG_SIZE / 2] ^ 0x20, fp);
+        fclose(fp);
+    }
+    CHECK(path && !file_equals(path, big, BIG_SIZE));
+    cJSON_Delete(registry_call("/_control", "{\"reset_stats\": true}"));
+    CHECKF(store_pull(dst, name, &o) == 0, "%s", anv_last_error());
+    CHECKF(stat_num(big_digest, "bytes") == BIG_SIZE, "re-download served %.0f", stat_num(big_digest, "bytes"));
+    CHECK(path && file_equals(path, big, BIG_SIZE));
+    free(path);
 
     /* 4: max_parts = 1 and default options (NULL, with ANVIL_REGISTRY_INSECURE): one range */
     store_close(dst);
