@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,6 +78,8 @@ struct http_req {
     int spool_fd;
     char *spool_path;
     bool spool_failed;
+    uint64_t spooled;       /* bytes written to the spool so far */
+    bool upload_too_large;  /* past max_upload: the rest is discarded */
 
     /* answer */
     pthread_mutex_t lock;
@@ -514,6 +517,7 @@ static int open_spool(http_req *r) {
     snprintf(r->spool_path, n, "%s/.upload-XXXXXX", dir);
     r->spool_fd = mkstemp(r->spool_path);
     if (r->spool_fd < 0) { free(r->spool_path); r->spool_path = NULL; return -1; }
+    flock(r->spool_fd, LOCK_EX);  /* a live upload: the store's clean-up of stale spools skips it */
     return 0;
 }
 
@@ -571,6 +575,11 @@ static enum MHD_Result on_headers(http_server *s, http_req *r) {
     size_t rn = strlen(r->route->path);
     if (rn > 1 && r->route->path[rn - 1] == '/') r->path_param = r->path + rn;
     if (r->route->flags & HTTP_ROUTE_SPOOL_BODY) {
+        const char *ucl = http_header(r, "Content-Length");
+        unsigned long long un = ucl ? strtoull(ucl, NULL, 10) : 0;
+        if (un > s->cfg.max_upload)
+            return queue_error(r, 413, "upload too large: %llu bytes, the limit is %llu bytes (ANVIL_MAX_UPLOAD)", un,
+                               (unsigned long long)s->cfg.max_upload);
         if (open_spool(r)) return queue_error(r, 500, "cannot create a temporary file for the upload: %s", strerror(errno));
         return MHD_YES;
     }
@@ -587,6 +596,13 @@ static enum MHD_Result on_headers(http_server *s, http_req *r) {
 
 static void on_body(http_server *s, http_req *r, const char *data, size_t n) {
     if (r->spool_fd >= 0) {
+        if (r->upload_too_large) return;
+        if (r->spooled + n > s->cfg.max_upload) {  /* no Content-Length, or a lying one */
+            r->upload_too_large = true;
+            if (ftruncate(r->spool_fd, 0) != 0) r->spool_failed = true;
+            return;
+        }
+        r->spooled += n;
         while (n && !r->spool_failed) {
             ssize_t w = write(r->spool_fd, data, n);
             if (w < 0 && errno == EINTR) continue;
@@ -635,6 +651,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     if (r->status) return MHD_YES; /* answered from the headers already */
     if (r->body_too_large)
         return queue_error(r, 413, "request body too large: the limit is %zu bytes", s->cfg.max_body);
+    if (r->upload_too_large)
+        return queue_error(r, 413, "upload too large: the limit is %llu bytes (ANVIL_MAX_UPLOAD)",
+                           (unsigned long long)s->cfg.max_upload);
     if (r->spool_failed) return queue_error(r, 500, "cannot store the upload: %s", strerror(errno));
     if (atomic_load(&s->stopping)) return queue_error(r, 503, "the server is shutting down");
     if (r->spool_fd >= 0) { close(r->spool_fd); r->spool_fd = -1; }
@@ -766,6 +785,7 @@ http_server *http_start(const http_config *c, const http_route *routes, int n_ro
     pthread_cond_init(&s->idle, NULL);
     s->cfg = *c;
     if (!s->cfg.max_body) s->cfg.max_body = 8u << 20;
+    if (!s->cfg.max_upload) s->cfg.max_upload = 64ull << 30;
     s->app = app;
     s->api_key = c->api_key && *c->api_key ? dup_str(c->api_key) : NULL;
     s->spool_dir = c->spool_dir ? dup_str(c->spool_dir) : NULL;

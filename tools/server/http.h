@@ -55,6 +55,7 @@ typedef struct {
 typedef struct {
     const char *host;       /* ANVIL_HOST, "127.0.0.1:11434" default; "0.0.0.0:11434" binds all */
     size_t max_body;        /* bytes, default 8 MiB (blob uploads stream to disk, exempt) */
+    uint64_t max_upload;    /* largest blob upload in bytes (ANVIL_MAX_UPLOAD), default 64 GiB; larger: 413 */
     const char *origins;    /* ANVIL_ORIGINS, comma separated, added to Ollama's defaults */
     const char *api_key;    /* ANVIL_API_KEY: require "Authorization: Bearer <key>" */
     const char *spool_dir;  /* where HTTP_ROUTE_SPOOL_BODY bodies go (created); NULL = $TMPDIR or /tmp */

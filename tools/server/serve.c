@@ -41,6 +41,8 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_ORIGINS", "(none)", "extra allowed CORS origins, comma separated, '*' wildcards"},
     {"ANVIL_API_KEY", "(none)", "require 'Authorization: Bearer <key>' on every route but GET /"},
     {"ANVIL_MAX_BODY", "8388608", "largest request body in bytes (blob uploads exempt); larger: 413"},
+    {"ANVIL_MAX_UPLOAD", "68719476736", "largest blob upload (POST /api/blobs) in bytes; larger: 413"},
+    {"ANVIL_NOPRUNE", "(unset)", "1: no pruning of unused blobs at start-up (stale temporary files still go)"},
     {"ANVIL_MODELS", "~/.anvil/models", "the writable model store"},
     {"OLLAMA_MODELS", "~/.ollama/models", "Ollama's store, listed and run read-only when present"},
     {"ANVIL_KEEP_ALIVE", "5m", "how long an idle model stays loaded (0 unloads at once, -1 forever)"},
@@ -119,6 +121,11 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "anvil: %s\n", anv_last_error());
         return 1;
     }
+    size_t max_upload;
+    if (env_size("ANVIL_MAX_UPLOAD", (size_t)64 << 30, &max_upload)) {
+        fprintf(stderr, "anvil: %s\n", anv_last_error());
+        return 1;
+    }
     static server_app app; /* the handlers reach it through http_app() */
     memset(&app, 0, sizeof app);
     struct timespec now;
@@ -127,6 +134,12 @@ int cmd_serve(int argc, char **argv) {
     metrics_init(&app.metrics);
     app.store = store_open();
     if (!app.store) { fprintf(stderr, "anvil: %s\n", anv_last_error()); return 1; }
+    /* like Ollama's start-up prune (ANVIL_NOPRUNE/OLLAMA_NOPRUNE skip it), and what a killed
+     * upload, pull or create left behind */
+    int cleaned = store_startup_clean(app.store);
+    if (cleaned > 0)
+        fprintf(stderr, "anvil: removed %d unused blob(s) and stale temporary file(s) from %s\n", cleaned,
+                store_root(app.store));
     app.sched = sched_new(&sc, app.store);
     if (!app.sched) {
         fprintf(stderr, "anvil: %s\n", anv_last_error());
@@ -138,6 +151,7 @@ int cmd_serve(int argc, char **argv) {
         .api_key = getenv("ANVIL_API_KEY"), .spool_dir = store_root(app.store),
         .on_done = metrics_observe,
     };
+    hc.max_upload = max_upload;
     http_server *srv = http_start(&hc, routes, (int)(sizeof routes / sizeof routes[0]), &app);
     if (!srv) {
         fprintf(stderr, "anvil: %s\n", anv_last_error());
