@@ -455,7 +455,7 @@ static int create_locked(store *s, const char *name, const create_spec *spec, cr
         if (!model_path) anv_set_error("FROM %s: no such blob (upload it first)", spec->from);
         else if (stat(model_path, &st) != 0) anv_set_error("cannot stat %s: %s", model_path, strerror(errno));
         else { snprintf(model_digest, sizeof model_digest, "%s", spec->from); model_size = (uint64_t)st.st_size; rc = 0; reused = true; }
-    } else if (from_is_path(spec->from)) {
+    } else if (!spec->from_store_only && from_is_path(spec->from)) {
         model_path = strdup(spec->from);
         gguf_file *g = model_path ? gguf_open(model_path) : NULL;  /* a GGUF at all? */
         if (g) rc = 0;

@@ -35,6 +35,9 @@ class Server:
         e["ANVIL_HOST"] = "127.0.0.1:0"
         e.setdefault("ANVIL_BACKEND", "cpu")
         e.setdefault("ANVIL_NUM_THREADS", "2")
+        # The tests name their GGUF by path; the server refuses paths unless the operator
+        # allows them (hardening.py starts servers without, passing ANVIL_ALLOW_PATHS=None).
+        e.setdefault("ANVIL_ALLOW_PATHS", "1")
         lsan = e.get("LSAN_OPTIONS", "")
         if "suppressions" not in lsan and os.path.exists(SUPPRESSIONS):
             e["LSAN_OPTIONS"] = (lsan + ":" if lsan else "") + "suppressions=%s:print_suppressions=0" % SUPPRESSIONS

@@ -23,9 +23,11 @@ add_test(NAME server_framing
 add_test(NAME server_hostile
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/hostile.py $<TARGET_FILE:anvil> ${_server_model}
                  ${_sanitize})
+add_test(NAME server_hardening
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/hardening.py $<TARGET_FILE:anvil> ${_server_model})
 add_test(NAME server_run_client
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/run_client.py $<TARGET_FILE:anvil> ${_server_model})
-set_tests_properties(server_clients server_framing server_hostile server_run_client PROPERTIES
+set_tests_properties(server_clients server_framing server_hostile server_hardening server_run_client PROPERTIES
                      FIXTURES_REQUIRED anvil_server_model TIMEOUT 900 LABELS server)
 
 # The same server with its model on lavapipe (Vulkan), validation layer on.
@@ -36,3 +38,10 @@ if(ANVIL_VULKAN)
   set_tests_properties(server_lavapipe PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 900
                        LABELS server SKIP_RETURN_CODE 77)
 endif()
+
+# Remote attacks on the HTTP layer: long request text in show, DNS rebinding (Host),
+# slowloris (1,100 half-sent requests, idle timeout), the open-listener warning.
+add_test(NAME server_http_hardening
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/http_hardening.py $<TARGET_FILE:anvil> ${_server_model})
+set_tests_properties(server_http_hardening PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 300
+                     LABELS server)

@@ -106,7 +106,7 @@ static bool wait_loaded(sched *s, int n) {
 
 static sched_config base_config(void) {
     sched_config c = {.max_loaded = 3, .max_queue = 64, .num_parallel = 4, .keep_alive_ms = -1,
-                      .context_length = 256, .kv_type = QT_F16, .n_threads = 2};
+                      .context_length = 256, .kv_type = QT_F16, .n_threads = 2, .allow_paths = true};
     return c;
 }
 

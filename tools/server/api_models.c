@@ -33,8 +33,20 @@ static int status_for_error(const char *msg, int dflt) {
 
 /* Fails the request with the store's last error (404 when it says "not found"). */
 static void fail_store(api_req *c, int dflt) {
-    const char *msg = anv_last_error();
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", anv_last_error());
+    sched_redact_paths(msg, sizeof msg, NULL, NULL);  /* never a server path in a reply */
     aj_fail(c, status_for_error(msg, dflt), NULL, "%s", msg);
+}
+
+/* The model of a request, through the scheduler's one lookup (store names; paths only
+ * with ANVIL_ALLOW_PATHS=1); fails the request otherwise. */
+static bool find_model(api_req *c, const char *name, store_entry *e) {
+    if (c->failed) return false;
+    int st = sched_lookup(app_of(c->r)->sched, name, e);
+    if (!st) return true;
+    aj_fail(c, st, NULL, "%s", anv_last_error());
+    return false;
 }
 
 /* Validates a model name (field) like the store does; fails 400 with its message if bad. */
@@ -223,11 +235,14 @@ void api_show(http_req *r) {
     const char *name = aj_model(&c, req, true);
     bool verbose = aj_bool(&c, req, "verbose", false);
     store_entry e;
-    if (find_entry(&c, store_resolve, name, &e)) {
+    if (find_model(&c, name, &e)) {
         http_set_model(r, e.name);
         model_facts f;
         if (facts_read(e.model_path, &f)) {
-            aj_fail(&c, 500, NULL, "%s", anv_last_error());
+            char err[1024];
+            snprintf(err, sizeof err, "%s", anv_last_error());
+            sched_redact_paths(err, sizeof err, e.model_path, e.name);
+            aj_fail(&c, 500, NULL, "%s", err);
         } else {
             aj_reply(r, 200, show_object(&e, &f, verbose));
             facts_close(&f);
@@ -245,10 +260,10 @@ void api_show(http_req *r) {
 
 /* The rest of a ps entry: details (from the GGUF header when the store has the model),
  * expires_at, size_vram, context_length. */
-static void ps_details(store *st, cJSON *m, const sched_loaded *l, int64_t now) {
+static void ps_details(sched *sc, cJSON *m, const sched_loaded *l, int64_t now) {
     store_entry e;
     model_facts f;
-    bool have = !store_resolve(st, l->name, &e);
+    bool have = !sched_lookup(sc, l->name, &e);
     if (!have || facts_read(e.model_path, &f)) {
         facts_unknown(&f);
         snprintf(f.family, sizeof f.family, "%s", l->arch);
@@ -271,7 +286,7 @@ void api_ps(http_req *r) {
     int64_t now = (int64_t)time(NULL);
     cJSON *models, *root = model_listing(&models);
     for (int i = 0; i < n; i++)
-        ps_details(app->store, listing_entry(models, L[i].name, L[i].size, L[i].digest), &L[i], now);
+        ps_details(app->sched, listing_entry(models, L[i].name, L[i].size, L[i].digest), &L[i], now);
     free(L);
     aj_reply(r, 200, root);
 }
@@ -338,6 +353,7 @@ static void progress_finish(progress_stream *ps, int rc, int err_status) {
     if (rc) {
         char err[600];
         snprintf(err, sizeof err, "%s", ps->gone ? "client went away" : anv_last_error());
+        sched_redact_paths(err, sizeof err, NULL, NULL);
         aj_fail(&ps->c, status_for_error(err, err_status), NULL, "%s", err);
     } else {
         if (!ps->sent_success) {
@@ -490,6 +506,13 @@ static void create_spec_from_request(api_req *c, const cJSON *req, create_spec *
     if (c->failed) return;
     set_text(&spec->from, from && *from ? from : file_digest);
     if (!spec->from) { aj_fail(c, 400, "from", "neither 'from' nor 'files' was specified"); return; }
+    spec->from_store_only = !sched_allow_paths(app_of(c->r)->sched);
+    if (spec->from_store_only && (spec->from[0] == '/' || !strncmp(spec->from, "./", 2) ||
+                                  !strncmp(spec->from, "../", 3) || !strncmp(spec->from, "~/", 2))) {
+        aj_fail(c, 400, "from", "from: a file path is not a model name (upload the GGUF as a blob and name it in "
+                "'files', or start the server with ANVIL_ALLOW_PATHS=1)");
+        return;
+    }
     set_text(&spec->template_text, aj_string(c, req, "template"));
     set_text(&spec->system, aj_string(c, req, "system"));
     create_license(c, req, spec);

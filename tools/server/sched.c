@@ -115,6 +115,8 @@ int sched_config_from_env(sched_config *c) {
     if (env_int("ANVIL_NUM_PARALLEL", 1, &c->num_parallel) != 0) return -1;
     if (env_int("ANVIL_CONTEXT_LENGTH", 0, &c->context_length) != 0) return -1;
     if (env_int("ANVIL_NUM_THREADS", 0, &c->n_threads) != 0) return -1;
+    const char *ap = getenv("ANVIL_ALLOW_PATHS");
+    c->allow_paths = ap && (!strcmp(ap, "1") || !strcmp(ap, "true"));
     const char *ka = getenv("ANVIL_KEEP_ALIVE");
     if (ka && *ka && sched_parse_duration_ms(ka, &c->keep_alive_ms) != 0) {
         anv_set_error("ANVIL_KEEP_ALIVE: '%s' is not a duration (seconds, or like 5m, 1h, -1)", ka);
@@ -316,8 +318,18 @@ static bool options_match(const sched *s, const lmodel *lm, const run_options *o
 
 static lmodel *find_loaded(sched *s, const char *path, const run_options *o) {
     for (lmodel *lm = s->models; lm; lm = lm->next)
-        if (!lm->stopping && !lm->shutdown && strcmp(lm->path, path) == 0 && (!o || options_match(s, lm, o)))
+        if (!lm->stopping && !lm->shutdown && strcmp(lm->path, path) == 0 && (!o || options_match(s, lm, o))) {
+            /* Its file truncated in place: touching the lost pages would SIGBUS the server, so no
+             * new request uses it; it unloads and the request loads the file afresh (which then
+             * fails cleanly if it is still short). README.md: "Truncated model files". */
+            if (lm->m && gguf_check_size(lm->m->gguf) != 0) {
+                anv_log("%s; unloading it", anv_last_error());
+                lm->stopping = true;
+                pthread_cond_signal(&lm->cv);
+                continue;
+            }
             return lm;
+        }
     return NULL;
 }
 
@@ -365,7 +377,11 @@ static lmodel *acquire_model(sched *s, const store_entry *e, const run_options *
         int64_t t0 = sched_now_ns();
         lm = load_model(s, e, o);
         char err[512] = "";
-        if (!lm) snprintf(err, sizeof err, "%s", anv_last_error());
+        if (!lm) {
+            snprintf(err, sizeof err, "%s", anv_last_error());
+            anv_log("loading %s (%s): %s", e->name ? e->name : "?", e->model_path, err);
+            sched_redact_paths(err, sizeof err, e->model_path, e->name);
+        }
         *load_ns = sched_now_ns() - t0;
         pthread_mutex_lock(&s->mu);
         s->loading = false;
@@ -383,7 +399,7 @@ static lmodel *acquire_model(sched *s, const store_entry *e, const run_options *
         }
         if (!lm) {
             s->n_resident--;
-            sched_job_fail(j, 500, "loading %s: %s", e->name ? e->name : e->model_path, err);
+            sched_job_fail(j, 500, "loading %s: %s", e->name ? e->name : "the model", err);
             return NULL;
         }
         lm->next = s->models;
@@ -393,6 +409,96 @@ static lmodel *acquire_model(sched *s, const store_entry *e, const run_options *
     }
 }
 
+/* ---------------------------------------------------------------- model names */
+
+bool sched_allow_paths(const sched *s) { return s->cfg.allow_paths; }
+
+/* Does an absolute path start at p (of msg)? At the start, or after a space, quote,
+ * parenthesis, '=' or ':'; a '/' then a character of a file name. */
+static bool path_starts(const char *msg, const char *p) {
+    if (*p != '/' || !p[1] || isspace((unsigned char)p[1])) return false;
+    return p == msg || strchr(" \t'\"(=:[", p[-1]);
+}
+
+/* Where a path token that starts at p ends: whitespace, a quote, ')' or ']', ',' or ';',
+ * or ':' followed by a space or the end (the "PATH: why" form). */
+static const char *path_end(const char *p) {
+    while (*p && !isspace((unsigned char)*p) && !strchr("'\")],;", *p) && !(*p == ':' && (!p[1] || p[1] == ' '))) p++;
+    return p;
+}
+
+void sched_redact_paths(char *msg, size_t cap, const char *path, const char *name) {
+    if (!msg || cap == 0) return;
+    char out[1024];
+    size_t n = 0;
+    const size_t pl = path ? strlen(path) : 0;
+    for (const char *p = msg; *p && n + 1 < sizeof out;) {
+        const char *rep = NULL;
+        size_t skip = 0;
+        if (pl && !strncmp(p, path, pl)) { rep = name && *name ? name : "the model"; skip = pl; }
+        else if (path_starts(msg, p)) {
+            const char *end = path_end(p);
+            skip = (size_t)(end - p);
+            if (name && strlen(name) == skip && !strncmp(p, name, skip)) rep = name;
+            else rep = "<path>";
+        }
+        if (rep) {
+            for (const char *r = rep; *r && n + 1 < sizeof out; r++) out[n++] = *r;
+            p += skip;
+        } else {
+            out[n++] = *p++;
+        }
+    }
+    out[n] = 0;
+    snprintf(msg, cap, "%s", out);
+}
+
+static bool has_control(const char *t) {
+    for (; *t; t++)
+        if ((unsigned char)*t < 0x20 || *t == 0x7f) return true;
+    return false;
+}
+
+static bool looks_like_path(const char *t) {
+    return t[0] == '/' || !strncmp(t, "./", 2) || !strncmp(t, "../", 3) || !strncmp(t, "~/", 2) || !strcmp(t, ".") || !strcmp(t, "..");
+}
+
+int sched_lookup(sched *s, const char *name, store_entry *e) {
+    memset(e, 0, sizeof *e);
+    if (!name || !*name) { anv_set_error("model is required"); return 400; }
+    if (has_control(name)) { anv_set_error("invalid model name: it contains a control character"); return 400; }
+    int rc;
+    if (s->cfg.allow_paths) {
+        struct stat sb;
+        if (stat(name, &sb) != 0) {
+            store_name sn;
+            if (store_name_parse(name, &sn) != 0) return 400;
+        }
+        rc = store_resolve(s->st, name, e);
+    } else {
+        if (looks_like_path(name)) {
+            anv_set_error("invalid model name '%.200s': a file path is not a model name (the server serves store "
+                          "models only: anvil create / pull one, or start it with ANVIL_ALLOW_PATHS=1)", name);
+            return 400;
+        }
+        store_name sn;
+        if (store_name_parse(name, &sn) != 0) return 400;
+        rc = store_lookup(s->st, name, e);
+    }
+    if (rc == 0) return 0;
+    char err[1024];
+    snprintf(err, sizeof err, "%s", anv_last_error());
+    if (strstr(err, "not found")) {
+        sched_redact_paths(err, sizeof err, NULL, name);
+        anv_set_error("%s", err);
+        return 404;
+    }
+    anv_log("model %.200s: %s", name, err);
+    sched_redact_paths(err, sizeof err, NULL, name);
+    anv_set_error("model '%.200s' cannot be read from the store: %s", name, err);
+    return 500;
+}
+
 /* ---------------------------------------------------------------- requests */
 
 /* Resolves the model and merges its options; status set on j on failure. */
@@ -400,16 +506,8 @@ static int resolve(sched *s, const char *name, const void *req_options, store_en
     memset(e, 0, sizeof *e);
     options_default(o);
     if (!name || !*name) { sched_job_fail(j, 400, "model is required"); return -1; }
-    struct stat sb;
-    if (stat(name, &sb) != 0) {
-        store_name sn;
-        if (store_name_parse(name, &sn) != 0) { sched_job_fail(j, 400, "%s", anv_last_error()); return -1; }
-    }
-    if (store_resolve(s->st, name, e) != 0) {
-        const char *err = anv_last_error();
-        sched_job_fail(j, strstr(err, "not found") ? 404 : 500, "%s", err);
-        return -1;
-    }
+    int st = sched_lookup(s, name, e);
+    if (st) { sched_job_fail(j, st, "%s", anv_last_error()); return -1; }
     if (e->params_json && options_apply_json_text(o, e->params_json, NULL) != 0) {
         sched_job_fail(j, 500, "model parameters of %s: %s", name, anv_last_error());
         return -1;
@@ -742,7 +840,7 @@ int sched_ps(sched *s, sched_loaded **out, int *n_out) {
 int sched_stop(sched *s, const char *name) {
     store_entry e;
     memset(&e, 0, sizeof e);
-    bool resolved = name && store_resolve(s->st, name, &e) == 0;
+    bool resolved = name && sched_lookup(s, name, &e) == 0;
     int found = 0;
     pthread_mutex_lock(&s->mu);
     for (lmodel *lm = s->models; lm; lm = lm->next) {

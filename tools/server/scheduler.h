@@ -19,6 +19,8 @@ typedef struct {
     int context_length;      /* ANVIL_CONTEXT_LENGTH, per slot; 0 = the model's default (model_default_ctx) */
     uint32_t kv_type;        /* ANVIL_KV_CACHE_TYPE f16|q8_0|f32 */
     int n_threads;           /* ANVIL_NUM_THREADS, 0 = all */
+    bool allow_paths;        /* ANVIL_ALLOW_PATHS=1: a request's model may be a GGUF path on the
+                              * server; otherwise models are store names only */
 } sched_config;
 
 /* Defaults overridden by the environment; -1 + anv_last_error() naming a bad variable. */
@@ -110,6 +112,18 @@ typedef struct {
 int sched_ps(sched *s, sched_loaded **out, int *n_out);   /* malloc'd array */
 /* Unloads now (after its running requests finish); -1 + 404 error if not loaded. */
 int sched_stop(sched *s, const char *model);
+
+/* The one way the server turns a request's model into a store entry: a store name (a
+ * GGUF path only with allow_paths; then the CLI's store_resolve). Names with control
+ * characters are refused. Returns 0, or the HTTP status (400 a bad name, 404 not found,
+ * 500 a damaged store entry) with anv_last_error() set: an error text that never holds a
+ * server path (a damaged manifest or blob is logged in full, answered by name). */
+int sched_lookup(sched *s, const char *name, store_entry *e);
+bool sched_allow_paths(const sched *s);
+/* Rewrites an error text for a client: path (when given: the model's file) becomes name,
+ * and every other absolute path becomes "<path>" (the client's own path, when paths are
+ * allowed and it equals name, stays). */
+void sched_redact_paths(char *msg, size_t cap, const char *path, const char *name);
 
 typedef struct {
     uint64_t requests_total, requests_failed, requests_rejected_queue_full;

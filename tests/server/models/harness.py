@@ -58,7 +58,8 @@ class Server:
         env = dict(os.environ)
         env.update({"ANVIL_HOST": "127.0.0.1:0", "ANVIL_MODELS": self.models, "HOME": home,
                     "OLLAMA_MODELS": os.path.join(workdir, "no-ollama-store"), "ANVIL_NUM_THREADS": "2",
-                    "ANVIL_BACKEND": "cpu", "ANVIL_NUM_PARALLEL": "1", "ANVIL_CONTEXT_LENGTH": "512"})
+                    "ANVIL_BACKEND": "cpu", "ANVIL_NUM_PARALLEL": "1", "ANVIL_CONTEXT_LENGTH": "512",
+                    "ANVIL_ALLOW_PATHS": "1"})
         env.pop("ANVIL_API_KEY", None)
         if extra_env:
             env.update(extra_env)

