@@ -14,6 +14,7 @@
 
 #include "api.h"
 #include "api_json.h"
+#include "bytebuf.h"
 #include "clock.h"
 #include "error.h"
 #include "model_create.h"
@@ -138,12 +139,13 @@ void api_tags(http_req *r) {
 
 /* ---------------------------------------------------------------- show */
 
-/* Go's %#v of a JSON value as Ollama prints parameters: strings quoted, numbers short. */
-static void go_value(const cJSON *v, char *buf, size_t cap) {
+/* Go's %#v of a JSON value as Ollama prints parameters: strings quoted, numbers short.
+ * Appended whole to a growable buffer: names and values come from requests (/api/create)
+ * and have no length limit but the body's. */
+static void go_value(const cJSON *v, bytebuf *b) {
     if (cJSON_IsString(v)) {
-        size_t o = 0;
-        if (o + 1 < cap) buf[o++] = '"';
-        for (const unsigned char *s = (const unsigned char *)v->valuestring; *s && o + 7 < cap; s++) {
+        bytebuf_add(b, "\"", 1);
+        for (const unsigned char *s = (const unsigned char *)v->valuestring; *s; s++) {
             const char *esc = NULL;
             switch (*s) {
             case '"': esc = "\\\""; break;
@@ -153,50 +155,42 @@ static void go_value(const cJSON *v, char *buf, size_t cap) {
             case '\r': esc = "\\r"; break;
             default: break;
             }
-            if (esc) { memcpy(buf + o, esc, 2); o += 2; }
-            else if (*s < 0x20) o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", *s);
-            else buf[o++] = (char)*s;
+            if (esc) bytebuf_add(b, esc, 2);
+            else if (*s < 0x20) bytebuf_printf(b, "\\x%02x", *s);
+            else bytebuf_add(b, s, 1);
         }
-        if (o + 1 < cap) buf[o++] = '"';
-        buf[o] = 0;
+        bytebuf_add(b, "\"", 1);
     } else if (cJSON_IsNumber(v)) {
-        facts_format_number(v->valuedouble, buf, cap);
+        char num[40];
+        facts_format_number(v->valuedouble, num, sizeof num);
+        bytebuf_printf(b, "%s", num);
     } else if (cJSON_IsBool(v)) {
-        snprintf(buf, cap, "%s", cJSON_IsTrue(v) ? "true" : "false");
+        bytebuf_printf(b, "%s", cJSON_IsTrue(v) ? "true" : "false");
     } else {
         char *t = cJSON_PrintUnformatted(v);
-        snprintf(buf, cap, "%s", t ? t : "");
+        if (t) bytebuf_printf(b, "%s", t);
+        else b->oom = true;
         free(t);
     }
 }
 
 /* The params layer (JSON object) as Ollama's show "parameters" text: one "key value" line
- * per value (a list gives one line per element), keys padded to 30 columns. */
+ * per value (a list gives one line per element), keys padded to 30 columns. malloc'd;
+ * NULL when out of memory. */
 static char *params_text(const char *params_json) {
     cJSON *p = params_json ? cJSON_Parse(params_json) : NULL;
-    size_t cap = 256, len = 0;
-    char *out = malloc(cap);
-    if (!out) { cJSON_Delete(p); return NULL; }
-    out[0] = 0;
+    bytebuf b = {0};
     const cJSON *kv;
     cJSON_ArrayForEach(kv, p) {
         const cJSON *items = cJSON_IsArray(kv) ? kv->child : kv;
         for (const cJSON *v = items; v; v = cJSON_IsArray(kv) ? v->next : NULL) {
-            char val[1024], line[1200];
-            go_value(v, val, sizeof val);
-            int n = snprintf(line, sizeof line, "%s%-30s %s", len ? "\n" : "", kv->string, val);
-            if (n < 0) continue;
-            if (len + (size_t)n + 1 > cap) {
-                cap = 2 * (len + (size_t)n + 1);
-                char *grown = realloc(out, cap);
-                if (!grown) { free(out); cJSON_Delete(p); return NULL; }
-                out = grown;
-            }
-            memcpy(out + len, line, (size_t)n + 1);
-            len += (size_t)n;
+            bytebuf_printf(&b, "%s%-30s ", b.len ? "\n" : "", kv->string ? kv->string : "");
+            go_value(v, &b);
         }
     }
     cJSON_Delete(p);
+    char *out = b.oom ? NULL : strdup(bytebuf_str(&b));
+    bytebuf_free(&b);
     return out;
 }
 
