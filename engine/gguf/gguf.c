@@ -56,6 +56,8 @@ typedef struct {
     gguf_file pub;
     name_index kv_index;
     name_index tensor_index;
+    int fd;      /* the mapped file, kept open so gguf_check_size can fstat it; -1 if none */
+    void *owned; /* ANVIL_NO_MMAP: the whole file read into memory (freed on close) */
 } gguf_file_impl;
 
 /* Keyed (SipHash-1-3, per-process random key): a file cannot choose colliding names. */
@@ -509,6 +511,7 @@ static gguf_file *open_bytes(const void *data, size_t size, const char *name, bo
         anv_set_error("%s: out of memory", name);
         return NULL;
     }
+    fi->fd = -1;
     fi->pub.base = data;
     fi->pub.size = size;
     fi->pub.path = path;
@@ -535,6 +538,8 @@ gguf_file *gguf_open_memory(const void *data, size_t size, const char *name) {
     return open_bytes(data ? data : empty, size, name, false);
 }
 
+static gguf_file *open_read(int fd, size_t size, const char *path);
+
 gguf_file *gguf_open(const char *path) {
     if (!path) {
         anv_set_error("gguf_open: NULL path");
@@ -555,16 +560,68 @@ gguf_file *gguf_open(const char *path) {
         return NULL;
     }
     size_t size = (size_t)st.st_size;
+    const char *no_mmap = getenv("ANVIL_NO_MMAP");
+    if (no_mmap && *no_mmap && strcmp(no_mmap, "0") != 0) return open_read(fd, size, path);
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     int map_errno = errno;
-    close(fd);
     if (map == MAP_FAILED) {
+        close(fd);
         anv_set_error("%s: cannot mmap %zu bytes: %s", path, size, strerror(map_errno));
         return NULL;
     }
     gguf_file *f = open_bytes(map, size, path, true);
-    if (!f) munmap(map, size);
+    if (!f) {
+        munmap(map, size);
+        close(fd);
+        return NULL;
+    }
+    ((gguf_file_impl *)f)->fd = fd;
     return f;
+}
+
+/* ANVIL_NO_MMAP: the file is read into memory, so truncating it later cannot SIGBUS us. */
+static gguf_file *open_read(int fd, size_t size, const char *path) {
+    size_t cap = (size + 63) / 64 * 64;
+    uint8_t *buf = aligned_alloc(64, cap);
+    if (!buf) {
+        close(fd);
+        anv_set_error("%s: out of memory reading %zu bytes (ANVIL_NO_MMAP)", path, size);
+        return NULL;
+    }
+    for (size_t got = 0; got < size;) {
+        ssize_t r = pread(fd, buf + got, size - got, (off_t)got);
+        if (r <= 0) {
+            anv_set_error("%s: read failed at byte %zu: %s", path, got, r < 0 ? strerror(errno) : "file shrank while reading");
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    gguf_file *f = open_bytes(buf, size, path, false);
+    if (!f) {
+        free(buf);
+        return NULL;
+    }
+    ((gguf_file_impl *)f)->owned = buf;
+    return f;
+}
+
+int gguf_check_size(const gguf_file *f) {
+    const gguf_file_impl *fi = (const gguf_file_impl *)f;
+    if (!f || !f->mapped || fi->fd < 0) return 0; /* memory: nothing can shrink under us */
+    struct stat st;
+    if (fstat(fi->fd, &st) != 0) {
+        anv_set_error("%s: cannot stat the loaded file: %s", f->path, strerror(errno));
+        return -1;
+    }
+    if ((uint64_t)st.st_size < (uint64_t)f->size) {
+        anv_set_error("%s: the file shrank from %zu to %lld bytes since it was loaded (truncated in place?): "
+                      "the model must be reloaded", f->path, f->size, (long long)st.st_size);
+        return -1;
+    }
+    return 0;
 }
 
 void gguf_close(gguf_file *f) {
@@ -577,6 +634,8 @@ void gguf_close(gguf_file *f) {
     free(fi->kv_index.slots);
     free(fi->tensor_index.slots);
     if (f->mapped) munmap((void *)f->base, f->size);
+    if (fi->fd >= 0) close(fi->fd);
+    free(fi->owned);
     free(f->path);
     free(fi);
 }

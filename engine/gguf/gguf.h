@@ -56,9 +56,17 @@ typedef struct gguf_file {
 
 /* Opens and validates a file; NULL + anv_last_error() ("model.gguf: tensor 'x' ... ") on failure. */
 gguf_file *gguf_open(const char *path);
+/* The file is memory-mapped (MAP_PRIVATE), unless ANVIL_NO_MMAP is set (not "0"): then it is
+ * read into memory, which costs its size in RAM but cannot SIGBUS if the file is truncated
+ * while loaded. */
 /* Same over a caller-owned buffer (fuzzing, tests); the buffer must outlive the result. */
 gguf_file *gguf_open_memory(const void *data, size_t size, const char *name);
 void gguf_close(gguf_file *f);
+/* A mapped file that shrank since it was opened (truncated in place) would SIGBUS on the
+ * first access past its new end: 0 if it still covers the mapping (or is not mapped), -1 +
+ * anv_last_error() naming the file and both sizes otherwise. One fstat; call it before using
+ * a long-lived model (each request). */
+int gguf_check_size(const gguf_file *f);
 
 /* Lookup; NULL if absent. */
 const gguf_kv *gguf_find(const gguf_file *f, const char *key);

@@ -9,6 +9,7 @@
 #include "testutil.h"
 #include "fnv_flood.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -587,6 +588,51 @@ static int dump(const char *path) {
     return 0;
 }
 
+/* A loaded file truncated in place: gguf_check_size notices (the server stops using the model
+ * before a request touches a lost page and dies of SIGBUS); with ANVIL_NO_MMAP the file is
+ * read into memory and every byte stays readable after the truncation. */
+static void test_shrink(void) {
+    uint64_t offs[N_TENSORS];
+    wbuf b = build_valid(3, 32, offs);
+    char path[] = "/tmp/anvil-test-shrink-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && write(fd, b.p, b.n) == (ssize_t)b.n);
+    if (fd >= 0) close(fd);
+    gguf_file *f = gguf_open(path);
+    CHECKF(f != NULL && f->mapped, "%s", anv_last_error());
+    CHECK(gguf_check_size(f) == 0);
+    CHECK(truncate(path, (off_t)(b.n + 4096)) == 0); /* growing is harmless */
+    CHECK(gguf_check_size(f) == 0);
+    CHECK(truncate(path, (off_t)(b.n / 2)) == 0);
+    CHECK(gguf_check_size(f) != 0);
+    char want[160];
+    snprintf(want, sizeof want, "%s: the file shrank from %zu to %zu bytes", path, b.n, b.n / 2);
+    CHECKF(has(anv_last_error(), want) && !strchr(anv_last_error(), '\n'), "%s", anv_last_error());
+    gguf_close(f);
+
+    CHECK(truncate(path, 0) == 0);
+    fd = open(path, O_WRONLY);
+    CHECK(fd >= 0 && write(fd, b.p, b.n) == (ssize_t)b.n);
+    if (fd >= 0) close(fd);
+    setenv("ANVIL_NO_MMAP", "1", 1);
+    f = gguf_open(path);
+    unsetenv("ANVIL_NO_MMAP");
+    CHECKF(f != NULL && !f->mapped, "%s", anv_last_error());
+    CHECK(truncate(path, 10) == 0);
+    unsigned sum = 0, want_sum = 0;
+    for (size_t i = 0; f && i < f->n_tensors; i++) {
+        const uint8_t *d = f->tensors[i].data;
+        for (uint64_t k = 0; k < f->tensors[i].nbytes; k++) {
+            sum += d[k];
+            want_sum += tensor_byte(i, (size_t)k);
+        }
+    }
+    CHECK(f && sum == want_sum && gguf_check_size(f) == 0);
+    gguf_close(f);
+    unlink(path);
+    free(b.p);
+}
+
 /* Hash flooding: 32768 keys and 8192 tensor names that all share one bucket under the old
  * unkeyed FNV-1a index (checked here with the real 64-bit FNV-1a) must still give short
  * probe sequences: the index is keyed per process, so the file cannot aim at a bucket. With
@@ -651,6 +697,7 @@ int main(int argc, char **argv) {
     CHECK(gguf_str_eq(s, "abc") && !gguf_str_eq(s, "ab") && !gguf_str_eq(s, "abcd"));
     test_valid();
     test_hash_flood();
+    test_shrink();
     test_prefixes(3, 64);
     test_prefixes(2, 0);
     test_bad_inputs();
