@@ -178,7 +178,7 @@ def big_bodies(srv):
     check(out.stdout.strip() == "413", "10 MB body with curl: 413 (%r %r)" % (out.stdout, out.stderr[-200:]))
     # Raw socket, no Expect: the answer comes before the body is read.
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
-    s.sendall(("POST /api/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    s.sendall(("POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
                % size).encode())
     sent = 0
     try:
@@ -216,7 +216,7 @@ def disconnects(srv, model):
     for stream in (True, False):
         b = body if stream else body[:-1] + ', "stream": false}'
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
-        s.sendall(("POST /api/generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        s.sendall(("POST /api/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
                    % (len(b), b)).encode())
         if stream:
             got = b""

@@ -1,11 +1,18 @@
 /* http: the HTTP layer of `anvil serve` (implements http.h) on libmicrohttpd with a
- * thread per connection. Each request's handler runs on a thread of its own; the
- * connection thread waits for its answer: a whole reply, or a stream fed through a
- * bounded queue (back-pressure) that MHD drains with a content-reader callback. The
- * connection thread watches the socket for a client that has gone, which makes
- * http_stream_write / http_client_alive return false. Also owns: body size limits
- * (413 before reading an oversized body), CORS with Ollama's default origins,
- * bearer-token auth, one structured log line per request, and graceful stop. */
+ * small pool of event-loop threads (epoll/poll): a connection costs a socket and a
+ * little memory, never a thread, until its request is complete. Then the request's
+ * handler runs on a thread of its own while the connection is suspended out of the
+ * event loop (MHD_suspend_connection); the handler's answer resumes it: a whole reply,
+ * or a stream fed through a bounded queue (back-pressure) that MHD drains with a
+ * content-reader callback, which suspends the connection again while the queue is
+ * empty. So threads are bounded by the pool plus one per complete request, and
+ * connections by max_connections / max_per_ip; an idle or half-sent request is closed
+ * after idle_timeout seconds without traffic (a suspended connection, waiting on its
+ * handler, is exempt). A client that has gone is noticed by polling its socket from
+ * http_stream_write / http_client_alive. Also owns: body size limits (413 before
+ * reading an oversized body), the Host check against DNS rebinding on a loopback
+ * listener, CORS with Ollama's default origins, bearer-token auth, one structured log
+ * line per request, and graceful stop. */
 #include "http.h"
 
 #include <errno.h>
@@ -20,8 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +64,10 @@ struct http_server {
     pthread_mutex_t lock;
     pthread_cond_t idle;
     int n_answering;         /* requests whose handler started and that have not completed */
+    int n_handlers;          /* handler threads still running (http_stop waits for 0) */
+    bool loopback;           /* listening on a loopback address: the Host check is on */
+    char hostname[256];      /* this machine's name (also a loopback-safe Host) */
+    http_req *live;          /* every request not yet freed (http_stop resumes them) */
 };
 
 enum { REQ_PENDING, REQ_REPLIED, REQ_STREAMING };
@@ -95,7 +109,12 @@ struct http_req {
     bool stream_ended;
     bool gone;
     bool handler_started, handler_done;
-    pthread_t handler;
+    bool suspended;                /* the connection is out of MHD's event loop (ours to resume) */
+    bool conn_done;                /* MHD completed the request: conn and fd are no longer ours */
+    int refs;                      /* MHD's + the handler's; the last one logs and frees */
+    double secs;                   /* request to completion (logged) */
+    bool aborted;
+    http_req *next, *prev;         /* srv->live */
 };
 
 /* ---- small helpers ---- */
@@ -132,6 +151,27 @@ static bool socket_hung_up(int fd) {
         if (n == 0) return true;
     }
     return false;
+}
+
+/* Puts a suspended connection back into MHD's loop (r->lock held): an answer, stream
+ * bytes, the end or a gone client are there for it. */
+static void wake_conn(http_req *r) {
+    if (r->suspended && !r->conn_done) {
+        r->suspended = false;
+        MHD_resume_connection(r->conn);
+    }
+}
+
+/* r->lock held: false once the client is known gone; polls the socket (MHD does not
+ * watch a suspended connection). */
+static bool check_alive_locked(http_req *r) {
+    if (r->gone) return false;
+    if (!r->conn_done && socket_hung_up(r->fd)) {
+        r->gone = true;
+        pthread_cond_broadcast(&r->cv);
+        wake_conn(r);
+    }
+    return !r->gone;
 }
 
 static bool is_openai_path(const char *path) { return !strncmp(path, "/v1/", 4); }
@@ -172,7 +212,7 @@ const char *http_query(const http_req *r, const char *key) { return kv_find(r->a
 bool http_client_alive(const http_req *r) {
     http_req *m = (http_req *)r;
     pthread_mutex_lock(&m->lock);
-    bool alive = !m->gone;
+    bool alive = check_alive_locked(m);
     pthread_mutex_unlock(&m->lock);
     return alive && !atomic_load(&r->srv->stopping);
 }
@@ -200,6 +240,7 @@ void http_reply(http_req *r, int status, const char *content_type, const char *b
         snprintf(r->content_type, sizeof r->content_type, "%s", content_type ? content_type : "text/plain");
         r->state = REQ_REPLIED;
         pthread_cond_broadcast(&r->cv);
+        wake_conn(r);
     }
     pthread_mutex_unlock(&r->lock);
 }
@@ -224,17 +265,19 @@ void http_stream_begin(http_req *r, int status, const char *content_type) {
         snprintf(r->content_type, sizeof r->content_type, "%s", content_type);
         r->state = REQ_STREAMING;
         pthread_cond_broadcast(&r->cv);
+        wake_conn(r);
     }
     pthread_mutex_unlock(&r->lock);
 }
 
 bool http_stream_write(http_req *r, const char *data, size_t len) {
     pthread_mutex_lock(&r->lock);
-    bool ok = r->state == REQ_STREAMING && !r->stream_ended;
+    bool ok = r->state == REQ_STREAMING && !r->stream_ended && check_alive_locked(r);
     int waited_ms = 0;
     while (ok && !r->gone && r->q_len - r->q_off > 0 &&
            r->q_len - r->q_off + len > STREAM_QUEUE_CAP) {
-        if (waited_ms >= STREAM_STALL_SECONDS * 1000) { r->gone = true; break; } /* reads nothing */
+        if (waited_ms >= STREAM_STALL_SECONDS * 1000) { r->gone = true; wake_conn(r); break; } /* reads nothing */
+        wake_conn(r);
         struct timespec ts;
         deadline_in_ms(&ts, WATCH_INTERVAL_MS);
         pthread_cond_timedwait(&r->cv, &r->lock, &ts);
@@ -259,6 +302,7 @@ bool http_stream_write(http_req *r, const char *data, size_t len) {
         memcpy(r->queue + r->q_len, data, len);
         r->q_len += len;
         pthread_cond_broadcast(&r->cv);
+        wake_conn(r);
     }
 out:
     pthread_mutex_unlock(&r->lock);
@@ -269,6 +313,7 @@ void http_stream_end(http_req *r) {
     pthread_mutex_lock(&r->lock);
     r->stream_ended = true;
     pthread_cond_broadcast(&r->cv);
+    wake_conn(r);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -324,11 +369,9 @@ static int setup_origins(http_server *s, const char *extra) {
 
 static bool origin_allowed(const http_server *s, const char *origin, const char *host_header) {
     if (host_header) { /* same origin */
-        char buf[512];
-        snprintf(buf, sizeof buf, "http://%s", host_header);
-        if (!strcasecmp(buf, origin)) return true;
-        snprintf(buf, sizeof buf, "https://%s", host_header);
-        if (!strcasecmp(buf, origin)) return true;
+        const char *rest = !strncasecmp(origin, "http://", 7) ? origin + 7
+                         : !strncasecmp(origin, "https://", 8) ? origin + 8 : NULL;
+        if (rest && !strcasecmp(rest, host_header)) return true;
     }
     for (int i = 0; i < s->n_origins; i++)
         if (glob_match(s->origins[i], origin)) return true;
@@ -373,40 +416,36 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     http_req *r = cls;
     pthread_mutex_lock(&r->lock);
     ssize_t ret;
-    for (;;) {
-        if (r->q_len > r->q_off) {
-            size_t n = r->q_len - r->q_off;
-            if (n > max) n = max;
-            memcpy(buf, r->queue + r->q_off, n);
-            r->q_off += n;
-            if (r->q_off == r->q_len) r->q_off = r->q_len = 0;
-            pthread_cond_broadcast(&r->cv);
-            ret = (ssize_t)n;
-            break;
-        }
-        if (r->stream_ended) { ret = MHD_CONTENT_READER_END_OF_STREAM; break; }
-        if (r->gone) { ret = MHD_CONTENT_READER_END_WITH_ERROR; break; }
-        struct timespec ts;
-        deadline_in_ms(&ts, WATCH_INTERVAL_MS);
-        if (pthread_cond_timedwait(&r->cv, &r->lock, &ts) == ETIMEDOUT && socket_hung_up(r->fd)) {
-            r->gone = true;
-            pthread_cond_broadcast(&r->cv);
-        }
+    if (r->q_len > r->q_off) {
+        size_t n = r->q_len - r->q_off;
+        if (n > max) n = max;
+        memcpy(buf, r->queue + r->q_off, n);
+        r->q_off += n;
+        if (r->q_off == r->q_len) r->q_off = r->q_len = 0;
+        pthread_cond_broadcast(&r->cv);
+        ret = (ssize_t)n;
+    } else if (r->stream_ended) {
+        ret = MHD_CONTENT_READER_END_OF_STREAM;
+    } else if (r->gone) {
+        ret = MHD_CONTENT_READER_END_WITH_ERROR;
+    } else { /* nothing yet: out of the event loop until the handler writes (wake_conn) */
+        r->suspended = true;
+        MHD_suspend_connection(r->conn);
+        ret = 0;
     }
     pthread_mutex_unlock(&r->lock);
     return ret;
 }
 
-/* Waits (connection thread) for the handler to answer, then hands the answer to MHD. */
+/* Hands the handler's answer to MHD (event-loop thread); while there is none yet, the
+ * connection is suspended and the answer resumes it, which calls on_access again. */
 static enum MHD_Result await_answer(http_req *r) {
     pthread_mutex_lock(&r->lock);
-    while (r->state == REQ_PENDING && !r->gone) {
-        struct timespec ts;
-        deadline_in_ms(&ts, WATCH_INTERVAL_MS);
-        if (pthread_cond_timedwait(&r->cv, &r->lock, &ts) == ETIMEDOUT && socket_hung_up(r->fd)) {
-            r->gone = true;
-            pthread_cond_broadcast(&r->cv);
-        }
+    if (r->state == REQ_PENDING && !r->gone) {
+        r->suspended = true;
+        MHD_suspend_connection(r->conn);
+        pthread_mutex_unlock(&r->lock);
+        return MHD_YES;
     }
     int state = r->state;
     bool gone = r->gone;
@@ -427,8 +466,11 @@ static enum MHD_Result await_answer(http_req *r) {
     return ret;
 }
 
+static void req_unref(http_req *r);
+
 static void *handler_main(void *arg) {
     http_req *r = arg;
+    http_server *s = r->srv;
     r->route->fn(r);
     pthread_mutex_lock(&r->lock);
     if (r->state == REQ_PENDING) { /* a handler that forgot to answer: a bug, not a hang */
@@ -439,7 +481,13 @@ static void *handler_main(void *arg) {
     r->stream_ended = true;
     r->handler_done = true;
     pthread_cond_broadcast(&r->cv);
+    wake_conn(r);
     pthread_mutex_unlock(&r->lock);
+    req_unref(r);
+    pthread_mutex_lock(&s->lock);
+    s->n_handlers--;
+    pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->lock);
     return NULL;
 }
 
@@ -464,6 +512,12 @@ static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char
 
 static void req_free(http_req *r) {
     if (!r) return;
+    http_server *s = r->srv;
+    pthread_mutex_lock(&s->lock);
+    if (r->prev) r->prev->next = r->next;
+    else if (s->live == r) s->live = r->next;
+    if (r->next) r->next->prev = r->prev;
+    pthread_mutex_unlock(&s->lock);
     for (int i = 0; i < r->n_headers; i++) { free(r->headers[i].key); free(r->headers[i].value); }
     for (int i = 0; i < r->n_args; i++) { free(r->args[i].key); free(r->args[i].value); }
     free(r->headers);
@@ -478,6 +532,95 @@ static void req_free(http_req *r) {
     pthread_mutex_destroy(&r->lock);
     pthread_cond_destroy(&r->cv);
     free(r);
+}
+
+static void log_escaped(FILE *f, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') fprintf(f, "\\x%02x", c);
+        else fputc(c, f);
+    }
+}
+
+/* The request's log line and metrics, once both MHD and the handler are done with it
+ * (so a cancelled generation has ended when its line appears), then frees it. */
+static void req_finish(http_req *r) {
+    http_server *s = r->srv;
+    int status = r->sent_status ? r->sent_status : 499;
+    if (r->path) {
+        char ts[48];
+        anv_rfc3339_utc(anv_wall_ns(), 3, ts);
+        flockfile(stderr);
+        fprintf(stderr, "time=%s method=%s path=\"", ts, r->method);
+        log_escaped(stderr, r->path);
+        fprintf(stderr, "\" status=%d duration_ms=%.3f", status, r->secs * 1e3);
+        if (r->model[0]) {
+            fputs(" model=\"", stderr);
+            log_escaped(stderr, r->model);
+            fputc('"', stderr);
+        }
+        if (r->aborted) fputs(" aborted=true", stderr);
+        fputc('\n', stderr);
+        funlockfile(stderr);
+        if (s->cfg.on_done) s->cfg.on_done(s->app, r->method, r->route ? r->route->path : "(unmatched)", status, r->secs);
+    }
+    req_free(r);
+}
+
+/* Drops one reference (MHD's in on_completed, the handler's when it returns). */
+static void req_unref(http_req *r) {
+    pthread_mutex_lock(&r->lock);
+    bool last = --r->refs == 0;
+    pthread_mutex_unlock(&r->lock);
+    if (last) req_finish(r);
+}
+
+/* ---- Host check (DNS rebinding) ---- */
+
+static bool ip_is_loopback(const char *h) {
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, h, &a4) == 1) {
+        uint32_t a = ntohl(a4.s_addr);
+        return (a >> 24) == 127 || a == 0;  /* 127.0.0.0/8; 0.0.0.0 reaches this machine */
+    }
+    if (inet_pton(AF_INET6, h, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6) || IN6_IS_ADDR_UNSPECIFIED(&a6) ||
+               (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+    return false;
+}
+
+/* A Host header a loopback listener accepts: absent or empty (HTTP/1.0), "localhost",
+ * "*.localhost", this machine's hostname, or a loopback IP literal (127.0.0.0/8, ::1,
+ * 0.0.0.0), each with or without ":port". Anything else is a name that resolved to
+ * 127.0.0.1 for someone else's web page (DNS rebinding): 403. */
+static bool host_allowed(const http_server *s, const char *host) {
+    if (!host || !*host) return true;
+    size_t n = strlen(host);
+    if (n > 255) return false;
+    char h[256];
+    if (host[0] == '[') {
+        const char *close = strchr(host, ']');
+        if (!close || (close[1] && close[1] != ':')) return false;
+        n = (size_t)(close - host - 1);
+        memcpy(h, host + 1, n);
+        h[n] = 0;
+        return ip_is_loopback(h);
+    }
+    const char *colon = strchr(host, ':');
+    if (colon) {
+        if (strchr(colon + 1, ':')) return false;   /* an IPv6 literal needs brackets */
+        for (const char *c = colon + 1; *c; c++) if (*c < '0' || *c > '9') return false;
+        n = (size_t)(colon - host);
+    }
+    memcpy(h, host, n);
+    h[n] = 0;
+    if (n && h[n - 1] == '.') h[--n] = 0;   /* "localhost." */
+    if (!n) return false;
+    if (!strcasecmp(h, "localhost")) return true;
+    if (n > 10 && !strcasecmp(h + n - 10, ".localhost")) return true;
+    if (s->hostname[0] && !strcasecmp(h, s->hostname)) return true;
+    return ip_is_loopback(h);
 }
 
 static const http_route *match_route(const http_server *s, const char *method, const char *path,
@@ -527,6 +670,10 @@ static enum MHD_Result on_headers(http_server *s, http_req *r) {
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_kv, r);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     r->fd = ci ? ci->connect_fd : -1;
+
+    if (s->loopback && !host_allowed(s, http_header(r, "Host")))
+        return queue_error(r, 403, "host '%.200s' is not allowed: this server listens on a loopback address "
+                           "and answers only localhost, loopback IPs and its own hostname", http_header(r, "Host"));
 
     const char *origin = http_header(r, "Origin");
     if (origin && *origin) {
@@ -636,6 +783,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         r->conn = conn;
         r->spool_fd = -1;
         r->fd = -1;
+        r->refs = 1;
+        pthread_mutex_lock(&s->lock);
+        r->next = s->live;
+        if (s->live) s->live->prev = r;
+        s->live = r;
+        pthread_mutex_unlock(&s->lock);
         snprintf(r->method, sizeof r->method, "%s", method);
         const char *q = strchr(url, '?');
         r->path = q ? strndup(url, (size_t)(q - url)) : dup_str(url);
@@ -648,6 +801,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         *upload_size = 0;
         return MHD_YES;
     }
+    if (r->handler_started) return await_answer(r); /* resumed: the handler answered (or the client went) */
     if (r->status) return MHD_YES; /* answered from the headers already */
     if (r->body_too_large)
         return queue_error(r, 413, "request body too large: the limit is %zu bytes", s->cfg.max_body);
@@ -660,29 +814,30 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     r->handler_started = true;
     pthread_mutex_lock(&s->lock);
     s->n_answering++;
+    s->n_handlers++;
     pthread_mutex_unlock(&s->lock);
+    pthread_mutex_lock(&r->lock);
+    r->refs++;
+    pthread_mutex_unlock(&r->lock);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 1u << 20);
-    int rc = pthread_create(&r->handler, &attr, handler_main, r);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t tid;
+    int rc = pthread_create(&tid, &attr, handler_main, r);
     pthread_attr_destroy(&attr);
     if (rc) {
         r->handler_started = false;
+        r->refs--;
         pthread_mutex_lock(&s->lock);
         s->n_answering--;
+        s->n_handlers--;
         pthread_mutex_unlock(&s->lock);
         return queue_error(r, 503, "server busy: cannot start a request thread");
     }
     return await_answer(r);
 }
 
-static void log_escaped(FILE *f, const char *s) {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') fprintf(f, "\\x%02x", c);
-        else fputc(c, f);
-    }
-}
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
     (void)conn;
@@ -690,36 +845,22 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     http_req *r = *con_cls;
     if (!r) return;
     *con_cls = NULL;
+    /* The handler (if it still runs: a client that went) keeps its own reference and
+     * sees the client gone; the event loop never waits for it. */
     pthread_mutex_lock(&r->lock);
-    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) r->gone = true;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK || !r->handler_done) r->gone = true;
+    r->conn_done = true;
+    r->suspended = false;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->lock);
     if (r->handler_started) {
-        pthread_join(r->handler, NULL);
         pthread_mutex_lock(&s->lock);
         if (--s->n_answering == 0) pthread_cond_broadcast(&s->idle);
         pthread_mutex_unlock(&s->lock);
     }
-    double secs = elapsed_s(&r->t0);
-    int status = r->sent_status ? r->sent_status : 499;
-    if (!r->path) { req_free(r); return; }
-
-    char ts[48];
-    anv_rfc3339_utc(anv_wall_ns(), 3, ts);
-    flockfile(stderr);
-    fprintf(stderr, "time=%s method=%s path=\"", ts, r->method);
-    log_escaped(stderr, r->path);
-    fprintf(stderr, "\" status=%d duration_ms=%.3f", status, secs * 1e3);
-    if (r->model[0]) {
-        fputs(" model=\"", stderr);
-        log_escaped(stderr, r->model);
-        fputc('"', stderr);
-    }
-    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) fputs(" aborted=true", stderr);
-    fputc('\n', stderr);
-    funlockfile(stderr);
-    if (s->cfg.on_done) s->cfg.on_done(s->app, r->method, r->route ? r->route->path : "(unmatched)", status, secs);
-    req_free(r);
+    r->secs = elapsed_s(&r->t0);
+    r->aborted = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK;
+    req_unref(r);
 }
 
 /* ---- server ---- */
@@ -806,13 +947,52 @@ http_server *http_start(const http_config *c, const http_route *routes, int n_ro
         server_free(s);
         return NULL;
     }
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG | MHD_USE_POLL;
+    s->loopback = true;
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        if (a->ai_family == AF_INET) {
+            uint32_t v = ntohl(((struct sockaddr_in *)a->ai_addr)->sin_addr.s_addr);
+            if ((v >> 24) != 127) s->loopback = false;
+        } else if (a->ai_family == AF_INET6) {
+            if (!IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)a->ai_addr)->sin6_addr)) s->loopback = false;
+        } else {
+            s->loopback = false;
+        }
+    }
+    if (gethostname(s->hostname, sizeof s->hostname - 1)) s->hostname[0] = 0;
+
+    unsigned max_conn = c->max_connections ? c->max_connections : HTTP_DEFAULT_MAX_CONNECTIONS;
+    unsigned per_ip = c->max_per_ip ? c->max_per_ip : s->loopback ? 0 : HTTP_DEFAULT_MAX_PER_IP;
+    unsigned idle = c->idle_timeout ? c->idle_timeout : HTTP_DEFAULT_IDLE_TIMEOUT;
+    unsigned pool = c->threads ? c->threads : HTTP_DEFAULT_THREADS;
+    /* Every connection is a descriptor: raise the soft limit toward the hard one, and
+     * keep the connection cap under it with room for models, blobs and the store. */
+    struct rlimit rl;
+    if (!getrlimit(RLIMIT_NOFILE, &rl)) {
+        rlim_t want = (rlim_t)max_conn + 256;
+        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+            rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+            getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)max_conn + 256)
+            max_conn = rl.rlim_cur > 320 ? (unsigned)(rl.rlim_cur - 256) : 64;
+    }
+    s->cfg.max_connections = max_conn;
+    s->cfg.max_per_ip = per_ip;
+    s->cfg.idle_timeout = idle;
+    s->cfg.threads = pool;
+
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG | MHD_USE_AUTO;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
                                  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+                                 MHD_OPTION_THREAD_POOL_SIZE, pool,
+                                 MHD_OPTION_CONNECTION_LIMIT, max_conn,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, idle,
+                                 MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
                                  MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
@@ -832,6 +1012,7 @@ http_server *http_start(const http_config *c, const http_route *routes, int n_ro
 }
 
 const char *http_server_address(const http_server *s) { return s->host; }
+bool http_server_loopback(const http_server *s) { return s->loopback; }
 
 void http_stop(http_server *s) {
     if (!s) return;
@@ -846,7 +1027,20 @@ void http_stop(http_server *s) {
     deadline_in_ms(&until, STOP_DRAIN_SECONDS * 1000);
     while (s->n_answering > 0)
         if (pthread_cond_timedwait(&s->idle, &s->lock, &until) == ETIMEDOUT) break;
+    /* What is left is cut: every suspended connection goes back to MHD (which refuses
+     * to stop with one suspended) as a client gone, so it closes. */
+    for (http_req *r = s->live; r; r = r->next) {
+        pthread_mutex_lock(&r->lock);
+        r->gone = true;
+        pthread_cond_broadcast(&r->cv);
+        wake_conn(r);
+        pthread_mutex_unlock(&r->lock);
+    }
     pthread_mutex_unlock(&s->lock);
     MHD_stop_daemon(s->daemon);
+    /* Handlers still running (they see their clients gone) hold s: wait for them. */
+    pthread_mutex_lock(&s->lock);
+    while (s->n_handlers > 0) pthread_cond_wait(&s->idle, &s->lock);
+    pthread_mutex_unlock(&s->lock);
     server_free(s);
 }

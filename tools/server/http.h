@@ -1,7 +1,10 @@
 /* http: the HTTP layer of `anvil serve` on libmicrohttpd. Owns the listening socket,
  * routing, body limits, CORS (ANVIL_ORIGINS), bearer-token auth (ANVIL_API_KEY),
- * request logs and latency accounting. Every handler runs on a thread of its own and
- * may block; it answers with exactly one of http_reply_* or a stream. */
+ * the Host check against DNS rebinding (a loopback listener answers 403 to a Host that
+ * is not localhost, *.localhost, a loopback IP or this machine's hostname), connection
+ * bounds and idle timeouts, request logs and latency accounting. Every handler runs on
+ * a thread of its own and may block; it answers with exactly one of http_reply_* or a
+ * stream. */
 #ifndef ANVIL_HTTP_H
 #define ANVIL_HTTP_H
 #include <stdbool.h>
@@ -59,14 +62,31 @@ typedef struct {
     const char *origins;    /* ANVIL_ORIGINS, comma separated, added to Ollama's defaults */
     const char *api_key;    /* ANVIL_API_KEY: require "Authorization: Bearer <key>" */
     const char *spool_dir;  /* where HTTP_ROUTE_SPOOL_BODY bodies go (created); NULL = $TMPDIR or /tmp */
+    /* Connection bounds (0: the default). A connection holds no thread until its request
+     * is complete; its handler then runs on a thread of its own. */
+    unsigned max_connections; /* ANVIL_MAX_CONNECTIONS: open connections in all, default 2048
+                               * (kept under the descriptor limit, which is raised to fit) */
+    unsigned max_per_ip;      /* ANVIL_MAX_CONNECTIONS_PER_IP: default 0 = no per-IP cap on a
+                               * loopback listener, 128 on any other */
+    unsigned idle_timeout;    /* ANVIL_HTTP_TIMEOUT: seconds without traffic before an idle or
+                               * half-sent request is closed, default 30 (a reply being computed
+                               * or streamed is exempt while the connection waits on it) */
+    unsigned threads;         /* ANVIL_HTTP_THREADS: event-loop threads, default 4 */
     /* Called after every request (metrics): route path as matched, status, seconds. */
     void (*on_done)(void *app, const char *method, const char *route, int status, double seconds);
 } http_config;
+
+#define HTTP_DEFAULT_MAX_CONNECTIONS 2048u
+#define HTTP_DEFAULT_MAX_PER_IP 128u
+#define HTTP_DEFAULT_IDLE_TIMEOUT 30u
+#define HTTP_DEFAULT_THREADS 4u
 
 typedef struct http_server http_server;
 http_server *http_start(const http_config *c, const http_route *routes, int n_routes, void *app);
 /* The address it listens on, with the real port ("127.0.0.1:41234" for port 0). */
 const char *http_server_address(const http_server *s);
+/* True when it listens on a loopback address only (the Host check is on). */
+bool http_server_loopback(const http_server *s);
 /* Stops accepting, makes every running handler see its client gone, waits for them,
  * closes every connection and frees everything. */
 void http_stop(http_server *s);

@@ -71,6 +71,10 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_NOPRUNE", "(unset)", "set: a pull that replaces a model keeps its old blobs"},
     {"ANVIL_PULL_STALL_S", "30", "a pull part that receives nothing this long is retried"},
     {"ANVIL_DEBUG", "(unset)", "1 logs libmicrohttpd's messages"},
+    {"ANVIL_MAX_CONNECTIONS", "2048", "open client connections in all (more wait in the backlog)"},
+    {"ANVIL_MAX_CONNECTIONS_PER_IP", "(none or 128)", "connections per client IP: no cap on loopback, else 128"},
+    {"ANVIL_HTTP_TIMEOUT", "30", "seconds an idle or half-sent request may stay open"},
+    {"ANVIL_HTTP_THREADS", "4", "event-loop threads (handlers run on threads of their own)"},
 };
 
 static void usage(FILE *out) {
@@ -82,6 +86,21 @@ static void usage(FILE *out) {
           "environment variables (default):\n", out);
     for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++)
         fprintf(out, "  %-27s %-18s %s\n", env_vars[i].name, env_vars[i].def, env_vars[i].what);
+}
+
+static int env_uint(const char *name, unsigned *out) {
+    const char *v = getenv(name);
+    *out = 0;
+    if (!v || !*v) return 0;
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || v[0] == '-' || n > 1000000) {
+        anv_set_error("%s='%s' is not a number (0 to 1000000)", name, v);
+        return -1;
+    }
+    *out = (unsigned)n;
+    return 0;
 }
 
 static int env_size(const char *name, size_t def, size_t *out) {
@@ -117,7 +136,10 @@ int cmd_serve(int argc, char **argv) {
 
     sched_config sc;
     size_t max_body;
-    if (sched_config_from_env(&sc) || env_size("ANVIL_MAX_BODY", 8u << 20, &max_body)) {
+    unsigned max_conn, max_per_ip, idle_timeout, http_threads;
+    if (sched_config_from_env(&sc) || env_size("ANVIL_MAX_BODY", 8u << 20, &max_body) ||
+        env_uint("ANVIL_MAX_CONNECTIONS", &max_conn) || env_uint("ANVIL_MAX_CONNECTIONS_PER_IP", &max_per_ip) ||
+        env_uint("ANVIL_HTTP_TIMEOUT", &idle_timeout) || env_uint("ANVIL_HTTP_THREADS", &http_threads)) {
         fprintf(stderr, "anvil: %s\n", anv_last_error());
         return 1;
     }
@@ -150,6 +172,8 @@ int cmd_serve(int argc, char **argv) {
         .host = host, .max_body = max_body, .origins = getenv("ANVIL_ORIGINS"),
         .api_key = getenv("ANVIL_API_KEY"), .spool_dir = store_root(app.store),
         .on_done = metrics_observe,
+        .max_connections = max_conn, .max_per_ip = max_per_ip, .idle_timeout = idle_timeout,
+        .threads = http_threads,
     };
     hc.max_upload = max_upload;
     http_server *srv = http_start(&hc, routes, (int)(sizeof routes / sizeof routes[0]), &app);
@@ -161,6 +185,9 @@ int cmd_serve(int argc, char **argv) {
     }
     fprintf(stderr, "anvil: listening on %s (version %s, models in %s)\n", http_server_address(srv), ANVIL_VERSION,
             store_root(app.store));
+    if (!http_server_loopback(srv) && !(hc.api_key && *hc.api_key))
+        fprintf(stderr, "anvil: warning: listening on %s without ANVIL_API_KEY: the API (model delete, create, pull) "
+                "is open to the network\n", http_server_address(srv));
     int sig = 0;
     while (sigwait(&stop_signals, &sig)) {}
     fprintf(stderr, "anvil: %s: shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
