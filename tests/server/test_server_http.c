@@ -109,6 +109,26 @@ static long fetch(const char *url, const char *method, const char *body, size_t 
     return status;
 }
 
+/* GET url with "Host: host"; the status. */
+static long fetch_host(const char *url, const char *host) {
+    CURL *c = curl_easy_init();
+    char hh[600];
+    snprintf(hh, sizeof hh, "Host: %s", host);
+    struct curl_slist *h = curl_slist_append(NULL, hh);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    sink o = {0};
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &o);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    long status = 0;
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    free(o.data);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return status;
+}
+
 static int count_uploads(void) {
     DIR *d = opendir(spool_dir);
     int n = 0;
@@ -201,6 +221,28 @@ int main(void) {
     CHECK(atomic_load(&stream_write_failed));
     for (int i = 0; i < 500 && atomic_load(&n_done) < 10; i++) usleep(10000);
     CHECK(atomic_load(&n_done) == 10); /* every request so far was accounted once */
+
+    /* DNS rebinding: a loopback listener answers only loopback Host values. */
+    char echo_url[256];
+    snprintf(echo_url, sizeof echo_url, "%s/echo", base);
+    CHECK(fetch_host(echo_url, "evil.example") == 403);
+    CHECK(fetch_host(echo_url, "evil.example:11434") == 403);
+    CHECK(fetch_host(echo_url, "localhost.evil.example") == 403);
+    CHECK(fetch_host(echo_url, "127.0.0.1.nip.io:80") == 403);
+    CHECK(fetch_host(echo_url, "[::1]x") == 403);
+    CHECK(fetch_host(echo_url, "localhost:1:2") == 403);
+    char longhost[520];
+    memset(longhost, 'a', sizeof longhost - 1);
+    longhost[sizeof longhost - 1] = 0;
+    CHECK(fetch_host(echo_url, longhost) == 403);
+    CHECK(fetch_host(echo_url, "localhost") == 200);
+    CHECK(fetch_host(echo_url, "LocalHost:11434") == 200);
+    CHECK(fetch_host(echo_url, "ui.localhost:3000") == 200);
+    CHECK(fetch_host(echo_url, "127.0.0.1:11434") == 200);
+    CHECK(fetch_host(echo_url, "127.9.8.7") == 200);
+    CHECK(fetch_host(echo_url, "[::1]:11434") == 200);
+    CHECK(fetch_host(echo_url, "[::1]") == 200);
+    CHECK(http_server_loopback(s));
 
     /* http_stop with a stream running: returns, the handler finished. */
     atomic_store(&stream_done, 0);
