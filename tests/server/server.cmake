@@ -27,7 +27,11 @@ add_test(NAME server_hardening
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/hardening.py $<TARGET_FILE:anvil> ${_server_model})
 add_test(NAME server_run_client
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/run_client.py $<TARGET_FILE:anvil> ${_server_model})
-set_tests_properties(server_clients server_framing server_hostile server_hardening server_run_client PROPERTIES
+# A loaded model's GGUF truncated in place: the server survives (no SIGBUS), the request is a
+# clean error, the model reloads once the file is whole.
+add_test(NAME server_shrink
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/shrink.py $<TARGET_FILE:anvil> ${_server_model})
+set_tests_properties(server_clients server_framing server_hostile server_hardening server_run_client server_shrink PROPERTIES
                      FIXTURES_REQUIRED anvil_server_model TIMEOUT 900 LABELS server)
 
 # The same server with its model on lavapipe (Vulkan), validation layer on.
