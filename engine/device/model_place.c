@@ -40,6 +40,42 @@ model *model_load_with(const char *path, int n_threads, backend *gpu, int n_gpu_
     return m;
 }
 
+/* The host memory a model may still take: MemAvailable, at most ANVIL_MAX_HOST_MEMORY. */
+static uint64_t host_mem_available(void) {
+    uint64_t avail = UINT64_MAX;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) { avail = (uint64_t)kb * 1024; break; }
+        fclose(f);
+    }
+    const char *lim = getenv("ANVIL_MAX_HOST_MEMORY");
+    if (lim && *lim) {
+        char *end;
+        unsigned long long v = strtoull(lim, &end, 10);
+        if (end != lim && !*end && v < avail) avail = v;
+    }
+    return avail;
+}
+
+/* Admission: the KV caches of the layers planned on the host, plus the compute buffers,
+ * must fit in its available memory (the weights are mapped from the file). */
+static int check_host_memory(const model_hparams *hp, const device_plan *plan, const uint64_t *lkv, uint64_t compute,
+                             int n_ctx, int n_seq) {
+    uint64_t kv = 0;
+    const int n_cpu_layers = hp->n_layer - (plan->n_gpu_layers > 0 ? plan->n_gpu_layers : 0);
+    for (int il = 0; il < n_cpu_layers && il < hp->n_layer; il++) kv += lkv[il];
+    const uint64_t need = kv + compute, avail = host_mem_available();
+    if (need <= avail) return 0;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    anv_set_error("model requires more system memory (%.2f GiB) than is available (%.2f GiB): the KV cache for "
+                  "%d tokens x %d slot(s) on %d layer(s) is %.2f GiB; lower num_ctx or ANVIL_NUM_PARALLEL, or use "
+                  "ANVIL_KV_CACHE_TYPE=q8_0", need / gib, avail / gib, n_ctx, n_seq, n_cpu_layers, kv / gib);
+    return -1;
+}
+
 model *model_load_placed(const char *path, const model_place_opts *o) {
     /* Read the shape first (the mapping is shared by the OS with the load below). */
     model *probe = model_load_with(path, 1, NULL, 0);
@@ -50,9 +86,12 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     layer_bytes(probe->gguf, hp.n_layer, lw, &out_bytes, &embd_bytes, &tied_bytes);
     model_free(probe);
 
-    const int n_ctx = o->n_ctx > 0 ? o->n_ctx : model_default_ctx(&hp);
+    int n_ctx = o->n_ctx > 0 ? o->n_ctx : model_default_ctx(&hp);
+    if (hp.n_ctx_train > 0 && n_ctx > hp.n_ctx_train) n_ctx = hp.n_ctx_train;
+    const uint64_t n_seq = o->n_seq > 0 ? (uint64_t)o->n_seq : 1;
     const uint64_t kvd = (uint64_t)hp.n_head_kv * hp.head_dim_k;
-    for (int il = 0; il < hp.n_layer; il++) lkv[il] = 2 * (uint64_t)n_ctx * qtype_row_size(o->kv_type, (int64_t)kvd);
+    for (int il = 0; il < hp.n_layer; il++)
+        lkv[il] = 2 * (uint64_t)n_ctx * n_seq * (uint64_t)qtype_row_size(o->kv_type, (int64_t)kvd);
     const uint64_t nb = 512;
     const uint64_t qd = (uint64_t)hp.n_head * hp.head_dim_k;
     uint64_t compute = nb * 4 * (3 * (uint64_t)hp.n_embd + 2 * qd + 2 * kvd + 2 * (uint64_t)hp.n_ff) + (64u << 20);
@@ -70,6 +109,7 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     };
     device_plan plan;
     if (device_plan_make(dl, &rq, &plan) != 0) goto done;
+    if (check_host_memory(&hp, &plan, lkv, compute, n_ctx, (int)n_seq) != 0) goto done;
     int gpu_entries = 0, gpu_dev = -1;
     for (int i = 0; i < plan.n_entries; i++)
         if (dl->dev[plan.entries[i].device].backend != DEV_BACKEND_CPU && plan.entries[i].layer_end > plan.entries[i].layer_begin) {

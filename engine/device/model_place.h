@@ -9,7 +9,9 @@
 
 typedef struct {
     int n_threads;            /* CPU threads, <= 0 = all */
-    int n_ctx;                /* context the KV cache is planned for, <= 0 = model default */
+    int n_ctx;                /* context per sequence the KV cache is planned for, <= 0 = model
+                               * default; capped at the model's training context */
+    int n_seq;                /* sequences (server slots) with their own KV cache, <= 0 = 1 */
     uint32_t kv_type;         /* QT_F16 / QT_F32 / QT_Q8_0 */
     int n_gpu_layers;         /* -1 = all that fit, 0 = CPU only, N = the last N layers */
     const char *tensor_split; /* "3,1" or NULL */
@@ -17,7 +19,10 @@ typedef struct {
 } model_place_opts;
 
 /* NULL + anv_last_error() on a bad model, a bad environment variable or a plan that
- * cannot be honoured. The returned model owns its GPU backend. */
+ * cannot be honoured. The KV caches and compute buffers planned on the host must fit in
+ * its available memory (/proc/meminfo MemAvailable, at most ANVIL_MAX_HOST_MEMORY bytes
+ * when set): otherwise "model requires more system memory (X GiB) than is available
+ * (Y GiB) ...", nothing allocated (the GPU's share is planned within its free memory). The returned model owns its GPU backend. */
 model *model_load_placed(const char *path, const model_place_opts *o);
 /* Loads a model with a CPU backend of n_threads that the model owns, and the last
  * n_gpu_layers (-1 = all) on gpu (borrowed: set m->owns_gpu to hand it over), or all on

@@ -16,35 +16,40 @@ typedef struct {
     const char *name;
     opt_kind kind;
     size_t offset;   /* into run_options (float or int) */
+    double lo, hi;   /* the accepted range (lo_open: lo itself excluded) */
+    bool lo_open;
 } opt_def;
 
 #define F(field) offsetof(run_options, field)
+#define ANY -1e300, 1e300, false
+#define NUM_CTX_MAX 16777216  /* 16 Mi tokens: more than any model is trained for */
 static const opt_def OPTS[] = {
-    {"temperature", OPT_FLOAT, F(sp.temperature)},
-    {"top_k", OPT_INT, F(sp.top_k)},
-    {"top_p", OPT_FLOAT, F(sp.top_p)},
-    {"min_p", OPT_FLOAT, F(sp.min_p)},
-    {"repeat_penalty", OPT_FLOAT, F(sp.repeat_penalty)},
-    {"repeat_last_n", OPT_INT, F(sp.repeat_last_n)},
-    {"presence_penalty", OPT_FLOAT, F(sp.presence_penalty)},
-    {"frequency_penalty", OPT_FLOAT, F(sp.frequency_penalty)},
-    {"seed", OPT_SEED, 0},
-    {"num_predict", OPT_INT, F(num_predict)},
-    {"num_ctx", OPT_INT, F(num_ctx)},
-    {"num_batch", OPT_INT, F(num_batch)},
-    {"num_gpu", OPT_INT, F(num_gpu)},
-    {"num_thread", OPT_INT, F(num_thread)},
-    {"num_keep", OPT_INT, F(num_keep)},
+    {"temperature", OPT_FLOAT, F(sp.temperature), 0, 1e6, false},
+    {"top_k", OPT_INT, F(sp.top_k), ANY},
+    {"top_p", OPT_FLOAT, F(sp.top_p), 0, 1, false},
+    {"min_p", OPT_FLOAT, F(sp.min_p), 0, 1, false},
+    {"repeat_penalty", OPT_FLOAT, F(sp.repeat_penalty), 0, 1e6, true},
+    {"repeat_last_n", OPT_INT, F(sp.repeat_last_n), -1, 1 << 24, false},
+    {"presence_penalty", OPT_FLOAT, F(sp.presence_penalty), -1e6, 1e6, false},
+    {"frequency_penalty", OPT_FLOAT, F(sp.frequency_penalty), -1e6, 1e6, false},
+    {"seed", OPT_SEED, 0, ANY},
+    {"num_predict", OPT_INT, F(num_predict), ANY},
+    {"num_ctx", OPT_INT, F(num_ctx), 0, NUM_CTX_MAX, false},
+    {"num_batch", OPT_INT, F(num_batch), 1, 1 << 20, false},
+    {"num_gpu", OPT_INT, F(num_gpu), -1, 1 << 20, false},
+    {"num_thread", OPT_INT, F(num_thread), 0, 1 << 20, false},
+    {"num_keep", OPT_INT, F(num_keep), ANY},
     /* accepted for compatibility, no effect in Anvil */
-    {"typical_p", OPT_NUM_IGNORED, 0},
-    {"main_gpu", OPT_NUM_IGNORED, 0},
-    {"draft_num_predict", OPT_NUM_IGNORED, 0},
-    {"use_mmap", OPT_BOOL_IGNORED, 0},
-    {"use_mlock", OPT_BOOL_IGNORED, 0},
-    {"numa", OPT_BOOL_IGNORED, 0},
-    {"low_vram", OPT_BOOL_IGNORED, 0},
-    {"penalize_newline", OPT_BOOL_IGNORED, 0},
+    {"typical_p", OPT_NUM_IGNORED, 0, ANY},
+    {"main_gpu", OPT_NUM_IGNORED, 0, ANY},
+    {"draft_num_predict", OPT_NUM_IGNORED, 0, ANY},
+    {"use_mmap", OPT_BOOL_IGNORED, 0, ANY},
+    {"use_mlock", OPT_BOOL_IGNORED, 0, ANY},
+    {"numa", OPT_BOOL_IGNORED, 0, ANY},
+    {"low_vram", OPT_BOOL_IGNORED, 0, ANY},
+    {"penalize_newline", OPT_BOOL_IGNORED, 0, ANY},
 };
+#undef ANY
 #undef F
 
 static const opt_def *find_opt(const char *name) {
@@ -92,6 +97,11 @@ static void set_seed(run_options *o, long long s) { o->sp.seed = s < 0 ? 0 : (ui
 
 static int set_number(run_options *o, const opt_def *d, double v) {
     if (!isfinite(v)) { anv_set_error("option %s: value is not a finite number", d->name); return -1; }
+    if (v < d->lo || (d->lo_open && v == d->lo) || v > d->hi) {
+        if (d->hi >= 1e300) anv_set_error("option %s: %g is out of range (must be %s %g)", d->name, v, d->lo_open ? ">" : ">=", d->lo);
+        else anv_set_error("option %s: %g is out of range (must be %s %g and <= %g)", d->name, v, d->lo_open ? ">" : ">=", d->lo, d->hi);
+        return -1;
+    }
     switch (d->kind) {
     case OPT_FLOAT: *(float *)((char *)o + d->offset) = (float)v; return 0;
     case OPT_INT:

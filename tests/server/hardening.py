@@ -151,7 +151,78 @@ def allowed_paths():
         srv.stop()
 
 
+def raw_post(srv, path, data, timeout=60):
+    st, _, raw = request(srv, "POST", path, data, {"Content-Type": "application/json"}, timeout)
+    try:
+        o = json.loads(raw.decode("utf-8"))  # strict: the body must be valid UTF-8 JSON
+    except ValueError:
+        o = None
+    return st, o, raw
+
+
+def requests_bounded():
+    srv = Server(anvil, env=STRICT, models_dir=store)
+    try:
+        # num_thread far above the core count: capped (a log line), the 2 tokens come quickly
+        t0 = time.time()
+        st, _, o, raw = post_json(srv, "/api/generate", dict(GEN, model="tiny", options={"num_predict": 2, "num_thread": 1024}))
+        dt = time.time() - t0
+        check(st == 200, "num_thread 1024: 200 (%d %r)" % (st, raw[:200]))
+        check("num_thread 1024 capped at the %d CPU cores" % os.cpu_count() in srv.log(),
+              "num_thread 1024 is capped at the core count (server log)")
+        check(dt < 30, "num_thread 1024: 2 tokens in %.1f s" % dt)
+        # num_ctx and the other options: ranges, a 400 naming the field
+        for opts, field in [({"num_ctx": 2 ** 30}, "num_ctx"), ({"num_ctx": 2 ** 31}, "num_ctx"),
+                            ({"num_ctx": 2 ** 40}, "num_ctx"), ({"num_ctx": -5}, "num_ctx"),
+                            ({"repeat_penalty": 0}, "repeat_penalty"), ({"repeat_penalty": -1}, "repeat_penalty"),
+                            ({"top_p": 2}, "top_p"), ({"temperature": -1}, "temperature"),
+                            ({"repeat_last_n": -7}, "repeat_last_n"), ({"num_batch": 0}, "num_batch"),
+                            ({"num_thread": -3}, "num_thread"), ({"num_gpu": -9}, "num_gpu")]:
+            for path, body in (ROUTES[0], ROUTES[1], ROUTES[5]):
+                b = body("tiny")
+                b["options"] = dict(b.get("options", {}), **opts)
+                st, _, o, raw = post_json(srv, path, b)
+                if path.startswith("/v1"):
+                    continue  # the OpenAI routes take no options object
+                check(st == 400 and field in err_text(o), "%s %s: 400 naming %s (%d %r)" % (path, opts, field, st, raw[:200]))
+        check(srv.alive(), "server up after the range checks")
+        # JSON: NUL in a string, duplicate keys, invalid UTF-8
+        for body in (b'{"model":"tiny\u0000/etc/passwd","prompt":"hi","stream":false}',
+                     b'{"model":"ti\u0000ny","prompt":"hi","stream":false}',
+                     b'{"model":"tiny","prompt":"hi\u0000there","stream":false,"options":{"num_predict":1}}'):
+            st, o, raw = raw_post(srv, "/api/generate", body)
+            check(st == 400 and "NUL" in err_text(o), "a \\u0000 in a string: 400 (%d %r)" % (st, raw[:200]))
+        st, o, raw = raw_post(srv, "/api/generate", b'{"model":"tiny","prompt":"a\\\\u0000b","stream":false,"options":{"num_predict":1}}')
+        check(st == 200, "an escaped backslash before u0000 is no NUL: 200 (%d %r)" % (st, raw[:200]))
+        st, o, raw = raw_post(srv, "/api/generate", b'{"model":"bad","model":"tiny","prompt":"hi","stream":false,"options":{"num_predict":1}}')
+        check(st == 200 and o and o.get("model") == "tiny", "duplicate keys: the last wins (%d %r)" % (st, raw[:200]))
+        st, o, raw = raw_post(srv, "/api/generate", b'{"model":"tiny","model":"bad","prompt":"hi","stream":false}')
+        check(st == 404 and "bad" in err_text(o), "duplicate keys: the last wins, 404 for the bad one (%d %r)" % (st, raw[:200]))
+        st, o, raw = raw_post(srv, "/api/generate", b'{"model":"tiny","prompt":"hi","stream":false,"options":{"num_predict":1,"repeat_penalty":0,"repeat_penalty":1.1}}')
+        check(st == 200, "duplicate option keys: the last wins (%d %r)" % (st, raw[:200]))
+        for path in ("/api/generate", "/api/show", "/api/chat", "/v1/chat/completions", "/api/delete", "/api/pull"):
+            st, o, raw = raw_post(srv, path, b'{"model":"bad\xff\xfe\xc3name","name":"bad\xff\xfename","messages":[],"prompt":"hi","stream":false}')
+            check(st >= 400 and o is not None, "%s with an invalid-UTF-8 name: %d, the error body is valid UTF-8 JSON (%r)" % (path, st, raw[:200]))
+        check(srv.alive(), "server up after the JSON cases")
+    finally:
+        srv.stop()
+    # KV + compute admission against the host's available memory (capped low here)
+    srv = Server(anvil, env=dict(STRICT, ANVIL_MAX_HOST_MEMORY=str(1 << 20)), models_dir=store)
+    try:
+        st, _, o, raw = post_json(srv, "/api/generate", dict(GEN, model="tiny"))
+        e = err_text(o)
+        check(st == 500 and "requires more system memory" in e and "GiB" in e and "available (0.00 GiB)" in e,
+              "a KV cache over the available memory: 500 naming the numbers (%d %r)" % (st, raw[:300]))
+        no_server_path(raw, "the memory error")
+        st, _, o, raw = post_json(srv, "/api/ps", None) if False else (None, None, None, None)
+        st, _, raw = request(srv, "GET", "/api/ps")
+        check(st == 200 and json.loads(raw)["models"] == [], "nothing loaded after the refused load (%r)" % raw[:200])
+    finally:
+        srv.stop()
+
+
 strict_paths()
 allowed_paths()
+requests_bounded()
 shutil.rmtree(work, ignore_errors=True)
 finish()

@@ -1,6 +1,48 @@
 /* api_error: Ollama's and OpenAI's error objects (see api_error.h). */
 #include "api_error.h"
 
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at s (1..4), 0 if none (overlong forms, surrogates
+ * and code points above U+10FFFF are invalid). */
+static int utf8_seq(const unsigned char *s) {
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!n) return 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    if (n == 3 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0))) return 0;
+    if (n == 4 && ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))) return 0;
+    return n;
+}
+
+/* The message with every byte that is not valid UTF-8 replaced by U+FFFD (a request's
+ * bytes echoed into an error must not make the JSON reply invalid); malloc'd or NULL. */
+static char *utf8_clean(const char *msg) {
+    if (!msg) return NULL;
+    size_t n = strlen(msg);
+    char *out = malloc(3 * n + 1);
+    if (!out) return NULL;
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p;) {
+        int k = utf8_seq(p);
+        if (k) { memcpy(out + o, p, (size_t)k); o += (size_t)k; p += k; }
+        else { memcpy(out + o, "\xef\xbf\xbd", 3); o += 3; p++; }
+    }
+    out[o] = 0;
+    return out;
+}
+
+/* cJSON_AddStringToObject with the text made valid UTF-8 first. */
+static void add_text(cJSON *o, const char *key, const char *text) {
+    char *t = utf8_clean(text);
+    cJSON_AddStringToObject(o, key, t ? t : "");
+    free(t);
+}
+
 /* OpenAI's error type for an HTTP status. */
 static const char *openai_type(int status) {
     switch (status) {
@@ -13,16 +55,16 @@ static const char *openai_type(int status) {
 
 cJSON *api_error_ollama(const char *msg) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "error", msg);
+    add_text(o, "error", msg);
     return o;
 }
 
 cJSON *api_error_openai(int status, const char *param, const char *msg) {
     cJSON *o = cJSON_CreateObject();
     cJSON *e = cJSON_AddObjectToObject(o, "error");
-    cJSON_AddStringToObject(e, "message", msg);
+    add_text(e, "message", msg);
     cJSON_AddStringToObject(e, "type", openai_type(status));
-    if (param) cJSON_AddStringToObject(e, "param", param);
+    if (param) add_text(e, "param", param);
     else cJSON_AddNullToObject(e, "param");
     cJSON_AddNullToObject(e, "code");
     return o;

@@ -26,10 +26,56 @@ void aj_fail(api_req *c, int status, const char *param, const char *fmt, ...) {
     http_stream_end(c->r);
 }
 
+/* Does the JSON text hold a NUL character: a raw 0 byte or the escape \u0000? C strings
+ * end there, so cJSON would silently cut the string (a name "a\u0000b" read as "a"). */
+static bool has_nul(const char *t, size_t len) {
+    if (memchr(t, 0, len)) return true;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (t[i] != '\\') continue;
+        if (t[i + 1] == 'u' && i + 5 < len && !memcmp(t + i + 2, "0000", 4)) return true;
+        i++;  /* skip the escaped character (an escaped backslash included) */
+    }
+    return false;
+}
+
+typedef struct { cJSON *it; size_t idx; } keyed_item;
+
+static const char *key_of(const cJSON *it) { return it->string ? it->string : ""; }
+
+static int cmp_items(const void *a, const void *b) {
+    const keyed_item *x = a, *y = b;
+    int r = strcmp(key_of(x->it), key_of(y->it));
+    return r ? r : (x->idx < y->idx ? -1 : x->idx > y->idx);
+}
+
+/* Duplicate keys take the last value, as Go's encoding/json does (cJSON's lookups would
+ * find the first): earlier duplicates are removed, in every object of the tree. */
+static bool drop_duplicate_keys(cJSON *o) {
+    for (cJSON *it = o ? o->child : NULL; it; it = it->next)
+        if ((cJSON_IsObject(it) || cJSON_IsArray(it)) && !drop_duplicate_keys(it)) return false;
+    if (!cJSON_IsObject(o)) return true;
+    size_t n = 0;
+    for (cJSON *it = o->child; it; it = it->next) n++;
+    if (n < 2) return true;
+    keyed_item *v = malloc(n * sizeof *v);
+    if (!v) return false;
+    size_t i = 0;
+    for (cJSON *it = o->child; it; it = it->next, i++) v[i] = (keyed_item){it, i};
+    qsort(v, n, sizeof *v, cmp_items);  /* equal keys together, in document order */
+    for (i = 0; i + 1 < n; i++)
+        if (!strcmp(key_of(v[i].it), key_of(v[i + 1].it))) cJSON_Delete(cJSON_DetachItemViaPointer(o, v[i].it));
+    free(v);
+    return true;
+}
+
 cJSON *aj_parse_body(api_req *c) {
     size_t len;
     const char *body = http_body(c->r, &len);
     if (!len) { aj_fail(c, 400, NULL, "missing request body (a JSON object)"); return NULL; }
+    if (has_nul(body, len)) {
+        aj_fail(c, 400, NULL, "invalid JSON in the request body: a string holds a NUL character (\\u0000), which is not supported");
+        return NULL;
+    }
     const char *end = NULL;
     cJSON *o = cJSON_ParseWithLengthOpts(body, len, &end, 0);
     if (!o) {
@@ -40,6 +86,11 @@ cJSON *aj_parse_body(api_req *c) {
     if (!cJSON_IsObject(o)) {
         cJSON_Delete(o);
         aj_fail(c, 400, NULL, "the request body must be a JSON object");
+        return NULL;
+    }
+    if (!drop_duplicate_keys(o)) {
+        cJSON_Delete(o);
+        aj_fail(c, 500, NULL, "out of memory");
         return NULL;
     }
     return o;

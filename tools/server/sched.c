@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -259,9 +260,15 @@ static lmodel *load_model(sched *s, const store_entry *e, const run_options *o) 
     lm->req_num_gpu = o->num_gpu;
     lm->n_slots = s->cfg.num_parallel;
     int want_ctx = o->num_ctx > 0 ? o->num_ctx : s->cfg.context_length;
-    /* The placement plans the KV caches of every slot. */
-    model_place_opts po = {.n_threads = o->num_thread > 0 ? o->num_thread : s->cfg.n_threads,
-                           .n_ctx = want_ctx > 0 ? want_ctx * lm->n_slots : 0,
+    /* One request must not start more threads than the machine has cores. */
+    int n_threads = o->num_thread > 0 ? o->num_thread : s->cfg.n_threads;
+    const long n_cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n_cores > 0 && n_threads > n_cores) {
+        anv_log("model %s: num_thread %d capped at the %ld CPU cores", lm->name, n_threads, n_cores);
+        n_threads = (int)n_cores;
+    }
+    /* The placement plans (and admits against free memory) the KV caches of every slot. */
+    model_place_opts po = {.n_threads = n_threads, .n_ctx = want_ctx > 0 ? want_ctx : 0, .n_seq = lm->n_slots,
                            .kv_type = s->cfg.kv_type, .n_gpu_layers = o->num_gpu};
     lm->m = model_load_placed(e->model_path, &po);
     if (!lm->m) { free(lm); return NULL; }
