@@ -116,7 +116,7 @@ with open(not_json, "w") as f:
 missing = os.path.join(tmp.name, "missing.json")
 for what, arg, words in (("unsupported keyword", bad_schema, ["pattern"]), ("invalid JSON", not_json, ["not valid JSON"]),
                          ("missing file", missing, ["cannot open", "missing.json", "No such file"]),
-                         ("a directory", tmp.name, ["cannot read", tmp.name])):
+                         ("a directory", tmp.name, ["not a regular file (a directory)", tmp.name])):
     p = run(model, "--local", "--format", arg, "hi")
     lines = p.stderr.strip().splitlines()
     check(p.returncode == 1 and len(lines) == 1 and all(w in lines[0] for w in words) and "--format" in lines[0],
