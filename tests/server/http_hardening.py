@@ -12,8 +12,12 @@
   small) while /api/version and a generation are answered; a half-sent request is
   closed after ANVIL_HTTP_TIMEOUT seconds of silence, yet a stream that runs longer than
   that timeout is not cut.
+- Trickle: headers, a body or an upload sent one byte per second (never idle long enough
+  for the idle timeout) are cut after ANVIL_HTTP_HEADER_TIMEOUT / ANVIL_HTTP_BODY_TIMEOUT
+  (an upload once it averages under 64 KiB/s), while other requests are answered; a
+  request waiting in the queue is dropped as soon as its client goes.
 
-  http_hardening.py ANVIL MODEL.gguf [STAGE...]   (stages: params host warning slowloris stream)"""
+  http_hardening.py ANVIL MODEL.gguf [STAGE...]   (stages: params host warning slowloris stream trickle)"""
 import json
 import os
 import re
@@ -29,6 +33,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Server, check, finish, post_json, request  # noqa: E402
 
 TIMEOUT_S = 2  # ANVIL_HTTP_TIMEOUT for this test
+HEADER_TIMEOUT_S = 3  # ANVIL_HTTP_HEADER_TIMEOUT
+BODY_TIMEOUT_S = 3  # ANVIL_HTTP_BODY_TIMEOUT
 
 
 def threads_of(pid):
@@ -240,15 +246,117 @@ def long_stream(srv, model):
     check(st == 200 and o.get("done"), "a non-streamed generation after it (%d)" % st)
 
 
+def trickle_one(port, first, drip, out, key):
+    """Sends `first`, then one byte of `drip` per 0.8 s (under the 2 s idle timeout) until
+    the server closes the connection or 14 s pass; out[key] = seconds until it closed (None: never)."""
+    t0 = time.time()
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(first)
+        s.settimeout(0.8)
+        i = 0
+        while time.time() - t0 < 14:
+            try:
+                b = s.recv(4096)
+                if not b or b.startswith(b"HTTP/"):
+                    out[key] = (time.time() - t0, b[:12])
+                    s.close()
+                    return
+            except socket.timeout:
+                pass
+            s.sendall(drip[i % len(drip):i % len(drip) + 1])
+            i += 1
+        out[key] = None
+        s.close()
+    except (BrokenPipeError, ConnectionResetError):
+        out[key] = (time.time() - t0, b"reset")
+    except OSError as ex:
+        out[key] = (time.time() - t0, repr(ex).encode())
+
+
+def trickle(srv, model):
+    p = srv.port
+    kinds = {
+        "headers": (b"GET /api/version HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: aaaaaaaaaaaaaaaaaaaaaaaa\r\n",
+                    HEADER_TIMEOUT_S),
+        "body": (b"POST /api/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 100000\r\n\r\n{\"model\":\"", b"x", BODY_TIMEOUT_S),
+        "upload": (b"POST /api/blobs/sha256:" + b"0" * 64 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   b"Content-Length: 100000000\r\n\r\n", b"GGUF", BODY_TIMEOUT_S),
+    }
+    out = {}
+    threads = []
+    for kind in kinds:
+        for i in range(8):
+            first, drip, _ = kinds[kind]
+            t = threading.Thread(target=trickle_one, args=(p, first, drip, out, (kind, i)))
+            t.start()
+            threads.append(t)
+    time.sleep(1.5)
+    st = request(srv, "GET", "/api/version", timeout=10)[0]
+    check(st == 200, "/api/version answered while 24 clients trickle (%d)" % st)
+    for t in threads:
+        t.join()
+    for kind, (_, _, bound) in kinds.items():
+        res = [out.get((kind, i)) for i in range(8)]
+        print("trickled %s: closed after %s" % (kind, [round(r[0], 1) if r else None for r in res]), flush=True)
+        check(all(r is not None and r[0] <= bound + 3 for r in res),
+              "a %s trickled one byte at a time is cut within %d s + 3 s slack (%r)" % (kind, bound, res))
+    # A kept-alive connection that trickles its second request is bounded too.
+    s = socket.create_connection(("127.0.0.1", p), timeout=5)
+    s.sendall(b"GET /api/version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    first = s.recv(4096)
+    check(first.startswith(b"HTTP/1.1 200"), "keep-alive: first request answered (%r)" % first[:20])
+    out = {}
+    s.close()
+    # A request queued behind busy slots whose client goes is dropped at once (the watcher
+    # polls suspended connections and the scheduler drops abandoned queued requests; before,
+    # it waited for a slot, then evaluated its prompt, and only then saw its client gone).
+    ends = []
+
+    def busy_one():
+        post_json(srv, "/api/generate", {"model": model, "prompt": "count", "stream": False,
+                                          "format": {"type": "string", "minLength": 1000000},
+                                          "options": {"num_predict": 4000, "num_ctx": 8192, "temperature": 0}}, timeout=300)
+        ends.append(time.time())
+    busy = [threading.Thread(target=busy_one) for _ in range(2)]
+    for t in busy:
+        t.start()
+    time.sleep(0.5)
+    log_before = srv.log().count('path="/api/generate" status=499')
+    body = json.dumps({"model": model, "prompt": "queued", "stream": False, "options": {"num_predict": 4, "num_ctx": 8192}})
+    q = socket.create_connection(("127.0.0.1", p), timeout=5)
+    q.sendall(("POST /api/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
+    time.sleep(0.3)
+    q.close()
+    t_closed = time.time()
+    seen = None
+    while time.time() - t_closed < 20 and seen is None:
+        if srv.log().count('path="/api/generate" status=499') > log_before:
+            seen = time.time()
+        time.sleep(0.05)
+    for t in busy:
+        t.join()
+    print("queued request dropped %.2fs after its client left; the busy requests ended %s s after" % (
+        (seen or 0) - t_closed, [round(e - t_closed, 2) for e in ends]), flush=True)
+    check(seen is not None and len(ends) == 2 and seen < min(ends),
+          "a queued request whose client left ends before the busy slots free (%r, %r)" % (seen, ends))
+    st, _, o, raw = post_json(srv, "/api/generate", {"model": model, "prompt": "after", "stream": False,
+                                                     "options": {"num_predict": 4}}, timeout=60)
+    check(st == 200, "a generation after the trickles and the dropped queued request (%d)" % st)
+
+
 def main():
     anvil, model = sys.argv[1], os.path.abspath(sys.argv[2])
-    only = set(sys.argv[3:]) or {"params", "host", "warning", "slowloris", "stream"}
+    only = set(sys.argv[3:]) or {"params", "host", "warning", "slowloris", "stream", "trickle"}
     t0 = time.time()
     srv = Server(anvil, env={"ANVIL_HTTP_TIMEOUT": str(TIMEOUT_S), "ANVIL_ALLOW_PATHS": "1",
-                             "ANVIL_NUM_PARALLEL": "2"})
+                             "ANVIL_NUM_PARALLEL": "2", "ANVIL_HTTP_HEADER_TIMEOUT": str(HEADER_TIMEOUT_S),
+                             "ANVIL_HTTP_BODY_TIMEOUT": str(BODY_TIMEOUT_S)})
     try:
         stages = (("params", long_parameter_names), ("host", host_check), ("slowloris", slowloris),
-                  ("stream", long_stream))
+                  ("stream", long_stream), ("trickle", trickle))
         for name, fn in stages:
             if name in only and srv.alive():
                 fn(srv, model)

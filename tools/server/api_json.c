@@ -306,8 +306,14 @@ void aj_messages(aj_gen *g, const cJSON *arr, char *(*text_of)(api_req *c, const
     g->q.n_messages = g->n_msgs;
 }
 
+static bool gen_still_wanted(void *user) {
+    aj_gen *g = user;
+    return http_client_alive(g->c->r);
+}
+
 bool aj_generate(aj_gen *g) {
     g->q.on_text = gen_on_text;
+    g->q.still_wanted = gen_still_wanted;
     g->q.user = g;
     sched_result *res = &g->res;
     if (!sched_generate(((server_app *)http_app(g->c->r))->sched, &g->q, res)) return true;

@@ -8,8 +8,13 @@
  * empty. So threads are bounded by the pool plus one per complete request, and
  * connections by max_connections / max_per_ip; an idle or half-sent request is closed
  * after idle_timeout seconds without traffic (a suspended connection, waiting on its
- * handler, is exempt). A client that has gone is noticed by polling its socket from
- * http_stream_write / http_client_alive. Also owns: body size limits (413 before
+ * handler, is exempt). A watcher thread bounds the rest: request headers must be whole
+ * within header_timeout of the connection (or of the previous request's end, plus the
+ * idle timeout), a body within body_timeout of its headers (an upload, from then on,
+ * HTTP_MIN_UPLOAD_RATE on average), so a client trickling one byte per idle period holds
+ * nothing for long; and it polls the socket of every suspended connection, so a request
+ * waiting in a queue notices its client gone without its handler asking
+ * (http_stream_write / http_client_alive poll too). Also owns: body size limits (413 before
  * reading an oversized body), the Host check against DNS rebinding on a loopback
  * listener, CORS with Ollama's default origins, bearer-token auth, one structured log
  * line per request, and graceful stop. */
@@ -51,6 +56,20 @@
 
 typedef struct { char *key, *value; } http_kv;
 
+/* Where a connection is in its current request (the watcher's deadlines). */
+enum { CONN_HEADERS, CONN_BODY, CONN_UPLOAD, CONN_ANSWER };
+
+/* One open connection (MHD's socket context), from accept to close; srv->lock guards it. */
+typedef struct http_conn {
+    int fd;
+    int phase;
+    double phase_t0;           /* anv_mono_s() when the phase began */
+    double deadline;           /* CONN_HEADERS / CONN_BODY: closed past it */
+    uint64_t uploaded;         /* CONN_UPLOAD: bytes so far */
+    bool shut;                 /* the watcher has shut it down (MHD closes it) */
+    struct http_conn *next, *prev;
+} http_conn;
+
 struct http_server {
     struct MHD_Daemon *daemon;
     http_config cfg;
@@ -68,6 +87,12 @@ struct http_server {
     bool loopback;           /* listening on a loopback address: the Host check is on */
     char hostname[256];      /* this machine's name (also a loopback-safe Host) */
     http_req *live;          /* every request not yet freed (http_stop resumes them) */
+    http_conn *conns;        /* every open connection (the watcher's deadlines) */
+    pthread_t watcher;
+    bool watcher_running;
+    pthread_cond_t watcher_cv;
+    uint64_t n_slow_closed;  /* connections the watcher cut (logged, rate-limited) */
+    double slow_logged_at;
 };
 
 enum { REQ_PENDING, REQ_REPLIED, REQ_STREAMING };
@@ -75,6 +100,7 @@ enum { REQ_PENDING, REQ_REPLIED, REQ_STREAMING };
 struct http_req {
     http_server *srv;
     struct MHD_Connection *conn;
+    http_conn *hc;                 /* its connection's watcher record */
     int fd;                        /* the client socket (watched, never read) */
     char method[16];
     char *path;
@@ -575,6 +601,104 @@ static void req_unref(http_req *r) {
     if (last) req_finish(r);
 }
 
+/* ---- connection deadlines and the watcher ---- */
+
+/* srv->lock held. */
+static void conn_phase_locked(http_server *s, http_conn *hc, int phase, double extra_s) {
+    double now = anv_mono_s();
+    hc->phase = phase;
+    hc->phase_t0 = now;
+    hc->deadline = phase == CONN_HEADERS ? now + extra_s + s->cfg.header_timeout
+                 : phase == CONN_BODY ? now + s->cfg.body_timeout : 0;
+}
+
+static void conn_phase(http_server *s, http_conn *hc, int phase, double extra_s) {
+    if (!hc) return;
+    pthread_mutex_lock(&s->lock);
+    conn_phase_locked(s, hc, phase, extra_s);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static http_conn *conn_of(struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* MHD's connection start and end (event-loop thread). MHD closes the socket only after
+ * the CLOSED call returns, and that call waits for srv->lock, so the watcher (which
+ * shuts sockets down under the lock) never touches a descriptor that was reused. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    http_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        http_conn *hc = calloc(1, sizeof *hc);
+        if (!hc) return; /* untracked: the idle timeout still bounds it */
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        hc->fd = ci ? ci->connect_fd : -1;
+        pthread_mutex_lock(&s->lock);
+        conn_phase_locked(s, hc, CONN_HEADERS, 0);
+        hc->next = s->conns;
+        if (s->conns) s->conns->prev = hc;
+        s->conns = hc;
+        pthread_mutex_unlock(&s->lock);
+        *socket_context = hc;
+        return;
+    }
+    http_conn *hc = *socket_context;
+    if (!hc) return;
+    pthread_mutex_lock(&s->lock);
+    if (hc->prev) hc->prev->next = hc->next;
+    else if (s->conns == hc) s->conns = hc->next;
+    if (hc->next) hc->next->prev = hc->prev;
+    pthread_mutex_unlock(&s->lock);
+    free(hc);
+    *socket_context = NULL;
+}
+
+/* srv->lock held: true when the connection is past its phase's bound. */
+static bool conn_overdue(const http_server *s, const http_conn *hc, double now) {
+    if (hc->shut) return false;
+    if (hc->phase == CONN_HEADERS || hc->phase == CONN_BODY) return now > hc->deadline;
+    if (hc->phase == CONN_UPLOAD) { /* after body_timeout, at least HTTP_MIN_UPLOAD_RATE on average */
+        double t = now - hc->phase_t0, grace = s->cfg.body_timeout;
+        return t > grace && (double)hc->uploaded < HTTP_MIN_UPLOAD_RATE * (t - grace);
+    }
+    return false;
+}
+
+static void *watcher_main(void *arg) {
+    http_server *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (s->watcher_running) {
+        double now = anv_mono_s();
+        uint64_t cut = 0;
+        for (http_conn *hc = s->conns; hc; hc = hc->next)
+            if (hc->fd >= 0 && conn_overdue(s, hc, now)) {
+                shutdown(hc->fd, SHUT_RDWR); /* MHD sees the socket fail and closes it */
+                hc->shut = true;
+                cut++;
+            }
+        for (http_req *r = s->live; r; r = r->next) {
+            pthread_mutex_lock(&r->lock);
+            if (r->suspended && !r->handler_done) check_alive_locked(r);
+            pthread_mutex_unlock(&r->lock);
+        }
+        s->n_slow_closed += cut;
+        if (s->n_slow_closed && now - s->slow_logged_at >= 10) {
+            anv_log("http: closed %llu connection(s) too slow to send a request (headers within %us, a body "
+                    "within %us; ANVIL_HTTP_HEADER_TIMEOUT, ANVIL_HTTP_BODY_TIMEOUT)",
+                    (unsigned long long)s->n_slow_closed, s->cfg.header_timeout, s->cfg.body_timeout);
+            s->n_slow_closed = 0;
+            s->slow_logged_at = now;
+        }
+        struct timespec ts;
+        deadline_in_ms(&ts, WATCH_INTERVAL_MS * 2);
+        pthread_cond_timedwait(&s->watcher_cv, &s->lock, &ts);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
 /* ---- Host check (DNS rebinding) ---- */
 
 static bool ip_is_loopback(const char *h) {
@@ -750,6 +874,11 @@ static void on_body(http_server *s, http_req *r, const char *data, size_t n) {
             return;
         }
         r->spooled += n;
+        if (r->hc) {
+            pthread_mutex_lock(&s->lock);
+            r->hc->uploaded = r->spooled;
+            pthread_mutex_unlock(&s->lock);
+        }
         while (n && !r->spool_failed) {
             ssize_t w = write(r->spool_fd, data, n);
             if (w < 0 && errno == EINTR) continue;
@@ -784,6 +913,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         r->spool_fd = -1;
         r->fd = -1;
         r->refs = 1;
+        r->hc = conn_of(conn);
         pthread_mutex_lock(&s->lock);
         r->next = s->live;
         if (s->live) s->live->prev = r;
@@ -794,7 +924,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         r->path = q ? strndup(url, (size_t)(q - url)) : dup_str(url);
         *con_cls = r;
         if (!r->path) return MHD_NO;
-        return on_headers(s, r);
+        enum MHD_Result ret = on_headers(s, r);
+        conn_phase(s, r->hc, r->status ? CONN_ANSWER : r->spool_fd >= 0 ? CONN_UPLOAD : CONN_BODY, 0);
+        return ret;
     }
     if (*upload_size) {
         on_body(s, r, upload, *upload_size);
@@ -803,6 +935,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     }
     if (r->handler_started) return await_answer(r); /* resumed: the handler answered (or the client went) */
     if (r->status) return MHD_YES; /* answered from the headers already */
+    conn_phase(s, r->hc, CONN_ANSWER, 0);
     if (r->body_too_large)
         return queue_error(r, 413, "request body too large: the limit is %zu bytes", s->cfg.max_body);
     if (r->upload_too_large)
@@ -840,7 +973,6 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)conn;
     http_server *s = cls;
     http_req *r = *con_cls;
     if (!r) return;
@@ -860,6 +992,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
     r->secs = elapsed_s(&r->t0);
     r->aborted = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK;
+    /* a kept-alive connection: the next request's headers within idle + header timeout */
+    conn_phase(s, conn_of(conn), CONN_HEADERS, s->cfg.idle_timeout);
     req_unref(r);
 }
 
@@ -907,6 +1041,7 @@ static void server_free(http_server *s) {
     free(s->spool_dir);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->idle);
+    pthread_cond_destroy(&s->watcher_cv);
     free(s);
 }
 
@@ -924,6 +1059,7 @@ http_server *http_start(const http_config *c, const http_route *routes, int n_ro
     if (!s) { anv_set_error("out of memory"); return NULL; }
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->idle, NULL);
+    pthread_cond_init(&s->watcher_cv, NULL);
     s->cfg = *c;
     if (!s->cfg.max_body) s->cfg.max_body = 8u << 20;
     if (!s->cfg.max_upload) s->cfg.max_upload = 64ull << 30;
@@ -981,6 +1117,8 @@ http_server *http_start(const http_config *c, const http_route *routes, int n_ro
     s->cfg.max_per_ip = per_ip;
     s->cfg.idle_timeout = idle;
     s->cfg.threads = pool;
+    if (!s->cfg.header_timeout) s->cfg.header_timeout = HTTP_DEFAULT_HEADER_TIMEOUT;
+    if (!s->cfg.body_timeout) s->cfg.body_timeout = HTTP_DEFAULT_BODY_TIMEOUT;
 
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | MHD_USE_AUTO;
@@ -988,6 +1126,7 @@ http_server *http_start(const http_config *c, const http_route *routes, int n_ro
     s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
                                  MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                                  MHD_OPTION_THREAD_POOL_SIZE, pool,
                                  MHD_OPTION_CONNECTION_LIMIT, max_conn,
                                  MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
@@ -1000,6 +1139,14 @@ http_server *http_start(const http_config *c, const http_route *routes, int n_ro
     freeaddrinfo(ai);
     if (!s->daemon) {
         anv_set_error("cannot listen on %s:%s (address in use, or no permission?)", host, port);
+        server_free(s);
+        return NULL;
+    }
+    s->watcher_running = true;
+    if (pthread_create(&s->watcher, NULL, watcher_main, s)) {
+        s->watcher_running = false;
+        MHD_stop_daemon(s->daemon);
+        anv_set_error("cannot start the HTTP connection watcher thread");
         server_free(s);
         return NULL;
     }
@@ -1017,6 +1164,11 @@ bool http_server_loopback(const http_server *s) { return s->loopback; }
 void http_stop(http_server *s) {
     if (!s) return;
     atomic_store(&s->stopping, true);
+    pthread_mutex_lock(&s->lock);
+    s->watcher_running = false;
+    pthread_cond_broadcast(&s->watcher_cv);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->watcher, NULL);
     MHD_socket lfd = MHD_quiesce_daemon(s->daemon); /* stop accepting */
     if (lfd != MHD_INVALID_SOCKET) close(lfd);
     /* Running handlers see http_client_alive() false, cancel and end their answers; give

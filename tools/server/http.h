@@ -71,6 +71,12 @@ typedef struct {
     unsigned idle_timeout;    /* ANVIL_HTTP_TIMEOUT: seconds without traffic before an idle or
                                * half-sent request is closed, default 30 (a reply being computed
                                * or streamed is exempt while the connection waits on it) */
+    unsigned header_timeout;  /* ANVIL_HTTP_HEADER_TIMEOUT: seconds from a connection (or the end of
+                               * its previous request plus idle_timeout) to whole request headers,
+                               * default 10, however steadily they trickle in */
+    unsigned body_timeout;    /* ANVIL_HTTP_BODY_TIMEOUT: seconds from the headers to a whole body,
+                               * default 60 (an upload instead: HTTP_MIN_UPLOAD_RATE on average
+                               * once it has run that long) */
     unsigned threads;         /* ANVIL_HTTP_THREADS: event-loop threads, default 4 */
     /* Called after every request (metrics): route path as matched, status, seconds. */
     void (*on_done)(void *app, const char *method, const char *route, int status, double seconds);
@@ -80,6 +86,9 @@ typedef struct {
 #define HTTP_DEFAULT_MAX_PER_IP 128u
 #define HTTP_DEFAULT_IDLE_TIMEOUT 30u
 #define HTTP_DEFAULT_THREADS 4u
+#define HTTP_DEFAULT_HEADER_TIMEOUT 10u
+#define HTTP_DEFAULT_BODY_TIMEOUT 60u
+#define HTTP_MIN_UPLOAD_RATE (64.0 * 1024)   /* bytes per second */
 
 typedef struct http_server http_server;
 http_server *http_start(const http_config *c, const http_route *routes, int n_routes, void *app);

@@ -54,8 +54,40 @@ static int pick_slot(lmodel *lm, const job *j, int *lcp_out) {
 }
 
 /* Under s->mu: moves queued jobs into free slots. */
+static void complete(lmodel *lm, job *j);
+
+/* Drops queued requests nobody waits for any more (their client left), at most every
+ * 100 ms: a queue behind busy slots must not hold, then evaluate, abandoned prompts. */
+static void drop_abandoned(lmodel *lm) {
+    sched *s = lm->s;
+    int64_t now = sched_now_ms();
+    if (!lm->q_head || now - lm->abandoned_checked_ms < 100) return;
+    lm->abandoned_checked_ms = now;
+    int dropped = 0;
+    job *prev = NULL;
+    for (job *j = lm->q_head; j;) {
+        job *next = j->next;
+        if (j->gr->still_wanted && !j->gr->still_wanted(j->gr->user)) {
+            if (prev) prev->next = next; else lm->q_head = next;
+            if (lm->q_tail == j) lm->q_tail = prev;
+            j->next = NULL;
+            s->n_waiting--;
+            sched_job_fail(j, 499, "the client closed the request while it waited in the queue");
+            if (j->res) j->res->done_reason = "stop";
+            lm->n_active++;   /* complete() counts it off */
+            complete(lm, j);
+            dropped++;
+        } else {
+            prev = j;
+        }
+        j = next;
+    }
+    if (dropped) pthread_cond_broadcast(&s->cv);
+}
+
 static void admit(lmodel *lm) {
     sched *s = lm->s;
+    drop_abandoned(lm);
     while (lm->q_head) {
         job *j = lm->q_head;
         int best_lcp = 0;

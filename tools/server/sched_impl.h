@@ -88,6 +88,7 @@ typedef struct lmodel {
     uint64_t size, size_vram;
     float *logits;               /* n_slots x n_vocab */
     uint64_t use_counter;
+    int64_t abandoned_checked_ms; /* last scan of the queue for requests whose client left */
     pthread_mutex_t vocab_mu;    /* guards the lazy creation of vocab */
     grammar_vocab *vocab;        /* the grammar index of the vocabulary, built on the first `format` */
 } lmodel;

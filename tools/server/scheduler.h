@@ -54,6 +54,9 @@ typedef struct {
     bool want_context;              /* return the token context (Ollama's "context") */
     sched_text_fn on_text;
     void *user;
+    /* NULL or false once nobody waits for the answer (client gone): a request still in
+     * the queue is then dropped (status 499) before it costs a prompt evaluation. */
+    bool (*still_wanted)(void *user);
 } sched_gen_request;
 
 typedef struct {

@@ -74,6 +74,8 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_MAX_CONNECTIONS", "2048", "open client connections in all (more wait in the backlog)"},
     {"ANVIL_MAX_CONNECTIONS_PER_IP", "(none or 128)", "connections per client IP: no cap on loopback, else 128"},
     {"ANVIL_HTTP_TIMEOUT", "30", "seconds an idle or half-sent request may stay open"},
+    {"ANVIL_HTTP_HEADER_TIMEOUT", "10", "seconds a client has to send whole request headers"},
+    {"ANVIL_HTTP_BODY_TIMEOUT", "60", "seconds a client has to send a whole request body (uploads: 64 KiB/s)"},
     {"ANVIL_HTTP_THREADS", "4", "event-loop threads (handlers run on threads of their own)"},
 };
 
@@ -136,10 +138,11 @@ int cmd_serve(int argc, char **argv) {
 
     sched_config sc;
     size_t max_body;
-    unsigned max_conn, max_per_ip, idle_timeout, http_threads;
+    unsigned max_conn, max_per_ip, idle_timeout, http_threads, header_timeout, body_timeout;
     if (sched_config_from_env(&sc) || env_size("ANVIL_MAX_BODY", 8u << 20, &max_body) ||
         env_uint("ANVIL_MAX_CONNECTIONS", &max_conn) || env_uint("ANVIL_MAX_CONNECTIONS_PER_IP", &max_per_ip) ||
-        env_uint("ANVIL_HTTP_TIMEOUT", &idle_timeout) || env_uint("ANVIL_HTTP_THREADS", &http_threads)) {
+        env_uint("ANVIL_HTTP_TIMEOUT", &idle_timeout) || env_uint("ANVIL_HTTP_THREADS", &http_threads) ||
+        env_uint("ANVIL_HTTP_HEADER_TIMEOUT", &header_timeout) || env_uint("ANVIL_HTTP_BODY_TIMEOUT", &body_timeout)) {
         fprintf(stderr, "anvil: %s\n", anv_last_error());
         return 1;
     }
@@ -173,7 +176,7 @@ int cmd_serve(int argc, char **argv) {
         .api_key = getenv("ANVIL_API_KEY"), .spool_dir = store_root(app.store),
         .on_done = metrics_observe,
         .max_connections = max_conn, .max_per_ip = max_per_ip, .idle_timeout = idle_timeout,
-        .threads = http_threads,
+        .threads = http_threads, .header_timeout = header_timeout, .body_timeout = body_timeout,
     };
     hc.max_upload = max_upload;
     http_server *srv = http_start(&hc, routes, (int)(sizeof routes / sizeof routes[0]), &app);
