@@ -13,7 +13,10 @@ add_test(NAME server_models_pull
          COMMAND ${Python3_EXECUTABLE} ${_sm_dir}/pull_api.py $<TARGET_FILE:anvil> ${_sm_work}/pull)
 add_test(NAME server_models_store_disk
          COMMAND ${Python3_EXECUTABLE} ${_sm_dir}/store_disk.py $<TARGET_FILE:anvil> ${_sm_work}/store-disk)
-set_tests_properties(server_models_api server_models_pull server_models_store_disk PROPERTIES TIMEOUT 600 LABELS server)
+add_test(NAME server_models_create_race
+         COMMAND ${Python3_EXECUTABLE} ${_sm_dir}/create_race.py $<TARGET_FILE:anvil> ${_sm_work}/create-race 200)
+set_tests_properties(server_models_api server_models_pull server_models_store_disk server_models_create_race
+                     PROPERTIES TIMEOUT 600 LABELS server)
 
 find_program(ANVIL_NODE node)
 if(ANVIL_NODE)
