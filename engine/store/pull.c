@@ -36,6 +36,8 @@ typedef struct {
     uint64_t size;
     char *blob_path;      /* NULL when the store already has it */
     char *partial_path;
+    int lock_fd;          /* its blob lock (lock_layers), held until the blob is in place */
+    bool locked;
 } pull_layer;
 
 typedef struct {
@@ -209,6 +211,8 @@ static int existing_blob_ok(pull_job *j, const pull_layer *l) {
     return rc;
 }
 
+static int blob_lock(const pull_job *j, pull_layer *l);
+
 static int download_layers(pull_job *j) {
     for (int i = 0; i < j->n_layers; i++) {
         pull_layer *l = &j->layers[i];
@@ -220,6 +224,13 @@ static int download_layers(pull_job *j) {
             if (!progress(j, status, l->digest, l->size, l->size)) return cancelled(j);
             continue;
         }
+        if (!l->locked) { /* present at lock_layers, pruned since: lock it now */
+            int lr = blob_lock(j, l);
+            if (lr <= 0) return lr < 0 ? -1 : cancelled(j);
+        }
+        free(l->blob_path);
+        free(l->partial_path);
+        l->partial_path = NULL;
         l->blob_path = store_blob_path(j->s, l->digest);
         if (!l->blob_path) return -1;
         size_t n = strlen(l->blob_path) + 16;
@@ -266,6 +277,8 @@ static int verify_layers(pull_job *j) {
             return -1;
         }
         pull_http_discard_state(l->partial_path);
+        free(l->partial_path);   /* in place: a retry (pull.c's missing-layer loop) skips it */
+        l->partial_path = NULL;
     }
     if (bad == 1) anv_set_error("%s, removed", first);
     else if (bad > 1) anv_set_error("%s and %d more layers, removed", first, bad - 1);
@@ -304,6 +317,72 @@ static int name_lock(const pull_job *j, int *fd) {
     return 0;
 }
 
+/* <root>/.anvil-locks/blob-<hex>: one puller per blob at a time, whatever name it pulls
+ * (two tags of one model share their layers). Blocks with LOCK_NB retries so a cancel is
+ * seen; the lock file is unlinked at release, so an opener checks it locked the file
+ * that is still there. 1 when acquired, 0 when cancelled, -1 on error. */
+static int blob_lock(const pull_job *j, pull_layer *l) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.anvil-locks/blob-%s", store_root(j->s), l->digest + 7);
+    if (make_parent_dirs(path)) return -1;
+    bool announced = false;
+    for (int waited_ms = 0;;) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) { anv_set_error("cannot open %s: %s", path, strerror(errno)); return -1; }
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            struct stat a, b;
+            if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+                l->lock_fd = fd;
+                l->locked = true;
+                return 1;
+            }
+            close(fd);   /* its holder unlinked it meanwhile: lock the new one */
+            continue;
+        }
+        int e = errno;
+        close(fd);
+        if (e != EWOULDBLOCK && e != EINTR) {
+            anv_set_error("cannot lock %s: %s", path, strerror(e));
+            return -1;
+        }
+        char status[96];
+        snprintf(status, sizeof status, "waiting for another pull of layer %.12s", l->digest + 7);
+        if ((!announced || waited_ms % 5000 == 0) && !progress(j, status, l->digest, l->size, 0)) return 0;
+        announced = true;
+        usleep(100 * 1000);
+        waited_ms += 100;
+    }
+}
+
+static void blob_unlock(const pull_job *j, pull_layer *l) {
+    if (!l->locked) return;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.anvil-locks/blob-%s", store_root(j->s), l->digest + 7);
+    unlink(path);
+    close(l->lock_fd);
+    l->locked = false;
+}
+
+static int by_digest(const void *a, const void *b) {
+    return strcmp((*(pull_layer *const *)a)->digest, (*(pull_layer *const *)b)->digest);
+}
+
+/* Locks every layer the store lacks, in digest order (two pulls sharing two layers cannot
+ * deadlock), before any is downloaded; a layer another pull finished meanwhile is then
+ * present and download_layers skips it. */
+static int lock_layers(pull_job *j) {
+    pull_layer *order[PULL_MAX_LAYERS];
+    for (int i = 0; i < j->n_layers; i++) order[i] = &j->layers[i];
+    qsort(order, (size_t)j->n_layers, sizeof order[0], by_digest);
+    for (int i = 0; i < j->n_layers; i++) {
+        if (store_has_blob(j->s, order[i]->digest)) continue;
+        int rc = blob_lock(j, order[i]);
+        if (rc < 0) return -1;
+        if (rc == 0) return cancelled(j);
+    }
+    return 0;
+}
+
 static bool env_set(const char *name) {
     const char *v = getenv(name);
     return v && *v && strcmp(v, "0");
@@ -336,12 +415,27 @@ int store_pull(store *s, const char *name, const pull_opts *o) {
     /* One pull of a name at a time (across processes too): a second waits here, then finds
      * the layers the first downloaded present. */
     if (name_lock(j, &name_fd)) goto out;
-    if (fetch_manifest(j, &text, &len) || parse_manifest(j, text, len)) goto out;
-    /* shared store lock from the first blob until the manifest is committed: no prune
-     * meanwhile can remove a layer already present or just downloaded */
-    if (store_lock_acquire(s, false, true, &lk)) goto out;
-    locked = true;
-    if (download_layers(j) || verify_layers(j)) goto out;
+    if (fetch_manifest(j, &text, &len) || parse_manifest(j, text, len) || lock_layers(j)) goto out;
+    /* Downloads run without the store lock (a delete or prune meanwhile is not held up for
+     * the length of a download; partials are not blobs, so a prune never sees them). The
+     * shared store lock covers verify, rename and the manifest: no prune can then remove a
+     * layer; one that a prune removed before is fetched again. */
+    for (int attempt = 0;; attempt++) {
+        if (download_layers(j)) goto out;
+        if (store_lock_acquire(s, false, true, &lk)) goto out;
+        locked = true;
+        if (verify_layers(j)) goto out;
+        int missing = 0;
+        for (int i = 0; i < j->n_layers; i++) missing += !store_has_blob(s, j->layers[i].digest);
+        if (!missing) break;
+        store_lock_release(&lk);
+        locked = false;
+        if (attempt == 2) {
+            anv_set_error("pulling '%s': %d layer(s) were removed from the store while it ran (a prune "
+                          "or delete racing it), three times", j->what, missing);
+            goto out;
+        }
+    }
     if (!progress(j, "writing manifest", NULL, 0, 0)) { cancelled(j); goto out; }
     old = read_old_manifest(j, &old_len);
     if (store_write_manifest_raw(s, name, text, len)) goto out;
@@ -366,6 +460,7 @@ out:
     if (name_fd >= 0) close(name_fd);
     if (curl_ready) curl_global_cleanup();
     for (int i = 0; i < j->n_layers; i++) {
+        blob_unlock(j, &j->layers[i]);
         free(j->layers[i].blob_path);
         free(j->layers[i].partial_path);
     }

@@ -16,13 +16,17 @@ errors   404 (one line naming the model), 500 (retried, then a clear error), a 5
          blob part that goes away (retried, succeeds), a 404 blob, a registry that ignores
          Range, a refused connection
 hf       hf.co/<user>/<repo>:<quant> through ANVIL_HF_ENDPOINT
-concurrent three pulls of one name at once (a throttled registry): all succeed, the later
-         ones wait for the first and find its layers; the registry served each blob once
+concurrent three pulls of one name and one of another name with the same layers (tiny2) at
+         once (a throttled registry): all succeed, the later ones wait for the first and find
+         its layers (before: "layer ... is being pulled by another process"); the registry
+         served each blob once; `anvil rm` of another model meanwhile is not held up by the
+         running download
 names    names with '..' and other escapes are rejected before any request
 """
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -317,7 +321,26 @@ def case_concurrent(env, gguf):
     name = env.host + "/" + NAME
     size = os.path.getsize(gguf)
     env.control(rate=max(size // 2, 1))  # the first pull takes ~2 s: the others start meanwhile
+    # a model of its own (no layer shared with the pulls)
+    other = os.path.join(os.path.dirname(env.store), "bystander.gguf")
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                                 "tools", "make_test_model.py"), "--family", "gemma3", "--preset",
+                    "tiny", "--type", "q8_0", "--out", other], check=True, capture_output=True)
+    gguf_other = other
+    mf = os.path.join(os.path.dirname(env.store), "Modelfile.bystander")
+    with open(mf, "w") as f:
+        f.write("FROM %s\nSYSTEM bystander\n" % gguf_other)
+    rc, out, err = env.anvil_run("create", "bystander", "-f", mf)
+    env.check(rc == 0, "create a bystander model", err.strip())
     procs = [env.start_anvil("pull", name, "--insecure") for _ in range(3)]
+    procs.append(env.start_anvil("pull", env.host + "/library/tiny2:latest", "--insecure"))
+    time.sleep(0.5)
+    t_rm = time.time()
+    rc, out, err = env.anvil_run("rm", "bystander")
+    env.check(rc == 0, "anvil rm bystander during the pulls", err.strip())
+    rm_s = time.time() - t_rm
+    env.check(rm_s < 1.5, "anvil rm during the pulls answers at once (%.2fs, not after the download)" % rm_s,
+              err.strip())
     results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
     env.control(rate=0)
     for i, (out, err, rc) in enumerate(results):
@@ -330,6 +353,8 @@ def case_concurrent(env, gguf):
         env.check(os.path.exists(env.blob_path(l["digest"])), "layer %s present" % l["digest"][:19])
     rc, out, err = env.anvil_run("show", name)
     env.check(rc == 0, "the model is complete (anvil show)", err)
+    rc, out, err = env.anvil_run("show", env.host + "/library/tiny2:latest")
+    env.check(rc == 0, "tiny2, sharing its layers, is complete too (anvil show)", err)
     leftovers = [f for f in env.store_files() if "partial" in f or ".anvil-tmp" in f]
     env.check(not leftovers, "no partial or temporary files left", leftovers)
 
@@ -342,7 +367,7 @@ def main():
     if len(sys.argv) != 4 or sys.argv[3] not in CASES:
         sys.exit(__doc__)
     anvil, gguf, case = sys.argv[1:]
-    env = Env(anvil, {NAME: gguf, "someuser/tiny-GGUF:Q8_0": gguf})
+    env = Env(anvil, {NAME: gguf, "library/tiny2:latest": gguf, "someuser/tiny-GGUF:Q8_0": gguf})
     try:
         CASES[case](env, gguf)
     finally:
