@@ -121,13 +121,21 @@ static be_tensor *cpu_weight_new(backend *be, uint32_t type, int64_t cols, int64
     if (!t) return NULL;
     t->storage = (void *)(uintptr_t)host_data; /* zero copy: aliases the mmap, never written */
     t->owned = false;
+    /* Matmul weights of the types the kernel set has packed kernels for get an interleaved
+     * copy as well (repack.h); the original stays for get_rows, views and row tails. */
+    cpu_ctx *c = ctx_of(be);
+    if (c->repack && rows >= 1 && type < QT_COUNT && c->kernels.packed[type] && repack_supported(type) &&
+        packed_set_add(&c->packed, type, host_data, cols, rows) != 0) {
+        free(t);
+        return NULL;
+    }
     return t;
 }
 
 static void cpu_tensor_free(backend *be, be_tensor *t) {
-    (void)be;
     if (!t) return;
     if (t->owned) free(t->storage);
+    else if (t->offset == 0) packed_set_remove(&ctx_of(be)->packed, t->storage);
     free(t);
 }
 
@@ -246,6 +254,7 @@ static void cpu_destroy(backend *be) {
     if (c) {
         tp_free(c->tp);
         free(c->scratch);
+        packed_set_free(&c->packed);
         free(c);
     }
     free((void *)be->device_desc);
@@ -280,6 +289,15 @@ backend *cpu_backend_new(int n_threads) {
     }
     cpu_simd_level simd;
     if (cpu_simd_detect(&simd) != 0) return NULL; /* a bad ANVIL_CPU_SIMD: the caller reports it */
+    bool repack = true;
+    const char *rp = getenv("ANVIL_CPU_REPACK");
+    if (rp && *rp) {
+        if (!strcmp(rp, "0")) repack = false;
+        else if (strcmp(rp, "1") != 0) {
+            anv_set_error("ANVIL_CPU_REPACK=%s is not 0 or 1 (0: keep weights in their file layout)", rp);
+            return NULL;
+        }
+    }
     backend *be = calloc(1, sizeof *be);
     cpu_ctx *c = calloc(1, sizeof *c);
     char *desc = malloc(64);
@@ -292,6 +310,8 @@ backend *cpu_backend_new(int n_threads) {
     if (!c->tp) { free(be); free(c); free(desc); return NULL; }
     c->n_threads = n_threads;
     c->simd = simd;
+    c->repack = repack;
+    packed_set_init(&c->packed);
     mm_kernels_scalar(&c->kernels);
     if (c->simd >= CPU_SIMD_AVX2) mm_kernels_avx2(&c->kernels);
     if (c->simd >= CPU_SIMD_AVX512) mm_kernels_avx512(&c->kernels);

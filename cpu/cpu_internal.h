@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include "backend.h"
 #include "cpu_kernels.h"
+#include "repack.h"
 #include "threadpool.h"
 
 typedef enum { CPU_SIMD_SCALAR = 0, CPU_SIMD_AVX2 = 1, CPU_SIMD_AVX512 = 2 } cpu_simd_level;
@@ -18,6 +19,8 @@ typedef struct cpu_ctx {
     mm_kernels kernels;
     uint8_t *scratch;      /* 64-byte aligned, grown on demand; one op uses it at a time */
     size_t scratch_cap;
+    bool repack;           /* weights of the types kernels.packed has are repacked at load */
+    cpu_packed_set packed; /* the repacked weights (repack.h) */
 } cpu_ctx;
 
 /* Level picked for this CPU, after ANVIL_CPU_SIMD (scalar|avx2|avx512, capped by the

@@ -4,6 +4,7 @@
  * (K-quants); float weight types read the F32 activations directly. */
 #ifndef ANVIL_CPU_KERNELS_H
 #define ANVIL_CPU_KERNELS_H
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include "quant.h"
@@ -12,6 +13,10 @@
 typedef struct { float d; float s; int8_t qs[32]; } blk_q8x;
 
 typedef enum { ACT_F32 = 0, ACT_Q8X = 1, ACT_Q8K = 2 } act_kind;
+
+/* Q8 activation block of the packed kernels: the same quants and d as blk_q8x, with the
+ * exact integer sum of qs (the packed kernels fold weight offsets in as integers). */
+typedef struct { float d; int32_t sum; int8_t qs[32]; } blk_q8s;
 
 /* Tokens one kernel call handles against one weight row (weights decoded once). */
 #define MM_MAX_TOK 4
@@ -25,8 +30,17 @@ typedef void (*mm_quant_fn)(const float *x, void *y, int64_t n);
 #define MM_MAX_TOK4 8
 typedef void (*mm_dot4_fn)(int64_t n, const void *w, size_t w_rb, const void *x, size_t x_stride, int nt, float *res);
 
+/* Packed weights (repack.h): one group of 16 rows (grp, nb blocks of 32) x nt <= PK_MAX_TOK
+ * tokens of blk_q8s (token t at act + t * act_rb): out[t * out_stride + r] (+)= row r for the
+ * rows set in mask. */
+#define PK_MAX_TOK 8
+typedef void (*mm_packed_fn)(int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, int nt, float *out,
+                             int64_t out_stride, uint32_t mask, bool accumulate);
+
 typedef struct {
     act_kind act[QT_COUNT];
+    mm_packed_fn packed[QT_COUNT]; /* NULL: the type is not repacked for this kernel set */
+    mm_quant_fn quant_q8s;        /* activations of the packed kernels (NULL: none) */
     mm_dot_fn dot[QT_COUNT];   /* NULL: type not supported by matmul */
     mm_dot4_fn dot4[QT_COUNT]; /* optional 4-row form (NULL: rows go one by one) */
     uint8_t dot4_nt[QT_COUNT]; /* tokens one dot4 call takes at most (register budget) */
@@ -44,6 +58,8 @@ typedef struct {
 void mm_kernels_scalar(mm_kernels *k);
 void mm_kernels_avx2(mm_kernels *k);
 void mm_kernels_avx512(mm_kernels *k);
+/* matmul_packed_avx512.c: the kernels on repacked weights (called by mm_kernels_avx512). */
+void mm_packed_install_avx512(mm_kernels *k);
 /* vecmath_avx2.c: the vectorized GLU activations (called by mm_kernels_avx2). */
 void vecmath_install_avx2(mm_kernels *k);
 

@@ -377,6 +377,66 @@ static void mm_chunk(void *ctx, int64_t chunk, int ith) {
     }
 }
 
+/* ---- driver for repacked weights (repack.h): chunks of whole 16-row groups ---- */
+
+typedef struct {
+    mm_packed_fn fn;
+    const uint8_t *pk;
+    size_t group_bytes;
+    int64_t nb, rows, groups_per_chunk;
+    const uint8_t *xq;
+    size_t xq_rb;
+    float *out;
+    int n_tok;
+    bool accumulate;
+} pk_job;
+
+/* One chunk = groups of 16 rows; per group all token tiles pass while the group's weights
+ * (a few KiB to tens of KiB) stay in L1/L2. */
+static void pk_chunk(void *ctx, int64_t chunk, int ith) {
+    (void)ith;
+    const pk_job *j = ctx;
+    const int64_t n_groups = (j->rows + PK_ROWS - 1) / PK_ROWS;
+    const int64_t g0 = chunk * j->groups_per_chunk;
+    const int64_t g1 = g0 + j->groups_per_chunk < n_groups ? g0 + j->groups_per_chunk : n_groups;
+    for (int64_t g = g0; g < g1; g++) {
+        const int64_t r0 = g * PK_ROWS, nr = j->rows - r0 < PK_ROWS ? j->rows - r0 : PK_ROWS;
+        const uint32_t mask = nr == PK_ROWS ? 0xFFFFu : (1u << nr) - 1u;
+        for (int t0 = 0; t0 < j->n_tok; t0 += PK_MAX_TOK) {
+            const int nt = j->n_tok - t0 < PK_MAX_TOK ? j->n_tok - t0 : PK_MAX_TOK;
+            j->fn(j->nb, j->pk + (size_t)g * j->group_bytes, j->xq + (size_t)t0 * j->xq_rb, j->xq_rb, nt,
+                  j->out + (int64_t)t0 * j->rows + r0, j->rows, mask, j->accumulate);
+        }
+    }
+}
+
+typedef struct { mm_quant_fn quant; const float *x; int64_t cols; uint8_t *xq; size_t xq_rb; } pk_quant_job;
+
+static void pk_quant_chunk(void *ctx, int64_t t, int ith) {
+    (void)ith;
+    const pk_quant_job *q = ctx;
+    q->quant(q->x + t * q->cols, q->xq + (size_t)t * q->xq_rb, q->cols);
+}
+
+static int cpu_matmul_packed(cpu_ctx *c, const cpu_packed *p, const float *x, float *out, int n_tok, bool accumulate) {
+    const mm_kernels *k = &c->kernels;
+    pk_quant_job q = {.quant = k->quant_q8s, .x = x, .cols = p->cols, .xq_rb = (size_t)(p->cols / 32) * sizeof(blk_q8s)};
+    q.xq = cpu_scratch(c, q.xq_rb * (size_t)n_tok);
+    if (!q.xq) return -1;
+    if (n_tok <= MM_MAX_TOK) {
+        for (int t = 0; t < n_tok; t++) pk_quant_chunk(&q, t, 0);
+    } else {
+        tp_run(c->tp, pk_quant_chunk, &q, n_tok);
+    }
+    const int64_t n_groups = (p->rows + PK_ROWS - 1) / PK_ROWS;
+    int64_t gpc = n_groups / (8 * (int64_t)c->n_threads);
+    if (gpc < 1) gpc = 1;
+    pk_job j = {.fn = k->packed[p->type], .pk = p->data, .group_bytes = p->group_bytes, .nb = p->cols / 32, .rows = p->rows,
+                .groups_per_chunk = gpc, .xq = q.xq, .xq_rb = q.xq_rb, .out = out, .n_tok = n_tok, .accumulate = accumulate};
+    tp_run(c->tp, pk_chunk, &j, (n_groups + gpc - 1) / gpc);
+    return 0;
+}
+
 int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok, bool accumulate) {
     const mm_kernels *k = &c->kernels;
     const qtype_info *qi = qtype_get(wtype);
@@ -389,6 +449,8 @@ int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t 
         return -1;
     }
     if (n_tok == 0 || rows == 0) return 0;
+    cpu_packed p;
+    if (c->packed.n > 0 && packed_set_find(&c->packed, w, wtype, cols, rows, &p)) return cpu_matmul_packed(c, &p, x, out, n_tok, accumulate);
     /* Up to MM_MAX_TOK tokens (decode steps of a few batched sequences: memory-bound) one
      * sequential weight stream with the tokens in registers beats four interleaved rows. */
     const bool rows4 = n_tok > 2 * MM_MAX_TOK && k->dot4_nt[wtype] > 0;

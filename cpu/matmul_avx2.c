@@ -139,6 +139,18 @@ static void quant_q8x_avx2(const float *x, void *yv, int64_t n) {
     }
 }
 
+static void quant_q8s_avx2(const float *x, void *yv, int64_t n) {
+    blk_q8s *y = yv;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *xb = x + b * 32;
+        __m256 m = _mm256_setzero_ps();
+        for (int k = 0; k < 32; k += 8) m = absmax8(m, xb + k);
+        const float d = hmax_ps(m) / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+        y[b].sum = quant32(xb, id, y[b].qs);
+        y[b].d = d;
+    }
+}
+
 static void quant_q8k_avx2(const float *x, void *yv, int64_t n) {
     block_q8_K *y = yv;
     for (int64_t b = 0; b < n / QK_K; b++) {
@@ -196,6 +208,7 @@ void mm_kernels_avx2(mm_kernels *k) {
     kq_install(k);
     vecmath_install_avx2(k);
     k->quant_q8x = quant_q8x_avx2;
+    k->quant_q8s = quant_q8s_avx2;
     k->quant_q8k = quant_q8k_avx2;
     k->vec_dot_f32 = vec_dot_f32_avx2;
     k->vec_mad_f32 = vec_mad_f32_avx2;

@@ -1,0 +1,49 @@
+/* repack: weights re-laid out at load for the CPU backend's interleaved kernels (the
+ * AVX-512 VNNI GEMM/GEMV of matmul_packed_avx512.c). A packed weight keeps its original
+ * (mmap'd) bytes for everything else (get_rows, views, other kernel sets) and adds one
+ * copy in groups of PK_ROWS rows: per 32-element block index i, the PK_ROWS fp16 scales,
+ * then the quants, four bytes of each row in turn (one 32-bit lane per row), so one
+ * vpdpbusd step covers PK_ROWS rows x 4 elements. The last group is padded with zero rows
+ * (scale 0). Memory: the packed copy is the size of the original (Q4_0: 18 bytes per 32
+ * weights, Q8_0: 34), plus at most PK_ROWS - 1 padding rows per tensor. */
+#ifndef ANVIL_CPU_REPACK_H
+#define ANVIL_CPU_REPACK_H
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PK_ROWS 16
+
+typedef struct {
+    const void *orig;  /* the weight's own bytes (the lookup key) */
+    uint32_t type;
+    int64_t cols, rows;
+    size_t group_bytes; /* bytes of one group of PK_ROWS rows */
+    uint8_t *data;      /* 64-byte aligned, ceil(rows / PK_ROWS) groups */
+} cpu_packed;
+
+typedef struct {
+    pthread_mutex_t lock;
+    cpu_packed *items;
+    int n, cap;
+    size_t bytes;       /* packed bytes held (memory cost of repacking) */
+} cpu_packed_set;
+
+/* Whether the packed layout exists for this type (Q4_0, Q8_0). */
+bool repack_supported(uint32_t type);
+/* Bytes of one packed group of PK_ROWS rows of `cols` elements. */
+size_t repack_group_bytes(uint32_t type, int64_t cols);
+/* Packs rows x cols of `type` at src into dst (repack_group_bytes * ceil(rows / PK_ROWS)). */
+void repack_rows(uint32_t type, const void *src, int64_t cols, int64_t rows, uint8_t *dst);
+
+void packed_set_init(cpu_packed_set *s);
+void packed_set_free(cpu_packed_set *s);
+/* Packs and registers a weight; 0, or -1 + error when out of memory. */
+int packed_set_add(cpu_packed_set *s, uint32_t type, const void *data, int64_t cols, int64_t rows);
+/* Forgets the weight whose bytes are at data (no-op when not packed). */
+void packed_set_remove(cpu_packed_set *s, const void *data);
+/* Copies the packed form of exactly this weight (same bytes, type, shape) to *out: true,
+ * or false when there is none (e.g. a view of the weight). */
+bool packed_set_find(cpu_packed_set *s, const void *data, uint32_t type, int64_t cols, int64_t rows, cpu_packed *out);
+#endif
