@@ -8,6 +8,10 @@
 #include "cpu_backend.h"
 #include "device.h"
 #include "error.h"
+#include "gpu_verify.h"
+#ifdef ANVIL_HAVE_VULKAN
+#include "vk_backend.h"
+#endif
 #include "quant.h"
 
 int model_default_ctx(const model_hparams *hp) { return hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096; }
@@ -76,6 +80,26 @@ static int check_host_memory(const model_hparams *hp, const device_plan *plan, c
     return -1;
 }
 
+/* The first use of a Vulkan device + driver checks its kernels (gpu_verify_auto); a
+ * verified fix (optional paths to turn off) reopens the backend with them. */
+static backend *self_check(backend *gpu, int vk_index, const model *probe) {
+#ifdef ANVIL_HAVE_VULKAN
+    char fix[128];
+    gpu_verify_auto(gpu, vk_index, probe, fix, sizeof fix);
+    if (!fix[0]) return gpu;
+    const char *env = getenv("ANVIL_VK_DISABLE");
+    char dis[300];
+    dev_fmt(dis, sizeof dis, "%s%s%s", env && *env ? env : "", env && *env ? "," : "", fix);
+    backend *again = vk_backend_new_opts(vk_index, dis);
+    if (!again) { anv_log("%s: reopening with ANVIL_VK_DISABLE=%s failed (%s); keeping it as is", gpu->name, dis, anv_last_error()); return gpu; }
+    gpu->ops->destroy(gpu);
+    return again;
+#else
+    (void)vk_index; (void)probe;
+    return gpu;
+#endif
+}
+
 model *model_load_placed(const char *path, const model_place_opts *o) {
     /* Read the shape first (the mapping is shared by the OS with the load below). */
     model *probe = model_load_with(path, 1, NULL, 0);
@@ -84,7 +108,6 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     uint64_t *lw = calloc((size_t)hp.n_layer, sizeof *lw), *lkv = calloc((size_t)hp.n_layer, sizeof *lkv);
     uint64_t out_bytes, embd_bytes, tied_bytes;
     layer_bytes(probe->gguf, hp.n_layer, lw, &out_bytes, &embd_bytes, &tied_bytes);
-    model_free(probe);
 
     int n_ctx = o->n_ctx > 0 ? o->n_ctx : model_default_ctx(&hp);
     if (hp.n_ctx_train > 0 && n_ctx > hp.n_ctx_train) n_ctx = hp.n_ctx_train;
@@ -125,7 +148,11 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     if (gpu_dev >= 0) {
         gpu = device_open(dl, gpu_dev, o->n_threads);
         if (!gpu) goto done;
+        if (dl->dev[gpu_dev].backend == DEV_BACKEND_VULKAN) gpu = self_check(gpu, dl->dev[gpu_dev].backend_index, probe);
+        if (!gpu) goto done;
     }
+    model_free(probe); /* (ANVIL_NO_MMAP: a copy of the weights) */
+    probe = NULL;
     if (!o->quiet) device_plan_log(&plan);
     m = model_load_with(path, o->n_threads, gpu, plan.n_gpu_layers);
     if (!m) {
@@ -134,6 +161,7 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     }
     m->owns_gpu = gpu != NULL;
 done:
+    model_free(probe);
     device_list_free(dl);
     free(lw);
     free(lkv);

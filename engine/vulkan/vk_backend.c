@@ -6,6 +6,7 @@
 #include <string.h>
 #include "quant.h"
 #include "vk_internal.h"
+#include "vk_spirv.h"
 
 extern const backend_ops vk_backend_ops; /* vk_ops.c */
 
@@ -14,16 +15,40 @@ static bool env_on(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-/* ANVIL_VK_DISABLE=fp16,subgroup,int8 (or "all"). */
-static bool disabled(const char *feature) {
-    const char *v = getenv("ANVIL_VK_DISABLE");
-    if (!v) return false;
-    if (strstr(v, "all")) return true;
+/* The optional paths ANVIL_VK_DISABLE names (vk_backend.h). */
+static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", NULL };
+
+const char *vk_optional_paths(void) { return "fp16,subgroup,int8,sgsize"; }
+
+/* Checks a disable list ("fp16,subgroup", "all", spaces or commas); 0, or -1 with a
+ * one-line anv_last_error() naming the unknown entry. */
+int vk_disable_check(const char *list) {
+    if (!list) return 0;
+    const char *p = list;
+    while (*p) {
+        while (*p == ',' || *p == ' ') p++;
+        if (!*p) break;
+        size_t n = strcspn(p, ", ");
+        bool ok = n == 3 && !strncmp(p, "all", 3);
+        for (int i = 0; k_paths[i] && !ok; i++) ok = strlen(k_paths[i]) == n && !strncmp(p, k_paths[i], n);
+        if (!ok) {
+            anv_set_error("ANVIL_VK_DISABLE: unknown path '%.*s' (known: %s, all)", (int)(n < 40 ? n : 40), p, vk_optional_paths());
+            return -1;
+        }
+        p += n;
+    }
+    return 0;
+}
+
+/* Is feature in the backend's disable list (or "all")? */
+static bool disabled(const vk_ctx *c, const char *feature) {
+    const char *v = c->disable;
     size_t n = strlen(feature);
-    for (const char *p = v; (p = strstr(p, feature)) != NULL; p += n) {
-        bool start = p == v || p[-1] == ',' || p[-1] == ' ';
-        bool end = p[n] == 0 || p[n] == ',' || p[n] == ' ';
-        if (start && end) return true;
+    for (const char *p = v; *p;) {
+        while (*p == ',' || *p == ' ') p++;
+        size_t k = strcspn(p, ", ");
+        if ((k == 3 && !strncmp(p, "all", 3)) || (k == n && !strncmp(p, feature, n))) return true;
+        p += k;
     }
     return false;
 }
@@ -67,9 +92,16 @@ static bool pick_queue(vk_ctx *c) {
 /* Optional paths (after ANVIL_VK_DISABLE), kernel shapes, profiling and the allocation and
  * binding limits (ANVIL_VK_MAX_ALLOCATION). */
 static void choose_paths(vk_ctx *c) {
-    c->use_fp16 = c->info.fp16 && !disabled("fp16");
-    c->use_subgroup = c->info.subgroup_arith && c->info.subgroup_size >= 4 && c->info.subgroup_size <= 64 && !disabled("subgroup");
-    c->use_int8 = c->info.int8_dot && !disabled("int8");
+    c->use_fp16 = c->info.fp16 && !disabled(c, "fp16");
+    c->use_subgroup = c->info.subgroup_arith && c->info.subgroup_size >= 4 && c->info.subgroup_size <= 64 && !disabled(c, "subgroup");
+    c->use_int8 = c->info.int8_dot && !disabled(c, "int8");
+    /* Vulkan 1.3 subgroupSizeControl + computeFullSubgroups: the subgroup kernels are
+     * created with the device's widest subgroup as their required size and full
+     * subgroups (wave64 on RDNA where it is the widest, 32 on NVIDIA, 8 on lavapipe);
+     * the shaders read the size from gl_SubgroupSize / gl_NumSubgroups, never assume one. */
+    c->use_sgsize = c->use_subgroup && c->info.sg_size_control && !disabled(c, "sgsize");
+    c->sg_required = c->use_sgsize ? c->info.subgroup_max : 0;
+    if (c->sg_required < 4 || c->sg_required > 64 || (c->sg_required & (c->sg_required - 1))) { c->use_sgsize = false; c->sg_required = 0; }
     /* CPU devices (lavapipe) pay per workgroup: give each more rows. */
     c->mv_rows = c->info.type == ANV_VK_DEVICE_CPU ? 8 : 2;
     /* and their tiled kernel is slow on short batches: mat-vec up to 32 tokens there */
@@ -102,9 +134,10 @@ static bool create_device(vk_ctx *c) {
     VkDeviceQueueCreateInfo qi = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = c->queue_family,
                                    .queueCount = 1, .pQueuePriorities = &prio };
     bool v13 = c->info.api_version >= VK_API_VERSION_1_3 && vi->api_version >= VK_API_VERSION_1_3;
-    if (!v13) c->use_int8 = false;
+    if (!v13) { c->use_int8 = false; c->use_sgsize = false; c->sg_required = 0; }
     VkPhysicalDeviceVulkan13Features f13 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
-                                             .shaderIntegerDotProduct = c->use_int8 };
+                                             .shaderIntegerDotProduct = c->use_int8,
+                                             .subgroupSizeControl = c->use_sgsize, .computeFullSubgroups = c->use_sgsize };
     VkPhysicalDeviceVulkan12Features f12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
                                              .shaderFloat16 = c->use_fp16, .pNext = v13 ? &f13 : NULL };
     VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
@@ -131,7 +164,12 @@ static bool create_device(vk_ctx *c) {
     return true;
 }
 
-backend *vk_backend_new(int device_index) {
+backend *vk_backend_new(int device_index) { return vk_backend_new_opts(device_index, NULL); }
+
+backend *vk_backend_new_opts(int device_index, const char *disable) {
+    if (!disable) disable = getenv("ANVIL_VK_DISABLE");
+    if (!disable) disable = "";
+    if (vk_disable_check(disable) != 0) return NULL;
     char why[256];
     vk_instance *vi = vk_instance_acquire(why, sizeof why);
     if (!vi) return NULL;
@@ -144,6 +182,9 @@ backend *vk_backend_new(int device_index) {
     if (!c) { vk_instance_release(); anv_set_error("out of host memory"); return NULL; }
     c->vi = vi;
     c->index = device_index;
+    snprintf(c->disable, sizeof c->disable, "%s", disable);
+    const char *brk = getenv("ANVIL_VK_TEST_BREAK");
+    snprintf(c->test_break, sizeof c->test_break, "%s", brk ? brk : "");
     c->pdev = vi->pdev[device_index];
     vk_fill_device_info(vi, device_index, &c->info);
     c->base.ops = &vk_backend_ops;
@@ -165,9 +206,10 @@ backend *vk_backend_new(int device_index) {
         anv_set_error("%s", msg);
         return NULL;
     }
-    snprintf(c->desc, sizeof c->desc, "%s (%s, %s %s; fp16 %s, subgroup %s(%u), int8 dot %s)", c->info.name,
+    snprintf(c->desc, sizeof c->desc, "%s (%s, %s %s; fp16 %s, subgroup %s(%u%s), int8 dot %s)", c->info.name,
              vk_device_type_name(c->info.type), c->info.driver_name, c->info.driver_info,
-             c->use_fp16 ? "on" : "off", c->use_subgroup ? "on" : "off", c->info.subgroup_size, c->use_int8 ? "on" : "off");
+             c->use_fp16 ? "on" : "off", c->use_subgroup ? "on" : "off", c->use_sgsize ? c->sg_required : c->info.subgroup_size,
+             c->use_sgsize ? " required" : "", c->use_int8 ? "on" : "off");
     c->base.device_desc = c->desc;
     return &c->base;
 }
@@ -179,10 +221,35 @@ anv_vk_paths vk_backend_paths(const backend *be) {
     if (!vk_backend_is(be)) return p;
     const vk_ctx *c = (const vk_ctx *)be;
     p.fp16 = c->use_fp16; p.subgroup = c->use_subgroup; p.int8 = c->use_int8;
+    p.sgsize = c->use_sgsize; p.sg_required = c->sg_required;
     p.subgroup_size = c->info.subgroup_size;
     p.max_allocation = c->max_alloc; p.max_binding = c->max_binding;
     p.mv_max_tok = c->mv_max_tok;
     return p;
+}
+
+int vk_backend_take_kernels(backend *be, char *out, size_t out_len) {
+    if (out_len) out[0] = 0;
+    if (!vk_backend_is(be)) return 0;
+    vk_ctx *c = vk_of(be);
+    int n = 0;
+    size_t o = 0;
+    for (int p = 0; p < VKP_COUNT; p++) {
+        if (!c->used_since[p]) continue;
+        c->used_since[p] = false;
+        int w = snprintf(out + o, o < out_len ? out_len - o : 0, "%s%s", n ? "," : "", c->pipes[p].used_name);
+        if (w > 0) o += (size_t)w;
+        if (o >= out_len) o = out_len ? out_len - 1 : 0;
+        n++;
+    }
+    return n;
+}
+
+uint32_t vk_kernels_digest(void) {
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < anv_spirv_count; i++)
+        for (size_t k = 0; k < anv_spirv_blobs[i].size; k++) h = (h ^ anv_spirv_blobs[i].data[k]) * 16777619u;
+    return h;
 }
 
 int vk_tensor_chunks(const be_tensor *t) {

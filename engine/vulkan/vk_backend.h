@@ -3,7 +3,8 @@
  * implementation for one device. Without a loader, driver or device every call fails
  * with a one-line reason and the CPU backend keeps working.
  * Environment: ANVIL_VK_VALIDATE=1 (validation layer; messages counted and printed),
- * ANVIL_VK_DISABLE=fp16,subgroup,int8 (force fallback paths), ANVIL_VK_MAX_ALLOCATION=<bytes>
+ * ANVIL_VK_DISABLE=fp16,subgroup,int8,sgsize|all (force fallback paths; an unknown name is an error),
+ * ANVIL_VK_TEST_BREAK=<kernel> (tests: dispatches of that kernel are skipped, a planted wrong kernel), ANVIL_VK_MAX_ALLOCATION=<bytes>
  * (lower the per-allocation limit), ANVIL_VK_PROFILE=1 (per-kernel GPU times at destroy),
  * ANVIL_VK_NO_PIPELINE_CACHE=1 (do not read/write ~/.cache/anvil), ANVIL_VK_MV_ROWS=1..8 (rows per
  * mat-vec workgroup; default 2, 8 on CPU devices). */
@@ -57,6 +58,7 @@ typedef struct {
     uint32_t subgroup_size, subgroup_min, subgroup_max;
     bool subgroup_arith;         /* compute stage, basic + arithmetic ops */
     bool subgroup_shuffle;
+    bool sg_size_control;        /* Vulkan 1.3 subgroupSizeControl + computeFullSubgroups, compute stage */
     uint64_t max_allocation;     /* maxMemoryAllocationSize */
     uint64_t max_storage_range;  /* maxStorageBufferRange */
     uint64_t max_buffer_size;    /* maintenance4 maxBufferSize, else max_allocation */
@@ -79,12 +81,23 @@ int vk_device_find(anv_vk_device_type type);
 
 /* A backend on device `index`; NULL with anv_last_error() on failure. */
 backend *vk_backend_new(int device_index);
+/* The same with an explicit ANVIL_VK_DISABLE list (NULL = the environment's; "" = none). */
+backend *vk_backend_new_opts(int device_index, const char *disable);
+/* "fp16,subgroup,int8,sgsize": every optional path ANVIL_VK_DISABLE can name. */
+const char *vk_optional_paths(void);
+/* 0 if every entry of list names an optional path (or "all"); -1 + anv_last_error(). */
+int vk_disable_check(const char *list);
+/* Comma-separated names of the kernels (SPIR-V variants) dispatched since the last call,
+ * then forgets them; returns their count (doctor --verify attributes each op). */
+int vk_backend_take_kernels(backend *be, char *out, size_t out_len);
+/* A digest of every embedded SPIR-V kernel (keys cached self-check results to this build's kernels). */
+uint32_t vk_kernels_digest(void);
 /* True if be is a Vulkan backend. */
 bool vk_backend_is(const backend *be);
 /* Which optional paths this backend uses (after ANVIL_VK_DISABLE): for tests and logs. */
 typedef struct {
-    bool fp16, subgroup, int8;
-    uint32_t subgroup_size;
+    bool fp16, subgroup, int8, sgsize;
+    uint32_t subgroup_size, sg_required;
     uint64_t max_allocation, max_binding;
     int mv_max_tok;          /* matmul batches up to this many tokens use the mat-vec kernels */
 } anv_vk_paths;

@@ -226,7 +226,9 @@ void vk_dispatch(vk_ctx *c, int p, int variant, const vk_binding *b, int nb, con
         c->prof_pending[c->n_queries / 2] = (struct vk_prof_rec){ p, bytes };
         c->fn.vkCmdWriteTimestamp(c->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, c->query_pool, c->n_queries);
     }
-    c->fn.vkCmdDispatch(c->cmd, gx, gy, gz);
+    c->used_since[p] = true;
+    /* ANVIL_VK_TEST_BREAK: a planted wrong kernel (its output is never written) */
+    if (!c->test_break[0] || strcmp(c->test_break, pl->used_name) != 0) c->fn.vkCmdDispatch(c->cmd, gx, gy, gz);
     if (c->profile) {
         c->fn.vkCmdWriteTimestamp(c->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->query_pool, c->n_queries + 1);
         c->n_queries += 2;

@@ -188,6 +188,7 @@ static void fill_features(const vk_instance *vi, VkPhysicalDevice pd, bool v12, 
         out->storage16 = f11.storageBuffer16BitAccess;
         out->fp16 = f12.shaderFloat16;
         out->int8_dot = v13 && f13.shaderIntegerDotProduct;
+        out->sg_size_control = v13 && f13.subgroupSizeControl && f13.computeFullSubgroups;
     }
 }
 
@@ -284,6 +285,8 @@ void vk_fill_device_info(const vk_instance *vi, int index, anv_vk_device_info *o
     out->int8_dot_accelerated = v13 && idp.integerDotProduct4x8BitPackedSignedAccelerated;
 
     fill_features(vi, pd, v12, v13, out);
+    out->sg_size_control = out->sg_size_control && (ssc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                           ssc.minSubgroupSize && ssc.maxSubgroupSize;
     fill_heaps(vi, pd, has_budget, out);
     if (!v12) snprintf(out->unsupported_why, sizeof out->unsupported_why, "Vulkan %u.%u device (1.2 needed)",
                        VK_API_VERSION_MAJOR(p->apiVersion), VK_API_VERSION_MINOR(p->apiVersion));

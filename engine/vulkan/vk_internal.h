@@ -55,7 +55,11 @@ typedef struct vk_ctx {
     VkQueue queue;
     uint32_t queue_family;
     /* paths */
-    bool use_fp16, use_subgroup, use_int8;
+    bool use_fp16, use_subgroup, use_int8, use_sgsize;
+    uint32_t sg_required;    /* requiredSubgroupSize of the subgroup kernels (use_sgsize) */
+    char disable[128];       /* ANVIL_VK_DISABLE (or vk_backend_new_opts) */
+    char test_break[64];     /* ANVIL_VK_TEST_BREAK: the kernel whose dispatches are skipped (tests) */
+    bool used_since[VKP_COUNT]; /* kernels dispatched since vk_backend_take_kernels */
     uint32_t mv_rows;        /* rows per workgroup of the mat-vec kernels (spec constant) */
     int mv_max_tok;          /* batches up to this size use mat-vec (8 tokens per pass), larger the tiled kernel */
     uint64_t max_alloc, max_binding; /* effective limits for one allocation / one binding */

@@ -182,9 +182,15 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
     VkSpecializationMapEntry me[3];
     for (uint32_t i = 0; i < n_spec; i++) me[i] = (VkSpecializationMapEntry){ i, i * 4, 4 };
     VkSpecializationInfo si = { .mapEntryCount = n_spec, .pMapEntries = me, .dataSize = n_spec * 4, .pData = spec };
+    /* Subgroup kernels: the device's widest subgroup, full subgroups (every kernel's
+     * workgroup is 64, a multiple of any power-of-two size up to 64). */
+    const bool sized = d->has_sg && c->use_subgroup && c->use_sgsize && c->sg_required;
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo rs = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+                                                               .requiredSubgroupSize = c->sg_required };
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                   .pNext = sized ? &rs : NULL, .flags = sized ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0,
                    .module = mod, .pName = "main", .pSpecializationInfo = n_spec ? &si : NULL },
         .layout = p->layout };
     r = c->fn.vkCreateComputePipelines(c->dev, c->pcache, 1, &ci, NULL, &p->pipe[variant]);

@@ -1,7 +1,8 @@
 /* test_vulkan_ops: every Vulkan op against cpu/ref_ops on odd shapes, every weight type,
  * views with non-zero offsets, on lavapipe. ctest runs it twice: with every optional
- * path the device has, and with ANVIL_VK_DISABLE=fp16,subgroup,int8 (the fallbacks);
- * both with ANVIL_VK_VALIDATE=1, and zero validation messages are required. */
+ * path the device has, with ANVIL_VK_DISABLE=all (the fallbacks) and with each optional
+ * path (fp16, subgroup, int8, sgsize) off alone; always with ANVIL_VK_VALIDATE=1, and zero
+ * validation messages are required. The paths in use must follow ANVIL_VK_DISABLE. */
 #include <math.h>
 #include "ref_ops.h"
 #include "vk_testlib.h"
@@ -36,7 +37,16 @@ static void test_device_info(backend *be) {
     printf("device: %s | %s | uma %d | max alloc %llu | max range %llu | subgroup %u | fp16 %d | int8 %d (accel %d)\n",
            be->device_desc, info.driver_info, info.uma, (unsigned long long)info.max_allocation,
            (unsigned long long)info.max_storage_range, info.subgroup_size, info.fp16, info.int8_dot, info.int8_dot_accelerated);
-    printf("paths: fp16 %d subgroup %d int8 %d\n", paths.fp16, paths.subgroup, paths.int8);
+    printf("paths: fp16 %d subgroup %d int8 %d sgsize %d (required %u)\n", paths.fp16, paths.subgroup, paths.int8, paths.sgsize, paths.sg_required);
+    const char *dis = getenv("ANVIL_VK_DISABLE");
+    dis = dis ? dis : "";
+    const bool all = strstr(dis, "all") != NULL;
+    if (all || strstr(dis, "fp16")) CHECK(!paths.fp16);
+    if (all || strstr(dis, "subgroup")) CHECK(!paths.subgroup && !paths.sgsize);
+    if (all || strstr(dis, "int8")) CHECK(!paths.int8);
+    if (all || strstr(dis, "sgsize")) CHECK(!paths.sgsize);
+    if (!dis[0]) CHECK(paths.fp16 == info.fp16 && paths.int8 == info.int8_dot && paths.sgsize == info.sg_size_control);
+    if (paths.sgsize) CHECK(paths.sg_required >= info.subgroup_min && paths.sg_required <= info.subgroup_max);
 }
 
 static void test_get_rows(backend *be) {

@@ -16,7 +16,19 @@ list(APPEND ANVIL_VK_TEST_ENV "ASAN_OPTIONS=detect_leaks=0")
 set_tests_properties(test_vulkan_ops PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
 add_test(NAME test_vulkan_ops_fallback COMMAND test_vulkan_ops WORKING_DIRECTORY ${ANVIL_TESTS})
 set_tests_properties(test_vulkan_ops_fallback PROPERTIES TIMEOUT 600
-  ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=fp16,subgroup,int8")
+  ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=all")
+# Each optional path forced off alone (the others on): fp16 tiles, subgroup reductions,
+# 8-bit integer dot, the required subgroup size (Vulkan 1.3 subgroup size control).
+foreach(p fp16 subgroup int8 sgsize)
+  add_test(NAME test_vulkan_ops_no_${p} COMMAND test_vulkan_ops WORKING_DIRECTORY ${ANVIL_TESTS})
+  set_tests_properties(test_vulkan_ops_no_${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=${p}")
+endforeach()
+# doctor --verify on lavapipe: passes; a planted wrong kernel (ANVIL_VK_TEST_BREAK) is
+# reported with its checked fix; the verdict cache (a temp XDG_CACHE_HOME).
+if(TEST test_vulkan_verify)
+  set_tests_properties(test_vulkan_verify PROPERTIES FIXTURES_REQUIRED anvil_model_llama-tiny-q4_0
+    ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
+endif()
 foreach(t test_vulkan_large test_vulkan_loader test_vulkan_model)
   if(TEST ${t})
     set_tests_properties(${t} PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")

@@ -12,6 +12,7 @@
 
 int cmd_devices(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_doctor_verify(int argc, char **argv); /* cmd_doctor_verify.c */
 
 static void devices_usage(FILE *out) {
     fputs("usage: anvil devices [--json]\n\n"
@@ -130,10 +131,15 @@ int cmd_devices(int argc, char **argv) {
 }
 
 int cmd_doctor(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--verify")) return cmd_doctor_verify(argc, argv);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            puts("usage: anvil doctor\n\nChecks the Vulkan loader and drivers, the devices and the selection variables, /dev/dri\n"
-                 "and ROCm, and explains each finding with the fix. Exit status 1 if a problem was found.");
+            puts("usage: anvil doctor\n       anvil doctor --verify [MODEL] [--all]\n\nChecks the Vulkan loader and drivers, the devices and the selection variables, /dev/dri\n"
+                 "and ROCm, and explains each finding with the fix. Exit status 1 if a problem was found.\n"
+                 "--verify: runs every kernel MODEL would use (default: standard shapes) on each Vulkan device\n"
+                 "that would be used, against the CPU reference; per-case error, verdict and the checked fix\n"
+                 "(ANVIL_VK_DISABLE=...); the verdict is cached per device + driver in ~/.cache/anvil.");
             return 0;
         }
         fprintf(stderr, "anvil doctor: unknown option '%s'\n", argv[i]);

@@ -1,0 +1,613 @@
+/* gpu_verify: the GPU kernels a model would use, run on the device against cpu/ref_ops.c
+ * on the model's shapes, with a verdict and a checked fix per case (see gpu_verify.h). */
+#include "gpu_verify.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "quant.h"
+#include "ref_ops.h"
+#ifdef ANVIL_HAVE_VULKAN
+#include "vk_backend.h"
+#endif
+
+#define MV_ROWS_CAP 4096 /* rows of a weight checked at mat-vec batch sizes */
+#define MM_ROWS_CAP 256  /* ... at the prefill batch size (the scalar reference is slow) */
+
+typedef enum { K_MATMUL, K_RMS, K_ROPE, K_ADD, K_GLU, K_STORE, K_ATTN } kind;
+
+typedef struct {
+    kind k;
+    uint32_t type;        /* matmul: weight type; store, attention: KV type */
+    const void *wdata;    /* matmul: weight rows; rms: F32 weight or NULL; rope: F32 freq factors or NULL */
+    int64_t a, b;         /* matmul: cols, rows; rms: row_len, n_rows; add: n, b_n; glu: n; store: cols, rows */
+    int n_tok;            /* matmul, rope */
+    bool accumulate;
+    int n_head, head_dim, pos0; /* rope */
+    be_rope_params rp;    /* rope (freq_factors unused: wdata) */
+    be_attn_params ap;    /* attention */
+    float eps;
+    be_glu_kind glu;
+    uint64_t seed;
+    char shape[96];
+} spec;
+
+static void fmt(char *dst, size_t n, const char *f, ...) ANV_PRINTF(3, 4);
+static void fmt(char *dst, size_t n, const char *f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(dst, n, f, ap);
+    va_end(ap);
+}
+
+static float rnd(uint64_t *s, float lo, float hi) {
+    *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17;
+    return lo + (hi - lo) * (float)((*s >> 40) & 0xffffff) / 16777216.0f;
+}
+static float *rnd_array(uint64_t *s, int64_t n, float lo, float hi) {
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (x) for (int64_t i = 0; i < n; i++) x[i] = rnd(s, lo, hi);
+    return x;
+}
+
+static void *quantize_rows(uint32_t type, const float *x, int64_t cols, int64_t rows) {
+    size_t rb = qtype_row_size((qtype)type, cols);
+    uint8_t *q = calloc((size_t)rows, rb);
+    if (q) for (int64_t r = 0; r < rows; r++) quantize_row((qtype)type, x + r * cols, q + (size_t)r * rb, cols);
+    return q;
+}
+
+/* Elements of a case's output. */
+static int64_t out_elems(const spec *s) {
+    switch (s->k) {
+    case K_MATMUL: return s->b * s->n_tok;
+    case K_RMS: return s->a * s->b;
+    case K_ROPE: return (int64_t)s->n_tok * s->n_head * s->head_dim;
+    case K_ADD: case K_GLU: return s->a;
+    case K_STORE: return s->a * s->b;
+    case K_ATTN: return (int64_t)s->ap.n_tok * s->ap.n_head * s->ap.head_dim;
+    }
+    return 0;
+}
+
+/* The case's inputs, identical for every call with the same spec. */
+typedef struct { float *x, *y, *o0; void *kq, *vq; int64_t ctx, kvc; } inputs;
+
+static bool make_inputs(const spec *s, inputs *in) {
+    memset(in, 0, sizeof *in);
+    uint64_t st = s->seed | 1;
+    switch (s->k) {
+    case K_MATMUL:
+        in->x = rnd_array(&st, s->a * s->n_tok, -1, 1);
+        in->o0 = rnd_array(&st, s->b * s->n_tok, -1, 1);
+        return in->x && in->o0;
+    case K_RMS: in->x = rnd_array(&st, s->a * s->b, -2, 2); return in->x != NULL;
+    case K_ROPE: in->x = rnd_array(&st, out_elems(s), -1, 1); return in->x != NULL;
+    case K_ADD:
+        in->x = rnd_array(&st, s->a, -1, 1); in->y = rnd_array(&st, s->b, -1, 1);
+        return in->x && in->y;
+    case K_GLU:
+        in->x = rnd_array(&st, s->a, -4, 4); in->y = rnd_array(&st, s->a, -2, 2);
+        return in->x && in->y;
+    case K_STORE: in->x = rnd_array(&st, s->a * s->b, -3, 3); return in->x != NULL;
+    case K_ATTN: {
+        in->kvc = (int64_t)s->ap.n_kv_head * s->ap.head_dim;
+        in->ctx = s->ap.pos0 + s->ap.n_tok + 1;
+        float *kf = rnd_array(&st, in->kvc * in->ctx, -1, 1), *vf = rnd_array(&st, in->kvc * in->ctx, -1, 1);
+        in->x = rnd_array(&st, out_elems(s), -1, 1);
+        if (kf && vf) { in->kq = quantize_rows(s->type, kf, in->kvc, in->ctx); in->vq = quantize_rows(s->type, vf, in->kvc, in->ctx); }
+        free(kf); free(vf);
+        return in->x && in->kq && in->vq;
+    }
+    }
+    return false;
+}
+
+static void free_inputs(inputs *in) { free(in->x); free(in->y); free(in->o0); free(in->kq); free(in->vq); }
+
+static be_tensor *up(backend *be, uint32_t type, int64_t cols, int64_t rows, const void *data) {
+    be_tensor *t = be->ops->tensor_new(be, type, cols, rows);
+    if (t && data) be_upload(t, 0, data, be_nbytes(t));
+    return t;
+}
+
+/* Dequantized rows [row0, row0 + n) of a KV-typed buffer. */
+static void dequant_rows(uint32_t type, const uint8_t *buf, int64_t cols, int64_t row0, int64_t n, float *out) {
+    size_t rb = qtype_row_size((qtype)type, cols);
+    for (int64_t r = 0; r < n; r++) dequantize_row((qtype)type, buf + (size_t)(row0 + r) * rb, out + r * cols, cols);
+}
+
+#define STORE_ROW0 3
+
+/* Runs the case on be; out receives out_elems floats. 0, or -1 (backend or memory error). */
+static int run_gpu(backend *be, const spec *s, const inputs *in, float *out) {
+    const backend_ops *op = be->ops;
+    be_tensor *t[5] = { 0 };
+    int rc = -1;
+    const int64_t n_out = out_elems(s);
+    float *zeros = calloc((size_t)n_out + 1, sizeof(float));
+    if (!zeros) return -1;
+    switch (s->k) {
+    case K_MATMUL:
+        t[0] = be->ops->weight_new(be, s->type, s->a, s->b, s->wdata);
+        t[1] = up(be, QT_F32, s->a, s->n_tok, in->x);
+        t[2] = up(be, QT_F32, s->b, s->n_tok, s->accumulate ? in->o0 : zeros);
+        if (t[0] && t[1] && t[2]) { op->matmul(be, t[0], t[1], t[2], s->n_tok, s->accumulate); be_download(t[2], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
+        break;
+    case K_RMS:
+        t[0] = up(be, QT_F32, s->a, s->b, in->x);
+        t[1] = s->wdata ? up(be, QT_F32, s->a, 1, s->wdata) : NULL;
+        t[2] = up(be, QT_F32, s->a, s->b, zeros);
+        if (t[0] && t[2] && (t[1] || !s->wdata)) { op->rms_norm(be, t[0], t[1], t[2], s->b, s->a, s->eps); be_download(t[2], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
+        break;
+    case K_ROPE: {
+        t[0] = up(be, QT_F32, (int64_t)s->n_head * s->head_dim, s->n_tok, in->x);
+        t[1] = s->wdata ? up(be, QT_F32, s->rp.n_rot / 2, 1, s->wdata) : NULL;
+        be_rope_params rp = s->rp;
+        rp.freq_factors = t[1];
+        if (t[0] && (t[1] || !s->wdata)) { op->rope(be, t[0], s->n_tok, s->n_head, s->head_dim, s->pos0, &rp); be_download(t[0], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
+        break;
+    }
+    case K_ADD:
+        t[0] = up(be, QT_F32, s->a, 1, in->x); t[1] = up(be, QT_F32, s->b, 1, in->y); t[2] = up(be, QT_F32, s->a, 1, zeros);
+        if (t[0] && t[1] && t[2]) { op->add(be, t[0], t[1], t[2], s->a, s->b); be_download(t[2], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
+        break;
+    case K_GLU:
+        t[0] = up(be, QT_F32, s->a, 1, in->x); t[1] = up(be, QT_F32, s->a, 1, in->y); t[2] = up(be, QT_F32, s->a, 1, zeros);
+        if (t[0] && t[1] && t[2]) { op->glu(be, t[0], t[1], t[2], s->a, s->glu); be_download(t[2], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
+        break;
+    case K_STORE: {
+        const int64_t rows = s->b + STORE_ROW0 + 1;
+        const size_t rb = qtype_row_size((qtype)s->type, s->a);
+        uint8_t *dst = calloc((size_t)rows, rb);
+        t[0] = up(be, QT_F32, s->a, s->b, in->x);
+        t[1] = dst ? up(be, s->type, s->a, rows, dst) : NULL;
+        if (t[0] && t[1]) {
+            op->store_rows(be, t[0], t[1], STORE_ROW0, s->b);
+            be_download(t[1], 0, dst, (size_t)rows * rb);
+            dequant_rows(s->type, dst, s->a, STORE_ROW0, s->b, out);
+            rc = 0;
+        }
+        free(dst);
+        break;
+    }
+    case K_ATTN:
+        t[0] = up(be, QT_F32, (int64_t)s->ap.n_head * s->ap.head_dim, s->ap.n_tok, in->x);
+        t[1] = up(be, s->type, in->kvc, in->ctx, in->kq);
+        t[2] = up(be, s->type, in->kvc, in->ctx, in->vq);
+        t[3] = up(be, QT_F32, (int64_t)s->ap.n_head * s->ap.head_dim, s->ap.n_tok, zeros);
+        if (t[0] && t[1] && t[2] && t[3]) { op->attention(be, t[0], t[1], t[2], t[3], &s->ap); be_download(t[3], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
+        break;
+    }
+    for (int i = 0; i < 5; i++) be_tensor_free(t[i]);
+    free(zeros);
+    if (be_failed(be)) rc = -1;
+    return rc;
+}
+
+static int run_ref(const spec *s, const inputs *in, float *out) {
+    const int64_t n_out = out_elems(s);
+    switch (s->k) {
+    case K_MATMUL:
+        if (s->accumulate) memcpy(out, in->o0, sizeof(float) * (size_t)n_out);
+        return ref_matmul(s->type, s->wdata, s->a, s->b, in->x, out, s->n_tok, s->accumulate);
+    case K_RMS: ref_rms_norm(in->x, s->wdata, out, s->b, s->a, s->eps); return 0;
+    case K_ROPE:
+        memcpy(out, in->x, sizeof(float) * (size_t)n_out);
+        return ref_rope(out, s->n_tok, s->n_head, s->head_dim, s->pos0, s->rp.n_rot, s->rp.mode, s->rp.freq_base, s->rp.freq_scale, s->wdata);
+    case K_ADD: ref_add(in->x, in->y, out, s->a, s->b); return 0;
+    case K_GLU: ref_glu(in->x, in->y, out, s->a, s->glu); return 0;
+    case K_STORE: {
+        const int64_t rows = s->b + STORE_ROW0 + 1;
+        uint8_t *dst = calloc((size_t)rows, qtype_row_size((qtype)s->type, s->a));
+        if (!dst) return -1;
+        ref_store_rows(in->x, s->type, dst, s->a, STORE_ROW0, s->b);
+        dequant_rows(s->type, dst, s->a, STORE_ROW0, s->b, out);
+        free(dst);
+        return 0;
+    }
+    case K_ATTN: return ref_attention(in->x, s->type, in->kq, in->vq, out, &s->ap);
+    }
+    return -1;
+}
+
+/* Relative L2 error; a NaN or Inf anywhere is an error of +inf. */
+static double rel_err(const float *got, const float *ref, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        double d = (double)got[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static double tolerance(const spec *s, const char *kernels) {
+    switch (s->k) {
+    case K_MATMUL:
+        if (strstr(kernels, "vecq")) return 3e-2;  /* activations quantized to 8 bits */
+        if (strstr(kernels, "_f16")) return 5e-3;  /* fp16 shared-memory tiles */
+        return 1e-4;
+    case K_RMS: return 1e-4;
+    case K_ROPE: return 2e-3;   /* GPU sin/cos: absolute 2^-11 allowed by the spec */
+    case K_ADD: return 1e-5;
+    case K_GLU: return 1e-3;    /* exp/tanh precision */
+    case K_STORE: return s->type == QT_Q8_0 ? 1e-2 : s->type == QT_F16 ? 1e-3 : 1e-6;
+    case K_ATTN: return 2e-3;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the cases */
+
+typedef struct { spec *v; int n, cap; uint64_t seed; } spec_list;
+
+static spec *add_spec(spec_list *l, kind k) {
+    if (l->n == l->cap || l->n == GV_MAX_CASES) return NULL;
+    spec *s = &l->v[l->n++];
+    memset(s, 0, sizeof *s);
+    s->k = k;
+    s->seed = ++l->seed * 0x9e3779b97f4a7c15ull;
+    return s;
+}
+
+static const char *tname(uint32_t t) { const qtype_info *q = qtype_get(t); return q ? q->name : "?"; }
+
+static void add_matmuls(spec_list *l, uint32_t type, const void *data, int64_t K, int64_t N, int mm_tok) {
+    const int toks[3] = { 1, 4, mm_tok };
+    for (int i = 0; i < 3; i++) {
+        spec *s = add_spec(l, K_MATMUL);
+        if (!s) return;
+        int64_t rows = N < (i < 2 ? MV_ROWS_CAP : MM_ROWS_CAP) ? N : (i < 2 ? MV_ROWS_CAP : MM_ROWS_CAP);
+        s->type = type; s->wdata = data; s->a = K; s->b = rows; s->n_tok = toks[i]; s->accumulate = i == 1;
+        fmt(s->shape, sizeof s->shape, "%s %lldx%lld%s n_tok %d%s", tname(type), (long long)N, (long long)K,
+            rows < N ? " (rows capped)" : "", toks[i], s->accumulate ? " +residual" : "");
+    }
+}
+
+static void add_rms(spec_list *l, int64_t row_len, int64_t n_rows, const float *w, float eps, const char *what) {
+    spec *s = add_spec(l, K_RMS);
+    if (!s) return;
+    s->a = row_len; s->b = n_rows; s->wdata = w; s->eps = eps;
+    fmt(s->shape, sizeof s->shape, "%s %lld x %lld", what, (long long)n_rows, (long long)row_len);
+}
+
+static void add_rope(spec_list *l, int n_tok, int n_head, int hd, int pos0, const be_rope_params *rp, const float *ff) {
+    spec *s = add_spec(l, K_ROPE);
+    if (!s) return;
+    s->n_tok = n_tok; s->n_head = n_head; s->head_dim = hd; s->pos0 = pos0; s->rp = *rp; s->rp.freq_factors = NULL; s->wdata = ff;
+    fmt(s->shape, sizeof s->shape, "%s n_head %d head_dim %d n_rot %d base %g pos %d..%d%s", rp->mode == BE_ROPE_NEOX ? "neox" : "normal",
+        n_head, hd, rp->n_rot, rp->freq_base, pos0, pos0 + n_tok - 1, ff ? " freq_factors" : "");
+}
+
+static void add_simple(spec_list *l, kind k, int64_t n, int64_t b_n, be_glu_kind g, const char *what) {
+    spec *s = add_spec(l, k);
+    if (!s) return;
+    s->a = n; s->b = b_n; s->glu = g;
+    fmt(s->shape, sizeof s->shape, "%s n %lld%s", what, (long long)n, k == K_ADD && b_n < n ? " (broadcast row)" : "");
+}
+
+static void add_kv(spec_list *l, int n_head, int n_kv, int hd, float scale, int window) {
+    const uint32_t kvt[3] = { QT_F16, QT_Q8_0, QT_F32 };
+    for (int i = 0; i < 3; i++) {
+        if (kvt[i] == QT_Q8_0 && hd % 32) continue;
+        spec *s = add_spec(l, K_STORE);
+        if (!s) return;
+        s->type = kvt[i]; s->a = (int64_t)n_kv * hd; s->b = 5;
+        fmt(s->shape, sizeof s->shape, "kv %s 5 rows x %lld", tname(kvt[i]), (long long)s->a);
+        const int cfg[2][2] = { { 1, 255 }, { 16, 0 } }; /* decode at 256 positions, a 16-token prompt */
+        for (int c = 0; c < 2; c++) {
+            spec *a = add_spec(l, K_ATTN);
+            if (!a) return;
+            a->type = kvt[i];
+            a->ap = (be_attn_params){ .n_tok = cfg[c][0], .pos0 = cfg[c][1], .n_head = n_head, .n_kv_head = n_kv, .head_dim = hd,
+                                      .scale = scale, .window = window };
+            fmt(a->shape, sizeof a->shape, "kv %s n_head %d/%d head_dim %d n_tok %d pos0 %d%s%.0d", tname(kvt[i]), n_head, n_kv, hd,
+                cfg[c][0], cfg[c][1], window ? " window " : "", window);
+        }
+    }
+}
+
+static const void *host_data(const be_tensor *t) { return (const uint8_t *)t->storage + t->offset; }
+
+/* The kernels of model m (CPU-loaded): each distinct weight, the norms, RoPE, GLU, KV. */
+static void model_cases(spec_list *l, const model *m, int mm_tok) {
+    const model_hparams *hp = &m->hp;
+    struct { uint32_t type; int64_t c, r; } seen[64];
+    int n_seen = 0;
+    for (int il = -1; il < hp->n_layer; il++) {
+        const be_tensor *w[7] = { 0 };
+        int nw = 0;
+        if (il < 0) { if (m->output) w[nw++] = m->output; }
+        else {
+            const model_layer *L = &m->layers[il];
+            const be_tensor *lw[7] = { L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down };
+            for (int i = 0; i < 7; i++) if (lw[i]) w[nw++] = lw[i];
+        }
+        for (int i = 0; i < nw; i++) {
+            const be_tensor *t = w[i];
+            bool dup = false;
+            for (int k = 0; k < n_seen && !dup; k++) dup = seen[k].type == t->type && seen[k].c == t->cols && seen[k].r == t->rows;
+            if (dup || n_seen == 64) continue;
+            seen[n_seen].type = t->type; seen[n_seen].c = t->cols; seen[n_seen].r = t->rows; n_seen++;
+            add_matmuls(l, t->type, host_data(t), t->cols, t->rows, mm_tok);
+        }
+    }
+    const model_layer *L0 = &m->layers[0];
+    const int hd = hp->head_dim_k, nt = 4;
+    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
+    add_rms(l, hp->n_embd, nt, L0->attn_norm ? host_data(L0->attn_norm) : NULL, hp->norm_eps, "rms_norm");
+    if (L0->q_norm) add_rms(l, hd, (int64_t)nt * hp->n_head, host_data(L0->q_norm), hp->norm_eps, "qk-norm");
+    if (L0->bq) add_simple(l, K_ADD, nt * qd, qd, BE_GLU_SILU, "bias");
+    add_simple(l, K_ADD, nt * hp->n_embd, nt * hp->n_embd, BE_GLU_SILU, "residual");
+    add_simple(l, K_GLU, nt * hp->n_ff, 0, hp->arch == ARCH_GEMMA3 ? BE_GLU_GELU_TANH : BE_GLU_SILU,
+               hp->arch == ARCH_GEMMA3 ? "gelu_tanh" : "silu");
+    const float *ff = m->rope_freqs ? host_data(m->rope_freqs) : NULL;
+    be_rope_params rp = { .n_rot = hp->n_rot, .mode = hp->rope_mode, .freq_base = hp->rope_base, .freq_scale = hp->rope_scale };
+    add_rope(l, nt, hp->n_head, hd, 37, &rp, ff);
+    add_rope(l, 1, hp->n_head_kv, hd, 1000, &rp, ff);
+    bool has_swa = false;
+    for (int il = 0; il < hp->n_layer; il++) has_swa |= model_layer_is_swa(hp, il);
+    if (has_swa && hp->rope_base_swa != hp->rope_base) {
+        be_rope_params rs = rp;
+        rs.freq_base = hp->rope_base_swa; rs.freq_scale = 1.0f;
+        add_rope(l, nt, hp->n_head, hd, 37, &rs, ff);
+    }
+    (void)kvd;
+    add_kv(l, hp->n_head, hp->n_head_kv, hd, hp->attn_scale, 0);
+    if (has_swa && hp->swa_window > 0) add_kv(l, hp->n_head, hp->n_head_kv, hd, hp->attn_scale, hp->swa_window < 200 ? hp->swa_window : 200);
+}
+
+/* Without a model: every weight type at a 7B-like width, the common head shapes. */
+static void standard_cases(spec_list *l, int mm_tok, void **owned, int *n_owned) {
+    static const uint32_t types[] = { QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0,
+                                      QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K };
+    const int64_t K = 2048, N = 96;
+    uint64_t st = 7;
+    float *w = rnd_array(&st, K * N, -0.05f, 0.05f);
+    if (!w) return;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        void *q = quantize_rows(types[i], w, K, N);
+        if (!q) continue;
+        owned[(*n_owned)++] = q;
+        add_matmuls(l, types[i], q, K, N, mm_tok);
+    }
+    free(w);
+    add_rms(l, 4096, 4, NULL, 1e-5f, "rms_norm");
+    add_rms(l, 128, 4 * 32, NULL, 1e-6f, "qk-norm");
+    add_simple(l, K_ADD, 4 * 4096, 4 * 4096, BE_GLU_SILU, "residual");
+    add_simple(l, K_ADD, 4 * 4096, 4096, BE_GLU_SILU, "bias");
+    add_simple(l, K_GLU, 4 * 11008, 0, BE_GLU_SILU, "silu");
+    add_simple(l, K_GLU, 4 * 11008, 0, BE_GLU_GELU_TANH, "gelu_tanh");
+    be_rope_params rn = { .n_rot = 128, .mode = BE_ROPE_NORMAL, .freq_base = 10000.0f, .freq_scale = 1.0f };
+    be_rope_params rx = { .n_rot = 128, .mode = BE_ROPE_NEOX, .freq_base = 1000000.0f, .freq_scale = 1.0f };
+    add_rope(l, 4, 32, 128, 37, &rn, NULL);
+    add_rope(l, 4, 32, 128, 37, &rx, NULL);
+    add_kv(l, 32, 8, 128, 1.0f / sqrtf(128.0f), 0);
+    add_kv(l, 8, 4, 256, 1.0f / 16.0f, 64);
+}
+
+/* ---------------------------------------------------------------- fixes */
+
+#ifdef ANVIL_HAVE_VULKAN
+typedef struct { char disable[160]; backend *be; bool tried; } retry_be;
+#define MAX_RETRY 8
+
+static backend *retry_backend(retry_be *rb, int *n_rb, int vk_index, const char *disable) {
+    for (int i = 0; i < *n_rb; i++)
+        if (!strcmp(rb[i].disable, disable)) return rb[i].be;
+    if (*n_rb == MAX_RETRY) return NULL;
+    retry_be *r = &rb[(*n_rb)++];
+    fmt(r->disable, sizeof r->disable, "%s", disable);
+    r->be = vk_backend_new_opts(vk_index, disable);
+    return r->be;
+}
+
+/* The optional paths the kernels belong to, most specific first. */
+static int candidates(const char *kernels, bool sgsize, const char **out) {
+    int n = 0;
+    if (strstr(kernels, "_sg")) { if (sgsize) out[n++] = "sgsize"; out[n++] = "subgroup"; }
+    if (strstr(kernels, "vecq") || strstr(kernels, "quantize_q8_1")) out[n++] = "int8";
+    if (strstr(kernels, "_f16")) out[n++] = "fp16";
+    return n;
+}
+#endif
+
+/* ---------------------------------------------------------------- run */
+
+int gpu_verify_run(backend *gpu, int vk_index, const model *m, gv_report *r) {
+    memset(r, 0, sizeof *r);
+    fmt(r->device, sizeof r->device, "%s: %s", gpu->name, gpu->device_desc ? gpu->device_desc : "");
+    int mm_tok = 16;
+#ifdef ANVIL_HAVE_VULKAN
+    const anv_vk_paths paths = vk_backend_paths(gpu);
+    if (vk_backend_is(gpu)) mm_tok = paths.mv_max_tok + 8;
+    char scratch[256];
+    vk_backend_take_kernels(gpu, scratch, sizeof scratch);
+    const char *env_disable = getenv("ANVIL_VK_DISABLE");
+#endif
+    spec_list l = { .v = calloc(GV_MAX_CASES, sizeof(spec)), .cap = GV_MAX_CASES };
+    if (!l.v) { anv_set_error("out of memory"); return -1; }
+    void *owned[16];
+    int n_owned = 0;
+    if (m) { model_cases(&l, m, mm_tok); fmt(r->source, sizeof r->source, "the kernels of %s (%s)", m->hp.arch_name, "its shapes and weights"); }
+    else { standard_cases(&l, mm_tok, owned, &n_owned); fmt(r->source, sizeof r->source, "standard shapes (no model given)"); }
+#ifdef ANVIL_HAVE_VULKAN
+    retry_be rb[MAX_RETRY];
+    int n_rb = 0;
+#endif
+    char fixes[8][16];
+    int n_fixes = 0;
+    int rc = 0;
+    for (int i = 0; i < l.n && rc == 0; i++) {
+        const spec *s = &l.v[i];
+        gv_case *c = &r->c[r->n++];
+        static const char *const names[] = { "matmul", "rms_norm", "rope", "add", "glu", "store_rows", "attention" };
+        fmt(c->op, sizeof c->op, "%s", names[s->k]);
+        fmt(c->shape, sizeof c->shape, "%s", s->shape);
+        const int64_t n = out_elems(s);
+        inputs in;
+        float *got = malloc(sizeof(float) * (size_t)n), *ref = malloc(sizeof(float) * (size_t)n);
+        if (!got || !ref || !make_inputs(s, &in)) { free(got); free(ref); anv_set_error("out of memory"); rc = -1; break; }
+        if (run_ref(s, &in, ref) != 0) { rc = -1; }
+        else if (run_gpu(gpu, s, &in, got) != 0) {
+            anv_set_error("%s", be_failed(gpu) ? be_sticky_error(gpu) : "GPU verify: out of memory");
+            rc = -1;
+        } else {
+#ifdef ANVIL_HAVE_VULKAN
+            vk_backend_take_kernels(gpu, c->kernels, sizeof c->kernels);
+#endif
+            c->err = rel_err(got, ref, n);
+            c->tol = tolerance(s, c->kernels);
+            c->pass = c->err <= c->tol;
+            if (!c->pass) {
+                r->n_fail++;
+                fmt(c->fix, sizeof c->fix, "no optional path to turn off: run this model on the CPU (-ngl 0) and report the driver");
+#ifdef ANVIL_HAVE_VULKAN
+                const char *cand[4];
+                int nc = vk_backend_is(gpu) ? candidates(c->kernels, paths.sgsize, cand) : 0;
+                for (int k = 0; k < nc; k++) {
+                    char dis[160];
+                    fmt(dis, sizeof dis, "%s%s%s", env_disable && *env_disable ? env_disable : "", env_disable && *env_disable ? "," : "", cand[k]);
+                    backend *be2 = retry_backend(rb, &n_rb, vk_index, dis);
+                    if (!be2 || run_gpu(be2, s, &in, got) != 0) continue;
+                    char k2[192];
+                    vk_backend_take_kernels(be2, k2, sizeof k2);
+                    if (rel_err(got, ref, n) <= tolerance(s, k2)) {
+                        fmt(c->fix, sizeof c->fix, "ANVIL_VK_DISABLE=%s (checked: passes with it, %s)", cand[k], k2);
+                        bool have = false;
+                        for (int f = 0; f < n_fixes; f++) have |= !strcmp(fixes[f], cand[k]);
+                        if (!have && n_fixes < 8) fmt(fixes[n_fixes++], sizeof fixes[0], "%s", cand[k]);
+                        c->pass = false;
+                        break;
+                    }
+                }
+                if (nc && !strncmp(c->fix, "no optional", 11))
+                    fmt(c->fix, sizeof c->fix, "turning off %s%s%s did not fix it: run this model on the CPU (-ngl 0) and report the driver",
+                        cand[0], nc > 1 ? " or " : "", nc > 1 ? cand[nc - 1] : "");
+#endif
+            }
+        }
+        free_inputs(&in);
+        free(got); free(ref);
+    }
+#ifdef ANVIL_HAVE_VULKAN
+    for (int i = 0; i < n_rb; i++) if (rb[i].be) rb[i].be->ops->destroy(rb[i].be);
+#endif
+    for (int i = 0; i < n_owned; i++) free(owned[i]);
+    free(l.v);
+    if (rc != 0) return -1;
+    /* the fix: every verified path, complete when each failure has one */
+    bool complete = r->n_fail > 0;
+    for (int i = 0; i < r->n; i++) if (!r->c[i].pass && strncmp(r->c[i].fix, "ANVIL_VK_DISABLE=", 17)) complete = false;
+    size_t o = 0;
+    for (int f = 0; f < n_fixes; f++) {
+        int w = snprintf(r->fix + o, sizeof r->fix - o, "%s%s", f ? "," : "", fixes[f]);
+        if (w > 0 && (size_t)w < sizeof r->fix - o) o += (size_t)w;
+    }
+    r->fix_complete = complete && n_fixes > 0;
+    return r->n_fail;
+}
+
+void gpu_verify_print(FILE *f, const gv_report *r, bool all_cases) {
+    fprintf(f, "verify %s\n  against cpu/ref_ops.c on %s\n", r->device, r->source);
+    for (int i = 0; i < r->n; i++) {
+        const gv_case *c = &r->c[i];
+        if (!all_cases && c->pass) continue;
+        fprintf(f, "  %-4s %-10s %-58s %-34s err %.2e (tol %.0e)\n", c->pass ? "ok" : "FAIL", c->op, c->shape, c->kernels, c->err, c->tol);
+        if (!c->pass) fprintf(f, "       fix: %s\n", c->fix);
+    }
+    fprintf(f, "verify: %d cases, %d passed, %d failed", r->n, r->n - r->n_fail, r->n_fail);
+    if (r->n_fail && r->fix[0]) fprintf(f, "; fix: ANVIL_VK_DISABLE=%s%s", r->fix, r->fix_complete ? "" : " (fixes only some)");
+    fputc('\n', f);
+}
+
+/* ---------------------------------------------------------------- cache */
+
+bool gpu_verify_cache_path(int vk_index, char *out, size_t out_len) {
+#ifdef ANVIL_HAVE_VULKAN
+    anv_vk_device_info info;
+    if (vk_device_info_get(vk_index, &info) != 0) return false;
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char dir[512];
+    if (xdg && *xdg) fmt(dir, sizeof dir, "%s/anvil", xdg);
+    else if (home && *home) fmt(dir, sizeof dir, "%s/.cache/anvil", home);
+    else return false;
+    fmt(out, out_len, "%s/vk-verify-%04x-%04x-%08x-%08x.txt", dir, info.vendor_id, info.device_id, info.driver_version, vk_kernels_digest());
+    return true;
+#else
+    (void)vk_index; (void)out; (void)out_len;
+    return false;
+#endif
+}
+
+static void mkdirs(char *path) {
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') { *p = 0; mkdir(path, 0755); *p = '/'; }
+}
+
+int gpu_verify_cache_write(int vk_index, const gv_report *r) {
+    char path[600], tmp[640];
+    if (!gpu_verify_cache_path(vk_index, path, sizeof path)) return -1;
+    fmt(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    mkdirs(tmp);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return -1;
+    fprintf(f, "result: %s\nfix: %s\n", r->n_fail ? "fail" : "pass", r->fix_complete ? r->fix : "");
+    gpu_verify_print(f, r, true);
+    bool ok = fclose(f) == 0;
+    if (ok && rename(tmp, path) == 0) return 0;
+    remove(tmp);
+    return -1;
+}
+
+bool gpu_verify_cache_read(int vk_index, bool *pass, char *fix, size_t fix_len) {
+    char path[600], line[256];
+    if (!gpu_verify_cache_path(vk_index, path, sizeof path)) return false;
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    bool got_result = false;
+    if (fix_len) fix[0] = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!strncmp(line, "result: ", 8)) { *pass = !strcmp(line + 8, "pass"); got_result = true; }
+        else if (!strncmp(line, "fix: ", 5)) fmt(fix, fix_len, "%s", line + 5);
+    }
+    fclose(f);
+    return got_result;
+}
+
+void gpu_verify_auto(backend *gpu, int vk_index, const model *m_cpu, char *fix, size_t fix_len) {
+    if (fix_len) fix[0] = 0;
+    const char *off = getenv("ANVIL_VK_AUTOVERIFY");
+    if (off && !strcmp(off, "0")) return;
+    bool pass = true;
+    char cached_fix[128];
+    if (gpu_verify_cache_read(vk_index, &pass, cached_fix, sizeof cached_fix)) {
+        if (!pass)
+            anv_log("%s: the kernel self-check of this device + driver failed earlier%s%s (anvil doctor --verify for details)",
+                    gpu->name, cached_fix[0] ? "; applying ANVIL_VK_DISABLE=" : "; no path switch fixes it", cached_fix);
+        fmt(fix, fix_len, "%s", pass ? "" : cached_fix);
+        return;
+    }
+    anv_log("%s: first use of this device + driver: checking its kernels against the CPU reference (once; ANVIL_VK_AUTOVERIFY=0 skips)", gpu->name);
+    gv_report *r = malloc(sizeof *r);
+    if (!r) return;
+    int n_fail = gpu_verify_run(gpu, vk_index, m_cpu, r);
+    if (n_fail < 0) { anv_log("%s: kernel self-check could not run: %s", gpu->name, anv_last_error()); free(r); return; }
+    gpu_verify_cache_write(vk_index, r);
+    if (n_fail == 0) anv_log("%s: kernel self-check passed (%d cases)", gpu->name, r->n);
+    else {
+        for (int i = 0; i < r->n; i++)
+            if (!r->c[i].pass) anv_log("%s: self-check FAILED: %s %s (%s) err %.2e: fix: %s", gpu->name, r->c[i].op, r->c[i].shape,
+                                       r->c[i].kernels, r->c[i].err, r->c[i].fix);
+        if (r->fix_complete) { anv_log("%s: applying ANVIL_VK_DISABLE=%s", gpu->name, r->fix); fmt(fix, fix_len, "%s", r->fix); }
+    }
+    free(r);
+}
