@@ -154,10 +154,22 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     model_free(probe); /* (ANVIL_NO_MMAP: a copy of the weights) */
     probe = NULL;
     if (!o->quiet) device_plan_log(&plan);
-    m = model_load_with(path, o->n_threads, gpu, plan.n_gpu_layers);
-    if (!m) {
+    int n_gpu = plan.n_gpu_layers;
+    m = model_load_with(path, o->n_threads, gpu, n_gpu);
+    /* The GPU ran out of memory while the weights went up (its free memory was less than it
+     * reported, or another process took some): fewer GPU layers, with a log line, until it
+     * fits or the model runs on the CPU alone. */
+    while (!m && gpu && n_gpu > 0 && strstr(anv_last_error(), "out of device memory")) {
+        const int fewer = n_gpu - (n_gpu + 3) / 4;
+        anv_log("anvil: %s: %s; retrying with %d GPU layer%s instead of %d", gpu->name, anv_last_error(), fewer,
+                fewer == 1 ? "" : "s", n_gpu);
+        n_gpu = fewer;
+        m = model_load_with(path, o->n_threads, n_gpu > 0 ? gpu : NULL, n_gpu);
+    }
+    if (!m || n_gpu == 0) {
         if (gpu) gpu->ops->destroy(gpu);
-        goto done;
+        gpu = NULL;
+        if (!m) goto done;
     }
     m->owns_gpu = gpu != NULL;
 done:
