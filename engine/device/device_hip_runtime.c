@@ -30,7 +30,8 @@ static int hip_enumerate(void *user, dev_info *out, int max, char *why, size_t w
         d->vendor_id = 0x1002;
         d->type = hi.integrated ? DEV_TYPE_INTEGRATED : DEV_TYPE_DISCRETE;
         dev_fmt(d->driver_name, sizeof d->driver_name, "ROCm HIP %d.%d", hi.runtime_version / 10000000, hi.runtime_version / 100000 % 100);
-        dev_fmt(d->driver_info, sizeof d->driver_info, "%s", hip_runtime_path());
+        const char *lib = hip_runtime_path(), *slash = strrchr(lib, '/');
+        dev_fmt(d->driver_info, sizeof d->driver_info, "%s", slash ? slash + 1 : lib);
         d->has_pci = hi.pci_bus_id[0] != 0;
         dev_fmt(d->pci_bus_id, sizeof d->pci_bus_id, "%s", hi.pci_bus_id);
         d->has_uuid = hi.has_uuid;

@@ -161,7 +161,7 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
      * fits or the model runs on the CPU alone. */
     while (!m && gpu && n_gpu > 0 && strstr(anv_last_error(), "out of device memory")) {
         const int fewer = n_gpu - (n_gpu + 3) / 4;
-        anv_log("anvil: %s: %s; retrying with %d GPU layer%s instead of %d", gpu->name, anv_last_error(), fewer,
+        anv_log("%s: %s; retrying with %d GPU layer%s instead of %d", gpu->name, anv_last_error(), fewer,
                 fewer == 1 ? "" : "s", n_gpu);
         n_gpu = fewer;
         m = model_load_with(path, o->n_threads, n_gpu > 0 ? gpu : NULL, n_gpu);

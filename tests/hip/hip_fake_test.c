@@ -434,9 +434,12 @@ static void test_model(const char *path) {
         fake_stats(&l0, &u0, &live_full);
         model_ctx *gc = model_ctx_new(m, 64, QT_F16);
         CHECKF(gc && model_eval(gc, toks, 8, lg, true) == 0 && model_eval(gc, toks, 1, lg + nv, false) == 0, "%s", anv_last_error());
+        /* The fake runs the exact reference; the CPU backend's quantized kernels round the
+         * activations to 8 bits (Q8_K / Q8_0), hence the looser bound for quantized models. */
         const float err = tu_rel_err(lg, lc, (int64_t)nv * 2);
+        const bool quantized = strstr(path, "-f32") == NULL;
         printf("%s: hip0 (fake) vs cpu logits rel err %.2e\n", path, (double)err);
-        CHECK(err < 1e-3f);
+        CHECKF(err < (quantized ? 5e-2f : 1e-4f), "%s: rel err %g", path, (double)err);
         model_ctx_free(gc);
         model_free(m);
     }
