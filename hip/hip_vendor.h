@@ -9,7 +9,7 @@
 #include <hip/hip_runtime.h>
 #define ANV_VENDOR_AMD 1
 /* RDNA runs wave32 by default (gfx10+); the reductions below assume 32 lanes. */
-#if defined(__AMDGCN_WAVEFRONT_SIZE) && __AMDGCN_WAVEFRONT_SIZE != 32
+#if defined(__HIP_DEVICE_COMPILE__) && defined(__AMDGCN_WAVEFRONT_SIZE) && __AMDGCN_WAVEFRONT_SIZE != 32
 #error "hip/: the kernels are written for wave32 (RDNA); build without -mwavefrontsize64"
 #endif
 static __device__ __forceinline__ float anv_shfl_xor(float v, int mask) { return __shfl_xor(v, mask, 32); }

@@ -26,7 +26,7 @@ template <class T> static uint64_t up(const T *h, size_t n) {
     void *d; CK(cudaMalloc(&d, n ? n * sizeof(T) : 1)); if (n) CK(cudaMemcpy(d, h, n * sizeof(T), cudaMemcpyHostToDevice)); return (uint64_t)(uintptr_t)d;
 }
 static void down(float *h, uint64_t d, size_t n) { CK(cudaDeviceSynchronize()); CK(cudaMemcpy(h, (void *)(uintptr_t)d, n * sizeof(float), cudaMemcpyDeviceToHost)); }
-static void dfree(uint64_t d) { cudaFree((void *)(uintptr_t)d); }
+static void dfree(uint64_t d) { (void)cudaFree((void *)(uintptr_t)d); }
 
 static double rel_err(const float *a, const float *b, size_t n) {
     double num = 0, den = 0;
