@@ -17,6 +17,9 @@ typedef enum { ACT_F32 = 0, ACT_Q8X = 1, ACT_Q8K = 2 } act_kind;
 /* Q8 activation block of the packed kernels: the same quants and d as blk_q8x, with the
  * exact integer sum of qs (the packed kernels fold weight offsets in as integers). */
 typedef struct { float d; int32_t sum; int8_t qs[32]; } blk_q8s;
+/* The packed K-quant kernels' activation: Q8_K's quants and d with the 16- and 32-element
+ * sums as int16 (pairs of them are vpdpwssd broadcast operands). */
+typedef struct { float d; int16_t bs16[16]; int16_t bs32[8]; int8_t qs[QK_K]; } blk_q8ks;
 
 /* Tokens one kernel call handles against one weight row (weights decoded once). */
 #define MM_MAX_TOK 4
@@ -40,7 +43,8 @@ typedef void (*mm_packed_fn)(int64_t nb, const uint8_t *grp, const void *act, si
 typedef struct {
     act_kind act[QT_COUNT];
     mm_packed_fn packed[QT_COUNT]; /* NULL: the type is not repacked for this kernel set */
-    mm_quant_fn quant_q8s;        /* activations of the packed kernels (NULL: none) */
+    mm_quant_fn quant_q8s;        /* activations of the packed 32-element kernels (NULL: none) */
+    mm_quant_fn quant_q8ks;       /* activations of the packed K-quant kernels (NULL: none) */
     mm_dot_fn dot[QT_COUNT];   /* NULL: type not supported by matmul */
     mm_dot4_fn dot4[QT_COUNT]; /* optional 4-row form (NULL: rows go one by one) */
     uint8_t dot4_nt[QT_COUNT]; /* tokens one dot4 call takes at most (register budget) */

@@ -420,7 +420,10 @@ static void pk_quant_chunk(void *ctx, int64_t t, int ith) {
 
 static int cpu_matmul_packed(cpu_ctx *c, const cpu_packed *p, const float *x, float *out, int n_tok, bool accumulate) {
     const mm_kernels *k = &c->kernels;
-    pk_quant_job q = {.quant = k->quant_q8s, .x = x, .cols = p->cols, .xq_rb = (size_t)(p->cols / 32) * sizeof(blk_q8s)};
+    const bool kq = p->type == QT_Q4_K || p->type == QT_Q5_K; /* 256-element superblocks */
+    const int64_t nb = kq ? p->cols / QK_K : p->cols / 32;
+    pk_quant_job q = {.quant = kq ? k->quant_q8ks : k->quant_q8s, .x = x, .cols = p->cols,
+                      .xq_rb = (size_t)nb * (kq ? sizeof(blk_q8ks) : sizeof(blk_q8s))};
     q.xq = cpu_scratch(c, q.xq_rb * (size_t)n_tok);
     if (!q.xq) return -1;
     if (n_tok <= MM_MAX_TOK) {
@@ -431,7 +434,7 @@ static int cpu_matmul_packed(cpu_ctx *c, const cpu_packed *p, const float *x, fl
     const int64_t n_groups = (p->rows + PK_ROWS - 1) / PK_ROWS;
     int64_t gpc = n_groups / (8 * (int64_t)c->n_threads);
     if (gpc < 1) gpc = 1;
-    pk_job j = {.fn = k->packed[p->type], .pk = p->data, .group_bytes = p->group_bytes, .nb = p->cols / 32, .rows = p->rows,
+    pk_job j = {.fn = k->packed[p->type], .pk = p->data, .group_bytes = p->group_bytes, .nb = nb, .rows = p->rows,
                 .groups_per_chunk = gpc, .xq = q.xq, .xq_rb = q.xq_rb, .out = out, .n_tok = n_tok, .accumulate = accumulate};
     tp_run(c->tp, pk_chunk, &j, (n_groups + gpc - 1) / gpc);
     return 0;

@@ -151,6 +151,24 @@ static void quant_q8s_avx2(const float *x, void *yv, int64_t n) {
     }
 }
 
+static void quant_q8ks_avx2(const float *x, void *yv, int64_t n) {
+    blk_q8ks *y = yv;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const float *xb = x + b * QK_K;
+        __m256 m = _mm256_setzero_ps();
+        for (int k = 0; k < QK_K; k += 8) m = absmax8(m, xb + k);
+        const float d = hmax_ps(m) / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+        for (int k = 0; k < QK_K; k += 32) quant32(xb + k, id, y[b].qs + k);
+        for (int j = 0; j < QK_K / 16; j++) {
+            int s = 0;
+            for (int l = 0; l < 16; l++) s += y[b].qs[16 * j + l];
+            y[b].bs16[j] = (int16_t)s;
+        }
+        for (int j = 0; j < 8; j++) y[b].bs32[j] = (int16_t)(y[b].bs16[2 * j] + y[b].bs16[2 * j + 1]);
+        y[b].d = d;
+    }
+}
+
 static void quant_q8k_avx2(const float *x, void *yv, int64_t n) {
     block_q8_K *y = yv;
     for (int64_t b = 0; b < n / QK_K; b++) {
@@ -209,6 +227,7 @@ void mm_kernels_avx2(mm_kernels *k) {
     vecmath_install_avx2(k);
     k->quant_q8x = quant_q8x_avx2;
     k->quant_q8s = quant_q8s_avx2;
+    k->quant_q8ks = quant_q8ks_avx2;
     k->quant_q8k = quant_q8k_avx2;
     k->vec_dot_f32 = vec_dot_f32_avx2;
     k->vec_mad_f32 = vec_mad_f32_avx2;

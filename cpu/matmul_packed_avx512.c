@@ -77,7 +77,90 @@ PK_INLINE void pk_body(const bool is_q4, int64_t nb, const uint8_t *grp, const v
 PK_KERNEL(pk_q4_0_vnni, true)
 PK_KERNEL(pk_q8_0_vnni, false)
 
+/* Q4_K / Q5_K (has_qh): per superblock the exact integer sums of ggml's q4_K x q8_K dot:
+ * isum = sum_j sc_j * (q_j . y_j) (vpdpbusd per sub-block, vpmulld by the row's scale) and
+ * msum = sum_j m_j * ysum_j (vpdpwssd on the min pairs), then
+ * acc += d * dy * isum - dmin * dy * msum. nb here counts superblocks. */
+PK_INLINE void pk_k45_body(const bool has_qh, int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, const int NT,
+                           float *out, int64_t out_stride, __mmask16 mask, bool accumulate) {
+    const size_t sbb = has_qh ? PK_Q5K_BYTES : PK_Q4K_BYTES;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
+    __m512 acc[PK_MAX_TOK];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *pb = grp + (size_t)i * sbb;
+        __m512i isum[PK_MAX_TOK];
+        for (int t = 0; t < NT; t++) isum[t] = _mm512_setzero_si512();
+        for (int c = 0; c < 4; c++)
+            for (int h = 0; h < 2; h++) {
+                const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(pb + PK_K_SC + 16 * (2 * c + h))));
+                __m512i w[8];
+                for (int k = 0; k < 8; k++) {
+                    const __m512i p = _mm512_loadu_si512((const void *)(pb + PK_K_QS + (size_t)(c * 8 + k) * 64));
+                    w[k] = h ? _mm512_and_si512(_mm512_srli_epi16(p, 4), m4) : _mm512_and_si512(p, m4);
+                    if (has_qh) {
+                        /* bit 2c + h of each qh byte to bit 4 (epi16 shifts: the 0x10 mask keeps
+                         * only bits that stayed in their byte) */
+                        const __m512i qh = _mm512_loadu_si512((const void *)(pb + PK_Q5K_QH + (size_t)k * 64));
+                        const int sh = 4 - (2 * c + h);
+                        const __m512i hb = sh >= 0 ? _mm512_slli_epi16(qh, (unsigned)sh) : _mm512_srli_epi16(qh, (unsigned)-sh);
+                        w[k] = _mm512_ternarylogic_epi32(w[k], hb, b4, 0xF8); /* w | (hb & 0x10) */
+                    }
+                }
+                for (int t = 0; t < NT; t++) {
+                    const blk_q8ks *y = (const blk_q8ks *)(const void *)((const uint8_t *)act + (size_t)t * act_rb) + i;
+                    const int8_t *yq = y->qs + 64 * c + 32 * h;
+                    __m512i s = _mm512_setzero_si512();
+                    for (int k = 0; k < 8; k++) s = _mm512_dpbusd_epi32(s, w[k], _mm512_set1_epi32(pk_load4(yq + 4 * k)));
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s, sc));
+                }
+            }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(pb + PK_K_D)));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(pb + PK_K_DMIN)));
+        __m512i mn[4];
+        for (int q = 0; q < 4; q++) mn[q] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(pb + PK_K_MN + 32 * q)));
+        for (int t = 0; t < NT; t++) {
+            const blk_q8ks *y = (const blk_q8ks *)(const void *)((const uint8_t *)act + (size_t)t * act_rb) + i;
+            __m512i ms = _mm512_setzero_si512();
+            for (int q = 0; q < 4; q++) {
+                int32_t pair;
+                memcpy(&pair, y->bs32 + 2 * q, 4);
+                ms = _mm512_dpwssd_epi32(ms, mn[q], _mm512_set1_epi32(pair));
+            }
+            const __m512 dy = _mm512_set1_ps(y->d);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, dy), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(dm, dy), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) {
+        float *o = out + (int64_t)t * out_stride;
+        __m512 v = acc[t];
+        if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, o));
+        _mm512_mask_storeu_ps(o, mask, v);
+    }
+}
+
+#define PK_KKERNEL(name, has_qh)                                                                                        \
+    PK_ATTR static void name(int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, int nt, float *out,       \
+                             int64_t out_stride, uint32_t mask, bool accumulate) {                                     \
+        const __mmask16 m = (__mmask16)mask;                                                                            \
+        switch (nt) {                                                                                                   \
+        case 8: pk_k45_body(has_qh, nb, grp, act, act_rb, 8, out, out_stride, m, accumulate); break;                    \
+        case 7: pk_k45_body(has_qh, nb, grp, act, act_rb, 7, out, out_stride, m, accumulate); break;                    \
+        case 6: pk_k45_body(has_qh, nb, grp, act, act_rb, 6, out, out_stride, m, accumulate); break;                    \
+        case 5: pk_k45_body(has_qh, nb, grp, act, act_rb, 5, out, out_stride, m, accumulate); break;                    \
+        case 4: pk_k45_body(has_qh, nb, grp, act, act_rb, 4, out, out_stride, m, accumulate); break;                    \
+        case 3: pk_k45_body(has_qh, nb, grp, act, act_rb, 3, out, out_stride, m, accumulate); break;                    \
+        case 2: pk_k45_body(has_qh, nb, grp, act, act_rb, 2, out, out_stride, m, accumulate); break;                    \
+        default: pk_k45_body(has_qh, nb, grp, act, act_rb, 1, out, out_stride, m, accumulate); break;                   \
+        }                                                                                                               \
+    }
+PK_KKERNEL(pk_q4_K_vnni, false)
+PK_KKERNEL(pk_q5_K_vnni, true)
+
 void mm_packed_install_avx512(mm_kernels *k) {
+    k->packed[QT_Q4_K] = pk_q4_K_vnni;
+    k->packed[QT_Q5_K] = pk_q5_K_vnni;
     k->packed[QT_Q4_0] = pk_q4_0_vnni;
     k->packed[QT_Q8_0] = pk_q8_0_vnni;
 }

@@ -1,22 +1,63 @@
 /* repack: the portable half of weight repacking: the packed layouts (see repack.h) and
  * the set of packed weights a CPU backend holds, looked up by the weight's data pointer. */
 #include "repack.h"
+#include "cpu_kernels.h"
 #include "error.h"
 #include "quant.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-bool repack_supported(uint32_t type) { return type == QT_Q4_0 || type == QT_Q8_0; }
+bool repack_supported(uint32_t type) { return type == QT_Q4_0 || type == QT_Q8_0 || type == QT_Q4_K || type == QT_Q5_K; }
 
 size_t repack_group_bytes(uint32_t type, int64_t cols) {
+    if (type == QT_Q4_K) return (size_t)(cols / QK_K) * PK_Q4K_BYTES;
+    if (type == QT_Q5_K) return (size_t)(cols / QK_K) * PK_Q5K_BYTES;
     return (size_t)PK_ROWS * qtype_row_size((qtype)type, cols);
+}
+
+/* Q4_K / Q5_K group superblock (offsets in repack.h): d, dmin, 6-bit scales [8][16 rows],
+ * mins [4 pairs][16 rows][2], quants [chunk c][step k][16 rows][qs 32c+4k..+3], Q5_K: qh
+ * [step k][16 rows][qh 4k..4k+3]. */
+static void repack_k45(bool q5, const void *src, int64_t cols, int64_t rows, uint8_t *dst) {
+    const int64_t nsb = cols / QK_K, groups = (rows + PK_ROWS - 1) / PK_ROWS;
+    const size_t rb = qtype_row_size(q5 ? QT_Q5_K : QT_Q4_K, cols), sbb = q5 ? PK_Q5K_BYTES : PK_Q4K_BYTES;
+    for (int64_t g = 0; g < groups; g++)
+        for (int64_t i = 0; i < nsb; i++) {
+            uint8_t *pb = dst + ((size_t)g * (size_t)nsb + (size_t)i) * sbb;
+            memset(pb, 0, sbb);
+            for (int r = 0; r < PK_ROWS && g * PK_ROWS + r < rows; r++) {
+                const uint8_t *row = (const uint8_t *)src + (size_t)(g * PK_ROWS + r) * rb;
+                const uint8_t *scales, *qs, *qh = NULL;
+                uint16_t d, dmin;
+                if (q5) {
+                    const block_q5_K *b = (const block_q5_K *)(const void *)row + i;
+                    d = b->d; dmin = b->dmin; scales = b->scales; qs = b->qs; qh = b->qh;
+                } else {
+                    const block_q4_K *b = (const block_q4_K *)(const void *)row + i;
+                    d = b->d; dmin = b->dmin; scales = b->scales; qs = b->qs;
+                }
+                memcpy(pb + PK_K_D + 2 * r, &d, 2);
+                memcpy(pb + PK_K_DMIN + 2 * r, &dmin, 2);
+                for (int j = 0; j < 8; j++) {
+                    uint8_t sc, m;
+                    kq_scale_min(j, scales, &sc, &m);
+                    pb[PK_K_SC + 16 * j + r] = sc;
+                    pb[PK_K_MN + 32 * (j / 2) + 2 * r + (j % 2)] = m;
+                }
+                for (int c = 0; c < 4; c++)
+                    for (int k = 0; k < 8; k++) memcpy(pb + PK_K_QS + (size_t)(c * 8 + k) * 64 + 4 * r, qs + 32 * c + 4 * k, 4);
+                if (q5)
+                    for (int k = 0; k < 8; k++) memcpy(pb + PK_Q5K_QH + (size_t)k * 64 + 4 * r, qh + 4 * k, 4);
+            }
+        }
 }
 
 /* Q4_0 group block: 16 x fp16 d, then 4 steps k of 16 rows x 4 bytes qs[4k..4k+3] (low
  * nibbles: elements 4k..4k+3, high: 16+4k..). Q8_0: 16 x fp16 d, then 8 steps k of 16 rows
  * x 4 bytes qs[4k..4k+3]. */
 void repack_rows(uint32_t type, const void *src, int64_t cols, int64_t rows, uint8_t *dst) {
+    if (type == QT_Q4_K || type == QT_Q5_K) { repack_k45(type == QT_Q5_K, src, cols, rows, dst); return; }
     const int64_t nb = cols / 32, groups = (rows + PK_ROWS - 1) / PK_ROWS;
     const size_t rb = qtype_row_size((qtype)type, cols);
     const bool q4 = type == QT_Q4_0;

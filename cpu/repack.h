@@ -5,7 +5,8 @@
  * then the quants, four bytes of each row in turn (one 32-bit lane per row), so one
  * vpdpbusd step covers PK_ROWS rows x 4 elements. The last group is padded with zero rows
  * (scale 0). Memory: the packed copy is the size of the original (Q4_0: 18 bytes per 32
- * weights, Q8_0: 34), plus at most PK_ROWS - 1 padding rows per tensor. */
+ * weights, Q8_0: 34; the K-quants below +2-3 %), plus at most PK_ROWS - 1 padding rows per
+ * tensor. */
 #ifndef ANVIL_CPU_REPACK_H
 #define ANVIL_CPU_REPACK_H
 #include <pthread.h>
@@ -14,6 +15,21 @@
 #include <stdint.h>
 
 #define PK_ROWS 16
+
+/* Q4_K / Q5_K: per 256-element superblock of a group, at these byte offsets: 16 fp16 d,
+ * 16 fp16 dmin, the 6-bit scales as bytes [sub-block j][row], the 6-bit mins as byte pairs
+ * [pair p][row][j = 2p, 2p+1] (widened to int16 pairs they meet the activation's 32-element
+ * sums in one vpdpwssd), the nibbles [chunk c][step k][row][4 bytes of qs 32c+4k..] (low
+ * nibbles: sub-block 2c, high: 2c+1), Q5_K then qh [step k][row][4 bytes of qh 4k..].
+ * 2368 / 2880 bytes per 16 rows vs 2304 / 2816 in the file (+2.8 % / +2.3 %). */
+#define PK_K_D 0
+#define PK_K_DMIN 32
+#define PK_K_SC 64
+#define PK_K_MN 192
+#define PK_K_QS 320
+#define PK_Q4K_BYTES 2368
+#define PK_Q5K_QH 2368
+#define PK_Q5K_BYTES 2880
 
 typedef struct {
     const void *orig;  /* the weight's own bytes (the lookup key) */
@@ -30,7 +46,7 @@ typedef struct {
     size_t bytes;       /* packed bytes held (memory cost of repacking) */
 } cpu_packed_set;
 
-/* Whether the packed layout exists for this type (Q4_0, Q8_0). */
+/* Whether the packed layout exists for this type (Q4_0, Q8_0, Q4_K, Q5_K). */
 bool repack_supported(uint32_t type);
 /* Bytes of one packed group of PK_ROWS rows of `cols` elements. */
 size_t repack_group_bytes(uint32_t type, int64_t cols);

@@ -1,7 +1,8 @@
 /* test_cpu_repack: the CPU backend's repacked weights (cpu/repack.h) and their interleaved
  * kernels, against cpu/ref_ops.c and against the same backend with ANVIL_CPU_REPACK=0 (the
  * file-layout kernels, same quantized activations), at 1 and 2 threads, on odd shapes:
- * rows not a multiple of the 16-row group (1, 15, 17, 37, 50), K of 1, 7 and 11 blocks,
+ * Q4_0, Q8_0, Q4_K, Q5_K; rows not a multiple of the 16-row group (1, 15, 17, 37, 50), K of
+ * 1, 7 and 11 blocks (32 or 256 elements),
  * batches of 1, 2, 3, 7, 8, 9, 17 tokens (every kernel tile width and remainder),
  * accumulate on and off; plus a view of a packed weight (fewer rows: the file-layout path)
  * and the layout itself unpacked by hand. Passes trivially on a CPU without AVX-512 VNNI. */
@@ -88,7 +89,7 @@ int main(void) {
         printf("no AVX-512 VNNI here: only the layout is tested\n");
         return tu_finish();
     }
-    static const uint32_t types[] = {QT_Q4_0, QT_Q8_0};
+    static const uint32_t types[] = {QT_Q4_0, QT_Q8_0, QT_Q4_K, QT_Q5_K};
     static const int64_t rows_list[] = {1, 15, 16, 17, 37, 50};
     static const int64_t nb_list[] = {1, 7, 11};
     static const int ntoks[] = {1, 2, 3, 7, 8, 9, 17};
@@ -105,7 +106,7 @@ int main(void) {
             for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
                 for (size_t bi = 0; bi < sizeof nb_list / sizeof nb_list[0]; bi++) {
                     const uint32_t type = types[ti];
-                    const int64_t rows = rows_list[ri], cols = 32 * nb_list[bi];
+                    const int64_t rows = rows_list[ri], cols = qtype_get(type)->block_size * nb_list[bi];
                     const size_t rb = qtype_row_size(type, cols);
                     float *wf = rand_floats(cols * rows, -1, 1);
                     uint8_t *wq = malloc(rb * (size_t)rows);
