@@ -247,6 +247,13 @@ CHAT_TEMPLATES = {
     "chatml": "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
               " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n'"
               " }}{% endif %}",
+    # Qwen 3's tool and thinking markers (abridged: what capability detection reads)
+    "qwen3": "{%- if tools %}{{- '<|im_start|>system\\n# Tools\\n<tools>' }}{%- for tool in tools %}{{- tool | tojson }}"
+             "{%- endfor %}{{- '</tools><|im_end|>\\n' }}{%- endif %}{%- for message in messages %}"
+             "{%- if message.tool_calls %}{{- '<tool_call>' }}{%- endif %}{{- '<|im_start|>' + message.role + '\\n'"
+             " + message.content.split('</think>')[-1] + '<|im_end|>\\n' }}{%- endfor %}"
+             "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is defined and"
+             " enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}",
 }
 
 
@@ -406,7 +413,7 @@ def write_model(args, hp, path, wtype, quantizer):
         w.add_add_space_prefix(False)
         w.add_chat_template(CHAT_TEMPLATES["gemma3"])
     elif fam in ("qwen2", "qwen3"):
-        w.add_chat_template(CHAT_TEMPLATES["chatml"])
+        w.add_chat_template(CHAT_TEMPLATES[args.chat_template or "chatml"])
 
     qt_main = NUMPY_TYPES[wtype] if wtype in NUMPY_TYPES else K_TYPES[wtype]
     plan = tensor_plan(args, hp)
@@ -464,6 +471,8 @@ def main():
     ap.add_argument("--type", default="f32", choices=list(NUMPY_TYPES) + list(K_TYPES))
     ap.add_argument("--out", help="output .gguf")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--chat-template", choices=sorted(CHAT_TEMPLATES), help="the tokenizer.chat_template to write "
+                    "(default: the family's)")
     ap.add_argument("--vocab", choices=["spm", "bpe"], help="override the family's vocabulary kind")
     ap.add_argument("--n-vocab", type=int, help="override the preset's vocabulary size")
     ap.add_argument("--n-layer", type=int, help="override the number of layers")

@@ -45,11 +45,17 @@ static bool at_limit(const gen_seq *g) { return g->c.num_predict >= 0 && g->n_ge
 gen_status gen_seq_step(gen_seq *g, float *logits, int n_past, int n_ctx) {
     g->has_pending = false;
     if (at_limit(g)) return done(g, "length");   /* num_predict 0 */
-    if (g->c.gm) grammar_matcher_mask(g->c.gm, logits);
-    int32_t id = sampler_sample(g->c.smp, logits);
-    if (id < 0) return fail(g, "sampling");
+    int32_t id;
+    if (g->c.forced) {   /* a replayed reply (tests of what parses it): no mask, no sampling */
+        if (g->n_gen >= g->c.n_forced) return done(g, "stop");
+        id = g->c.forced[g->n_gen];
+    } else {
+        if (g->c.gm) grammar_matcher_mask(g->c.gm, logits);
+        id = sampler_sample(g->c.smp, logits);
+        if (id < 0) return fail(g, "sampling");
+    }
     if (tokenizer_is_eog(g->c.tok, id)) return done(g, "stop");
-    if (g->c.gm && grammar_matcher_accept(g->c.gm, id) != 0) return fail(g, "format");
+    if (g->c.gm && !g->c.forced && grammar_matcher_accept(g->c.gm, id) != 0) return fail(g, "format");
     sampler_accept(g->c.smp, id);
     g->n_gen++;
     g->pending = id;

@@ -34,6 +34,8 @@ typedef struct {
     int num_predict;           /* < 0: until end of generation or a full context */
     gen_text_fn on_text;       /* optional */
     void *user;
+    const int32_t *forced;     /* optional (tests): these tokens instead of sampling, then the end */
+    int n_forced;
 } gen_seq_config;
 
 typedef enum { GEN_CONTINUE, GEN_DONE, GEN_ERROR } gen_status;

@@ -7,7 +7,33 @@
 
 typedef enum { CHAT_RAW = 0, CHAT_GEMMA, CHAT_LLAMA3, CHAT_CHATML, CHAT_MISTRAL, CHAT_LLAMA2 } chat_format;
 
-typedef struct { const char *role; const char *content; } chat_message; /* role: system/user/assistant */
+/* role: system/user/assistant/tool. The rest may be NULL: thinking (an assistant turn's
+ * reasoning), tool_calls (JSON array text, Ollama's [{"function": {"name": .., "arguments":
+ * {..}}}]), tool_name (a tool result's function). */
+typedef struct {
+    const char *role;
+    const char *content;
+    const char *thinking;
+    const char *tool_calls;
+    const char *tool_name;
+} chat_message;
+
+/* The request's think switch: unset (0, the model's default), off, on. */
+enum { CHAT_THINK_DEFAULT = 0, CHAT_THINK_OFF, CHAT_THINK_ON };
+
+/* What a request adds to the conversation (chat_tools.c). */
+typedef struct {
+    const char *tools_json;  /* NULL or a JSON array of {"type":"function","function":{..}} */
+    int think;               /* CHAT_THINK_* */
+} chat_extras;
+
+/* What a format can do beyond plain turns. */
+bool chat_format_has_tools(chat_format f, const char *template_text);
+bool chat_format_has_thinking(chat_format f, const char *template_text, const char *arch);
+/* chat_apply with tools, tool calls, tool results and the think switch, each rendered as
+ * the family's official template does (ChatML: Qwen 2.5 / Qwen 3 / Hermes). A format
+ * without tools given tools is an error; x NULL is chat_apply. */
+char *chat_apply_ex(chat_format f, const chat_message *msgs, int n_msgs, bool add_assistant, const chat_extras *x);
 
 /* Picks the format: from the template text if given (NULL/"" if the GGUF has none),
  * else from the architecture name ("gemma3" -> Gemma, "qwen2"/"qwen3" -> ChatML, ...). */

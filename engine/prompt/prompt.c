@@ -46,7 +46,7 @@ static char *own(msg_list *l, char *s) {
     return s;
 }
 
-static int list_add(msg_list *l, const char *role, const char *content) {
+static int list_add_msg(msg_list *l, const chat_message *msg) {
     if (l->n == l->cap) {
         int nc = l->cap ? l->cap * 2 : 8;
         chat_message *nm = realloc(l->m, sizeof(chat_message) * (size_t)nc);
@@ -54,8 +54,12 @@ static int list_add(msg_list *l, const char *role, const char *content) {
         l->m = nm;
         l->cap = nc;
     }
-    l->m[l->n++] = (chat_message){role, content};
+    l->m[l->n++] = *msg;
     return 0;
+}
+
+static int list_add(msg_list *l, const char *role, const char *content) {
+    return list_add_msg(l, &(chat_message){.role = role, .content = content});
 }
 
 static char *dup_str(const char *s) {
@@ -185,7 +189,7 @@ static char *render_go(const char *text, const msg_list *all) {
     char *system = NULL, *out = NULL;
     if (collate(all, &col, &system) == 0) {
         if (gotmpl_uses_messages(t)) {
-            static const chat_message none[1] = {{"", ""}};
+            static const chat_message none[1] = {{.role = "", .content = ""}};
             gotmpl_vars v = {.system = system, .prompt = "", .response = "",
                              .messages = col.n ? col.m : none, .n_messages = col.n};
             out = gotmpl_render(t, &v);
@@ -221,9 +225,14 @@ char *prompt_build(const model *m, const prompt_spec *p) {
     if (p->system && *p->system && !starts_with_system && list_add(&all, "system", p->system) < 0) goto done;
     if (p->messages_json && add_layer_messages(&all, p->messages_json) < 0) goto done;
     for (int i = 0; i < p->n_msgs; i++) {
-        if (list_add(&all, p->msgs[i].role, p->msgs[i].content) < 0) goto done;
+        if (list_add_msg(&all, &p->msgs[i]) < 0) goto done;
     }
     if (p->template_go && *p->template_go) {
+        if (p->tools_json && strcmp(p->tools_json, "[]")) {
+            anv_set_error("prompt: tools through a Go TEMPLATE are not supported yet (the model's GGUF chat "
+                          "template renders them)");
+            goto done;
+        }
         out = render_go(p->template_go, &all);
         goto done;
     }
@@ -241,8 +250,22 @@ char *prompt_build(const model *m, const prompt_spec *p) {
         }
         f = chat_detect(m->chat_template, m->hp.arch_name);
     }
-    out = chat_apply(f, all.m, all.n, true);
+    out = chat_apply_ex(f, all.m, all.n, true, &(chat_extras){.tools_json = p->tools_json, .think = p->think});
 done:
     list_free(&all);
     return out;
+}
+
+prompt_caps prompt_capabilities(const model *m, const char *template_go, int chat_format_override) {
+    prompt_caps c = {false, false};
+    if (template_go && *template_go) {
+        c.thinking = strstr(template_go, ".Think") != NULL;
+        return c;   /* .Tools is not rendered through Go templates yet */
+    }
+    const char *tmpl = m ? m->chat_template : NULL;
+    chat_format f = chat_format_override >= 0 ? (chat_format)chat_format_override
+                                              : chat_detect(tmpl, m ? m->hp.arch_name : NULL);
+    c.tools = chat_format_has_tools(f, tmpl);
+    c.thinking = chat_format_has_thinking(f, tmpl, m ? m->hp.arch_name : NULL);
+    return c;
 }

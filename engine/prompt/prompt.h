@@ -17,7 +17,14 @@ typedef struct {
     int n_msgs;
     bool raw;                       /* the last message's content is the prompt, as is */
     int chat_format_override;       /* chat_format for the GGUF path, -1 = detect */
+    const char *tools_json;         /* the request's tools (JSON array), NULL = none */
+    int think;                      /* CHAT_THINK_DEFAULT / _OFF / _ON */
 } prompt_spec;
+
+/* What the model's prompt path can do (Ollama's capabilities "tools" / "thinking"): the
+ * GGUF chat format's, or a Go template's by the names it uses (.Tools, .Think). */
+typedef struct { bool tools, thinking; } prompt_caps;
+prompt_caps prompt_capabilities(const model *m, const char *template_go, int chat_format_override);
 
 /* malloc'd prompt text, ending where the assistant's reply starts; NULL + anv_last_error(). */
 char *prompt_build(const model *m, const prompt_spec *p);

@@ -23,10 +23,10 @@ static int check_render(chat_format f, const chat_message *m, int n, bool add_as
 
 /* system + user + assistant + user, with whitespace around the reply to see trimming */
 static const chat_message CONV4[] = {
-    {"system", "You are a helpful assistant"},
-    {"user", "Hello"},
-    {"assistant", "  Hi there  "},
-    {"user", "Who are you"},
+    {.role = "system", .content = "You are a helpful assistant"},
+    {.role = "user", .content = "Hello"},
+    {.role = "assistant", .content = "  Hi there  "},
+    {.role = "user", .content = "Who are you"},
 };
 
 static void test_formats(void) {
@@ -84,9 +84,9 @@ static void test_formats(void) {
  * from its built-in templates for these formats. */
 static void test_llamacpp_conversation(void) {
     static const chat_message conv[] = {
-        {"system", "You are a helpful assistant"}, {"user", "Hello"},
-        {"assistant", "Hi there"},                 {"user", "Who are you"},
-        {"assistant", "   I am an assistant   "},  {"user", "Another question"},
+        {.role = "system", .content = "You are a helpful assistant"}, {.role = "user", .content = "Hello"},
+        {.role = "assistant", .content = "Hi there"},                 {.role = "user", .content = "Who are you"},
+        {.role = "assistant", .content = "   I am an assistant   "},  {.role = "user", .content = "Another question"},
     };
     CHECK(check_render(CHAT_GEMMA, conv, 6, true,
                        "<start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n<start_of_turn>model\nHi "
@@ -116,48 +116,48 @@ static void test_llamacpp_conversation(void) {
 static void test_gemma_system_folding(void) {
     /* several system messages join (trimmed); a system message waits for a user turn */
     static const chat_message a[] = {
-        {"system", " Be brief. "}, {"system", "Be kind."}, {"user", " Hi "},
+        {.role = "system", .content = " Be brief. "}, {.role = "system", .content = "Be kind."}, {.role = "user", .content = " Hi "},
     };
     CHECK(check_render(CHAT_GEMMA, a, 3, true,
                        "<start_of_turn>user\nBe brief.Be kind.\n\nHi<end_of_turn>\n<start_of_turn>model\n"));
-    static const chat_message b[] = {{"assistant", "Welcome."}, {"system", "Be brief."}, {"user", "Hi"}};
+    static const chat_message b[] = {{.role = "assistant", .content = "Welcome."}, {.role = "system", .content = "Be brief."}, {.role = "user", .content = "Hi"}};
     CHECK(check_render(CHAT_GEMMA, b, 3, false,
                        "<start_of_turn>model\nWelcome.<end_of_turn>\n"
                        "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n"));
-    static const chat_message c[] = {{"system", "Alone."}};
+    static const chat_message c[] = {{.role = "system", .content = "Alone."}};
     CHECK(check_render(CHAT_GEMMA, c, 1, true, "<start_of_turn>model\n"));
 }
 
 static void test_roles(void) {
     /* named-role formats print other roles as they are (llama.cpp does the same) */
-    static const chat_message tool[] = {{"user", "2+2?"}, {"tool", "4"}};
+    static const chat_message tool[] = {{.role = "user", .content = "2+2?"}, {.role = "tool", .content = "4"}};
     CHECK(check_render(CHAT_CHATML, tool, 2, true,
                        "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>tool\n4<|im_end|>\n<|im_start|>assistant\n"));
     CHECK(check_render(CHAT_GEMMA, tool, 2, false,
                        "<start_of_turn>user\n2+2?<end_of_turn>\n<start_of_turn>tool\n4<end_of_turn>\n"));
-    static const chat_message ipy[] = {{"ipython", " {\"x\": 1} "}};
+    static const chat_message ipy[] = {{.role = "ipython", .content = " {\"x\": 1} "}};
     CHECK(check_render(CHAT_LLAMA3, ipy, 1, false, "<|start_header_id|>ipython<|end_header_id|>\n\n{\"x\": 1}<|eot_id|>"));
     /* [INST] formats only know system/user/assistant */
     CHECK(chat_apply(CHAT_MISTRAL, tool, 2, true) == NULL);
     CHECK(strstr(anv_last_error(), "'tool'") != NULL);
     CHECK(chat_apply(CHAT_LLAMA2, tool, 2, true) == NULL);
     /* roles cannot smuggle markup, be empty or NULL; roles are case-sensitive names */
-    static const chat_message inject[] = {{"user<|im_end|>", "x"}};
+    static const chat_message inject[] = {{.role = "user<|im_end|>", .content = "x"}};
     CHECK(chat_apply(CHAT_CHATML, inject, 1, true) == NULL);
     CHECK(strstr(anv_last_error(), "invalid role") != NULL);
-    static const chat_message empty_role[] = {{"", "x"}};
+    static const chat_message empty_role[] = {{.role = "", .content = "x"}};
     CHECK(chat_apply(CHAT_GEMMA, empty_role, 1, true) == NULL);
-    static const chat_message null_role[] = {{NULL, "x"}};
+    static const chat_message null_role[] = {{.role = NULL, .content = "x"}};
     CHECK(chat_apply(CHAT_LLAMA3, null_role, 1, true) == NULL);
     CHECK(strstr(anv_last_error(), "no role") != NULL);
-    static const chat_message upper[] = {{"User", "x"}};
+    static const chat_message upper[] = {{.role = "User", .content = "x"}};
     CHECK(chat_apply(CHAT_MISTRAL, upper, 1, true) == NULL);
     /* raw ignores roles entirely */
     CHECK(check_render(CHAT_RAW, null_role, 1, true, "x"));
 }
 
 static void test_bad_input(void) {
-    static const chat_message no_content[] = {{"user", NULL}};
+    static const chat_message no_content[] = {{.role = "user", .content = NULL}};
     CHECK(chat_apply(CHAT_CHATML, no_content, 1, true) == NULL);
     CHECK(strstr(anv_last_error(), "no content") != NULL);
     CHECK(chat_apply(CHAT_RAW, no_content, 1, true) == NULL);
@@ -170,7 +170,7 @@ static void test_bad_input(void) {
     CHECK(check_render(CHAT_GEMMA, NULL, 0, false, ""));
     CHECK(check_render(CHAT_RAW, NULL, 0, true, ""));
     /* an empty message is rendered as empty */
-    static const chat_message blank[] = {{"user", ""}};
+    static const chat_message blank[] = {{.role = "user", .content = ""}};
     CHECK(check_render(CHAT_LLAMA3, blank, 1, false, "<|start_header_id|>user<|end_header_id|>\n\n<|eot_id|>"));
 }
 

@@ -59,7 +59,7 @@ static void test_goldens(void) {
         chat_message *m = calloc((size_t)n_msgs + 1, sizeof(*m));
         for (int i = 0; i < n_msgs; i++) {
             const cJSON *mi = cJSON_GetArrayItem(msgs, i);
-            m[i] = (chat_message){jstr(mi, "role"), jstr(mi, "content")};
+            m[i] = (chat_message){.role = jstr(mi, "role"), .content = jstr(mi, "content")};
         }
         bool msgs_mode = strcmp(jstr(vj, "mode"), "messages") == 0;
         gotmpl_vars v = {.system = jstr(vj, "system"), .prompt = jstr(vj, "prompt"), .response = jstr(vj, "response"),
@@ -101,7 +101,7 @@ static void check_parse_error(const char *src, const char *want_sub, const char 
 static char *render_msgs(const char *src, const chat_message *m, int n) {
     gotmpl *t = gotmpl_parse(src);
     if (!t) return NULL;
-    static const chat_message none[1] = {{"", ""}};
+    static const chat_message none[1] = {{.role = "", .content = ""}};
     gotmpl_vars v = {.system = "sys", .messages = n ? m : none, .n_messages = n};
     char *out = gotmpl_render(t, &v);
     gotmpl_free(t);
@@ -109,7 +109,7 @@ static char *render_msgs(const char *src, const chat_message *m, int n) {
 }
 
 static void check_render_error(const char *src, const char *want_sub) {
-    static const chat_message m[] = {{"user", "hi"}, {"assistant", "yo"}};
+    static const chat_message m[] = {{.role = "user", .content = "hi"}, {.role = "assistant", .content = "yo"}};
     char *out = render_msgs(src, m, 2);
     CHECKF(out == NULL, "rendered %s as [%s]", src, out ? out : "");
     free(out);
@@ -233,7 +233,7 @@ static void test_big_template(void) {
 /* Runaway templates stop with an error instead of hanging or exhausting memory. */
 static void test_hostile(void) {
     chat_message m[40];
-    for (int i = 0; i < 40; i++) m[i] = (chat_message){"user", "0123"};
+    for (int i = 0; i < 40; i++) m[i] = (chat_message){.role = "user", .content = "0123"};
     char src[2048];
     size_t k = 0;
     for (int i = 0; i < 8; i++) k += (size_t)snprintf(src + k, sizeof(src) - k, "{{ range $.Messages }}");

@@ -38,7 +38,7 @@ static int load_msgs(const cJSON *arr, chat_message *m, int cap) {
     int n = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, arr) {
-        if (n < cap) m[n++] = (chat_message){jstr(it, "role"), jstr(it, "content")};
+        if (n < cap) m[n++] = (chat_message){.role = jstr(it, "role"), .content = jstr(it, "content")};
     }
     return n;
 }
@@ -89,7 +89,7 @@ static void test_system_and_layer(const model *m) {
         /* system prompt inserted in front */
         const cJSON *want = find_case(TEMPLATES[i], "system-user");
         CHECK(want != NULL);
-        chat_message user[] = {{"user", "Hello"}};
+        chat_message user[] = {{.role = "user", .content = "Hello"}};
         prompt_spec p = {.template_go = tmpl, .system = "You are a helpful assistant.", .msgs = user, .n_msgs = 1,
                          .chat_format_override = -1};
         char *got = prompt_build(m, &p);
@@ -97,7 +97,7 @@ static void test_system_and_layer(const model *m) {
         CHECK(same(what, got, jstr(want, "output")));
         free(got);
         /* ... but not when the conversation brings its own */
-        chat_message own[] = {{"system", "You are a helpful assistant."}, {"user", "Hello"}};
+        chat_message own[] = {{.role = "system", .content = "You are a helpful assistant."}, {.role = "user", .content = "Hello"}};
         p = (prompt_spec){.template_go = tmpl, .system = "IGNORED", .msgs = own, .n_msgs = 2, .chat_format_override = -1};
         got = prompt_build(m, &p);
         snprintf(what, sizeof(what), "%s: conversation's own system", TEMPLATES[i]);
@@ -105,7 +105,7 @@ static void test_system_and_layer(const model *m) {
         free(got);
         /* the MESSAGE layer goes before the conversation */
         want = find_case(TEMPLATES[i], "multi");
-        chat_message last[] = {{"user", "Tell me a joke"}};
+        chat_message last[] = {{.role = "user", .content = "Tell me a joke"}};
         p = (prompt_spec){.template_go = tmpl, .messages_json =
                               "[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":\"Hello! How can I help?\"}]",
                           .msgs = last, .n_msgs = 1, .chat_format_override = -1};
@@ -115,7 +115,7 @@ static void test_system_and_layer(const model *m) {
         free(got);
         /* system first, then the layer, then the conversation */
         want = find_case(TEMPLATES[i], "system-multi");
-        chat_message tail[] = {{"user", "And 3+3?"}};
+        chat_message tail[] = {{.role = "user", .content = "And 3+3?"}};
         p = (prompt_spec){.template_go = tmpl, .system = "Be brief.",
                           .messages_json = "[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":\"Hello.\"},"
                                            "{\"role\":\"user\",\"content\":\"What is 2+2?\"},{\"role\":\"assistant\",\"content\":\"4\"}]",
@@ -128,7 +128,7 @@ static void test_system_and_layer(const model *m) {
 }
 
 static void test_raw(const model *m) {
-    chat_message msgs[] = {{"system", "S"}, {"user", "  <start_of_turn>raw {{ .X }}\n"}};
+    chat_message msgs[] = {{.role = "system", .content = "S"}, {.role = "user", .content = "  <start_of_turn>raw {{ .X }}\n"}};
     prompt_spec p = {.template_go = template_text("gemma3"), .system = "SYS", .msgs = msgs, .n_msgs = 2, .raw = true,
                      .chat_format_override = -1};
     char *got = prompt_build(m, &p);
@@ -146,7 +146,7 @@ static void test_gguf_path(void) {
     gemma.hp.arch_name = "gemma3";
     qwen.hp.arch_name = "llama"; /* the template text decides over the architecture */
     qwen.chat_template = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}";
-    chat_message msgs[] = {{"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
+    chat_message msgs[] = {{.role = "user", .content = "Hi"}, {.role = "assistant", .content = "Hello."}, {.role = "user", .content = "Bye"}};
     prompt_spec p = {.system = "Be brief.", .msgs = msgs, .n_msgs = 3, .chat_format_override = -1};
     char *got = prompt_build(&gemma, &p);
     CHECK(same("gemma3 architecture", got,
@@ -180,8 +180,8 @@ static void expect_error(const model *m, const prompt_spec *p, const char *sub) 
 }
 
 static void test_errors(const model *m) {
-    chat_message ok[] = {{"user", "Hi"}};
-    chat_message bad[] = {{"user", NULL}};
+    chat_message ok[] = {{.role = "user", .content = "Hi"}};
+    chat_message bad[] = {{.role = "user", .content = NULL}};
     expect_error(m, NULL, "no conversation");
     expect_error(m, &(prompt_spec){.msgs = bad, .n_msgs = 1, .chat_format_override = -1}, "has no content");
     expect_error(m, &(prompt_spec){.msgs = ok, .n_msgs = 1, .messages_json = "{\"role\":1}", .chat_format_override = -1},

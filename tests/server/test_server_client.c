@@ -177,7 +177,7 @@ static void test_generate(void) {
 }
 
 static void test_chat(void) {
-    chat_message msgs[] = {{"user", "hello"}, {"assistant", "hi!"}, {"user", "bye"}};
+    chat_message msgs[] = {{.role = "user", .content = "hello"}, {.role = "assistant", .content = "hi!"}, {.role = "user", .content = "bye"}};
     sink s = {0};
     client_gen_request q = {.model = "ok", .messages = msgs, .n_messages = 3, .system = "Be brief.",
                             .on_text = collect, .user = &s};

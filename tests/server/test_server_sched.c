@@ -386,10 +386,10 @@ static void test_errors(void) {
     /* A chat longer than the context loses its oldest messages, never the system message
      * or the last one (Ollama's truncation); the last message alone too long: 400. */
     chat_message convo[12];
-    convo[0] = (chat_message){"system", "You are a terse assistant."};
+    convo[0] = (chat_message){.role = "system", .content = "You are a terse assistant."};
     for (int i = 1; i < 11; i++)
-        convo[i] = (chat_message){i % 2 ? "user" : "assistant", "the quick brown fox jumps over the lazy dog again and again"};
-    convo[11] = (chat_message){"user", "and now?"};
+        convo[i] = (chat_message){.role = i % 2 ? "user" : "assistant", .content = "the quick brown fox jumps over the lazy dog again and again"};
+    convo[11] = (chat_message){.role = "user", .content = "and now?"};
     cJSON *g5 = greedy_opts(5);
     gen_init(&a, s, model1, NULL, g5);
     a.req.raw = false;
@@ -426,7 +426,7 @@ static void test_errors(void) {
     CHECKF(b.rc == 0 && strcmp(a.out.text, b.out.text) == 0, "kept from %d: '%s' vs '%s'", kept_from, a.out.text, b.out.text);
     sched_result_clear(&b.res);
     sched_result_clear(&a.res);
-    convo[11] = (chat_message){"user", longp};
+    convo[11] = (chat_message){.role = "user", .content = longp};
     gen_init(&a, s, model1, NULL, g5);
     a.req.raw = false;
     a.req.messages = convo;
@@ -511,7 +511,7 @@ static void test_stop_and_predict(void) {
     sched_result_clear(&a.res);
     sched_result_clear(&b.res);
     /* A chat request goes through the prompt template. */
-    chat_message msgs[] = {{"user", "Hello"}};
+    chat_message msgs[] = {{.role = "user", .content = "Hello"}};
     gen_init(&a, s, model1, NULL, o);
     a.req.messages = msgs;
     a.req.n_messages = 1;

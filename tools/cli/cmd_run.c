@@ -186,9 +186,9 @@ static void chat_loop(reply_fn reply_to, void *user) {
         }
         if (!msg[0]) { free(msg); continue; }
         if (n_hist + 2 > cap) hist = realloc(hist, sizeof *hist * (size_t)(cap = cap * 2 + 8));
-        hist[n_hist++] = (chat_message){"user", msg};
+        hist[n_hist++] = (chat_message){.role = "user", .content = msg};
         char *reply = reply_to(hist, n_hist, user);
-        hist[n_hist++] = (chat_message){"assistant", reply};
+        hist[n_hist++] = (chat_message){.role = "assistant", .content = reply};
         fputs("\n\n", stdout);
     }
     for (int i = 0; i < n_hist; i++) free((char *)hist[i].content);
@@ -315,7 +315,7 @@ static int run_remote(const run_opts *o, const char *model, char *prompt) {
     char *options_json = flags_as_options_json(o);
     if (o->mo.verbose) anv_log("using the running anvil server (--local to run in this process)");
     if (prompt) {
-        chat_message msg = {"user", prompt};
+        chat_message msg = {.role = "user", .content = prompt};
         free(remote_answer(o, model, options_json, &msg, 1));
         fputc('\n', stdout);
         free(prompt);
@@ -439,7 +439,7 @@ int cmd_run(int argc, char **argv) {
         anv_log("chat format: %s", o.raw ? "raw" : "the model's TEMPLATE");
     }
     if (prompt) {
-        chat_message msg = {"user", prompt};
+        chat_message msg = {.role = "user", .content = prompt};
         gen_stats st;
         free(answer(m, ctx, smp, gm, &o, &msg, 1, &st));
         fputc('\n', stdout);

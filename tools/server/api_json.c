@@ -273,15 +273,42 @@ void aj_end(api_req *c) {
     http_stream_end(c->r);
 }
 
+/* What the parser yielded since the last call: into the whole reply, or sent. */
+static bool deliver(aj_gen *g) {
+    reply_delta *d = &g->dl;
+    bool ok = !d->content.oom && !d->thinking.oom;
+    if (d->n_calls && !g->calls && !(g->calls = cJSON_CreateArray())) ok = false;
+    for (int i = 0; ok && i < d->n_calls; i++) {
+        char id[16];
+        aj_call_id(id);
+        cJSON *call = cJSON_CreateObject(), *fn = cJSON_AddObjectToObject(call, "function");
+        cJSON_AddStringToObject(call, "id", id);
+        cJSON_AddNumberToObject(fn, "index", cJSON_GetArraySize(g->calls));
+        cJSON_AddStringToObject(fn, "name", d->calls[i].name);
+        cJSON *args = cJSON_Parse(d->calls[i].arguments);
+        cJSON_AddItemToObject(fn, "arguments", args ? args : cJSON_CreateObject());
+        cJSON_AddItemToArray(g->calls, call);
+    }
+    if (!g->c->stream) {
+        bytebuf_add(&g->text, bytebuf_str(&d->content), d->content.len);
+        bytebuf_add(&g->thinking, bytebuf_str(&d->thinking), d->thinking.len);
+        ok = ok && !g->text.oom && !g->thinking.oom;
+    } else if (d->content.len || d->thinking.len || d->n_calls) {
+        ok = ok && aj_send(g->c, g->chunk(g, d));
+    }
+    reply_delta_reset(d);
+    return ok;
+}
+
 static bool gen_on_text(const char *text, int len, void *user) {
     aj_gen *g = user;
     api_req *c = g->c;
-    if (!c->stream) {
-        if (len > 0) bytebuf_add(&g->text, text, (size_t)len);
-        return !g->text.oom && http_client_alive(c->r);
+    if (c->stream) aj_begin(c);   /* the first call (the model loaded) starts the stream, text or not */
+    if (!g->rp) {
+        reply_parse_opts o = {.thinking = g->q.think != CHAT_THINK_OFF, .tools = g->q.tools_json != NULL};
+        if (!(g->rp = reply_parser_new(&o))) return false;
     }
-    aj_begin(c);   /* the first call (the model loaded) starts the stream, text or not */
-    if (len > 0 && !aj_send(c, g->chunk(g, text, (size_t)len))) return false;
+    if (len > 0 && (!reply_parser_feed(g->rp, text, (size_t)len, &g->dl) || !deliver(g))) return false;
     return http_client_alive(c->r);
 }
 
@@ -301,6 +328,7 @@ void aj_messages(aj_gen *g, const cJSON *arr, char *(*text_of)(api_req *c, const
         g->msgs[g->n_msgs].role = role;
         g->msgs[g->n_msgs].content = text;
         g->n_msgs++;
+        if (!aj_message_extras(c, m, field, &g->msgs[g->n_msgs - 1])) return;
     }
     g->q.messages = g->msgs;
     g->q.n_messages = g->n_msgs;
@@ -316,16 +344,32 @@ bool aj_generate(aj_gen *g) {
     g->q.still_wanted = gen_still_wanted;
     g->q.user = g;
     sched_result *res = &g->res;
-    if (!sched_generate(((server_app *)http_app(g->c->r))->sched, &g->q, res)) return true;
+    if (!sched_generate(((server_app *)http_app(g->c->r))->sched, &g->q, res)) {
+        if (g->rp && (!reply_parser_finish(g->rp, &g->dl) || !deliver(g))) {
+            aj_fail(g->c, 500, NULL, "out of memory");
+            return false;
+        }
+        return true;
+    }
     aj_fail(g->c, res->status ? res->status : 500, NULL, "%s", res->error[0] ? res->error : "generation failed");
     return false;
 }
 
 void aj_gen_clear(aj_gen *g) {
-    for (int i = 0; i < g->n_msgs; i++) free((char *)g->msgs[i].content);
+    for (int i = 0; i < g->n_msgs; i++) {
+        free((char *)g->msgs[i].content);
+        free((char *)g->msgs[i].thinking);
+        free((char *)g->msgs[i].tool_calls);
+        free((char *)g->msgs[i].tool_name);
+    }
     free(g->msgs);
     free(g->format);
+    free(g->tools_json);
     bytebuf_free(&g->text);
+    bytebuf_free(&g->thinking);
+    cJSON_Delete(g->calls);
+    reply_parser_free(g->rp);
+    reply_delta_free(&g->dl);
     sched_result_clear(&g->res);
 }
 

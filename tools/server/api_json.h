@@ -14,6 +14,7 @@
 #include "bytebuf.h"
 
 #include "http.h"
+#include "reply_parse.h"
 #include "scheduler.h"
 
 /* One request being answered. The first failure answers it (400 by default); later
@@ -78,23 +79,40 @@ void aj_begin(api_req *c);
 /* Ends a stream that has begun (OpenAI's with "data: [DONE]"). */
 void aj_end(api_req *c);
 
-/* A generation request and its answer on the way to the client: the text gathered in
- * ->text for one reply, or each piece sent at once as the object ->chunk builds when
- * c->stream. g may start a larger struct that the chunk builder casts to. */
+/* A generation request and its answer on the way to the client. The reply goes through
+ * a reply parser (reply_parse.h: content, thinking, tool calls); what each piece yields
+ * is gathered in ->text / ->thinking / ->calls for one reply, or sent at once as the
+ * object ->chunk builds when c->stream. g may start a larger struct that the chunk
+ * builder casts to. */
 typedef struct aj_gen aj_gen;
 struct aj_gen {
     api_req *c;
-    cJSON *(*chunk)(const aj_gen *g, const char *text, size_t len);
+    cJSON *(*chunk)(const aj_gen *g, const reply_delta *d);
     sched_gen_request q;
-    chat_message *msgs;   /* q.messages, each content malloc'd (aj_messages) */
+    chat_message *msgs;   /* q.messages, each string malloc'd (aj_messages) */
     int n_msgs;
     char *format;         /* q.format when the handler sets it, malloc'd */
-    bytebuf text;
+    char *tools_json;     /* q.tools_json (aj_tools), malloc'd */
+    bytebuf text, thinking;
+    cJSON *calls;         /* every tool call of the reply: [{"id", "function": {"index", "name", "arguments"}}] */
+    reply_parser *rp;
+    reply_delta dl;
     sched_result res;
 };
+/* "tools": an array of {"type": "function", "function": {"name", ...}} into g->q. */
+void aj_tools(aj_gen *g, const cJSON *body);
+/* "think" (Ollama: true/false or "low"|"medium"|"high"|"max") or OpenAI's
+ * "reasoning_effort" ("none" is off) into g->q.think. */
+void aj_think(aj_gen *g, const cJSON *body);
+/* A tool call's id ("call_" + 8 hex), as OpenAI and Ollama give them. */
+void aj_call_id(char out[16]);
 /* The chat messages in array arr (field "messages") into g->q: each an object with a
  * role (aj_role) and the content text_of gives for it (malloc'd; NULL + failure). */
 void aj_messages(aj_gen *g, const cJSON *arr, char *(*text_of)(api_req *c, const cJSON *msg, const char *field));
+/* A message's thinking ("thinking", OpenAI's "reasoning_content"), tool_calls (Ollama's
+ * arguments objects, or OpenAI's JSON-text arguments; stored in Ollama's shape) and
+ * tool_name, malloc'd into m (api_tools.c). False + failure on a malformed one. */
+bool aj_message_extras(api_req *c, const cJSON *msg, const char *field, chat_message *m);
 /* Runs g->q. True when it finished (the statistics in g->res); false when it failed, the
  * request answered with its error (into the stream if it began). */
 bool aj_generate(aj_gen *g);

@@ -120,9 +120,8 @@ static void tags_details(store *st, cJSON *m, const store_entry *e) {
     facts_read(path, &f);   /* a damaged or missing file: details say "unknown" */
     free(path);
     cJSON_AddItemToObject(m, "details", facts_details_json(&f));
+    facts_capabilities(&f, e->template_text, cJSON_AddArrayToObject(m, "capabilities"));
     facts_close(&f);
-    cJSON *caps = cJSON_AddArrayToObject(m, "capabilities");
-    cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
 }
 
 void api_tags(http_req *r) {
@@ -216,8 +215,7 @@ static cJSON *show_object(const store_entry *e, const model_facts *f, bool verbo
         if (cJSON_IsArray(msgs)) cJSON_AddItemToObject(root, "messages", msgs);
         else cJSON_Delete(msgs);
     }
-    cJSON *caps = cJSON_AddArrayToObject(root, "capabilities");
-    cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
+    facts_capabilities(f, e->template_text, cJSON_AddArrayToObject(root, "capabilities"));
     add_time(root, "modified_at", entry_mtime(e));
     return root;
 }

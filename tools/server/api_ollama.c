@@ -14,13 +14,9 @@ void api_root(http_req *r) {
     http_reply(r, 200, "text/plain; charset=utf-8", text, sizeof text - 1);
 }
 
-/* Refuses what a text-only engine without tools or thinking cannot honour. */
+/* Refuses what a text-only engine cannot honour (tools and thinking are the model's
+ * to accept: the scheduler answers 400 for a model without them). */
 static void refuse_unsupported(api_req *c, const cJSON *body, const char *model) {
-    const cJSON *think = aj_any(body, "think");
-    if (think && !cJSON_IsFalse(think) && !(cJSON_IsString(think) && !strcmp(think->valuestring, "false")))
-        aj_fail(c, 400, "think", "model '%s' does not support thinking", model);
-    const cJSON *tools = aj_array(c, body, "tools");
-    if (tools && cJSON_GetArraySize(tools) > 0) aj_fail(c, 400, "tools", "model '%s' does not support tools", model);
     const cJSON *images = aj_array(c, body, "images");
     if (images && cJSON_GetArraySize(images) > 0)
         aj_fail(c, 400, "images", "model '%s' does not support image input (it is a text-only model)", model);
@@ -44,21 +40,32 @@ static cJSON *chunk_head(const ollama_gen *g) {
     return o;
 }
 
-static void add_text(const ollama_gen *g, cJSON *o, const char *text, size_t len) {
+/* The reply fields: "message" {role, content, thinking?, tool_calls?} on /api/chat,
+ * "response" and "thinking"? on /api/generate. calls: the last n_calls of g->out.calls. */
+static void add_text(const ollama_gen *g, cJSON *o, const char *text, size_t len, const char *thinking,
+                     size_t thinking_len, int n_calls) {
+    cJSON *at = o;
     if (g->chat) {
-        cJSON *m = cJSON_AddObjectToObject(o, "message");
-        cJSON_AddStringToObject(m, "role", "assistant");
-        aj_add_text(m, "content", text, len);
+        at = cJSON_AddObjectToObject(o, "message");
+        cJSON_AddStringToObject(at, "role", "assistant");
+        aj_add_text(at, "content", text, len);
     } else {
         aj_add_text(o, "response", text, len);
+    }
+    if (thinking_len) aj_add_text(at, "thinking", thinking, thinking_len);
+    int total = g->out.calls ? cJSON_GetArraySize(g->out.calls) : 0;
+    if (g->chat && n_calls > 0 && total >= n_calls) {
+        cJSON *arr = cJSON_AddArrayToObject(at, "tool_calls");
+        for (int i = total - n_calls; i < total; i++)
+            cJSON_AddItemToArray(arr, cJSON_Duplicate(cJSON_GetArrayItem(g->out.calls, i), true));
     }
 }
 
 /* One streamed piece: {"model","created_at","response" or "message","done":false}. */
-static cJSON *ollama_chunk(const aj_gen *out, const char *text, size_t len) {
+static cJSON *ollama_chunk(const aj_gen *out, const reply_delta *d) {
     const ollama_gen *g = (const ollama_gen *)out;
     cJSON *o = chunk_head(g);
-    add_text(g, o, text, len);
+    add_text(g, o, bytebuf_str(&d->content), d->content.len, bytebuf_str(&d->thinking), d->thinking.len, d->n_calls);
     cJSON_AddBoolToObject(o, "done", false);
     return o;
 }
@@ -120,6 +127,7 @@ static void read_common(api_req *c, const cJSON *body, aj_gen *g) {
     g->q.options = aj_object(c, body, "options");
     g->q.keep_alive_set = aj_keep_alive(c, body, "keep_alive", &g->q.keep_alive_ms);
     g->q.format = g->format = aj_format(c, body, "format");
+    aj_think(g, body);
     refuse_unsupported(c, body, g->q.model);
 }
 
@@ -142,8 +150,9 @@ static void read_generate(api_req *c, const cJSON *body, ollama_gen *g) {
 static cJSON *final_object(const ollama_gen *g) {
     const api_req *c = g->out.c;
     cJSON *fin = chunk_head(g);
-    if (c->stream) add_text(g, fin, "", 0);
-    else add_text(g, fin, bytebuf_str(&g->out.text), g->out.text.len);
+    if (c->stream) add_text(g, fin, "", 0, "", 0, 0);
+    else add_text(g, fin, bytebuf_str(&g->out.text), g->out.text.len, bytebuf_str(&g->out.thinking),
+                  g->out.thinking.len, g->out.calls ? cJSON_GetArraySize(g->out.calls) : 0);
     cJSON_AddBoolToObject(fin, "done", true);
     add_final_stats(fin, &g->out.res);
     return fin;
@@ -156,8 +165,12 @@ static void ollama_generate_or_chat(http_req *r, bool chat) {
     ollama_gen g = {.out = {.c = &c, .chunk = ollama_chunk}, .chat = chat};
     g.out.q.model = g.model = aj_model(&c, body, false);
     if (!c.failed) read_common(&c, body, &g.out);
-    if (chat) aj_messages(&g.out, aj_array(&c, body, "messages"), message_text);
-    else read_generate(&c, body, &g);
+    if (chat) {
+        aj_messages(&g.out, aj_array(&c, body, "messages"), message_text);
+        aj_tools(&g.out, body);
+    } else {
+        read_generate(&c, body, &g);
+    }
     if (!c.failed && aj_generate(&g.out)) {
         aj_send(&c, final_object(&g));
         aj_end(&c);

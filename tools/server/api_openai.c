@@ -117,14 +117,42 @@ static cJSON *oai_head(const oai_gen *g, const char *object) {
     return o;
 }
 
-/* One choice carrying text under key ("delta" or "message" for chat), finish or null. */
-static cJSON *oai_choice(const oai_gen *g, const char *key, const char *text, size_t len, const char *finish) {
+/* OpenAI's tool_calls from the last n of g->out.calls: {"index"?, "id", "type":
+ * "function", "function": {"name", "arguments": JSON text}} (index in stream deltas). */
+static void add_oai_calls(const oai_gen *g, cJSON *d, int n, bool with_index) {
+    int total = g->out.calls ? cJSON_GetArraySize(g->out.calls) : 0;
+    if (n <= 0 || total < n) return;
+    cJSON *arr = cJSON_AddArrayToObject(d, "tool_calls");
+    for (int i = total - n; i < total; i++) {
+        const cJSON *call = cJSON_GetArrayItem(g->out.calls, i);
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+        cJSON *o = cJSON_CreateObject(), *ofn;
+        if (with_index) cJSON_AddNumberToObject(o, "index", i);
+        cJSON_AddStringToObject(o, "id", cJSON_GetObjectItemCaseSensitive(call, "id")->valuestring);
+        cJSON_AddStringToObject(o, "type", "function");
+        ofn = cJSON_AddObjectToObject(o, "function");
+        cJSON_AddStringToObject(ofn, "name", cJSON_GetObjectItemCaseSensitive(fn, "name")->valuestring);
+        char *args = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(fn, "arguments"));
+        cJSON_AddStringToObject(ofn, "arguments", args ? args : "{}");
+        free(args);
+        cJSON_AddItemToArray(arr, o);
+    }
+}
+
+/* One choice carrying text under key ("delta" or "message" for chat), the reasoning
+ * (reasoning_content), the last n_calls tool calls, finish or null. */
+static cJSON *oai_choice(const oai_gen *g, const char *key, const char *text, size_t len, const char *thinking,
+                         size_t thinking_len, int n_calls, const char *finish) {
     cJSON *ch = cJSON_CreateObject();
     cJSON_AddNumberToObject(ch, "index", 0);
     if (g->chat) {
         cJSON *d = cJSON_AddObjectToObject(ch, key);
+        bool delta = !strcmp(key, "delta");
         cJSON_AddStringToObject(d, "role", "assistant");
-        aj_add_text(d, "content", text, len);
+        if (!len && n_calls && !delta) cJSON_AddNullToObject(d, "content");
+        else aj_add_text(d, "content", text, len);
+        if (thinking_len) aj_add_text(d, "reasoning_content", thinking, thinking_len);
+        add_oai_calls(g, d, n_calls, delta);
     } else {
         aj_add_text(ch, "text", text, len);
         cJSON_AddNullToObject(ch, "logprobs");
@@ -134,17 +162,19 @@ static cJSON *oai_choice(const oai_gen *g, const char *key, const char *text, si
     return ch;
 }
 
-/* A stream chunk with one choice carrying text (and a finish reason or null). */
-static cJSON *oai_chunk(const oai_gen *g, const char *text, size_t len, const char *finish) {
+/* A stream chunk with one choice carrying a delta (and a finish reason or null). */
+static cJSON *oai_chunk(const oai_gen *g, const reply_delta *d, const char *finish) {
     cJSON *o = oai_head(g, g->chat ? "chat.completion.chunk" : "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(o, "choices");
-    cJSON_AddItemToArray(choices, oai_choice(g, "delta", text, len, finish));
+    cJSON_AddItemToArray(choices, oai_choice(g, "delta", d ? bytebuf_str(&d->content) : "", d ? d->content.len : 0,
+                                             d ? bytebuf_str(&d->thinking) : "", d ? d->thinking.len : 0,
+                                             d ? d->n_calls : 0, finish));
     if (g->include_usage) cJSON_AddNullToObject(o, "usage");
     return o;
 }
 
-static cJSON *oai_text_chunk(const aj_gen *out, const char *text, size_t len) {
-    return oai_chunk((const oai_gen *)out, text, len, NULL);
+static cJSON *oai_text_chunk(const aj_gen *out, const reply_delta *d) {
+    return oai_chunk((const oai_gen *)out, d, NULL);
 }
 
 static void add_usage(cJSON *o, const sched_result *res) {
@@ -164,7 +194,7 @@ static void make_id(char *buf, size_t cap, const char *prefix) {
 }
 
 /* The fields both completion routes read: model, stream, stream_options, the sampling
- * options, response_format, and tools (refused). */
+ * options, response_format and reasoning_effort (tools are read by the chat route). */
 static void read_common(api_req *c, const cJSON *body, oai_gen *g) {
     sched_gen_request *q = &g->out.q;
     q->model = g->model = aj_model(c, body, false);
@@ -172,8 +202,7 @@ static void read_common(api_req *c, const cJSON *body, oai_gen *g) {
     g->include_usage = aj_bool(c, aj_object(c, body, "stream_options"), "include_usage", false);
     q->options = g->options = map_options(c, body);
     q->format = g->out.format = map_response_format(c, body);
-    const cJSON *tools = aj_array(c, body, "tools");
-    if (tools && cJSON_GetArraySize(tools) > 0) aj_fail(c, 400, "tools", "model '%s' does not support tools", q->model);
+    aj_think(&g->out, body);
 }
 
 /* /v1/chat/completions: the messages, a non-empty array. */
@@ -197,7 +226,7 @@ static void read_prompt(api_req *c, const cJSON *body, sched_gen_request *q) {
 /* The end of a stream: the finishing chunk, the usage chunk if asked, [DONE]. */
 static void send_stream_end(const oai_gen *g, const char *finish) {
     api_req *c = g->out.c;
-    bool ok = aj_send(c, oai_chunk(g, "", 0, finish));
+    bool ok = aj_send(c, oai_chunk(g, NULL, finish));
     if (ok && g->include_usage) {
         cJSON *u = oai_head(g, g->chat ? "chat.completion.chunk" : "text_completion");
         cJSON_AddArrayToObject(u, "choices");
@@ -212,7 +241,9 @@ static void send_stream_end(const oai_gen *g, const char *finish) {
 static cJSON *whole_completion(const oai_gen *g, const char *finish) {
     cJSON *o = oai_head(g, g->chat ? "chat.completion" : "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(o, "choices");
-    cJSON_AddItemToArray(choices, oai_choice(g, "message", bytebuf_str(&g->out.text), g->out.text.len, finish));
+    cJSON_AddItemToArray(choices, oai_choice(g, "message", bytebuf_str(&g->out.text), g->out.text.len,
+                                             bytebuf_str(&g->out.thinking), g->out.thinking.len,
+                                             g->out.calls ? cJSON_GetArraySize(g->out.calls) : 0, finish));
     add_usage(o, &g->out.res);
     return o;
 }
@@ -224,11 +255,16 @@ static void oai_generate(http_req *r, bool chat) {
     oai_gen g = {.out = {.c = &c, .chunk = oai_text_chunk}, .chat = chat, .created = aj_unix_seconds()};
     make_id(g.id, sizeof g.id, chat ? "chatcmpl" : "cmpl");
     read_common(&c, body, &g);
-    if (chat) read_messages(&c, body, &g.out);
-    else read_prompt(&c, body, &g.out.q);
+    if (chat) {
+        read_messages(&c, body, &g.out);
+        aj_tools(&g.out, body);
+    } else {
+        read_prompt(&c, body, &g.out.q);
+    }
     if (!c.failed && aj_generate(&g.out)) {
         const sched_result *res = &g.out.res;
-        const char *finish = res->done_reason && !strcmp(res->done_reason, "length") ? "length" : "stop";
+        const char *finish = g.out.calls && cJSON_GetArraySize(g.out.calls) ? "tool_calls"
+                           : res->done_reason && !strcmp(res->done_reason, "length") ? "length" : "stop";
         if (c.stream) send_stream_end(&g, finish);
         else aj_reply(r, 200, whole_completion(&g, finish));
     }

@@ -2,6 +2,8 @@
  * shapes Ollama's /api/tags, /api/show and /api/ps use. */
 #include "model_facts.h"
 
+#include "chat.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,4 +216,23 @@ cJSON *facts_tensors_json(const model_facts *f) {
         cJSON_AddItemToArray(arr, o);
     }
     return arr;
+}
+
+void facts_capabilities(const model_facts *f, const char *template_go, cJSON *caps) {
+    cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
+    bool tools = false, thinking = false;
+    if (template_go && *template_go) {
+        thinking = strstr(template_go, ".Think") != NULL;   /* .Tools through Go templates: not yet */
+    } else if (f->file) {
+        gguf_str t = {0};
+        char *tmpl = NULL;
+        if (gguf_get_str(f->file, "tokenizer.chat_template", &t)) tmpl = strndup(t.ptr, t.len);
+        const char *arch = strcmp(f->family, "unknown") ? f->family : NULL;
+        chat_format fmt = chat_detect(tmpl, arch);
+        tools = chat_format_has_tools(fmt, tmpl);
+        thinking = chat_format_has_thinking(fmt, tmpl, arch);
+        free(tmpl);
+    }
+    if (tools) cJSON_AddItemToArray(caps, cJSON_CreateString("tools"));
+    if (thinking) cJSON_AddItemToArray(caps, cJSON_CreateString("thinking"));
 }

@@ -118,6 +118,8 @@ int sched_config_from_env(sched_config *c) {
     if (env_int("ANVIL_NUM_THREADS", 0, &c->n_threads) != 0) return -1;
     const char *ap = getenv("ANVIL_ALLOW_PATHS");
     c->allow_paths = ap && (!strcmp(ap, "1") || !strcmp(ap, "true"));
+    const char *replay = getenv("ANVIL_TEST_REPLAY");
+    c->test_replay = replay && *replay ? replay : NULL;
     const char *ka = getenv("ANVIL_KEEP_ALIVE");
     if (ka && *ka && sched_parse_duration_ms(ka, &c->keep_alive_ms) != 0) {
         anv_set_error("ANVIL_KEEP_ALIVE: '%s' is not a duration (seconds, or like 5m, 1h, -1)", ka);
@@ -557,9 +559,8 @@ static int32_t *encode_prompt(const model *m, const prompt_spec *ps, bool add_bo
  * longer than the context loses its oldest messages (system messages and the last message
  * are always kept), as Ollama does. */
 static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_gen_request *r, job *j) {
-    (void)s;
     const model *m = lm->m;
-    chat_message one = {"user", r->prompt ? r->prompt : ""};
+    chat_message one = {.role = "user", .content = r->prompt ? r->prompt : ""};
     const bool chat = r->messages && r->n_messages > 0;
     const chat_message *msgs = chat ? r->messages : &one;
     const int n_msgs = chat ? r->n_messages : 1;
@@ -569,7 +570,17 @@ static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_g
                       .system = r->system ? r->system : e->system,
                       .messages_json = e->messages_json,
                       .raw = r->raw,
-                      .chat_format_override = -1};
+                      .chat_format_override = -1,
+                      .tools_json = r->tools_json,
+                      .think = r->think};
+    /* Ollama's capability errors: a request for what the model's template cannot do */
+    prompt_caps caps = prompt_capabilities(m, ps.template_go, -1);
+    if ((r->think == CHAT_THINK_ON && !caps.thinking) || (r->tools_json && !caps.tools)) {
+        free(kept);
+        sched_job_fail(j, 400, "%s does not support %s", e->name ? e->name : "the model",
+                       r->tools_json && !caps.tools ? "tools" : "thinking");
+        return -1;
+    }
     const bool add_bos = tokenizer_add_bos(m->tok) && r->n_context <= 0;
     const int room = lm->n_ctx - (r->context && r->n_context > 0 ? r->n_context : 0);
     int n_text = 0, dropped = 0;
@@ -587,6 +598,10 @@ static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_g
         if (!(msgs[first].role && !strcmp(msgs[first].role, "system"))) dropped++;
     }
     free(kept);
+    if (s->cfg.test_replay) {
+        j->forced = tokenizer_encode(m->tok, s->cfg.test_replay, strlen(s->cfg.test_replay), false, true, &j->n_forced);
+        if (!j->forced) { free(toks); sched_job_fail(j, 500, "ANVIL_TEST_REPLAY: %s", anv_last_error()); return -1; }
+    }
     if (dropped) anv_log("model %s: dropped the %d oldest message(s) of a chat longer than the context (%d tokens)",
                          e->name, dropped, lm->n_ctx);
     int n_ctx_toks = r->context && r->n_context > 0 ? r->n_context : 0;
@@ -636,6 +651,7 @@ static void job_clear(job *j) {
     free(j->in_tokens);
     free(j->in_len);
     free(j->embd);
+    free(j->forced);
 }
 
 /* Under s->mu: queues j on lm and waits until the worker is done with it. False (j

@@ -105,7 +105,8 @@ static void admit(lmodel *lm) {
                      .t_admit_ns = sched_now_ns(), .last_used = ++lm->use_counter};
         gen_seq_init(&sl->gen, &(gen_seq_config){.tok = lm->m->tok, .smp = j->smp, .gm = j->gm,
                                                  .stop = j->stop, .num_predict = j->opt.num_predict,
-                                                 .on_text = j->gr->on_text, .user = j->gr->user});
+                                                 .on_text = j->gr->on_text, .user = j->gr->user,
+                                                 .forced = j->forced, .n_forced = j->n_forced});
         lm->n_active++;
     }
 }

@@ -33,6 +33,8 @@ typedef struct job {
     const sched_gen_request *gr;
     sched_result *res;
     int32_t *prompt;
+    int32_t *forced;             /* ANVIL_TEST_REPLAY tokens (NULL: sample) */
+    int n_forced;
     int n_prompt;
     run_options opt;
     sampler *smp;

@@ -21,6 +21,8 @@ typedef struct {
     int n_threads;           /* ANVIL_NUM_THREADS, 0 = all */
     bool allow_paths;        /* ANVIL_ALLOW_PATHS=1: a request's model may be a GGUF path on the
                               * server; otherwise models are store names only */
+    const char *test_replay; /* ANVIL_TEST_REPLAY (a test hook, logged at start): every reply is
+                              * this text, tokenized with special tokens, instead of sampled */
 } sched_config;
 
 /* Defaults overridden by the environment; -1 + anv_last_error() naming a bad variable. */
@@ -49,6 +51,8 @@ typedef struct {
     const void *options;            /* cJSON object: the request's options map (NULL = none);
                                        the OpenAI layer maps its fields into such a map */
     const char *format;             /* NULL, "json" (any object) or JSON schema text */
+    const char *tools_json;         /* the request's tools (JSON array text), NULL = none */
+    int think;                      /* CHAT_THINK_DEFAULT / _OFF / _ON */
     int64_t keep_alive_ms;          /* used when keep_alive_set */
     bool keep_alive_set;
     bool want_context;              /* return the token context (Ollama's "context") */

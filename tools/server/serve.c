@@ -165,6 +165,8 @@ int cmd_serve(int argc, char **argv) {
     if (cleaned > 0)
         fprintf(stderr, "anvil: removed %d unused blob(s) and stale temporary file(s) from %s\n", cleaned,
                 store_root(app.store));
+    if (sc.test_replay)
+        fprintf(stderr, "anvil: warning: ANVIL_TEST_REPLAY is set: every reply replays a fixed text (a test hook)\n");
     app.sched = sched_new(&sc, app.store);
     if (!app.sched) {
         fprintf(stderr, "anvil: %s\n", anv_last_error());

@@ -1,0 +1,222 @@
+/* chat_tools: tool definitions, tool calls, tool results and the think switch in the
+ * prompt (chat.h: chat_apply_ex), rendered as each family's official Jinja template does:
+ *   ChatML (Qwen 2.5 / Qwen 3 / Hermes): tools in the system turn inside <tools></tools>,
+ *     one JSON object per line (Jinja's tojson: ", " and ": " separators); an assistant
+ *     turn's calls as "\n<tool_call>\n{"name": "..", "arguments": {..}}\n</tool_call>";
+ *     consecutive tool results in one user turn, each in <tool_response></tool_response>;
+ *     think off appends "<think>\n\n</think>\n\n" after the assistant prefix (Qwen 3's
+ *     enable_thinking=false).
+ * Formats without tool calling refuse tools; their plain turns are chat_apply's. */
+#include "chat.h"
+
+#include "error.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} sbuf;
+
+static void put(sbuf *b, const char *s, size_t n) {
+    if (b->failed) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 512;
+        while (b->len + n + 1 > cap) cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) { b->failed = true; return; }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+static void add(sbuf *b, const char *s) { put(b, s, strlen(s)); }
+
+/* A JSON string as Python's json.dumps(ensure_ascii=False) writes it. */
+static void put_json_string(sbuf *b, const char *s) {
+    add(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        switch (*p) {
+        case '"': add(b, "\\\""); break;
+        case '\\': add(b, "\\\\"); break;
+        case '\n': add(b, "\\n"); break;
+        case '\r': add(b, "\\r"); break;
+        case '\t': add(b, "\\t"); break;
+        case '\b': add(b, "\\b"); break;
+        case '\f': add(b, "\\f"); break;
+        default:
+            if (*p < 0x20) { snprintf(esc, sizeof esc, "\\u%04x", *p); add(b, esc); }
+            else put(b, (const char *)p, 1);
+        }
+    }
+    add(b, "\"");
+}
+
+/* Jinja's tojson (json.dumps: ", " and ": " separators, keys in their order). */
+static void put_json(sbuf *b, const cJSON *v) {
+    if (cJSON_IsObject(v)) {
+        add(b, "{");
+        bool first = true;
+        for (const cJSON *c = v->child; c; c = c->next) {
+            if (!first) add(b, ", ");
+            first = false;
+            put_json_string(b, c->string);
+            add(b, ": ");
+            put_json(b, c);
+        }
+        add(b, "}");
+    } else if (cJSON_IsArray(v)) {
+        add(b, "[");
+        bool first = true;
+        for (const cJSON *c = v->child; c; c = c->next) {
+            if (!first) add(b, ", ");
+            first = false;
+            put_json(b, c);
+        }
+        add(b, "]");
+    } else if (cJSON_IsString(v)) {
+        put_json_string(b, v->valuestring);
+    } else {
+        char *t = cJSON_PrintUnformatted(v);   /* numbers, true, false, null */
+        if (!t) { b->failed = true; return; }
+        add(b, t);
+        free(t);
+    }
+}
+
+bool chat_format_has_tools(chat_format f, const char *template_text) {
+    if (f != CHAT_CHATML) return false;
+    /* a GGUF template that never mentions tools was not trained for them */
+    return !template_text || !*template_text || strstr(template_text, "tools") || strstr(template_text, "tool_call");
+}
+
+bool chat_format_has_thinking(chat_format f, const char *template_text, const char *arch) {
+    if (template_text && strstr(template_text, "<think>") && strstr(template_text, "</think>")) return true;
+    return f == CHAT_CHATML && (!template_text || !*template_text) && arch &&
+           (!strcmp(arch, "qwen3") || !strcmp(arch, "qwen3moe"));
+}
+
+/* One assistant call in Qwen's form; -1 when the call is malformed. */
+static int put_chatml_call(sbuf *b, const cJSON *call) {
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+    if (cJSON_IsObject(fn)) call = fn;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(call, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(call, "arguments");
+    if (!cJSON_IsString(name)) return -1;
+    add(b, "\n<tool_call>\n{\"name\": \"");
+    add(b, name->valuestring);
+    add(b, "\", \"arguments\": ");
+    if (args) put_json(b, args);
+    else add(b, "{}");
+    add(b, "}\n</tool_call>");
+    return 0;
+}
+
+static char *render_chatml_ex(const chat_message *m, int n, bool add_assistant, const chat_extras *x) {
+    sbuf b = {0};
+    add(&b, "");
+    cJSON *tools = NULL;
+    int first = 0;
+    if (x->tools_json) {
+        tools = cJSON_Parse(x->tools_json);
+        if (!cJSON_IsArray(tools)) {
+            cJSON_Delete(tools);
+            anv_set_error("chat: tools must be a JSON array");
+            free(b.data);
+            return NULL;
+        }
+        if (cJSON_GetArraySize(tools) == 0) { cJSON_Delete(tools); tools = NULL; }
+    }
+    if (tools) {
+        add(&b, "<|im_start|>system\n");
+        if (n > 0 && !strcmp(m[0].role, "system")) {
+            add(&b, m[0].content);
+            add(&b, "\n\n");
+            first = 1;
+        }
+        add(&b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+                "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
+        for (const cJSON *t = tools->child; t; t = t->next) {
+            add(&b, "\n");
+            put_json(&b, t);
+        }
+        add(&b, "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+                "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
+                "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n");
+        cJSON_Delete(tools);
+    }
+    for (int i = first; i < n; i++) {
+        const chat_message *msg = &m[i];
+        if (!strcmp(msg->role, "tool")) {
+            if (i == first || strcmp(m[i - 1].role, "tool")) add(&b, "<|im_start|>user");
+            add(&b, "\n<tool_response>\n");
+            add(&b, msg->content);
+            add(&b, "\n</tool_response>");
+            if (i == n - 1 || strcmp(m[i + 1].role, "tool")) add(&b, "<|im_end|>\n");
+            continue;
+        }
+        cJSON *calls = msg->tool_calls && !strcmp(msg->role, "assistant") ? cJSON_Parse(msg->tool_calls) : NULL;
+        if (msg->tool_calls && !strcmp(msg->role, "assistant") && !cJSON_IsArray(calls)) {
+            cJSON_Delete(calls);
+            anv_set_error("chat: message %d: tool_calls must be a JSON array", i);
+            free(b.data);
+            return NULL;
+        }
+        if (calls && cJSON_GetArraySize(calls) > 0) {
+            add(&b, "<|im_start|>assistant");
+            if (*msg->content) { add(&b, "\n"); add(&b, msg->content); }
+            for (const cJSON *c = calls->child; c; c = c->next)
+                if (put_chatml_call(&b, c)) {
+                    cJSON_Delete(calls);
+                    anv_set_error("chat: message %d: a tool call without a function name", i);
+                    free(b.data);
+                    return NULL;
+                }
+            add(&b, "<|im_end|>\n");
+        } else {
+            add(&b, "<|im_start|>");
+            add(&b, msg->role);
+            add(&b, "\n");
+            add(&b, msg->content);
+            add(&b, "<|im_end|>\n");
+        }
+        cJSON_Delete(calls);
+    }
+    if (add_assistant) {
+        add(&b, "<|im_start|>assistant\n");
+        if (x->think == CHAT_THINK_OFF) add(&b, "<think>\n\n</think>\n\n");
+    }
+    if (b.failed) {
+        free(b.data);
+        anv_set_error("chat: out of memory");
+        return NULL;
+    }
+    return b.data;
+}
+
+char *chat_apply_ex(chat_format f, const chat_message *msgs, int n_msgs, bool add_assistant, const chat_extras *x) {
+    bool has_tools = x && x->tools_json && strcmp(x->tools_json, "[]") && *x->tools_json;
+    bool has_calls = false;
+    for (int i = 0; i < n_msgs; i++)
+        if (msgs[i].tool_calls || !strcmp(msgs[i].role ? msgs[i].role : "", "tool")) has_calls = true;
+    if (f == CHAT_CHATML && x && (has_tools || has_calls || x->think == CHAT_THINK_OFF)) {
+        for (int i = 0; i < n_msgs; i++)
+            if (!msgs[i].role || !msgs[i].content) {
+                anv_set_error("chat: message %d has no %s", i, msgs[i].role ? "content" : "role");
+                return NULL;
+            }
+        return render_chatml_ex(msgs, n_msgs, add_assistant, x);
+    }
+    if (has_tools) {
+        anv_set_error("chat: the %s format has no tool calling", chat_format_name(f));
+        return NULL;
+    }
+    return chat_apply(f, msgs, n_msgs, add_assistant);
+}

@@ -1,0 +1,51 @@
+/* reply_parse: splits a model's reply, as it streams, into content, thinking and tool
+ * calls, the way Ollama's parsers do for the families Anvil renders:
+ *   thinking   <think> ... </think> (Qwen 3, DeepSeek R1, ...); the reply may start inside
+ *              it when the prompt opened the tag (start_in_thinking); leading whitespace
+ *              after </think> is dropped;
+ *   tool calls <tool_call>{"name": .., "arguments": {..}}</tool_call> (Qwen / Hermes),
+ *              [TOOL_CALLS][{"name": .., "arguments": {..}}, ..] (Mistral), and a reply
+ *              that is only a JSON object {"name": .., "parameters"|"arguments": {..}} or
+ *              an array of them (Llama 3.x, and Ollama's fallback for any template).
+ * Bytes that might begin a marker are held back until they cannot; a reply that starts
+ * like a JSON tool call is held to the end and becomes content if it is not one. Text in
+ * a tag that is not a valid call is returned as content, never dropped. */
+#ifndef ANVIL_REPLY_PARSE_H
+#define ANVIL_REPLY_PARSE_H
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bytebuf.h"
+
+typedef struct {
+    bool thinking;           /* split <think> ... </think> out of the content */
+    bool start_in_thinking;  /* the prompt ends inside <think> (the reply is thinking first) */
+    bool tools;              /* the request offered tools: parse calls */
+} reply_parse_opts;
+
+typedef struct {
+    char *name;              /* malloc'd */
+    char *arguments;         /* malloc'd JSON object text */
+} reply_tool_call;
+
+/* What one feed (or the finish) produced: the caller sends it and resets it. */
+typedef struct {
+    bytebuf content, thinking;
+    reply_tool_call *calls;
+    int n_calls, cap_calls;
+} reply_delta;
+
+typedef struct reply_parser reply_parser;
+
+reply_parser *reply_parser_new(const reply_parse_opts *o);
+void reply_parser_free(reply_parser *p);
+/* Appends to d what text (a piece of the reply) completes; false when out of memory. */
+bool reply_parser_feed(reply_parser *p, const char *text, size_t len, reply_delta *d);
+/* The end of the reply: flushes what was held (a trailing JSON call is parsed here). */
+bool reply_parser_finish(reply_parser *p, reply_delta *d);
+/* Every tool call found so far (the whole reply's, after finish). */
+int reply_parser_n_calls(const reply_parser *p);
+
+void reply_delta_reset(reply_delta *d);   /* empties it for the next feed, keeps buffers */
+void reply_delta_free(reply_delta *d);
+#endif

@@ -1,0 +1,105 @@
+/* test_reply_parse: engine/prompt/reply_parse.c. Every case is parsed twice, the reply fed
+ * whole and one byte at a time (a streamed reply splits markers anywhere), and both must
+ * give the same content, thinking and calls: Qwen/Hermes <tool_call> tags, Mistral's
+ * [TOOL_CALLS], Llama 3's bare JSON, <think> blocks (also when the prompt opened one),
+ * text that only looks like a marker, malformed calls kept as content, switches off. */
+#include "reply_parse.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    bytebuf content, thinking, calls;   /* calls: "name(args);" each */
+} result;
+
+static void take(result *r, reply_delta *d) {
+    bytebuf_add(&r->content, bytebuf_str(&d->content), d->content.len);
+    bytebuf_add(&r->thinking, bytebuf_str(&d->thinking), d->thinking.len);
+    for (int i = 0; i < d->n_calls; i++) bytebuf_printf(&r->calls, "%s(%s);", d->calls[i].name, d->calls[i].arguments);
+    reply_delta_reset(d);
+}
+
+static void parse(const reply_parse_opts *o, const char *text, size_t step, result *r) {
+    memset(r, 0, sizeof *r);
+    reply_parser *p = reply_parser_new(o);
+    reply_delta d = {0};
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n; i += step) {
+        size_t k = n - i < step ? n - i : step;
+        CHECK(reply_parser_feed(p, text + i, k, &d));
+        take(r, &d);
+    }
+    CHECK(reply_parser_finish(p, &d));
+    take(r, &d);
+    reply_delta_free(&d);
+    reply_parser_free(p);
+}
+
+static void result_free(result *r) {
+    bytebuf_free(&r->content);
+    bytebuf_free(&r->thinking);
+    bytebuf_free(&r->calls);
+}
+
+static void expect(const char *what, const reply_parse_opts *o, const char *text, const char *content,
+                   const char *thinking, const char *calls) {
+    const size_t steps[2] = {1, strlen(text) + 1};
+    for (int si = 0; si < 2; si++) {
+        size_t step = steps[si];
+        result r;
+        parse(o, text, step, &r);
+        bool ok = !strcmp(bytebuf_str(&r.content), content) && !strcmp(bytebuf_str(&r.thinking), thinking) &&
+                  !strcmp(bytebuf_str(&r.calls), calls);
+        CHECKF(ok, "%s (fed %s): content [%s] want [%s], thinking [%s] want [%s], calls [%s] want [%s]", what,
+               step == 1 ? "byte by byte" : "whole", bytebuf_str(&r.content), content, bytebuf_str(&r.thinking),
+               thinking, bytebuf_str(&r.calls), calls);
+        result_free(&r);
+    }
+}
+
+int main(void) {
+    const reply_parse_opts both = {.thinking = true, .tools = true}, think = {.thinking = true},
+                           tools = {.tools = true}, none = {0}, opened = {.thinking = true, .start_in_thinking = true};
+    expect("think then text", &think, "<think>\nI reason.\n</think>\n\nHello there", "Hello there", "I reason.\n", "");
+    expect("think off: the tags are text", &none, "<think>x</think>y", "<think>x</think>y", "", "");
+    expect("the prompt opened <think>", &opened, "abc</think>def", "def", "abc", "");
+    expect("a tag split anywhere", &think, "a <thi", "a <thi", "", "");
+    expect("a lookalike", &think, "x <thinking> y", "x <thinking> y", "", "");
+    expect("hermes call", &tools, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+           "", "", "get_weather({\"city\":\"Paris\"});");
+    expect("text then two hermes calls", &tools,
+           "Sure.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n"
+           "{\"name\": \"b\", \"arguments\": {\"n\": 2}}\n</tool_call>",
+           "Sure.\n", "", "a({});b({\"n\":2});");
+    expect("think, then a call", &both,
+           "<think>\nNeed weather.\n</think>\n\n<tool_call>\n{\"name\": \"w\", \"arguments\": {\"c\": \"X\"}}\n</tool_call>", "",
+           "Need weather.\n", "w({\"c\":\"X\"});");
+    expect("a malformed call stays text", &tools, "<tool_call>{not json}</tool_call> ok",
+           "<tool_call>{not json}</tool_call> ok", "", "");
+    expect("an unclosed call at the end", &tools, "<tool_call>{\"name\": \"f\", \"arguments\": {}}", "", "", "f({});");
+    expect("tools off: tags are text", &none, "<tool_call>{\"name\": \"f\"}</tool_call>",
+           "<tool_call>{\"name\": \"f\"}</tool_call>", "", "");
+    expect("mistral", &tools, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"q\": \"r\"}}, {\"name\": \"g\"}]", "", "",
+           "f({\"q\":\"r\"});g({});");
+    expect("llama 3 bare JSON with parameters", &tools, " {\"name\": \"f\", \"parameters\": {\"x\": \"y\"}}", "", "",
+           "f({\"x\":\"y\"});");
+    expect("arguments as JSON text", &tools, "{\"name\": \"f\", \"arguments\": \"{\\\"k\\\": 1}\"}", "", "", "f({\"k\":1});");
+    expect("JSON that is not a call", &tools, "{\"answer\": 42}", "{\"answer\": 42}", "", "");
+    expect("an array that is not calls", &tools, "[1, 2, 3]", "[1, 2, 3]", "", "");
+    expect("JSON after text is text", &tools, "Here: {\"name\": \"f\", \"arguments\": {}}",
+           "Here: {\"name\": \"f\", \"arguments\": {}}", "", "");
+    expect("a bare [TOOL_C prefix that is not one", &tools, "[TOOL_X]", "[TOOL_X]", "", "");
+    expect("plain text", &both, "just words", "just words", "", "");
+    expect("empty", &both, "", "", "", "");
+    /* the count after the whole reply */
+    reply_parser *p = reply_parser_new(&tools);
+    reply_delta d = {0};
+    const char *two = "<tool_call>{\"name\":\"a\"}</tool_call><tool_call>{\"name\":\"b\"}</tool_call>";
+    CHECK(reply_parser_feed(p, two, strlen(two), &d) && reply_parser_finish(p, &d));
+    CHECK(reply_parser_n_calls(p) == 2);
+    reply_delta_free(&d);
+    reply_parser_free(p);
+    return tu_finish();
+}
