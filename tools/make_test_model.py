@@ -212,14 +212,16 @@ def bytes_to_unicode():
     return dict(zip(bs, (chr(c) for c in cs)))
 
 
-def bpe_vocab(family, n_vocab):
-    """Byte-level BPE vocab (tokenizer.ggml.model "gpt2") with the family's special tokens."""
+def bpe_vocab(family, n_vocab, agent=False):
+    """Byte-level BPE vocab (tokenizer.ggml.model "gpt2") with the family's special tokens.
+    agent: as a real Qwen 3 vocab, <think>, </think>, <tool_call>, </tool_call> are
+    user-defined tokens (printed in the reply text, where the reply parser sees them)."""
     if family == "llama":
         specials, pre = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"], "llama-bpe"
     else:
         specials, pre = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen2"
         if family == "qwen3":
-            specials += ["<think>", "</think>"]
+            specials += ["<think>", "</think>"] + (["<tool_call>", "</tool_call>"] if agent else [])
     b2u = bytes_to_unicode()
     tokens = [b2u[b] for b in sorted(b2u, key=lambda b: ord(b2u[b]))]
     words = Counter()
@@ -229,7 +231,8 @@ def bpe_vocab(family, n_vocab):
     merges = bpe_train(words, n_regular - len(tokens))
     tokens += [a + b for a, b in merges]
     extend_merges(tokens, merges, n_regular, np.random.default_rng(1234))
-    types = [1] * len(tokens) + [3] * len(specials)
+    types = [1] * len(tokens) + [4 if agent and s.startswith(("<think", "</think", "<tool_call", "</tool_call"))
+                                 else 3 for s in specials]
     tokens += specials
     first = n_regular
     if family == "llama":
@@ -366,7 +369,7 @@ def encode(x, qt, quantizer):
 
 def write_model(args, hp, path, wtype, quantizer):
     fam = args.family
-    vocab = spm_vocab(fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"])
+    vocab = spm_vocab(fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"], agent=args.chat_template == "qwen3")
     assert len(vocab["tokens"]) == hp["n_vocab"], (len(vocab["tokens"]), hp["n_vocab"])
     w = gguf.GGUFWriter(path, fam)
     w.add_type("model")

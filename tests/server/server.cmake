@@ -25,6 +25,9 @@ add_test(NAME server_hostile
                  ${_sanitize})
 add_test(NAME server_hardening
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/hardening.py $<TARGET_FILE:anvil> ${_server_model})
+add_test(NAME server_agents
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/agents.py $<TARGET_FILE:anvil> ${CMAKE_CURRENT_BINARY_DIR}/server-agents)
+set_tests_properties(server_agents PROPERTIES TIMEOUT 300 LABELS server)
 add_test(NAME server_run_client
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/run_client.py $<TARGET_FILE:anvil> ${_server_model})
 # A loaded model's GGUF truncated in place: the server survives (no SIGBUS), the request is a

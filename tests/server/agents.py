@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""agents: tool calls and thinking through the real clients (ollama and openai Python
+packages) against `anvil serve`, deterministic: the server runs with ANVIL_TEST_REPLAY, so
+every reply is a fixed text (tokenized with special tokens) instead of sampled, and the
+parsing path sees exactly what a Qwen 3 model would say. The model is a tiny random qwen3
+GGUF with a Qwen 3-style chat template (tools and <think> in it: both capabilities).
+
+Checked, field by field against Ollama's and OpenAI's documented shapes:
+- /api/chat with tools (whole and streamed): message.thinking, message.tool_calls
+  [{id, function: {index, name, arguments: {...}}}], empty content; a round trip that sends
+  the call and a role "tool" result back;
+- /v1/chat/completions with tools (whole and streamed): finish_reason "tool_calls",
+  tool_calls [{id "call_...", type "function", function {name, arguments: JSON text}}],
+  reasoning_content; the round trip with tool_call_id;
+- /api/generate: thinking split out of the response; without tools a <tool_call> stays text;
+- /api/show capabilities; a model without them (gemma3) answers 400 "... does not support
+  tools" / "... does not support thinking"; a malformed tools entry is a 400 naming it.
+
+  agents.py ANVIL WORKDIR"""
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Server, check, finish, post_json  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
+                                         "parameters": {"type": "object", "required": ["city"],
+                                                        "properties": {"city": {"type": "string"}}}}}
+CALL_REPLY = ('<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n'
+              '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>')
+THINK_REPLY = '<think>hmm, a greeting</think>\n\nHello! <tool_call>{"name": "x"}</tool_call>'
+
+
+def make(work, family, template=None):
+    out = os.path.join(work, "%s-%s.gguf" % (family, template or "default"))
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "make_test_model.py"), "--family", family, "--preset", "tiny",
+           "--type", "q8_0", "--out", out, "--if-changed"]
+    if template:
+        cmd += ["--chat-template", template]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return out
+
+
+def ollama_side(srv, model):
+    import ollama
+    cl = ollama.Client(host=srv.base)
+    msgs = [{"role": "user", "content": "Weather in Paris?"}]
+    r = cl.chat(model=model, messages=msgs, tools=[TOOL])
+    m = r.message
+    calls = m.tool_calls or []
+    check(len(calls) == 1 and calls[0].function.name == "get_weather" and dict(calls[0].function.arguments) ==
+          {"city": "Paris"}, "ollama chat: one tool call get_weather(city=Paris) (%r)" % calls)
+    check(m.thinking == "The user wants the weather.\n", "ollama chat: message.thinking (%r)" % m.thinking)
+    check(m.content == "", "ollama chat: no content besides the call (%r)" % m.content)
+    check(r.done and r.done_reason == "stop", "ollama chat: done, done_reason stop (%r)" % r.done_reason)
+
+    thinking, got_calls, n_chunks, last = "", [], 0, None
+    for ch in cl.chat(model=model, messages=msgs, tools=[TOOL], stream=True):
+        n_chunks += 1
+        thinking += ch.message.thinking or ""
+        got_calls += ch.message.tool_calls or []
+        last = ch
+    check(thinking == "The user wants the weather.\n" and len(got_calls) == 1 and
+          got_calls[0].function.name == "get_weather" and last.done,
+          "ollama chat stream: thinking pieces add up, the call arrives in a chunk, then done (%d chunks, %r, %r)"
+          % (n_chunks, thinking, got_calls))
+
+    # the round trip: the call and its result go back
+    msgs2 = msgs + [{"role": "assistant", "content": "", "tool_calls": [c.model_dump(exclude_none=True) for c in calls]},
+                    {"role": "tool", "content": "18C and sunny", "tool_name": "get_weather"}]
+    r2 = cl.chat(model=model, messages=msgs2, tools=[TOOL])
+    check(r2.done and (r2.message.tool_calls or []) and r2.prompt_eval_count,
+          "ollama chat round trip: the call and its result sent back are answered (%r)" % r2.done_reason)
+
+    # the raw shape, field by field
+    st, _, o, raw = post_json(srv, "/api/chat", {"model": model, "messages": msgs, "tools": [TOOL], "stream": False})
+    msg = o.get("message", {}) if isinstance(o, dict) else {}
+    call = (msg.get("tool_calls") or [{}])[0]
+    check(st == 200 and set(msg) == {"role", "content", "thinking", "tool_calls"} and msg["role"] == "assistant",
+          "/api/chat message fields: role, content, thinking, tool_calls (%r)" % sorted(msg))
+    check(set(call) == {"id", "function"} and set(call.get("function", {})) == {"index", "name", "arguments"} and
+          call["function"]["index"] == 0 and isinstance(call["function"]["arguments"], dict),
+          "/api/chat tool_calls[0]: id, function {index 0, name, arguments object} (%r)" % call)
+
+    info = cl.show(model)
+    caps = list(info.capabilities or [])
+    check(caps == ["completion", "tools", "thinking"], "show: capabilities completion, tools, thinking (%r)" % caps)
+
+
+def openai_side(srv, model):
+    import openai
+    cl = openai.OpenAI(base_url=srv.base + "/v1", api_key="unused")
+    msgs = [{"role": "user", "content": "Weather in Paris?"}]
+    r = cl.chat.completions.create(model=model, messages=msgs, tools=[TOOL])
+    ch = r.choices[0]
+    calls = ch.message.tool_calls or []
+    check(ch.finish_reason == "tool_calls", "openai: finish_reason tool_calls (%r)" % ch.finish_reason)
+    check(len(calls) == 1 and calls[0].id.startswith("call_") and calls[0].type == "function" and
+          calls[0].function.name == "get_weather" and json.loads(calls[0].function.arguments) == {"city": "Paris"},
+          "openai: tool_calls[0] id call_*, type function, name, arguments JSON text (%r)" % calls)
+    check(ch.message.content is None, "openai: content null beside the call (%r)" % ch.message.content)
+    reasoning = (ch.message.model_extra or {}).get("reasoning_content")
+    check(reasoning == "The user wants the weather.\n", "openai: reasoning_content (%r)" % reasoning)
+
+    acc, finish_reason, ids = {}, None, set()
+    for chunk in cl.chat.completions.create(model=model, messages=msgs, tools=[TOOL], stream=True):
+        if not chunk.choices:
+            continue
+        c = chunk.choices[0]
+        for tc in c.delta.tool_calls or []:
+            a = acc.setdefault(tc.index, {"name": "", "arguments": ""})
+            if tc.id:
+                ids.add(tc.id)
+            if tc.function and tc.function.name:
+                a["name"] += tc.function.name
+            if tc.function and tc.function.arguments:
+                a["arguments"] += tc.function.arguments
+        finish_reason = c.finish_reason or finish_reason
+    check(finish_reason == "tool_calls" and list(acc) == [0] and acc[0]["name"] == "get_weather" and
+          json.loads(acc[0]["arguments"]) == {"city": "Paris"} and len(ids) == 1,
+          "openai stream: the call in a delta with index 0, finish_reason tool_calls (%r, %r)" % (acc, finish_reason))
+
+    msgs2 = msgs + [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": calls[0].id, "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": calls[0].id, "content": "18C and sunny"}]
+    r2 = cl.chat.completions.create(model=model, messages=msgs2, tools=[TOOL])
+    check(r2.choices[0].finish_reason == "tool_calls" and r2.usage.prompt_tokens > r.usage.prompt_tokens,
+          "openai round trip: answered, the prompt longer by the call and result (%d > %d)"
+          % (r2.usage.prompt_tokens, r.usage.prompt_tokens))
+    try:
+        cl.chat.completions.create(model=model, messages=msgs2[:2] + [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{not json"}}]}],
+            tools=[TOOL])
+        check(False, "openai: tool call arguments that are not JSON: 400")
+    except openai.BadRequestError as ex:
+        check("arguments" in str(ex), "openai: tool call arguments that are not JSON: 400 naming them (%s)" % ex)
+
+
+def refusals(srv, gemma, qwen):
+    st, _, o, raw = post_json(srv, "/api/chat", {"model": gemma, "messages": [{"role": "user", "content": "hi"}],
+                                                 "tools": [TOOL], "stream": False})
+    check(st == 400 and "does not support tools" in raw.decode(), "gemma with tools: 400 does not support tools (%d %r)"
+          % (st, raw[:160]))
+    st, _, o, raw = post_json(srv, "/api/chat", {"model": gemma, "messages": [{"role": "user", "content": "hi"}],
+                                                 "think": True, "stream": False})
+    check(st == 400 and "does not support thinking" in raw.decode(),
+          "gemma with think: 400 does not support thinking (%d %r)" % (st, raw[:160]))
+    st, _, o, raw = post_json(srv, "/api/chat", {"model": qwen, "messages": [{"role": "user", "content": "hi"}],
+                                                 "tools": [{"type": "function", "function": {}}], "stream": False})
+    check(st == 400 and "tools[0].function.name" in raw.decode(), "a tool without a name: 400 naming it (%d %r)"
+          % (st, raw[:160]))
+    st, _, o, raw = post_json(srv, "/api/chat", {"model": qwen, "messages": [{"role": "user", "content": "hi"}],
+                                                 "think": "sometimes", "stream": False})
+    check(st == 400 and "think" in raw.decode(), "think 'sometimes': 400 naming think (%d %r)" % (st, raw[:160]))
+    with urllib.request.urlopen(srv.base + "/api/tags", timeout=30) as r:
+        tags = json.loads(r.read())
+    check(all("capabilities" in m for m in tags.get("models", [])), "tags entries carry capabilities")
+
+
+def main():
+    anvil, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    qwen = make(work, "qwen3", "qwen3")
+    gemma = make(work, "gemma3")
+    srv = Server(anvil, env={"ANVIL_TEST_REPLAY": CALL_REPLY})
+    try:
+        check("ANVIL_TEST_REPLAY is set" in srv.log(), "the server warns that replies are replayed")
+        ollama_side(srv, qwen)
+        openai_side(srv, qwen)
+        refusals(srv, gemma, qwen)
+    finally:
+        srv.stop()
+    srv = Server(anvil, env={"ANVIL_TEST_REPLAY": THINK_REPLY})
+    try:
+        st, _, o, raw = post_json(srv, "/api/generate", {"model": qwen, "prompt": "hi", "stream": False})
+        check(st == 200 and o.get("thinking") == "hmm, a greeting" and
+              o.get("response") == 'Hello! <tool_call>{"name": "x"}</tool_call>',
+              "generate: thinking split out; without tools a <tool_call> stays text (%r)" % raw[:300])
+        st, _, o, raw = post_json(srv, "/api/generate", {"model": qwen, "prompt": "hi", "stream": False, "think": False})
+        check(st == 200 and "thinking" not in o and o.get("response", "").startswith("<think>"),
+              "generate think false: nothing is split (%r)" % raw[:200])
+    finally:
+        srv.stop()
+    finish()
+
+
+if __name__ == "__main__":
+    main()
