@@ -13,6 +13,8 @@ Checked, field by field against Ollama's and OpenAI's documented shapes:
   tool_calls [{id "call_...", type "function", function {name, arguments: JSON text}}],
   reasoning_content; the round trip with tool_call_id;
 - /api/generate: thinking split out of the response; without tools a <tool_call> stays text;
+- `anvil run` (through the server): "Thinking...", the trace, "...done thinking.", the
+  answer; --hidethinking only the answer;
 - /api/show capabilities; a model without them (gemma3) answers 400 "... does not support
   tools" / "... does not support thinking"; a malformed tools entry is a 400 naming it.
 
@@ -185,6 +187,17 @@ def main():
         st, _, o, raw = post_json(srv, "/api/generate", {"model": qwen, "prompt": "hi", "stream": False, "think": False})
         check(st == 200 and "thinking" not in o and o.get("response", "").startswith("<think>"),
               "generate think false: nothing is split (%r)" % raw[:200])
+        # `anvil run` through the server: Ollama's CLI shape for the trace, --hidethinking
+        env = dict(os.environ, ANVIL_HOST=srv.host, HOME=srv.env["HOME"], ANVIL_MODELS=srv.env["ANVIL_MODELS"])
+        runs = {}
+        for flag in ("", "--hidethinking"):
+            r = subprocess.run([anvil, "run", qwen, "hi"] + ([flag] if flag else []), env=env, capture_output=True,
+                               text=True, timeout=120)
+            runs[flag] = (r.returncode, r.stdout)
+        want = 'Thinking...\nhmm, a greeting\n...done thinking.\n\nHello! <tool_call>{"name": "x"}</tool_call>\n'
+        check(runs[""] == (0, want), "anvil run prints the trace as Ollama does (%r)" % (runs[""],))
+        check(runs["--hidethinking"] == (0, 'Hello! <tool_call>{"name": "x"}</tool_call>\n'),
+              "anvil run --hidethinking prints only the answer (%r)" % (runs["--hidethinking"],))
     finally:
         srv.stop()
     finish()

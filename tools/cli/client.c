@@ -184,14 +184,11 @@ static bool handle_line(stream_state *st, const char *line, size_t len) {
         return false;
     }
     const char *piece = NULL;
-    if (st->chat) {
-        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(j, "message");
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
-        if (cJSON_IsString(content)) piece = content->valuestring;
-    } else {
-        const cJSON *resp = cJSON_GetObjectItemCaseSensitive(j, "response");
-        if (cJSON_IsString(resp)) piece = resp->valuestring;
-    }
+    const cJSON *holder = st->chat ? cJSON_GetObjectItemCaseSensitive(j, "message") : j;
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(holder, st->chat ? "content" : "response");
+    if (cJSON_IsString(text)) piece = text->valuestring;
+    const char *thinking = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(holder, "thinking"));
+    if (thinking && *thinking && st->q->on_thinking) st->q->on_thinking(thinking, strlen(thinking), st->q->user);
     if (piece && *piece) {
         size_t n = strlen(piece);
         bytebuf_add(&st->text, piece, n);
@@ -260,6 +257,7 @@ static char *request_json(const client_gen_request *q, bool chat) {
         if (*q->keep_alive && !*end) cJSON_AddNumberToObject(o, "keep_alive", secs);
         else cJSON_AddStringToObject(o, "keep_alive", q->keep_alive);
     }
+    if (q->think) cJSON_AddBoolToObject(o, "think", q->think == CHAT_THINK_ON);
     if (q->format) {
         cJSON *schema = strcmp(q->format, "json") ? cJSON_Parse(q->format) : NULL;
         if (cJSON_IsObject(schema)) cJSON_AddItemToObject(o, "format", schema);

@@ -50,6 +50,8 @@ typedef struct {
     const char *format;              /* NULL, "json", or a JSON schema as text */
     bool raw;                        /* generate: no template */
     client_text_fn on_text;          /* may be NULL (the text is still collected) */
+    client_text_fn on_thinking;      /* the reply's "thinking" pieces; may be NULL */
+    int think;                       /* CHAT_THINK_*: sent as "think" unless the default */
     void *user;
 } client_gen_request;
 

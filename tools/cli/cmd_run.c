@@ -24,6 +24,7 @@
 #include "prompt.h"
 #include "quant.h"
 #include "readfile.h"
+#include "reply_parse.h"
 #include "stop_strings.h"
 #include "store.h"
 
@@ -45,6 +46,8 @@ typedef struct {
     bool raw;
     bool interactive;     /* -i: chat on stdin even when it is not a terminal */
     bool local;           /* --local: never use a running server */
+    int think;            /* --think[=false|low|medium|high]: CHAT_THINK_* */
+    bool hide_thinking;   /* --hidethinking: think, but do not print the trace */
     int chat_fmt;         /* chat_format, -1 = detect */
     char *format;         /* --format: "json" or the schema file's text (the API's "format") */
     grammar *grammar;     /* built from format */
@@ -65,6 +68,8 @@ static void run_usage(void) {
          "                        TEMPLATE, else detected from the GGUF)\n"
          "  -t N  --ctx N  -ngl N  --kv-type f16|f32|q8_0  --verbose\n"
          "  --local               run in this process even when an anvil server is running\n"
+         "  --think[=false|low|medium|high]  thinking on (or off) for a model that can think\n"
+         "  --hidethinking        think, but print only the answer\n"
          "A store model's PARAMETERs (num_predict, stop, seed, num_ctx, num_gpu, num_thread ...)\n"
          "apply first; the flags given here replace them.");
 }
@@ -82,7 +87,28 @@ static void print_stats(double load_s, const gen_stats *st, double total_s) {
 
 typedef struct {
     FILE *reply;
+    reply_parser *rp;     /* splits out the thinking (NULL with --think=false) */
+    reply_delta dl;
+    bool hide_thinking, in_thinking;
 } stream_target;
+
+/* Ollama's CLI shape for a reasoning trace: "Thinking...", the trace, "...done thinking."
+ * (on stderr-free stdout, dimmed on a terminal), then the answer. */
+static void thinking_print(bool *in_thinking, bool hide, const char *text, size_t len) {
+    if (hide || !len) return;
+    bool tty = isatty(STDOUT_FILENO);
+    if (!*in_thinking) {
+        fputs(tty ? "\033[2mThinking...\n" : "Thinking...\n", stdout);
+        *in_thinking = true;
+    }
+    fwrite(text, 1, len, stdout);
+}
+
+static void thinking_end(bool *in_thinking) {
+    if (!*in_thinking) return;
+    fputs(isatty(STDOUT_FILENO) ? "\n...done thinking.\n\n\033[0m" : "\n...done thinking.\n\n", stdout);
+    *in_thinking = false;
+}
 
 /* Prints reply text and keeps it for the conversation. NUL bytes (a byte token a
  * model can emit) are dropped: a terminal shows nothing for them, and the text must be the
@@ -100,8 +126,22 @@ static void emit(stream_target *t, const char *text, int len) {
     fflush(stdout);
 }
 
+/* The reply text, through the thinking split when there is one. */
+static void deliver_reply(stream_target *t) {
+    thinking_print(&t->in_thinking, t->hide_thinking, bytebuf_str(&t->dl.thinking), t->dl.thinking.len);
+    if (t->dl.content.len) {
+        thinking_end(&t->in_thinking);
+        emit(t, bytebuf_str(&t->dl.content), (int)t->dl.content.len);
+    }
+    reply_delta_reset(&t->dl);
+    fflush(stdout);
+}
+
 static bool stream_and_capture(const char *text, int len, void *user) {
-    emit(user, text, len);
+    stream_target *t = user;
+    if (!t->rp) { emit(t, text, len); return true; }
+    if (!reply_parser_feed(t->rp, text, (size_t)len, &t->dl)) anv_die("out of memory");
+    deliver_reply(t);
     return true;
 }
 
@@ -110,7 +150,7 @@ static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm,
                     const chat_message *hist, int n_hist, gen_stats *st) {
     prompt_spec ps = {
         .template_go = o->template_go, .system = o->system, .messages_json = o->messages_json,
-        .msgs = hist, .n_msgs = n_hist, .raw = o->raw, .chat_format_override = o->chat_fmt,
+        .msgs = hist, .n_msgs = n_hist, .raw = o->raw, .chat_format_override = o->chat_fmt, .think = o->think,
     };
     char *text = prompt_build(m, &ps);
     if (!text) anv_die("%s", anv_last_error());
@@ -120,13 +160,22 @@ static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm,
     if (!toks) anv_die("%s", anv_last_error());
     char *reply = NULL;
     size_t reply_len = 0;
-    stream_target t = {open_memstream(&reply, &reply_len)};
+    stream_target t = {.reply = open_memstream(&reply, &reply_len), .hide_thinking = o->hide_thinking};
+    if (!o->raw && o->think != CHAT_THINK_OFF && !(t.rp = reply_parser_new(&(reply_parse_opts){.thinking = true})))
+        anv_die("out of memory");
     stop_matcher *stop = NULL;
     if (o->ro.n_stop && !(stop = stop_matcher_new(o->ro.stop, o->ro.n_stop))) anv_die("out of memory");
     if (gm) grammar_matcher_reset(gm);
     gen_seq_config cfg = {.tok = m->tok, .smp = smp, .gm = gm, .stop = stop, .num_predict = o->ro.num_predict,
                           .on_text = stream_and_capture, .user = &t};
     int rc = generate_seq(ctx, &cfg, toks, n_tok, st);
+    if (t.rp) {
+        if (!reply_parser_finish(t.rp, &t.dl)) anv_die("out of memory");
+        deliver_reply(&t);
+        thinking_end(&t.in_thinking);
+        reply_parser_free(t.rp);
+        reply_delta_free(&t.dl);
+    }
     stop_matcher_free(stop);
     fclose(t.reply);
     free(toks);
@@ -266,8 +315,16 @@ static char *flags_as_options_json(const run_opts *o) {
 }
 
 static bool print_piece(const char *text, size_t len, void *user) {
-    (void)user;
+    stream_target *t = user;
+    thinking_end(&t->in_thinking);
     fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    return true;
+}
+
+static bool print_thinking(const char *text, size_t len, void *user) {
+    stream_target *t = user;
+    thinking_print(&t->in_thinking, t->hide_thinking, text, len);
     fflush(stdout);
     return true;
 }
@@ -282,7 +339,10 @@ static void print_remote_stats(const client_gen_result *r) {
 static char *remote_answer(const run_opts *o, const char *model, const char *options_json,
                            const chat_message *hist, int n_hist) {
     client_gen_request q = {.model = model, .system = o->system, .options_json = options_json,
-                            .format = o->format, .raw = o->raw, .on_text = print_piece};
+                            .format = o->format, .raw = o->raw, .on_text = print_piece,
+                            .on_thinking = print_thinking, .think = o->think};
+    stream_target t = {.hide_thinking = o->hide_thinking};
+    q.user = &t;
     client_gen_result res;
     int rc;
     if (o->raw) {
@@ -293,6 +353,7 @@ static char *remote_answer(const run_opts *o, const char *model, const char *opt
         q.n_messages = n_hist;
         rc = client_chat(&q, &res);
     }
+    thinking_end(&t.in_thinking);
     if (rc != 0) {
         client_gen_result_clear(&res);
         anv_die("%s", anv_last_error());
@@ -375,6 +436,13 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--system")) o.system = cli_value(argc, argv, &i);
         else if (!strcmp(a, "--format")) format_arg = cli_value(argc, argv, &i);
         else if (!strcmp(a, "--raw")) o.raw = true;
+        else if (!strcmp(a, "--think") || !strncmp(a, "--think=", 8)) {
+            const char *v = a[7] == '=' ? a + 8 : "true";
+            if (!strcmp(v, "false")) o.think = CHAT_THINK_OFF;
+            else if (!strcmp(v, "true") || !strcmp(v, "low") || !strcmp(v, "medium") || !strcmp(v, "high")) o.think = CHAT_THINK_ON;
+            else anv_die("--think: '%s' is not true, false, low, medium or high", v);
+        }
+        else if (!strcmp(a, "--hidethinking")) o.hide_thinking = true;
         else if (!strcmp(a, "--local")) o.local = true;
         else if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) o.interactive = true;
         else if (!strcmp(a, "--template")) {
