@@ -31,7 +31,13 @@ typedef struct {
     char desc[320];
 } hip_ctx;
 
-static hip_ctx *ctx_of(backend *be) { return be->impl; }
+/* The HIP current device is per host thread (the server calls from several): every entry
+ * point binds this backend's device first (cheap in the runtime). */
+static hip_ctx *ctx_of(backend *be) {
+    hip_ctx *c = be->impl;
+    if (c->api) c->api->hipSetDevice(c->dev);
+    return c;
+}
 static uint64_t addr_of(const be_tensor *t) { return (uint64_t)(uintptr_t)t->storage + t->offset; }
 static int64_t elems_of(const be_tensor *t) { return t->cols * t->rows; }
 

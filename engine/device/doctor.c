@@ -411,9 +411,10 @@ static void check_hip(const doctor_facts *f, finding_sink *s) {
     bool amd = f->n_amd_pci_gpus > 0;
     for (int i = 0; i < l->n; i++) amd |= l->dev[i].vendor_id == 0x1002;
     if (l->hip_built && l->hip_count < 0) {
-        doctor_finding *d = add(s, amd ? DOC_WARN : DOC_INFO, "ROCm runtime not found: %s", l->hip_why);
-        dev_fmt(d->explain, sizeof d->explain, "This anvil has a HIP backend, but the ROCm runtime it needs is not installed%s. The Vulkan backend needs no ROCm and runs AMD GPUs anyway.",
-                f->rocm_found ? " or does not start" : "");
+        const bool old = strstr(l->hip_why, "too old") != NULL; /* hip/hip_loader.c: version or entry point */
+        doctor_finding *d = add(s, amd ? DOC_WARN : DOC_INFO, "ROCm runtime %s: %s", old ? "too old" : "not found", l->hip_why);
+        dev_fmt(d->explain, sizeof d->explain, "This anvil has a HIP backend, but the ROCm runtime it needs is %s. The Vulkan backend needs no ROCm and runs AMD GPUs anyway.",
+                old ? "older than ROCm 5.2" : f->rocm_found ? "not installed or does not start" : "not installed");
         dev_fmt(d->fix, sizeof d->fix, "nothing, to use Vulkan; for HIP: %s",
                 f->os == DEV_OS_WINDOWS ? "install the AMD HIP SDK for Windows"
                 : "Ubuntu/Debian: amdgpu-install --usecase=rocm (repo.radeon.com); Fedora: sudo dnf install rocm-hip; Arch: sudo pacman -S rocm-hip-runtime");
