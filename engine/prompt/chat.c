@@ -9,6 +9,10 @@
  *            (what it picks for Mistral 7B v0.3's official template).
  *   Llama 2  llama.cpp's "llama2-sys-strip" (what it picks for Llama 2 chat's official
  *            template): [INST] <<SYS>>\nsys\n<</SYS>>\n\nuser [/INST]reply</s>[INST] ...
+ *   Phi 3    <|role|>\n...<|end|>\n (llama.cpp "phi3").
+ *   Phi 4    <|im_start|>role<|im_sep|>...<|im_end|> (llama.cpp "phi4").
+ *   DeepSeek 3 / R1  system text first, then <｜User｜>... <｜Assistant｜>...<｜end▁of▁sentence｜>
+ *            (llama.cpp "deepseek3").
  *   Raw      the contents concatenated, roles ignored.
  * No format emits the BOS token: the tokenizer adds it (llama.cpp's built-in formats omit
  * it too, and it strips the leading BOS that Jinja templates print). Inside a conversation
@@ -30,6 +34,7 @@
 static const char *const FORMAT_NAMES[] = {
     [CHAT_RAW] = "raw",       [CHAT_GEMMA] = "gemma",     [CHAT_LLAMA3] = "llama3",
     [CHAT_CHATML] = "chatml", [CHAT_MISTRAL] = "mistral", [CHAT_LLAMA2] = "llama2",
+    [CHAT_PHI3] = "phi3",     [CHAT_PHI4] = "phi4",       [CHAT_DEEPSEEK3] = "deepseek3",
 };
 enum { N_FORMATS = (int)(sizeof(FORMAT_NAMES) / sizeof(FORMAT_NAMES[0])) };
 
@@ -49,7 +54,8 @@ static int format_by_name(const char *name) {
 int chat_format_from_name(const char *name) {
     int f = format_by_name(name);
     if (f < 0) {
-        anv_set_error("chat: unknown chat format '%s' (known: raw, gemma, llama3, chatml, mistral, llama2)",
+        anv_set_error("chat: unknown chat format '%s' (known: raw, gemma, llama3, chatml, mistral, llama2, phi3, "
+                      "phi4, deepseek3)",
                       name ? name : "(null)");
     }
     return f;
@@ -65,7 +71,8 @@ static int detect_from_template(const char *t) {
     if (named >= 0) return named;
     if (has(t, "<|im_start|>")) {
         /* Phi-4 and SmolVLM use <|im_start|> but are not ChatML */
-        if (has(t, "<|im_sep|>") || has(t, "<end_of_utterance>")) return -1;
+        if (has(t, "<|im_sep|>")) return CHAT_PHI4;
+        if (has(t, "<end_of_utterance>")) return -1;
         return CHAT_CHATML;
     }
     if (strncmp(t, "mistral", 7) == 0 || has(t, "[INST]")) {
@@ -77,9 +84,17 @@ static int detect_from_template(const char *t) {
         }
         return CHAT_LLAMA2;
     }
+    if (has(t, "<|assistant|>") && has(t, "<|end|>")) return CHAT_PHI3;
     if (has(t, "<start_of_turn>")) return CHAT_GEMMA;
     if (has(t, "<|start_header_id|>") && has(t, "<|end_header_id|>")) return CHAT_LLAMA3;
+    if (has(t, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>") && has(t, "<\xef\xbd\x9c" "User\xef\xbd\x9c>") &&
+        has(t, "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"))
+        return CHAT_DEEPSEEK3;
     return -1;
+}
+
+bool chat_template_unrecognised(const char *template_text) {
+    return template_text && template_text[0] && detect_from_template(template_text) < 0;
 }
 
 /* Without a (recognised) template: the architecture's usual format. "llama" means Llama 2
@@ -241,6 +256,41 @@ static void render_llama2(strbuf *b, const chat_message *msgs, int n) {
     }
 }
 
+static void render_phi3(strbuf *b, const chat_message *msgs, int n, bool add_assistant) {
+    for (int i = 0; i < n; i++) {
+        sb_add(b, "<|");
+        sb_add(b, msgs[i].role);
+        sb_add(b, "|>\n");
+        sb_add(b, msgs[i].content);
+        sb_add(b, "<|end|>\n");
+    }
+    if (add_assistant) sb_add(b, "<|assistant|>\n");
+}
+
+static void render_phi4(strbuf *b, const chat_message *msgs, int n, bool add_assistant) {
+    for (int i = 0; i < n; i++) {
+        sb_add(b, "<|im_start|>");
+        sb_add(b, msgs[i].role);
+        sb_add(b, "<|im_sep|>");
+        sb_add(b, msgs[i].content);
+        sb_add(b, "<|im_end|>");
+    }
+    if (add_assistant) sb_add(b, "<|im_start|>assistant<|im_sep|>");
+}
+
+#define DS_USER "<\xef\xbd\x9c" "User\xef\xbd\x9c>"
+#define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
+#define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"
+
+static void render_deepseek3(strbuf *b, const chat_message *msgs, int n, bool add_assistant) {
+    for (int i = 0; i < n; i++) {
+        if (role_is(&msgs[i], "system")) sb_add(b, msgs[i].content);
+        else if (role_is(&msgs[i], "user")) { sb_add(b, DS_USER); sb_add(b, msgs[i].content); }
+        else if (role_is(&msgs[i], "assistant")) { sb_add(b, DS_ASSISTANT); sb_add(b, msgs[i].content); sb_add(b, DS_EOS); }
+    }
+    if (add_assistant) sb_add(b, DS_ASSISTANT);
+}
+
 static void render_raw(strbuf *b, const chat_message *msgs, int n) {
     for (int i = 0; i < n; i++) sb_add(b, msgs[i].content);
 }
@@ -272,7 +322,7 @@ static int check_messages(chat_format f, const chat_message *msgs, int n_msgs) {
         }
         int known = strcmp(msgs[i].role, "system") == 0 || strcmp(msgs[i].role, "user") == 0 ||
                     strcmp(msgs[i].role, "assistant") == 0;
-        if (f == CHAT_MISTRAL || f == CHAT_LLAMA2) {
+        if (f == CHAT_MISTRAL || f == CHAT_LLAMA2 || f == CHAT_DEEPSEEK3) {
             if (!known) {
                 anv_set_error("chat: the %s format has no role '%s' (only system, user, assistant)",
                               chat_format_name(f), msgs[i].role);
@@ -301,6 +351,9 @@ char *chat_apply(chat_format f, const chat_message *msgs, int n_msgs, bool add_a
     case CHAT_CHATML: render_chatml(&b, msgs, n_msgs, add_assistant); break;
     case CHAT_MISTRAL: render_mistral(&b, msgs, n_msgs); break;
     case CHAT_LLAMA2: render_llama2(&b, msgs, n_msgs); break;
+    case CHAT_PHI3: render_phi3(&b, msgs, n_msgs, add_assistant); break;
+    case CHAT_PHI4: render_phi4(&b, msgs, n_msgs, add_assistant); break;
+    case CHAT_DEEPSEEK3: render_deepseek3(&b, msgs, n_msgs, add_assistant); break;
     case CHAT_RAW: render_raw(&b, msgs, n_msgs); break;
     }
     if (b.failed) {

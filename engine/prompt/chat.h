@@ -5,7 +5,10 @@
 #define ANVIL_CHAT_H
 #include <stdbool.h>
 
-typedef enum { CHAT_RAW = 0, CHAT_GEMMA, CHAT_LLAMA3, CHAT_CHATML, CHAT_MISTRAL, CHAT_LLAMA2 } chat_format;
+typedef enum {
+    CHAT_RAW = 0, CHAT_GEMMA, CHAT_LLAMA3, CHAT_CHATML, CHAT_MISTRAL, CHAT_LLAMA2,
+    CHAT_PHI3, CHAT_PHI4, CHAT_DEEPSEEK3
+} chat_format;
 
 /* role: system/user/assistant/tool. The rest may be NULL: thinking (an assistant turn's
  * reasoning), tool_calls (JSON array text, Ollama's [{"function": {"name": .., "arguments":
@@ -38,6 +41,9 @@ char *chat_apply_ex(chat_format f, const chat_message *msgs, int n_msgs, bool ad
 /* Picks the format: from the template text if given (NULL/"" if the GGUF has none),
  * else from the architecture name ("gemma3" -> Gemma, "qwen2"/"qwen3" -> ChatML, ...). */
 chat_format chat_detect(const char *template_text, const char *arch);
+/* True when the model has a template that no format recognises (chat_detect then fell
+ * back to the architecture's format): say so rather than guess silently. */
+bool chat_template_unrecognised(const char *template_text);
 const char *chat_format_name(chat_format f);
 /* Parses a name given by the user ("gemma", "llama3", "chatml", "mistral", "llama2", "raw"); -1 if unknown. */
 int chat_format_from_name(const char *name);

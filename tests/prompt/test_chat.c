@@ -111,6 +111,18 @@ static void test_llamacpp_conversation(void) {
     CHECK(check_render(CHAT_LLAMA2, conv, 6, true,
                        "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST]Hi there</s>[INST] Who are "
                        "you [/INST]I am an assistant</s>[INST] Another question [/INST]"));
+    CHECK(check_render(CHAT_PHI3, conv, 6, true,
+                       "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi "
+                       "there<|end|>\n<|user|>\nWho are you<|end|>\n<|assistant|>\n   I am an assistant   <|end|>\n"
+                       "<|user|>\nAnother question<|end|>\n<|assistant|>\n"));
+    CHECK(check_render(CHAT_PHI4, conv, 6, true,
+                       "<|im_start|>system<|im_sep|>You are a helpful assistant<|im_end|><|im_start|>user<|im_sep|>Hello"
+                       "<|im_end|><|im_start|>assistant<|im_sep|>Hi there<|im_end|><|im_start|>user<|im_sep|>Who are you"
+                       "<|im_end|><|im_start|>assistant<|im_sep|>   I am an assistant   <|im_end|><|im_start|>user"
+                       "<|im_sep|>Another question<|im_end|><|im_start|>assistant<|im_sep|>"));
+    CHECK(check_render(CHAT_DEEPSEEK3, conv, 6, true,
+                       "You are a helpful assistant<\xef\xbd\x9c" "User\xef\xbd\x9c>Hello<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>Hi there<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c><\xef\xbd\x9c" "User\xef\xbd\x9c>Who are you<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>   I am an assistant   <\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c><\xef\xbd\x9c" "User\xef\xbd\x9c>Another "
+                       "question<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"));
 }
 
 static void test_gemma_system_folding(void) {
@@ -295,8 +307,15 @@ static void test_detection(void) {
     CHECK(chat_detect(MISTRAL_SMALL_TEMPLATE, "mistral3") == CHAT_MISTRAL);
     CHECK(chat_detect(MISTRAL_V02_TEMPLATE, "llama") == CHAT_LLAMA2);
     CHECK(chat_detect(LLAMA2_TEMPLATE, "llama") == CHAT_LLAMA2);
-    CHECK(chat_detect(PHI4_TEMPLATE, "phi3") == CHAT_RAW);
-    CHECK(chat_detect(PHI4_TEMPLATE, "qwen2") == CHAT_CHATML); /* not ChatML itself: falls back to the arch */
+    CHECK(chat_detect(PHI4_TEMPLATE, "phi3") == CHAT_PHI4);
+    CHECK(chat_detect(PHI4_TEMPLATE, "qwen2") == CHAT_PHI4); /* <|im_sep|>: not ChatML */
+    CHECK(chat_detect("{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}<|end|>\n{% endfor %}<|assistant|>\n",
+                      "phi3") == CHAT_PHI3);
+    CHECK(chat_detect("{{'<\xef\xbd\x9c" "User\xef\xbd\x9c>' + c}}{{'<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>'}}"
+                      "{{'<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>'}}", "qwen2") == CHAT_DEEPSEEK3);
+    CHECK(!chat_template_unrecognised(PHI4_TEMPLATE) && !chat_template_unrecognised(NULL) &&
+          !chat_template_unrecognised(""));
+    CHECK(chat_template_unrecognised("{{ messages[0]['content'] }}"));
 
     /* a format name works as a template, as in llama.cpp */
     CHECK(chat_detect("chatml", "gemma3") == CHAT_CHATML);
