@@ -58,6 +58,7 @@ typedef struct {
     char uuid_str[48];        /* Vulkan "xxxxxxxx-xxxx-..."; HIP "GPU-xxxxxxxxxxxxxxxx" */
     uint64_t mem_total, mem_free; /* bytes usable by this device (UMA: shared memory it may use) */
     bool mem_free_known;      /* false: mem_free = mem_total (no budget extension) */
+    char mem_detail[224];     /* Vulkan: the heaps (UMA: carve-out vs shared GTT), budget source, memory path */
     bool fp16, int8_dot;
     uint32_t subgroup_size;
     uint64_t max_allocation, max_storage_range;

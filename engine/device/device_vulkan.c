@@ -41,6 +41,25 @@ static void vk_memory(const anv_vk_device_info *vi, dev_info *d) {
     d->mem_total = total;
     d->mem_free = avail;
     d->mem_free_known = vi->has_budget || shared;
+    /* the heaps: on an iGPU the device-local heap is the BIOS carve-out (VRAM) and the host
+     * heap the GTT (system memory the GPU maps); weights go to host-visible device-local
+     * memory, written in place (no staging copy) */
+    uint64_t dl = 0, host = 0;
+    for (int h = 0; h < vi->n_heaps && h < ANV_VK_MAX_HEAPS; h++) {
+        if (vi->heaps[h].device_local) dl += vi->heaps[h].size;
+        else host += vi->heaps[h].size;
+    }
+    char a[24], b[24], f[24];
+    dev_format_bytes(dl, a, sizeof a);
+    dev_format_bytes(host, b, sizeof b);
+    dev_format_bytes(avail, f, sizeof f);
+    if (shared)
+        dev_fmt(d->mem_detail, sizeof d->mem_detail, "UMA: carve-out (device-local heap) %s, shared GTT (host heap) %s, %s free (%s); "
+                "weights in host-visible device-local memory, no staging copy", a, b, f,
+                vi->has_budget ? "VK_EXT_memory_budget" : "no budget extension: host MemAvailable");
+    else
+        dev_fmt(d->mem_detail, sizeof d->mem_detail, "VRAM (device-local heaps) %s, host heaps %s, %s free (%s); weights uploaded through a staging buffer",
+                a, b, f, vi->has_budget ? "VK_EXT_memory_budget" : "no budget extension");
 }
 
 static int vk_enumerate(void *user, dev_info *out, int max, char *why, size_t why_len) {

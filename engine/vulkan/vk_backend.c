@@ -59,6 +59,7 @@ void vkb_destroy(backend *be) {
         vk_flush(c);
         c->fn.vkDeviceWaitIdle(c->dev);
         vk_profile_report(c);
+        vk_tune_shutdown(c);
         vk_storage_free(c, c->scratch_q8);
         vk_pipelines_shutdown(c);
         vk_cmd_shutdown(c);
@@ -91,7 +92,31 @@ static bool pick_queue(vk_ctx *c) {
 
 /* Optional paths (after ANVIL_VK_DISABLE), kernel shapes, profiling and the allocation and
  * binding limits (ANVIL_VK_MAX_ALLOCATION). */
-static void choose_paths(vk_ctx *c) {
+/* An integer variable in [lo, hi]: false (one-line error naming it) if set to anything else. */
+static bool env_int(const char *name, int lo, int hi, int *out) {
+    const char *v = getenv(name);
+    if (!v || !*v) return true;
+    char *end = NULL;
+    long x = strtol(v, &end, 10);
+    if (!end || *end || x < lo || x > hi) { anv_set_error("%s: '%.32s' is not an integer in %d..%d", name, v, lo, hi); return false; }
+    *out = (int)x;
+    return true;
+}
+
+/* A byte count with an optional K/M/G suffix; false when unset or malformed. */
+static bool env_bytes(const char *name, unsigned long long *out) {
+    const char *v = getenv(name);
+    if (!v || !*v) return false;
+    char *end = NULL;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (end && (*end == 'k' || *end == 'K')) x <<= 10;
+    else if (end && (*end == 'm' || *end == 'M')) x <<= 20;
+    else if (end && (*end == 'g' || *end == 'G')) x <<= 30;
+    *out = x;
+    return true;
+}
+
+static bool choose_paths(vk_ctx *c) {
     c->use_fp16 = c->info.fp16 && !disabled(c, "fp16");
     c->use_subgroup = c->info.subgroup_arith && c->info.subgroup_size >= 4 && c->info.subgroup_size <= 64 && !disabled(c, "subgroup");
     c->use_int8 = c->info.int8_dot && !disabled(c, "int8");
@@ -106,24 +131,25 @@ static void choose_paths(vk_ctx *c) {
     c->mv_rows = c->info.type == ANV_VK_DEVICE_CPU ? 8 : 2;
     /* and their tiled kernel is slow on short batches: mat-vec up to 32 tokens there */
     c->mv_max_tok = c->info.type == ANV_VK_DEVICE_CPU ? 32 : 8;
-    const char *mr = getenv("ANVIL_VK_MV_ROWS");
-    if (mr && atoi(mr) >= 1 && atoi(mr) <= 8) c->mv_rows = (uint32_t)atoi(mr);
+    int rows = (int)c->mv_rows, mt = c->mv_max_tok, tune = 0;
+    if (!env_int("ANVIL_VK_MV_ROWS", 1, 8, &rows) || !env_int("ANVIL_VK_MV_MAX_TOK", 1, 64, &mt) ||
+        !env_int("ANVIL_VK_TUNE", 0, 1, &tune))
+        return false;
+    if (rows != 1 && rows != 2 && rows != 4 && rows != 8) { anv_set_error("ANVIL_VK_MV_ROWS: %d is not 1, 2, 4 or 8", rows); return false; }
+    c->mv_rows = (uint32_t)rows;
+    c->mv_rows_forced = getenv("ANVIL_VK_MV_ROWS") && *getenv("ANVIL_VK_MV_ROWS");
+    c->mv_max_tok = mt;
     c->profile = env_on("ANVIL_VK_PROFILE") && c->timestamp_valid_bits > 0;
     VkPhysicalDeviceProperties props;
     c->vi->fn.vkGetPhysicalDeviceProperties(c->pdev, &props);
     c->timestamp_period = props.limits.timestampPeriod;
     c->max_alloc = c->info.max_allocation;
-    const char *ma = getenv("ANVIL_VK_MAX_ALLOCATION");
-    if (ma && *ma) {
-        char *end = NULL;
-        unsigned long long v = strtoull(ma, &end, 10);
-        if (end && (*end == 'k' || *end == 'K')) v <<= 10;
-        else if (end && (*end == 'm' || *end == 'M')) v <<= 20;
-        else if (end && (*end == 'g' || *end == 'G')) v <<= 30;
-        if (v >= (64u << 10) && v < c->max_alloc) c->max_alloc = v; /* tests go as low as 64 KiB */
-    }
+    unsigned long long v = 0;
+    if (env_bytes("ANVIL_VK_MAX_ALLOCATION", &v) && v >= (64u << 10) && v < c->max_alloc) c->max_alloc = v; /* tests go as low as 64 KiB */
+    if (env_bytes("ANVIL_VK_MAX_DEVICE_MEMORY", &v)) c->mem_limit = v;
     c->max_binding = c->info.max_storage_range < c->info.max_buffer_size ? c->info.max_storage_range : c->info.max_buffer_size;
     if (c->max_binding > c->max_alloc) c->max_binding = c->max_alloc;
+    return true;
 }
 
 /* Device: one compute queue, the features of the chosen paths, its function table.
@@ -197,9 +223,10 @@ backend *vk_backend_new_opts(int device_index, const char *disable) {
         return NULL;
     }
     if (!pick_queue(c)) { vkb_destroy(&c->base); return NULL; }
-    choose_paths(c);
+    if (!choose_paths(c)) { vkb_destroy(&c->base); return NULL; }
     if (!create_device(c)) { vkb_destroy(&c->base); return NULL; }
-    if (!vk_memory_init(c) || !vk_cmd_init(c) || !vk_pipelines_init(c)) {
+    if (vk_memory_init(c) && vk_cmd_init(c) && vk_pipelines_init(c)) vk_tune_init(c);
+    else {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", be_failed(&c->base) ? be_sticky_error(&c->base) : anv_last_error());
         vkb_destroy(&c->base);

@@ -7,7 +7,10 @@
  * ANVIL_VK_TEST_BREAK=<kernel> (tests: dispatches of that kernel are skipped, a planted wrong kernel), ANVIL_VK_MAX_ALLOCATION=<bytes>
  * (lower the per-allocation limit), ANVIL_VK_PROFILE=1 (per-kernel GPU times at destroy),
  * ANVIL_VK_NO_PIPELINE_CACHE=1 (do not read/write ~/.cache/anvil), ANVIL_VK_MV_ROWS=1..8 (rows per
- * mat-vec workgroup; default 2, 8 on CPU devices). */
+ * mat-vec workgroup; default 2, 8 on CPU devices), ANVIL_VK_MV_MAX_TOK=1..64 (batches up to this
+ * size use mat-vec kernels; default 8, 32 on CPU devices), ANVIL_VK_TUNE=0|1 (first-use autotuning of
+ * the mat-vec rows per workgroup off / re-time everything; vk_tune.c). A malformed value is a
+ * one-line error. */
 #ifndef ANVIL_VK_BACKEND_H
 #define ANVIL_VK_BACKEND_H
 #include <stdbool.h>
@@ -92,6 +95,8 @@ int vk_disable_check(const char *list);
 int vk_backend_take_kernels(backend *be, char *out, size_t out_len);
 /* A digest of every embedded SPIR-V kernel (keys cached self-check results to this build's kernels). */
 uint32_t vk_kernels_digest(void);
+/* The autotuned choices so far ("mul_mat_vec_q4_k_sg K~2^11: 4 rows; ..."); their count. */
+int vk_backend_tuning(backend *be, char *out, size_t out_len);
 /* True if be is a Vulkan backend. */
 bool vk_backend_is(const backend *be);
 /* Which optional paths this backend uses (after ANVIL_VK_DISABLE): for tests and logs. */

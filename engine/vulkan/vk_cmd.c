@@ -302,15 +302,18 @@ void vk_record_download(vk_ctx *c, vk_chunk *src, size_t src_off, void *dst, siz
 
 void vk_profile_report(vk_ctx *c) {
     if (!c->profile) return;
-    double total = 0;
-    for (int p = 0; p < VKP_COUNT; p++) total += c->prof_ns[p];
-    fprintf(stderr, "anvil: %s profile (GPU timestamps): %-28s %8s %10s %10s %8s\n", c->name, "kernel", "calls", "total ms", "us/call", "GB/s");
+    double total = 0, total_bytes = 0;
+    for (int p = 0; p < VKP_COUNT; p++) { total += c->prof_ns[p]; total_bytes += c->prof_bytes[p]; }
+    fprintf(stderr, "anvil: %s profile (GPU timestamps): %-28s %8s %10s %10s %10s %10s %8s\n", c->name, "kernel", "calls", "total ms",
+            "us/call", "MB/call", "MB total", "GB/s");
     for (int p = 0; p < VKP_COUNT; p++) {
         if (!c->prof_calls[p]) continue;
         double ms = c->prof_ns[p] / 1e6;
-        fprintf(stderr, "anvil: %s profile: %-28s %8llu %10.3f %10.2f %8.2f\n", c->name, c->pipes[p].used_name,
+        fprintf(stderr, "anvil: %s profile: %-28s %8llu %10.3f %10.2f %10.3f %10.1f %8.2f\n", c->name, c->pipes[p].used_name,
                 (unsigned long long)c->prof_calls[p], ms, c->prof_ns[p] / 1e3 / (double)c->prof_calls[p],
+                c->prof_bytes[p] / 1e6 / (double)c->prof_calls[p], c->prof_bytes[p] / 1e6,
                 c->prof_ns[p] > 0 ? c->prof_bytes[p] / c->prof_ns[p] : 0.0);
     }
-    fprintf(stderr, "anvil: %s profile: total %.3f ms\n", c->name, total / 1e6);
+    fprintf(stderr, "anvil: %s profile: total %.3f ms, %.1f MB moved, %.2f GB/s\n", c->name, total / 1e6, total_bytes / 1e6,
+            total > 0 ? total_bytes / total : 0.0);
 }

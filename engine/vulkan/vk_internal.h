@@ -42,6 +42,9 @@ typedef struct {
     vk_chunk chunk[];
 } vk_storage;
 
+/* One autotuned choice (vk_tune.c). */
+typedef struct { int pipe; int kclass; uint32_t rows; double us[4]; bool timed; } vk_tune_entry;
+
 /* ---- the backend context ---- */
 typedef struct vk_ctx {
     backend base;
@@ -61,6 +64,7 @@ typedef struct vk_ctx {
     char test_break[64];     /* ANVIL_VK_TEST_BREAK: the kernel whose dispatches are skipped (tests) */
     bool used_since[VKP_COUNT]; /* kernels dispatched since vk_backend_take_kernels */
     uint32_t mv_rows;        /* rows per workgroup of the mat-vec kernels (spec constant) */
+    bool mv_rows_forced;     /* ANVIL_VK_MV_ROWS set: no autotuning */
     int mv_max_tok;          /* batches up to this size use mat-vec (8 tokens per pass), larger the tiled kernel */
     uint64_t max_alloc, max_binding; /* effective limits for one allocation / one binding */
     uint32_t timestamp_valid_bits;
@@ -69,6 +73,7 @@ typedef struct vk_ctx {
     VkPhysicalDeviceMemoryProperties memprops;
     vk_block *blocks;        /* arena blocks with free space */
     uint64_t block_size;
+    uint64_t mem_limit, mem_allocated; /* ANVIL_VK_MAX_DEVICE_MEMORY (tests of the fewer-layers fallback); bytes in blocks */
     /* staging ring: host-visible buffer used by uploads and downloads of one submission */
     VkBuffer staging;
     VkDeviceMemory staging_mem;
@@ -101,6 +106,12 @@ typedef struct vk_ctx {
     double prof_bytes[VKP_COUNT];
     uint64_t prof_calls[VKP_COUNT];
     vk_storage *scratch_q8;  /* quantized activations of the integer-dot mat-vec */
+    /* autotuning (vk_tune.c) */
+    int tune_mode;           /* 0 off (ANVIL_VK_TUNE=0 or ANVIL_VK_MV_ROWS), 1 on first use, 2 re-tune everything */
+    vk_tune_entry *tune;
+    int n_tune, cap_tune;
+    bool tune_dirty;
+    char tune_path[600];
 } vk_ctx;
 
 static inline vk_ctx *vk_of(backend *be) { return (vk_ctx *)be; }
@@ -138,6 +149,13 @@ void vkb_tensor_free(backend *be, be_tensor *t);
 void vkb_upload(backend *be, be_tensor *t, size_t off, const void *src, size_t n);
 void vkb_download(backend *be, const be_tensor *t, size_t off, void *dst, size_t n);
 void vkb_sync(backend *be);
+
+/* vk_tune.c: first-use autotuning of the mat-vec rows per workgroup */
+void vk_tune_init(vk_ctx *c);
+void vk_tune_shutdown(vk_ctx *c);
+/* Rows per workgroup for mat-vec pipeline `pipe` on this weight (K = pc[0]); the first
+ * use of a (kernel, K class) times every variant on b/pc (output to a scratch buffer). */
+uint32_t vk_tune_mv_rows(vk_ctx *c, int pipe, const vk_binding *b, const uint32_t *pc, uint32_t nrows, uint64_t w_bytes);
 
 /* vk_pipelines.c */
 bool vk_pipelines_init(vk_ctx *c);

@@ -43,6 +43,7 @@ bool vk_memory_init(vk_ctx *c) {
 }
 
 static void block_free(vk_ctx *c, vk_block *b) {
+    c->mem_allocated -= b->size;
     if (b->mapped) c->fn.vkUnmapMemory(c->dev, b->mem);
     c->fn.vkFreeMemory(c->dev, b->mem, NULL);
     free(b);
@@ -80,7 +81,8 @@ static vk_block *place(vk_ctx *c, const VkMemoryRequirements *req, VkDeviceSize 
     vk_block *b = calloc(1, sizeof *b);
     if (!b) { anv_set_error("out of host memory"); return NULL; }
     VkMemoryAllocateInfo ai = { .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = size, .memoryTypeIndex = (uint32_t)type };
-    VkResult r = c->fn.vkAllocateMemory(c->dev, &ai, NULL, &b->mem);
+    VkResult r = c->mem_limit && c->mem_allocated + size > c->mem_limit ? VK_ERROR_OUT_OF_DEVICE_MEMORY
+                                                                          : c->fn.vkAllocateMemory(c->dev, &ai, NULL, &b->mem);
     if (r != VK_SUCCESS) {
         free(b);
         anv_set_error("Vulkan: out of device memory allocating %llu bytes (%s)", (unsigned long long)size, vkl_result_name(r));
@@ -88,6 +90,7 @@ static vk_block *place(vk_ctx *c, const VkMemoryRequirements *req, VkDeviceSize 
     }
     b->size = size;
     b->type = (uint32_t)type;
+    c->mem_allocated += size;
     VkMemoryPropertyFlags fl = c->memprops.memoryTypes[type].propertyFlags;
     if ((fl & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && (fl & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)) {
         void *p = NULL;

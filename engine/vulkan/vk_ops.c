@@ -182,13 +182,14 @@ static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_te
                                     accumulate ? 1u : 0u, 0 };
                 const uint64_t bytes = (uint64_t)nrows * rb + (uint64_t)nt * (uint64_t)K * 4 + (uint64_t)nt * nrows * 4;
                 if (vec) {
-                    uint32_t gx, gy;
-                    grid2((nrows + c->mv_rows - 1) / c->mv_rows, &gx, &gy);
-                    pc[10] = gx;
+                    const int pipe = int8 ? (w->type == QT_Q4_0 ? VKP_MMVQ_Q4_0 : VKP_MMVQ_Q8_0) : VKP_MMV + ti;
                     vk_binding b[3] = { { ws[s].ch, false }, { int8 ? qch : xs[ix].ch, false }, { os[io].ch, true } };
                     if (int8) pc[5] = 0, pc[6] = 0;
-                    vk_dispatch(c, int8 ? (w->type == QT_Q4_0 ? VKP_MMVQ_Q4_0 : VKP_MMVQ_Q8_0) : VKP_MMV + ti,
-                                vkp_ntok_variant((int)nt), b, 3, pc, gx, gy, 1, bytes);
+                    const uint32_t rows = vk_tune_mv_rows(c, pipe, b, pc, nrows, (uint64_t)nrows * rb);
+                    uint32_t gx, gy;
+                    grid2((nrows + rows - 1) / rows, &gx, &gy);
+                    pc[10] = gx;
+                    vk_dispatch(c, pipe, vkp_mv_variant((int)nt, rows), b, 3, pc, gx, gy, 1, bytes);
                 } else {
                     vk_binding b[3] = { { ws[s].ch, false }, { xs[ix].ch, false }, { os[io].ch, true } };
                     vk_dispatch(c, VKP_MM + ti, 0, b, 3, pc, (nrows + 63) / 64, (uint32_t)((nt + 63) / 64), 1, bytes);

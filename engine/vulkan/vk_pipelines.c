@@ -175,7 +175,7 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
     uint32_t n_spec = 0;
     switch (d->spec) {
     case VKP_SPEC_WG: spec[0] = 64; n_spec = 1; break;
-    case VKP_SPEC_MV: spec[0] = 64; spec[1] = c->mv_rows; spec[2] = 1u << variant; n_spec = 3; break;
+    case VKP_SPEC_MV: spec[0] = 64; spec[1] = 1u << (variant / 4); spec[2] = 1u << (variant % 4); n_spec = 3; break;
     case VKP_SPEC_MM: spec[0] = 256; spec[1] = 64; spec[2] = 64; n_spec = 3; break;
     default: break;
     }

@@ -29,9 +29,13 @@ enum {
     VKP_COUNT
 };
 
-/* Mat-vec pipelines exist per token count (spec constant NTOK): 1, 2, 4, 8. */
-#define VKP_N_VARIANTS 4
+/* Mat-vec pipelines exist per token count (spec constant NTOK): 1, 2, 4, 8, and per rows
+ * per workgroup (spec constant ROWS, the autotuned choice): 1, 2, 4, 8.
+ * variant = ntok index + 4 * rows index. */
+#define VKP_N_VARIANTS 16
 static inline int vkp_ntok_variant(int n_tok) { return n_tok <= 1 ? 0 : n_tok <= 2 ? 1 : n_tok <= 4 ? 2 : 3; }
+static inline int vkp_rows_index(uint32_t rows) { return rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3; }
+static inline int vkp_mv_variant(int n_tok, uint32_t rows) { return vkp_ntok_variant(n_tok) + 4 * vkp_rows_index(rows); }
 
 typedef enum { VKP_SPEC_NONE, VKP_SPEC_WG, VKP_SPEC_MV, VKP_SPEC_MM } vkp_spec_kind;
 

@@ -5,7 +5,8 @@
  *    subgroup kernel) or, for a kernel without an optional path, the CPU advice;
  * 3. the verdict is cached per device + driver under $XDG_CACHE_HOME (a temp dir here) and
  *    gpu_verify_auto runs only when no entry exists, returning a cached fix;
- * 4. ANVIL_VK_DISABLE with an unknown path is a one-line error, not a crash.
+ * 4. ANVIL_VK_DISABLE with an unknown path is a one-line error, not a crash;
+ * 5. the mat-vec autotuner's choices are cached next to it and reused (ANVIL_VK_TUNE=1 re-times).
  * Usage: test_vulkan_verify [MODEL.gguf] (default: $ANVIL_TEST_MODELS/llama-tiny-q4_0.gguf). */
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ int main(int argc, char **argv) {
     unsetenv("ANVIL_VK_TEST_BREAK");
     backend *be = vkt_open_lavapipe();
     if (!be) return tu_finish();
-    const int idx = vk_device_find(ANV_VK_DEVICE_CPU);
+    const int idx = vkt_device_index();
     const anv_vk_paths paths = vk_backend_paths(be);
 
     /* 1. standard shapes, then the model's own */
@@ -114,6 +115,27 @@ int main(int argc, char **argv) {
     }
     if (be) be->ops->destroy(be);
     unsetenv("ANVIL_VK_TEST_BREAK");
+
+    /* 5. autotuning: the runs above timed each mat-vec kernel once and cached the choices
+     * next to the verdict; a new backend starts from them, ANVIL_VK_TUNE=1 starts over */
+    {
+        char tpath[700], tuned[2048];
+        anv_vk_device_info info;
+        CHECK(vk_device_info_get(idx, &info) == 0);
+        snprintf(tpath, sizeof tpath, "%s/anvil/vk-tune-%04x-%04x-%08x-%08x.txt", tmpl, info.vendor_id, info.device_id,
+                 info.driver_version, vk_kernels_digest());
+        CHECKF(access(tpath, F_OK) == 0, "no tuning cache %s", tpath);
+        backend *t1 = open_idx(idx);
+        if (t1) { CHECK(vk_backend_tuning(t1, tuned, sizeof tuned) > 0 && strstr(tuned, "mul_mat_vec")); printf("tuned: %s\n", tuned); t1->ops->destroy(t1); }
+        setenv("ANVIL_VK_TUNE", "1", 1);
+        t1 = open_idx(idx);
+        if (t1) { CHECK(vk_backend_tuning(t1, tuned, sizeof tuned) == 0); t1->ops->destroy(t1); }
+        unsetenv("ANVIL_VK_TUNE");
+        setenv("ANVIL_VK_TUNE", "2", 1);
+        CHECK(vk_backend_new(idx) == NULL && strstr(anv_last_error(), "ANVIL_VK_TUNE"));
+        unsetenv("ANVIL_VK_TUNE");
+        unlink(tpath);
+    }
 
     /* 4. bad ANVIL_VK_DISABLE values */
     CHECK(vk_disable_check("fp16, subgroup,int8,sgsize") == 0 && vk_disable_check("all") == 0 && vk_disable_check("") == 0);

@@ -13,11 +13,18 @@
 #include "vk_backend.h"
 
 /* lavapipe, or NULL: then the test checks that a reason was given and, if the build
- * expected a device (ANVIL_VK_REQUIRE=1), fails. */
+ * expected a device (ANVIL_VK_REQUIRE=1), fails. ANVIL_VK_TEST_DEVICE=N runs the test on
+ * Vulkan device N instead (a real GPU: tools/gpu-check.sh). */
+static inline int vkt_device_index(void) {
+    const char *d = getenv("ANVIL_VK_TEST_DEVICE");
+    if (d && *d) return atoi(d);
+    return vk_device_find(ANV_VK_DEVICE_CPU);
+}
+
 static inline backend *vkt_open_lavapipe(void) {
     char why[256] = "";
     int n = vk_device_count(why, sizeof why);
-    int idx = n > 0 ? vk_device_find(ANV_VK_DEVICE_CPU) : -1;
+    int idx = n > 0 ? vkt_device_index() : -1;
     backend *be = idx >= 0 ? vk_backend_new(idx) : NULL;
     if (!be) {
         const char *req = getenv("ANVIL_VK_REQUIRE");

@@ -23,6 +23,12 @@ foreach(p fp16 subgroup int8 sgsize)
   add_test(NAME test_vulkan_ops_no_${p} COMMAND test_vulkan_ops WORKING_DIRECTORY ${ANVIL_TESTS})
   set_tests_properties(test_vulkan_ops_no_${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=${p}")
 endforeach()
+# Each autotuner variant (mat-vec rows per workgroup) against the reference: lavapipe's
+# default is 8, the others forced.
+foreach(r 1 2 4)
+  add_test(NAME test_vulkan_ops_rows${r} COMMAND test_vulkan_ops WORKING_DIRECTORY ${ANVIL_TESTS})
+  set_tests_properties(test_vulkan_ops_rows${r} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_MV_ROWS=${r}")
+endforeach()
 # doctor --verify on lavapipe: passes; a planted wrong kernel (ANVIL_VK_TEST_BREAK) is
 # reported with its checked fix; the verdict cache (a temp XDG_CACHE_HOME).
 if(TEST test_vulkan_verify)
@@ -59,6 +65,26 @@ if(TARGET test_vulkan_model)
   add_test(NAME test_vulkan_model_split COMMAND test_vulkan_model --split WORKING_DIRECTORY ${ANVIL_TESTS})
   set_tests_properties(test_vulkan_model_split PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "${_anvil_vk_fixtures}"
     ENVIRONMENT "${_env}")
+  # Whole-model agreement with each optional path forced off (and on: the runs above), and
+  # with the tiled mat-mat kernels on the 24-token prompt (ANVIL_VK_MV_MAX_TOK=4: fp16 tiles),
+  # then the same with every path off.
+  foreach(p int8 subgroup sgsize)
+    add_test(NAME test_vulkan_model_no_${p} COMMAND test_vulkan_model WORKING_DIRECTORY ${ANVIL_TESTS})
+    set_tests_properties(test_vulkan_model_no_${p} PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "${_anvil_vk_fixtures}"
+      ENVIRONMENT "${_env};ANVIL_VK_DISABLE=${p}")
+  endforeach()
+  add_test(NAME test_vulkan_model_tiled COMMAND test_vulkan_model WORKING_DIRECTORY ${ANVIL_TESTS})
+  set_tests_properties(test_vulkan_model_tiled PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "${_anvil_vk_fixtures}"
+    ENVIRONMENT "${_env};ANVIL_VK_MV_MAX_TOK=4")
+  add_test(NAME test_vulkan_model_tiled_fallback COMMAND test_vulkan_model WORKING_DIRECTORY ${ANVIL_TESTS})
+  set_tests_properties(test_vulkan_model_tiled_fallback PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "${_anvil_vk_fixtures}"
+    ENVIRONMENT "${_env};ANVIL_VK_MV_MAX_TOK=4;ANVIL_VK_DISABLE=all")
+  # anvil doctor --verify and the first-use self-check through the CLI (tests/vulkan/doctor_verify.py).
+  if(TEST golden_model_llama-tiny-q4_0 AND Python3_EXECUTABLE)
+    add_test(NAME cli_doctor_verify COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/vulkan/doctor_verify.py $<TARGET_FILE:anvil>
+             ${ANVIL_LVP_ICD} ${ANVIL_TEST_MODELS}/llama-tiny-q4_0.gguf)
+    set_tests_properties(cli_doctor_verify PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 FIXTURES_REQUIRED anvil_model_llama-tiny-q4_0)
+  endif()
   # The real Gemma 3 270M (Q4_K_M; its 178 MB Q8_0 output head needs two bindings on
   # lavapipe): 32 greedy tokens identical to the CPU backend's.
   find_package(Python3 COMPONENTS Interpreter QUIET)

@@ -24,6 +24,7 @@
 #include "quantize_model.h"
 #ifdef ANVIL_HAVE_VULKAN
 #include "vk_membw.h"
+#include "vk_backend.h"
 #endif
 
 #define MAX_LIST 32
@@ -76,7 +77,8 @@ static void bench_usage(void) {
          "  --no-warmup              skip the warm-up run\n"
          "  --peak-gbps X            the device's peak read bandwidth instead of measuring it\n"
          "  --membw-mib N            buffer of the bandwidth probe (default 256); --no-membw skips it\n"
-         "  --progress, -v           progress / placement lines on stderr\n"
+         "  --progress, -v           progress / placement lines on stderr (and the Vulkan autotuner's choices)\n"
+         "  --tune                   re-run the Vulkan kernel autotuning (ANVIL_VK_TUNE=1) and cache the new choices\n"
          "  tg rows give GB/s = (weights + mean KV bytes read per token) x tokens/s, and % of the peak.");
 }
 
@@ -165,6 +167,7 @@ static void parse_args(int argc, char **argv, bench_opts *o) {
             if (!(o->peak_gbps > 0)) anv_die("--peak-gbps: must be > 0");
         } else if (!strcmp(a, "--membw-mib")) o->membw_mib = cli_int(a, cli_value(argc, argv, &i), 1, 1 << 20);
         else if (!strcmp(a, "--progress")) o->progress = true;
+        else if (!strcmp(a, "--tune")) setenv("ANVIL_VK_TUNE", "1", 1); /* read when the Vulkan backend opens */
         else if (IS("-v", "--verbose")) o->verbose = o->progress = true;
         else if (a[0] == '-') anv_die("bench: unknown option '%s' (see anvil bench --help)", a);
         else {
@@ -581,6 +584,12 @@ int cmd_bench(int argc, char **argv) {
                         }
                         if (o.verbose) anv_log("cpu kernels: %s, %d threads", cpu_backend_simd(), cpu_backend_threads(m->cpu));
                         run_tests(&o, m, path, dev, nt, kv);
+#ifdef ANVIL_HAVE_VULKAN
+                        if (o.verbose && m->gpu && vk_backend_is(m->gpu)) {
+                            char tuned[2048];
+                            if (vk_backend_tuning(m->gpu, tuned, sizeof tuned) > 0) anv_log("%s autotuned: %s", m->gpu->name, tuned);
+                        }
+#endif
                         model_free(m);
                     }
     if (o.out == OUT_JSON) fputs("\n]\n", stdout);

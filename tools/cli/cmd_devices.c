@@ -44,6 +44,7 @@ static cJSON *device_json(const device_list *l, const dev_info *d) {
     cJSON *mem = cJSON_AddObjectToObject(o, "memory");
     cJSON_AddNumberToObject(mem, "total", (double)d->mem_total);
     cJSON_AddNumberToObject(mem, "free", (double)d->mem_free);
+    if (d->mem_detail[0]) cJSON_AddStringToObject(mem, "detail", d->mem_detail);
     cJSON_AddBoolToObject(mem, "free_known", d->mem_free_known);
     cJSON *feat = cJSON_AddObjectToObject(o, "features");
     cJSON_AddBoolToObject(feat, "fp16", d->fp16);
@@ -101,6 +102,7 @@ static void devices_table(const device_list *l) {
         printf("%-8s %-7s %-10s %-44.44s %-21s %-22s %s\n", d->id, dev_backend_name(d->backend), dev_type_name(d->type), d->desc, mem, feat, use);
         if (d->why[0]) printf("         %s: %s\n", d->used ? "note" : d->skip == DEV_SKIP_CPU_FALLBACK ? "role" : "why", d->why);
         if (!d->used && d->fix[0]) printf("         fix: %s\n", d->fix);
+        if (d->mem_detail[0]) printf("         memory: %s\n", d->mem_detail);
         if (d->has_pci || d->uuid_str[0])
             printf("         %s%s%s%s\n", d->has_pci ? "pci " : "", d->has_pci ? d->pci_bus_id : "", d->has_pci && d->uuid_str[0] ? ", uuid " : d->uuid_str[0] ? "uuid " : "", d->uuid_str);
     }

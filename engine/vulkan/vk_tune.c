@@ -1,0 +1,177 @@
+/* vk_tune: first-run autotuning of the mat-vec kernels. The first time a (kernel, weight
+ * width class) is used for decode, each rows-per-workgroup variant (1, 2, 4, 8; the ROWS
+ * spec constant) runs the real weights on the device a few times, into a scratch output,
+ * and the fastest wins; choices are cached per device + driver version + kernel build in
+ * <cache>/anvil/vk-tune-<vendor>-<device>-<driver>-<kernels>.txt next to the pipeline cache.
+ * ANVIL_VK_TUNE=0 turns it off (the default rows), =1 re-times everything (`anvil bench
+ * --tune`); ANVIL_VK_MV_ROWS=N forces one variant. Every variant computes the same sums in
+ * the same order (rows only change which workgroup owns a row), so tuning never changes
+ * results; tests run the op suite under each variant (ANVIL_VK_MV_ROWS). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "vk_internal.h"
+
+#define TUNE_REPS 6
+static const uint32_t k_rows[4] = { 1, 2, 4, 8 };
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int kclass(uint32_t k) { int c = 0; while ((1u << c) < k && c < 31) c++; return c; }
+
+static int pipe_by_name(const vk_ctx *c, const char *name) {
+    for (int p = 0; p < VKP_COUNT; p++) {
+        char n[72];
+        const vkp_desc *d = &c->pipes[p].desc;
+        if (d->spec != VKP_SPEC_MV) continue;
+        snprintf(n, sizeof n, "%s%s", d->name, d->has_sg && c->use_subgroup ? "_sg" : "");
+        if (!strcmp(n, name)) return p;
+    }
+    return -1;
+}
+
+static vk_tune_entry *find(vk_ctx *c, int pipe, int kc) {
+    for (int i = 0; i < c->n_tune; i++)
+        if (c->tune[i].pipe == pipe && c->tune[i].kclass == kc) return &c->tune[i];
+    return NULL;
+}
+
+static vk_tune_entry *add(vk_ctx *c, int pipe, int kc, uint32_t rows) {
+    if (c->n_tune == c->cap_tune) {
+        int cap = c->cap_tune ? c->cap_tune * 2 : 16;
+        vk_tune_entry *n = realloc(c->tune, (size_t)cap * sizeof *n);
+        if (!n) return NULL;
+        c->tune = n;
+        c->cap_tune = cap;
+    }
+    vk_tune_entry *e = &c->tune[c->n_tune++];
+    memset(e, 0, sizeof *e);
+    e->pipe = pipe; e->kclass = kc; e->rows = rows;
+    return e;
+}
+
+static const char *pipe_name(const vk_ctx *c, int p, char *buf, size_t n) {
+    const vkp_desc *d = &c->pipes[p].desc;
+    snprintf(buf, n, "%s%s", d->name, d->has_sg && c->use_subgroup ? "_sg" : "");
+    return buf;
+}
+
+void vk_tune_init(vk_ctx *c) {
+    const char *t = getenv("ANVIL_VK_TUNE");
+    c->tune_mode = t && !strcmp(t, "0") ? 0 : t && !strcmp(t, "1") ? 2 : 1;
+    if (c->mv_rows_forced) c->tune_mode = 0;
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char dir[512] = "";
+    if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/anvil", xdg);
+    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/anvil", home);
+    if (dir[0])
+        snprintf(c->tune_path, sizeof c->tune_path, "%s/vk-tune-%04x-%04x-%08x-%08x.txt", dir, c->info.vendor_id, c->info.device_id,
+                 c->info.driver_version, vk_kernels_digest());
+    if (c->tune_mode != 1 || !c->tune_path[0]) return;
+    FILE *f = fopen(c->tune_path, "r");
+    if (!f) return;
+    char name[72];
+    int kc;
+    unsigned rows;
+    while (fscanf(f, "%71s %d %u%*[^\n]", name, &kc, &rows) == 3) {
+        int p = pipe_by_name(c, name);
+        if (p >= 0 && (rows == 1 || rows == 2 || rows == 4 || rows == 8) && !find(c, p, kc)) add(c, p, kc, rows);
+    }
+    fclose(f);
+}
+
+static void save(vk_ctx *c) {
+    if (!c->tune_dirty || !c->tune_path[0]) return;
+    char tmp[640];
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", c->tune_path, (int)getpid());
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') { *p = 0; mkdir(tmp, 0755); *p = '/'; }
+    FILE *f = fopen(tmp, "w");
+    if (!f) return;
+    for (int i = 0; i < c->n_tune; i++) {
+        const vk_tune_entry *e = &c->tune[i];
+        char n[72];
+        fprintf(f, "%s %d %u", pipe_name(c, e->pipe, n, sizeof n), e->kclass, e->rows);
+        if (e->timed) fprintf(f, "   # us: %.1f %.1f %.1f %.1f", e->us[0], e->us[1], e->us[2], e->us[3]);
+        fputc('\n', f);
+    }
+    if (fclose(f) == 0) rename(tmp, c->tune_path);
+    else remove(tmp);
+    c->tune_dirty = false;
+}
+
+void vk_tune_shutdown(vk_ctx *c) {
+    save(c);
+    free(c->tune);
+    c->tune = NULL;
+    c->n_tune = c->cap_tune = 0;
+}
+
+uint32_t vk_tune_mv_rows(vk_ctx *c, int pipe, const vk_binding *b, const uint32_t *pc, uint32_t nrows, uint64_t w_bytes) {
+    if (c->tune_mode == 0 || be_failed(&c->base)) return c->mv_rows;
+    const int kc = kclass(pc[0]);
+    vk_tune_entry *e = find(c, pipe, kc);
+    if (e) return e->rows;
+    /* time each variant on these weights (1 token) into a scratch output */
+    if (vk_flush(c) != 0) return c->mv_rows;
+    vk_storage *out = vk_storage_new(c, (size_t)nrows * 4 + 64, 4, false);
+    if (!out || out->n_chunks != 1) { if (out) vk_storage_free(c, out); return c->mv_rows; }
+    vk_binding tb[3] = { b[0], b[1], { &out->chunk[0], true } };
+    uint32_t tpc[11];
+    memcpy(tpc, pc, sizeof tpc);
+    tpc[2] = 1; tpc[7] = 0; tpc[8] = nrows; tpc[9] = 0;
+    double best = 0;
+    uint32_t best_rows = c->mv_rows;
+    double us[4] = { 0 };
+    for (int v = 0; v < 4 && !be_failed(&c->base); v++) {
+        const uint32_t r = k_rows[v], groups = (nrows + r - 1) / r;
+        uint32_t gx = groups < 65535u ? groups : 65535u, gy;
+        if (!gx) gx = 1;
+        gy = (groups + gx - 1) / gx;
+        tpc[10] = gx;
+        vk_dispatch(c, pipe, vkp_mv_variant(1, r), tb, 3, tpc, gx, gy, 1, w_bytes); /* warm-up, pipeline creation */
+        vk_flush(c);
+        double t = 1e30;
+        for (int rep = 0; rep < 2; rep++) {
+            double t0 = now_us();
+            for (int k = 0; k < TUNE_REPS; k++) vk_dispatch(c, pipe, vkp_mv_variant(1, r), tb, 3, tpc, gx, gy, 1, w_bytes);
+            vk_flush(c);
+            double dt = (now_us() - t0) / TUNE_REPS;
+            if (dt < t) t = dt;
+        }
+        us[v] = t;
+        if (v == 0 || t < best) { best = t; best_rows = r; }
+    }
+    vk_storage_free(c, out);
+    if (be_failed(&c->base)) return c->mv_rows;
+    e = add(c, pipe, kc, best_rows);
+    if (e) { memcpy(e->us, us, sizeof us); e->timed = true; }
+    c->tune_dirty = true;
+    save(c);
+    char n[72];
+    anv_log("%s: tuned %s (K %u, %u rows): %u rows per workgroup (1/2/4/8: %.1f/%.1f/%.1f/%.1f us)", c->name,
+            pipe_name(c, pipe, n, sizeof n), pc[0], nrows, best_rows, us[0], us[1], us[2], us[3]);
+    return best_rows;
+}
+
+int vk_backend_tuning(backend *be, char *out, size_t out_len) {
+    if (out_len) out[0] = 0;
+    if (!vk_backend_is(be)) return 0;
+    vk_ctx *c = vk_of(be);
+    size_t o = 0;
+    for (int i = 0; i < c->n_tune; i++) {
+        char n[72];
+        int w = snprintf(out + o, o < out_len ? out_len - o : 0, "%s%s K~2^%d: %u rows", i ? "; " : "",
+                         pipe_name(c, c->tune[i].pipe, n, sizeof n), c->tune[i].kclass, c->tune[i].rows);
+        if (w > 0) o += (size_t)w;
+        if (o >= out_len) { o = out_len ? out_len - 1 : 0; break; }
+    }
+    return c->n_tune;
+}
