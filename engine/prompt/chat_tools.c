@@ -9,6 +9,7 @@
  * Formats without tool calling refuse tools; their plain turns are chat_apply's. */
 #include "chat.h"
 
+#include "bytebuf.h"
 #include "error.h"
 
 #include <cjson/cJSON.h>
@@ -16,30 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    char *data;
-    size_t len, cap;
-    bool failed;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n) {
-    if (b->failed) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 512;
-        while (b->len + n + 1 > cap) cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) { b->failed = true; return; }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = 0;
-}
-static void add(sbuf *b, const char *s) { put(b, s, strlen(s)); }
+static void put(bytebuf *b, const char *s, size_t n) { bytebuf_add(b, s, n); }
+static void add(bytebuf *b, const char *s) { bytebuf_add(b, s, strlen(s)); }
 
 /* A JSON string as Python's json.dumps(ensure_ascii=False) writes it. */
-static void put_json_string(sbuf *b, const char *s) {
+static void put_json_string(bytebuf *b, const char *s) {
     add(b, "\"");
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char esc[8];
@@ -60,7 +42,7 @@ static void put_json_string(sbuf *b, const char *s) {
 }
 
 /* Jinja's tojson (json.dumps: ", " and ": " separators, keys in their order). */
-static void put_json(sbuf *b, const cJSON *v) {
+static void put_json(bytebuf *b, const cJSON *v) {
     if (cJSON_IsObject(v)) {
         add(b, "{");
         bool first = true;
@@ -85,7 +67,7 @@ static void put_json(sbuf *b, const cJSON *v) {
         put_json_string(b, v->valuestring);
     } else {
         char *t = cJSON_PrintUnformatted(v);   /* numbers, true, false, null */
-        if (!t) { b->failed = true; return; }
+        if (!t) { b->oom = true; return; }
         add(b, t);
         free(t);
     }
@@ -104,7 +86,7 @@ bool chat_format_has_thinking(chat_format f, const char *template_text, const ch
 }
 
 /* One assistant call in Qwen's form; -1 when the call is malformed. */
-static int put_chatml_call(sbuf *b, const cJSON *call) {
+static int put_chatml_call(bytebuf *b, const cJSON *call) {
     const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
     if (cJSON_IsObject(fn)) call = fn;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(call, "name");
@@ -120,7 +102,7 @@ static int put_chatml_call(sbuf *b, const cJSON *call) {
 }
 
 static char *render_chatml_ex(const chat_message *m, int n, bool add_assistant, const chat_extras *x) {
-    sbuf b = {0};
+    bytebuf b = {0};
     add(&b, "");
     cJSON *tools = NULL;
     int first = 0;
@@ -193,7 +175,7 @@ static char *render_chatml_ex(const chat_message *m, int n, bool add_assistant, 
         add(&b, "<|im_start|>assistant\n");
         if (x->think == CHAT_THINK_OFF) add(&b, "<think>\n\n</think>\n\n");
     }
-    if (b.failed) {
+    if (b.oom) {
         free(b.data);
         anv_set_error("chat: out of memory");
         return NULL;
