@@ -2,6 +2,8 @@
  * subcommands. */
 #include "cli.h"
 
+#include "device.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -86,4 +88,17 @@ model *cli_load_model(const char *path, const cli_model_opts *o, double *load_se
     if (o->verbose)
         anv_log("cpu kernels: %s, %d threads", cpu_backend_simd(), cpu_backend_threads(m->cpu));
     return m;
+}
+
+device_list *cli_devices_selected(void) {
+    device_list *l = device_list_probe();
+    if (!l) { fprintf(stderr, "anvil: %s\n", anv_last_error()); return NULL; }
+    device_env env;
+    device_env_from_process(&env);
+    if (device_list_select(l, &env) != 0) {
+        fprintf(stderr, "anvil: %s\n", anv_last_error());
+        device_list_free(l);
+        return NULL;
+    }
+    return l;
 }

@@ -30,6 +30,9 @@ bool cli_parse_model_opt(cli_model_opts *o, int argc, char **argv, int *i);
 model *cli_load_model(const char *path, const cli_model_opts *o, double *load_seconds);
 /* The value after a flag, or exits naming the flag. */
 const char *cli_value(int argc, char **argv, int *i);
+/* Every device, probed, with the environment's selection applied (device.h); NULL after
+ * printing the one-line error. */
+struct device_list *cli_devices_selected(void);
 int cli_int(const char *flag, const char *s, long lo, long hi);
 double cli_float(const char *flag, const char *s);
 

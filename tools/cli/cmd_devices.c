@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli.h"
 #include "device.h"
 #include "doctor.h"
 #include "error.h"
@@ -116,15 +117,8 @@ int cmd_devices(int argc, char **argv) {
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { devices_usage(stdout); return 0; }
         else { fprintf(stderr, "anvil devices: unknown option '%s'\n", argv[i]); devices_usage(stderr); return 2; }
     }
-    device_list *l = device_list_probe();
-    if (!l) { fprintf(stderr, "anvil: %s\n", anv_last_error()); return 1; }
-    device_env env;
-    device_env_from_process(&env);
-    if (device_list_select(l, &env) != 0) {
-        fprintf(stderr, "anvil: %s\n", anv_last_error());
-        device_list_free(l);
-        return 1;
-    }
+    device_list *l = cli_devices_selected();
+    if (!l) return 1;
     int rc = 0;
     if (json) rc = devices_json(l);
     else devices_table(l);

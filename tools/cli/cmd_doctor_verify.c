@@ -25,15 +25,8 @@ int cmd_doctor_verify(int argc, char **argv) {
         else if (!model_arg) model_arg = argv[i];
         else { fprintf(stderr, "anvil doctor --verify: unexpected argument '%s'\n", argv[i]); return 2; }
     }
-    device_list *l = device_list_probe();
-    if (!l) { fprintf(stderr, "anvil: %s\n", anv_last_error()); return 1; }
-    device_env env;
-    device_env_from_process(&env);
-    if (device_list_select(l, &env) != 0) {
-        fprintf(stderr, "anvil: %s\n", anv_last_error());
-        device_list_free(l);
-        return 1;
-    }
+    device_list *l = cli_devices_selected();
+    if (!l) return 1;
     model *m = NULL;
     if (model_arg) {
         store_entry entry;
