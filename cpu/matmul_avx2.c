@@ -126,14 +126,33 @@ INLINE float hmax_ps(__m256 v) {
     return _mm_cvtss_f32(m);
 }
 
+/* n floats (a multiple of 32) to int8 with one scale (max |x| / 127): returns the scale,
+ * and the sum of the int8 values when sum is not NULL. */
+INLINE float quant_run(const float *xb, int n, int8_t *qs, int *sum) {
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < n; k += 8) m = absmax8(m, xb + k);
+    const float d = hmax_ps(m) / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+    int s = 0;
+    for (int k = 0; k < n; k += 32) s += quant32(xb + k, id, qs + k);
+    if (sum) *sum = s;
+    return d;
+}
+
+/* The sum of 16 int8 values. */
+INLINE int16_t sum16_i8(const int8_t *q) {
+    const __m256i v = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)q));
+    __m128i s = _mm_add_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi16(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi16(s, _mm_shuffle_epi32(s, 0xB1));
+    s = _mm_add_epi16(s, _mm_srli_epi32(s, 16));
+    return (int16_t)_mm_cvtsi128_si32(s);
+}
+
 static void quant_q8x_avx2(const float *x, void *yv, int64_t n) {
     blk_q8x *y = yv;
     for (int64_t b = 0; b < n / 32; b++) {
-        const float *xb = x + b * 32;
-        __m256 m = _mm256_setzero_ps();
-        for (int k = 0; k < 32; k += 8) m = absmax8(m, xb + k);
-        const float d = hmax_ps(m) / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
-        const int sum = quant32(xb, id, y[b].qs);
+        int sum;
+        const float d = quant_run(x + b * 32, 32, y[b].qs, &sum);
         y[b].d = d;
         y[b].s = d * (float)sum;
     }
@@ -142,51 +161,26 @@ static void quant_q8x_avx2(const float *x, void *yv, int64_t n) {
 static void quant_q8s_avx2(const float *x, void *yv, int64_t n) {
     blk_q8s *y = yv;
     for (int64_t b = 0; b < n / 32; b++) {
-        const float *xb = x + b * 32;
-        __m256 m = _mm256_setzero_ps();
-        for (int k = 0; k < 32; k += 8) m = absmax8(m, xb + k);
-        const float d = hmax_ps(m) / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
-        y[b].sum = quant32(xb, id, y[b].qs);
-        y[b].d = d;
+        int sum;
+        y[b].d = quant_run(x + b * 32, 32, y[b].qs, &sum);
+        y[b].sum = sum;
     }
 }
 
 static void quant_q8ks_avx2(const float *x, void *yv, int64_t n) {
     blk_q8ks *y = yv;
     for (int64_t b = 0; b < n / QK_K; b++) {
-        const float *xb = x + b * QK_K;
-        __m256 m = _mm256_setzero_ps();
-        for (int k = 0; k < QK_K; k += 8) m = absmax8(m, xb + k);
-        const float d = hmax_ps(m) / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
-        for (int k = 0; k < QK_K; k += 32) quant32(xb + k, id, y[b].qs + k);
-        for (int j = 0; j < QK_K / 16; j++) {
-            int s = 0;
-            for (int l = 0; l < 16; l++) s += y[b].qs[16 * j + l];
-            y[b].bs16[j] = (int16_t)s;
-        }
+        y[b].d = quant_run(x + b * QK_K, QK_K, y[b].qs, NULL);
+        for (int j = 0; j < QK_K / 16; j++) y[b].bs16[j] = sum16_i8(y[b].qs + 16 * j);
         for (int j = 0; j < 8; j++) y[b].bs32[j] = (int16_t)(y[b].bs16[2 * j] + y[b].bs16[2 * j + 1]);
-        y[b].d = d;
     }
 }
 
 static void quant_q8k_avx2(const float *x, void *yv, int64_t n) {
     block_q8_K *y = yv;
     for (int64_t b = 0; b < n / QK_K; b++) {
-        const float *xb = x + b * QK_K;
-        __m256 m = _mm256_setzero_ps();
-        for (int k = 0; k < QK_K; k += 8) m = absmax8(m, xb + k);
-        const float d = hmax_ps(m) / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
-        for (int k = 0; k < QK_K; k += 32) quant32(xb + k, id, y[b].qs + k);
-        for (int j = 0; j < QK_K / 16; j++) {
-            /* sum of 16 int8: widen to int16 and fold */
-            const __m256i v = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(y[b].qs + 16 * j)));
-            __m128i s = _mm_add_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-            s = _mm_add_epi16(s, _mm_shuffle_epi32(s, 0x4E));
-            s = _mm_add_epi16(s, _mm_shuffle_epi32(s, 0xB1));
-            s = _mm_add_epi16(s, _mm_srli_epi32(s, 16));
-            y[b].bsums[j] = (int16_t)_mm_cvtsi128_si32(s);
-        }
-        y[b].d = d;
+        y[b].d = quant_run(x + b * QK_K, QK_K, y[b].qs, NULL);
+        for (int j = 0; j < QK_K / 16; j++) y[b].bsums[j] = sum16_i8(y[b].qs + 16 * j);
     }
 }
 
