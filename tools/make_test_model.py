@@ -64,13 +64,16 @@ FAMILY = {
                    rope_base=1000000.0, eps=1e-6, ctx=32768, swa=8),
 }
 # tiny: the small test shape; tinyk: the same with every row length a multiple of 256
-# (K-quant blocks are 256 wide); 500m and bench91m: llama-only speed shapes.
+# (K-quant blocks are 256 wide); 500m, bench91m and 7b: llama-only speed shapes.
 PRESETS = {
     "tiny":     dict(n_embd=128, n_ff=352, n_vocab=768),
     "tinyk":    dict(n_embd=256, n_ff=768, n_vocab=768),
     "bench91m": dict(n_embd=1024, n_ff=2816, n_vocab=512, n_layer=8, n_head=16, n_head_kv=4,
                      llama_only=True),
     "500m":     dict(n_embd=2048, n_ff=5632, n_vocab=32000, n_layer=10, n_head=32, n_head_kv=8,
+                     llama_only=True),
+    # Llama 2 7B's shape (the published GPU decode anchor); --n-layer cuts it for a GPU check.
+    "7b":       dict(n_embd=4096, n_ff=11008, n_vocab=32000, n_layer=32, n_head=32, n_head_kv=32,
                      llama_only=True),
 }
 
