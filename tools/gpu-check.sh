@@ -11,7 +11,8 @@
 # GGUFs, e.g. Gemma 3 270M, Llama 2 7B Q4_0). Without a Vulkan loader on the machine, point
 # GPU_CHECK_DEBS at a folder of .debs (libvulkan1, and for the validation layer
 # vulkan-validationlayers): they are unpacked into a private prefix, nothing is installed.
-# Optional: LLAMA_BENCH=/path/to/llama-bench (a llama.cpp Vulkan build) for a side-by-side.
+# Optional: LLAMA_BENCH=/path/to/llama-bench (a llama.cpp Vulkan build) for a side-by-side;
+# GPU_CHECK_SOFTWARE=1 counts software devices (lavapipe) as GPUs, to dry-run this script here.
 # Steps, each with its own log under $OUT (default gpu-check-out/) and a summary at the end:
 #   1. anvil devices / anvil doctor;
 #   2. for each Vulkan GPU (not lavapipe): the op tests (every path on, every path off, each
@@ -58,14 +59,15 @@ fi
 
 # Vulkan GPUs: the devices anvil lists as vulkanN that are not software rasterisers.
 gpus=$(python3 - "$OUT/devices.json" <<'EOF'
-import json, sys
+import json, os, sys
 try:
     d = json.load(open(sys.argv[1]))
 except Exception:
     sys.exit(0)
 devs = d.get("devices", d) if isinstance(d, dict) else d
 for x in devs:
-    if isinstance(x, dict) and str(x.get("id", "")).startswith("vulkan") and x.get("type") not in ("software", "cpu"):
+    soft = os.environ.get("GPU_CHECK_SOFTWARE") == "1"  # a dry run of this script on lavapipe
+    if isinstance(x, dict) and str(x.get("id", "")).startswith("vulkan") and (soft or x.get("type") not in ("software", "cpu")):
         print(x["id"][6:])
 EOF
 )
