@@ -7,14 +7,18 @@
 #include "threadpool.h"
 #include "error.h"
 
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#ifdef _WIN32
+#include <windows.h> /* WaitOnAddress / WakeByAddressAll: Windows' futex (synchronization.lib) */
+#else
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -44,12 +48,17 @@ struct threadpool {
     int64_t n_chunks;
 };
 
+#ifdef _WIN32
+static void futex_wait(void *addr, uint32_t expected) { WaitOnAddress(addr, &expected, sizeof expected, INFINITE); }
+static void futex_wake_all(void *addr) { WakeByAddressAll(addr); }
+#else
 static void futex_wait(void *addr, uint32_t expected) {
     syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
 static void futex_wake_all(void *addr) {
     syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
+#endif
 
 static void run_chunks(threadpool *tp, int ith) {
     for (;;) {

@@ -634,7 +634,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         http_conn *hc = calloc(1, sizeof *hc);
         if (!hc) return; /* untracked: the idle timeout still bounds it */
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        hc->fd = ci ? ci->connect_fd : -1;
+        hc->fd = ci ? (int)ci->connect_fd : -1;
         pthread_mutex_lock(&s->lock);
         conn_phase_locked(s, hc, CONN_HEADERS, 0);
         hc->next = s->conns;
@@ -793,7 +793,7 @@ static enum MHD_Result on_headers(http_server *s, http_req *r) {
     MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_kv, r);
     MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_kv, r);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    r->fd = ci ? ci->connect_fd : -1;
+    r->fd = ci ? (int)ci->connect_fd : -1;
 
     if (s->loopback && !host_allowed(s, http_header(r, "Host")))
         return queue_error(r, 403, "host '%.200s' is not allowed: this server listens on a loopback address "

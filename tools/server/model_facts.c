@@ -63,7 +63,12 @@ void facts_rfc3339(int64_t unix_s, char *buf, size_t cap) {
     struct tm tm;
     if (!localtime_r(&t, &tm)) { snprintf(buf, cap, "1970-01-01T00:00:00Z"); return; }
     size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+#ifdef _WIN32
+    struct tm utc = tm;
+    long off = (long)((_mkgmtime(&utc) - t) / 60); /* msvcrt's struct tm has no tm_gmtoff */
+#else
     long off = tm.tm_gmtoff / 60;
+#endif
     if (off == 0) snprintf(buf + n, cap - n, "Z");
     else snprintf(buf + n, cap - n, "%c%02ld:%02ld", off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60);
 }

@@ -11,6 +11,7 @@
 
 #include "api.h"
 #include "error.h"
+#include "serve_signal.h"
 
 static const http_route routes[] = {
     {"GET", "/", api_root, 0},
@@ -128,13 +129,8 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "anvil: serve: unknown argument '%s' (try 'anvil serve --help')\n", argv[i]);
         return 2;
     }
-    /* Signals are taken by sigwait below: block them before any thread starts. */
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    /* Stop requests are taken by serve_signal_wait below: block them before any thread starts. */
+    serve_signal_block();
 
     sched_config sc;
     size_t max_body;
@@ -193,9 +189,7 @@ int cmd_serve(int argc, char **argv) {
     if (!http_server_loopback(srv) && !(hc.api_key && *hc.api_key))
         fprintf(stderr, "anvil: warning: listening on %s without ANVIL_API_KEY: the API (model delete, create, pull) "
                 "is open to the network\n", http_server_address(srv));
-    int sig = 0;
-    while (sigwait(&stop_signals, &sig)) {}
-    fprintf(stderr, "anvil: %s: shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    fprintf(stderr, "anvil: %s: shutting down\n", serve_signal_wait());
     http_stop(srv);
     sched_free(app.sched);
     store_close(app.store);
