@@ -410,8 +410,12 @@ tokenizer *tokenizer_load(const struct gguf_file *f) {
         t->kind = TOK_KIND_BPE;
         t->bos = 11, t->eos = 11;
         t->clean_spaces = true;
+    } else if (gguf_str_eq(model, "bert")) {   /* llama.cpp's WPM defaults */
+        t->kind = TOK_KIND_WPM;
+        t->bos = 101, t->unk = 100, t->sep = 102, t->pad = 0, t->mask = 103;
+        t->add_bos = true;
     } else {
-        anv_set_error("tokenizer: unsupported tokenizer model '%.*s' (supported: llama, gpt2)",
+        anv_set_error("tokenizer: unsupported tokenizer model '%.*s' (supported: llama, gpt2, bert)",
                       (int)(model.len > 64 ? 64 : model.len), model.ptr);
         free(t);
         return NULL;
@@ -436,6 +440,10 @@ tokenizer *tokenizer_load(const struct gguf_file *f) {
         }
         if (!tok_bpe_init(t, f, pre ? pre : "default")) goto fail;
         if (!read_flag(f, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix)) goto fail;
+    }
+    if (t->kind == TOK_KIND_WPM) {
+        t->add_space_prefix = false;
+        if (!tok_wpm_init(t, f)) goto fail;
     }
     if (!resolve_special(t, f)) goto fail_oom;
     free(pre);
@@ -598,7 +606,7 @@ int32_t *tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool
     frag_list frags = {0};
     tok_vec out = {0};
     bool ok = partition(t, text, len, parse_special, &frags);
-    if (add_special && t->add_bos && t->bos >= 0) ok = ok && tok_vec_push(&out, t->bos);
+    if (add_special && (t->add_bos || t->kind == TOK_KIND_WPM) && t->bos >= 0) ok = ok && tok_vec_push(&out, t->bos);
     bool prev_special = true; /* SPM: a space prefix goes before the first text and after specials */
     for (size_t i = 0; i < frags.n && ok; i++) {
         fragment fr = frags.v[i];
@@ -608,11 +616,14 @@ int32_t *tokenizer_encode(const tokenizer *t, const char *text, size_t len, bool
         } else if (t->kind == TOK_KIND_SPM) {
             ok = encode_spm_fragment(t, text + fr.off, fr.len, t->add_space_prefix && prev_special, &out);
             prev_special = false;
+        } else if (t->kind == TOK_KIND_WPM) {
+            ok = tok_wpm_encode(t, text + fr.off, fr.len, &out);
         } else {
             ok = tok_bpe_encode(t, text + fr.off, fr.len, &out);
         }
     }
     if (ok && add_special && t->add_eos && t->eos >= 0) ok = tok_vec_push(&out, t->eos);
+    if (ok && add_special && t->kind == TOK_KIND_WPM && t->sep >= 0) ok = tok_vec_push(&out, t->sep); /* [SEP] */
     free(frags.v);
     if (!ok || out.oom) {
         free(out.ids);

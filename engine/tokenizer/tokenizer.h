@@ -1,7 +1,8 @@
 /* tokenizer: text <-> token ids for the vocabularies GGUF files carry, matching llama.cpp
  * token for token: SentencePiece-style (tokenizer.ggml.model = "llama": Llama 2, Gemma)
  * and GPT-2-style byte-level BPE ("gpt2": Llama 3, Qwen 2/3) with llama.cpp's
- * pre-tokenizer regexes (PCRE2). Also special-token parsing and streaming detokenization. */
+ * pre-tokenizer regexes (PCRE2), and BERT's WordPiece ("bert", tokenizer_wpm.c). Also
+ * special-token parsing and streaming detokenization. */
 #ifndef ANVIL_TOKENIZER_H
 #define ANVIL_TOKENIZER_H
 #include <stdbool.h>
@@ -11,7 +12,7 @@
 struct gguf_file;
 typedef struct tokenizer tokenizer;
 
-typedef enum { TOK_KIND_SPM, TOK_KIND_BPE } tok_kind;
+typedef enum { TOK_KIND_SPM, TOK_KIND_BPE, TOK_KIND_WPM } tok_kind;
 
 /* Builds the tokenizer from tokenizer.ggml.* metadata; NULL + anv_last_error() on a
  * missing/invalid vocabulary or an unsupported model/pre-tokenizer (named in the message). */

@@ -1,6 +1,7 @@
 /* tokenizer_impl: the private layout of a tokenizer, shared by tokenizer.c (loading, special
- * tokens, dispatch, detokenization), tokenizer_spm.c (SentencePiece-style merges) and
- * tokenizer_bpe.c (byte-level BPE with llama.cpp's pre-tokenizer regexes). Not a public API. */
+ * tokens, dispatch, detokenization), tokenizer_spm.c (SentencePiece-style merges),
+ * tokenizer_bpe.c (byte-level BPE with llama.cpp's pre-tokenizer regexes) and tokenizer_wpm.c
+ * (WordPiece). Not a public API. */
 #ifndef ANVIL_TOKENIZER_IMPL_H
 #define ANVIL_TOKENIZER_IMPL_H
 #include "tokenizer.h"
@@ -77,6 +78,10 @@ struct tokenizer {
     char byte_utf8[256][2];              /* byte -> its GPT-2 unicode char (UTF-8, 1 or 2 bytes) */
     uint8_t byte_utf8_len[256];
     int16_t cpt_byte[324];               /* GPT-2 unicode char (code point < 324) -> byte, -1 */
+
+    /* WordPiece only (tokenizer.ggml.normalizer.*). */
+    bool wpm_lowercase, wpm_strip_accents;
+    int32_t max_token_len;               /* longest token text, bytes */
 };
 
 static inline const char *tok_text(const struct tokenizer *t, int32_t id) { return t->arena + t->text_off[id]; }
@@ -103,6 +108,18 @@ bool tok_bpe_encode(const struct tokenizer *t, const char *text, size_t len, tok
 /* The bytes a BPE token text stands for (llama.cpp's llama_decode_text); returns the full
  * length, writes up to cap bytes. */
 int tok_bpe_decode_text(const struct tokenizer *t, const char *text, size_t len, char *buf, int cap);
+
+/* tokenizer_wpm.c: reads the normalizer options; encodes one raw text fragment as llama.cpp's
+ * WPM tokenizer (normalize, split on whitespace and punctuation, greedy longest match). */
+bool tok_wpm_init(struct tokenizer *t, const struct gguf_file *f);
+bool tok_wpm_encode(const struct tokenizer *t, const char *text, size_t len, tok_vec *out);
+
+/* tokenizer_unicode.c (generated): the class of a code point (TOK_UCD_* bits), its simple
+ * lowercase and the first code point of its canonical decomposition. */
+enum { TOK_UCD_PUNCT = 1, TOK_UCD_SYMBOL = 2, TOK_UCD_MARK = 4, TOK_UCD_CONTROL = 8 };
+unsigned tok_ucd_class(uint32_t cpt);
+uint32_t tok_ucd_lower(uint32_t cpt);
+uint32_t tok_ucd_nfd_first(uint32_t cpt);
 
 /* The merge loop both encoders share: symbols in a linked list over the text, and a
  * heap of adjacent pairs, highest priority first, ties to the leftmost pair (SPM: the
