@@ -57,9 +57,14 @@ static void att_item(const att_job *a, int item, float *buf) {
     memset(acc, 0, (size_t)nq * hd * sizeof(float));
 
     const int first_pos = p->pos0 + t0, last_pos = first_pos + nt - 1;
-    const int j_lo = p->window > 0 && first_pos - p->window + 1 > 0 ? first_pos - p->window + 1 : 0;
-    for (int cj = j_lo; cj <= last_pos; cj += ATT_KV_CHUNK) {
-        const int nj = last_pos + 1 - cj < ATT_KV_CHUNK ? last_pos + 1 - cj : ATT_KV_CHUNK;
+    int j_lo = p->window > 0 && first_pos - p->window + 1 > 0 ? first_pos - p->window + 1 : 0, j_hi = last_pos;
+    if (p->noncausal) {   /* every key, or the symmetric window around the tile */
+        const int half = p->window / 2, n_kv = p->pos0 + p->n_tok;
+        j_lo = p->window > 0 && first_pos - half > 0 ? first_pos - half : 0;
+        j_hi = p->window > 0 && last_pos + half < n_kv - 1 ? last_pos + half : n_kv - 1;
+    }
+    for (int cj = j_lo; cj <= j_hi; cj += ATT_KV_CHUNK) {
+        const int nj = j_hi + 1 - cj < ATT_KV_CHUNK ? j_hi + 1 - cj : ATT_KV_CHUNK;
         load_rows(a, a->k, cj, nj, kvh, kb);
         load_rows(a, a->v, cj, nj, kvh, vb);
         for (int qi = 0; qi < nq; qi++) {
@@ -68,7 +73,7 @@ static void att_item(const att_job *a, int item, float *buf) {
             float cmax = -INFINITY;
             for (int jj = 0; jj < nj; jj++) {
                 const int j = cj + jj;
-                if (j > pos || (p->window > 0 && pos - j >= p->window)) { s[jj] = -INFINITY; continue; }
+                if (!be_attn_visible(p, pos, j)) { s[jj] = -INFINITY; continue; }
                 float d = kk->vec_dot_f32(qt, kb + (size_t)jj * hd, hd) * p->scale;
                 if (p->softcap > 0) d = p->softcap * tanhf(d / p->softcap);
                 s[jj] = d;

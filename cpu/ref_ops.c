@@ -146,8 +146,9 @@ int ref_attention(const float *q, uint32_t kv_type, const void *k, const void *v
             const float *qh = q + (int64_t)t * q_cols + (int64_t)h * p->head_dim;
             const int64_t koff = (int64_t)(h / group) * p->head_dim;
             double smax = -INFINITY;
-            for (int j = 0; j <= pos; j++) {
-                if (p->window > 0 && pos - j >= p->window) { s[j] = -INFINITY; continue; }
+            const int j_end = p->noncausal ? n_ctx - 1 : pos;
+            for (int j = 0; j <= j_end; j++) {
+                if (!be_attn_visible(p, pos, j)) { s[j] = -INFINITY; continue; }
                 double d = 0;
                 for (int c = 0; c < p->head_dim; c++) d += (double)qh[c] * kf[(int64_t)j * kv_cols + koff + c];
                 d *= p->scale;
@@ -157,7 +158,7 @@ int ref_attention(const float *q, uint32_t kv_type, const void *k, const void *v
             }
             double denom = 0;
             for (int c = 0; c < p->head_dim; c++) acc[c] = 0;
-            for (int j = 0; j <= pos; j++) {
+            for (int j = 0; j <= j_end; j++) {
                 if (s[j] == -INFINITY) continue;
                 const double e = exp(s[j] - smax);
                 denom += e;

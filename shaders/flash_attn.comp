@@ -1,8 +1,9 @@
 #version 450
-// flash_attn: causal attention in one pass with an online softmax. One workgroup per
+// flash_attn: causal (or noncausal) attention in one pass with an online softmax. One workgroup per
 // (query row, head); each invocation scores one key of a WG-key block, then every
 // invocation accumulates its own output dims over the block. GQA: head h reads kv head
-// h / (n_head / n_kv_head). Keys [lo, pos] are visible (window > 0: pos - j < window).
+// h / (n_head / n_kv_head). Keys [lo, pos] are visible (window > 0: pos - j < window);
+// noncausal (encoders): keys [0, n_kv), or |pos - j| <= window / 2 with a window.
 // KV_F32 / KV_F16 / KV_Q8_0 select the cache type (read as 32-bit words).
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x_id = 0) in;
@@ -17,6 +18,7 @@ layout(push_constant) uniform PC {
     uint n_tok, pos0, n_head, n_kv_head, head_dim, window, q_off, q_stride,
          k_off, v_off, kv_stride, o_off, o_stride, groups_x;
     float scale, softcap;
+    uint noncausal, n_kv;
 } pc;
 #include "reduce.glsl"
 
@@ -44,7 +46,12 @@ void main() {
     const uint kvh = h / (pc.n_head / pc.n_kv_head);
     const uint D = pc.head_dim;
     const uint pos = pc.pos0 + t;
-    const uint lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
+    uint lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u, hi = pos;
+    if (pc.noncausal != 0u) {
+        const uint half_w = pc.window / 2u;
+        lo = (pc.window > 0u && pos > half_w) ? pos - half_w : 0u;
+        hi = (pc.window > 0u && pos + half_w < pc.n_kv - 1u) ? pos + half_w : pc.n_kv - 1u;
+    }
     const uint qb = pc.q_off + t * pc.q_stride + h * D;
     for (uint d = tid; d < D; d += WG) q_sh[d] = qf[qb + d];
     barrier();
@@ -59,10 +66,10 @@ void main() {
     float o[MAX_DPT];
     [[unroll]] for (uint i = 0u; i < MAX_DPT; i++) o[i] = 0.0;
     float m = -1.0 / 0.0, l = 0.0;
-    for (uint j0 = lo; j0 <= pos; j0 += WG) {
+    for (uint j0 = lo; j0 <= hi; j0 += WG) {
         const uint j = j0 + tid;
         float s = -1.0 / 0.0;
-        if (j <= pos) {
+        if (j <= hi) {
             const uint rb = pc.k_off + j * pc.kv_stride + kvh * head_bytes;
             float acc = 0.0;
             for (uint d = 0u; d < D; d++) acc += q_sh[d] * KV_ELEM(kw, rb, d);
@@ -74,13 +81,13 @@ void main() {
         }
         const float m_blk = wg_max(s);
         const float m_new = max(m, m_blk);
-        const float p = j <= pos ? exp(s - m_new) : 0.0;
+        const float p = j <= hi ? exp(s - m_new) : 0.0;
         const float corr = exp(m - m_new); // m = -inf on the first block: 0
         p_sh[tid] = p;
         const float l_blk = wg_sum(p);     // its barriers also publish p_sh
         l = l * corr + l_blk;
         m = m_new;
-        const uint n_blk = min(WG, pos + 1u - j0);
+        const uint n_blk = min(WG, hi + 1u - j0);
         [[unroll]] for (uint i = 0u; i < MAX_DPT; i++) {
             const uint d = tid + i * WG;
             if (d >= D) break;

@@ -50,7 +50,15 @@ typedef struct {
     float scale;        /* applied to q.k */
     int window;         /* sliding window: key j visible from query p iff p - j < window; 0 = off */
     float softcap;      /* if > 0: s = softcap * tanh(s / softcap) before softmax */
+    bool noncausal;     /* encoders: every query sees keys [0, pos0 + n_tok), and a window > 0 is
+                         * symmetric: key j visible from query p iff |p - j| <= window / 2 */
 } be_attn_params;
+
+/* Whether key position j is visible from query position pos (the masks every backend applies). */
+static inline bool be_attn_visible(const be_attn_params *p, int pos, int j) {
+    if (p->noncausal) return p->window <= 0 || (pos - j <= p->window / 2 && j - pos <= p->window / 2);
+    return j <= pos && (p->window <= 0 || pos - j < p->window);
+}
 
 typedef struct backend_ops {
     void (*destroy)(backend *be);
@@ -86,8 +94,8 @@ typedef struct backend_ops {
     void (*glu)(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind);
     /* dst rows [dst_row0, dst_row0 + n_rows) = convert(src rows 0..n_rows) (F32 -> dst->type: F32/F16/Q8_0). */
     void (*store_rows)(backend *be, const be_tensor *src, be_tensor *dst, int64_t dst_row0, int64_t n_rows);
-    /* Causal attention of q [n_tok][n_head*head_dim] over cache rows [0, pos0 + n_tok) of
-     * k, v ([ctx][n_kv_head*head_dim]); out [n_tok][n_head*head_dim]. */
+    /* Causal (or p->noncausal) attention of q [n_tok][n_head*head_dim] over cache rows
+     * [0, pos0 + n_tok) of k, v ([ctx][n_kv_head*head_dim]); out [n_tok][n_head*head_dim]. */
     void (*attention)(backend *be, const be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *out, const be_attn_params *p);
 } backend_ops;
 

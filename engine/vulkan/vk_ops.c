@@ -397,13 +397,13 @@ static void op_attention(backend *be, const be_tensor *q, const be_tensor *k, co
         if (!qc || !oc) return;
         uint32_t gx, gy;
         grid2((uint32_t)(nt * p->n_head), &gx, &gy);
-        struct { uint32_t n_tok, pos0, n_head, n_kv_head, head_dim, window, q_off, q_stride, k_off, v_off, kv_stride, o_off, o_stride, groups_x; float scale, softcap; } pc = {
+        struct { uint32_t n_tok, pos0, n_head, n_kv_head, head_dim, window, q_off, q_stride, k_off, v_off, kv_stride, o_off, o_stride, groups_x; float scale, softcap; uint32_t noncausal, n_kv; } pc = {
             (uint32_t)nt, (uint32_t)(p->pos0 + tb), (uint32_t)p->n_head, (uint32_t)p->n_kv_head, (uint32_t)p->head_dim,
             (uint32_t)(p->window > 0 ? p->window : 0), (uint32_t)(ql / 4), (uint32_t)q->cols, (uint32_t)kl, (uint32_t)vl, (uint32_t)kvrb,
-            (uint32_t)(ol / 4), (uint32_t)out->cols, gx, p->scale, p->softcap };
+            (uint32_t)(ol / 4), (uint32_t)out->cols, gx, p->scale, p->softcap, p->noncausal ? 1u : 0u, (uint32_t)n_kv };
         vk_binding b[4] = { { qc, false }, { kc, false }, { vc, false }, { oc, true } };
         vk_dispatch(c, pipe, 0, b, 4, &pc, gx, gy, 1,
-                    (uint64_t)nt * (uint64_t)p->n_head * (uint64_t)p->head_dim * 8 + 2 * (uint64_t)(p->pos0 + te) * kvrb);
+                    (uint64_t)nt * (uint64_t)p->n_head * (uint64_t)p->head_dim * 8 + 2 * (uint64_t)(p->noncausal ? n_kv : p->pos0 + te) * kvrb);
     }
 }
 

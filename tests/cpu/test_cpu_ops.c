@@ -1,7 +1,8 @@
 /* test_cpu_ops: every CPU backend op against ref_ops, on odd shapes and views with a
  * non-zero offset, for each SIMD path this CPU has (forced with ANVIL_CPU_SIMD) at 1 and
  * 2 threads. Matmul covers every weight type at 1, 7 and 64 tokens, accumulate on/off;
- * attention covers F32/F16/Q8_0 caches, GQA ratios 1, 3, 4, 6, 1 and 64 tokens, window, softcap.
+ * attention covers F32/F16/Q8_0 caches, GQA ratios 1, 3, 4, 6, 1 and 64 tokens, window, softcap,
+ * noncausal (encoders) with and without a symmetric window.
  *
  * Tolerances (max |cpu - ref| / max |ref| over the output):
  *  - float ops (norm, rope, glu, add, ...), F32/F16/BF16 matmul: 1e-5 .. 1e-4 (float vs double sums)
@@ -282,7 +283,7 @@ static void test_attention(backend *be) {
     for (int kt = 0; kt < 3; kt++)
         for (int ri = 0; ri < 4; ri++)
             for (int tk = 0; tk < 2; tk++)
-                for (int variant = 0; variant < 3; variant++) { /* plain, window, softcap */
+                for (int variant = 0; variant < 5; variant++) { /* plain, window, softcap, noncausal (+ window) */
                     be_attn_params p = {0};
                     p.n_tok = tk ? 64 : 1;
                     p.pos0 = tk ? 5 : 70;
@@ -290,7 +291,8 @@ static void test_attention(backend *be) {
                     p.n_head = 2 * ratios[ri];
                     p.head_dim = kv_types[kt] == QT_Q8_0 ? 64 : 72;
                     p.scale = 1.0f / sqrtf((float)p.head_dim);
-                    p.window = variant == 1 ? 16 : 0;
+                    p.window = variant == 1 || variant == 4 ? 16 : 0;
+                    p.noncausal = variant >= 3;
                     p.softcap = variant == 2 ? 5.0f : 0.0f;
                     const int64_t q_cols = (int64_t)p.n_head * p.head_dim, kv_cols = (int64_t)p.n_kv_head * p.head_dim;
                     const int ctx = p.pos0 + p.n_tok + 3;

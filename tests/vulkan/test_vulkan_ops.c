@@ -235,12 +235,15 @@ static void test_store_rows(backend *be) {
 }
 
 static void test_attention(backend *be) {
-    struct { int n_tok, pos0, n_head, n_kv, hd, window; float softcap; } cfg[] = {
-        { 1, 20, 4, 4, 64, 0, 0 },     /* decode, no GQA */
-        { 7, 0, 8, 2, 64, 0, 0 },      /* prompt, GQA 4 */
-        { 5, 9, 6, 1, 32, 4, 0 },      /* GQA 6, sliding window */
-        { 3, 70, 4, 1, 256, 0, 30.0f },/* head_dim 256 (gemma), softcap, > WG keys */
-        { 66, 0, 2, 1, 32, 0, 0 },     /* many queries */
+    struct { int n_tok, pos0, n_head, n_kv, hd, window; float softcap; bool noncausal; } cfg[] = {
+        { 1, 20, 4, 4, 64, 0, 0 , false },     /* decode, no GQA */
+        { 7, 0, 8, 2, 64, 0, 0 , false },      /* prompt, GQA 4 */
+        { 5, 9, 6, 1, 32, 4, 0 , false },      /* GQA 6, sliding window */
+        { 3, 70, 4, 1, 256, 0, 30.0f , false },/* head_dim 256 (gemma), softcap, > WG keys */
+        { 66, 0, 2, 1, 32, 0, 0 , false },     /* many queries */
+        { 9, 0, 4, 2, 64, 0, 0, true },    /* noncausal (encoders) */
+        { 5, 3, 4, 4, 64, 0, 0, true },    /* noncausal after a prefix */
+        { 70, 0, 2, 1, 32, 6, 0, true },   /* noncausal, symmetric window, > WG keys */
     };
     const uint32_t types[] = { QT_F32, QT_F16, QT_Q8_0 };
     for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++)
@@ -260,7 +263,7 @@ static void test_attention(backend *be) {
             be_tensor ov = be_view_rows(ot, 1, cfg[ci].n_tok);
             be_attn_params p = { .n_tok = cfg[ci].n_tok, .pos0 = cfg[ci].pos0, .n_head = cfg[ci].n_head, .n_kv_head = cfg[ci].n_kv,
                                  .head_dim = cfg[ci].hd, .scale = 1.0f / sqrtf((float)cfg[ci].hd), .window = cfg[ci].window,
-                                 .softcap = cfg[ci].softcap };
+                                 .softcap = cfg[ci].softcap, .noncausal = cfg[ci].noncausal };
             be->ops->attention(be, qt, kt, vt, &ov, &p);
             be_download(&ov, 0, got, sizeof(float) * qc * cfg[ci].n_tok);
             ref_attention(q, type, kq, vq, ref, &p);
