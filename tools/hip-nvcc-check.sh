@@ -21,6 +21,6 @@ for c in "${CSRC[@]}"; do
   objs+=("$o")
 done
 # -arch=native needs CUDA 11.5+; set CUDA_ARCH=sm_90 (H100/H200), sm_80, ... otherwise.
-"$NVCC" -std=c++17 -O2 -arch="$ARCH" -Xcompiler -Wall -x cu "${INC[@]}" \
+"$NVCC" -std=c++17 -O2 -arch="$ARCH" -Xcompiler -Wall "${INC[@]}" \
   "$ROOT/tests/hip/nvcc_check.cu" "${objs[@]}" -lm -o "$OUT/nvcc_check"
 "$OUT/nvcc_check"
