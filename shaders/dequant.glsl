@@ -15,6 +15,12 @@ uint ld_u32(uint b) {
     if ((b & 2u) == 0u) return lo;
     return (lo >> 16) | (wq[(b >> 2) + 1u] << 16);
 }
+// 4 bytes at any address (blocks of odd size, e.g. MXFP4's 17 bytes).
+uint ld_u32_any(uint b) {
+    uint s = (b & 3u) << 3, lo = wq[b >> 2];
+    if (s == 0u) return lo;
+    return (lo >> s) | (wq[(b >> 2) + 1u] << (32u - s));
+}
 float ld_f16(uint b) { return unpackHalf2x16(ld_u16(b)).x; }
 vec4 nib_lo(uint q) { return vec4(q & 0xfu, (q >> 8) & 0xfu, (q >> 16) & 0xfu, (q >> 24) & 0xfu); }
 vec4 nib_hi(uint q) { return vec4((q >> 4) & 0xfu, (q >> 12) & 0xfu, (q >> 20) & 0xfu, q >> 28); }
@@ -145,6 +151,8 @@ float dq_elem(uint bb, uint e) {
     float sc = float(int(ld_u8(bb + 192u + e / 16u) << 24) >> 24);
     return ld_f16(bb + 208u) * sc * (float(ql | (qh << 4)) - 32.0);
 }
+#elif defined(DATA_A_MXFP4) || defined(DATA_A_IQ4_NL) || defined(DATA_A_IQ4_XS) || defined(DQ_IQ_TYPES)
+#include "dequant_iq.glsl"
 #else
 #error "dequant.glsl: no DATA_A_<type> defined"
 #endif
@@ -200,6 +208,8 @@ void dq_unit(uint bb, uint u, out vec4 v[MV_RUNS]) {
     v[1] = d * (nib_hi(q) + 16.0 * bits4(qh, 16u + 4u * u)) + m;
 #endif
 }
+#elif defined(DQ_IQ_UNITS)
+// dequant_iq.glsl defines the units of its types
 #elif defined(DATA_A_Q8_0)
 #define MV_QK 32u
 #define MV_UNITS 4u

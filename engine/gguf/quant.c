@@ -7,6 +7,7 @@
 #include <strings.h>
 #include "error.h"
 #include "quant_impl.h"
+#include "quant_iq.h"
 
 /* Block layouts must match ggml byte for byte. */
 static_assert(sizeof(block_q4_0) == 18, "block_q4_0 size");
@@ -21,6 +22,11 @@ static_assert(sizeof(block_q4_K) == 144, "block_q4_K size");
 static_assert(sizeof(block_q5_K) == 176, "block_q5_K size");
 static_assert(sizeof(block_q6_K) == 210, "block_q6_K size");
 static_assert(sizeof(block_q8_K) == 292, "block_q8_K size");
+static_assert(sizeof(block_mxfp4) == 17 && sizeof(block_iq4_nl) == 18 && sizeof(block_iq4_xs) == 136, "4-bit block sizes");
+static_assert(sizeof(block_iq2_xxs) == 66 && sizeof(block_iq2_xs) == 74 && sizeof(block_iq2_s) == 82, "iq2 block sizes");
+static_assert(sizeof(block_iq3_xxs) == 98 && sizeof(block_iq3_s) == 110, "iq3 block sizes");
+static_assert(sizeof(block_iq1_s) == 50 && sizeof(block_iq1_m) == 56, "iq1 block sizes");
+static_assert(sizeof(block_tq1_0) == 54 && sizeof(block_tq2_0) == 66, "ternary block sizes");
 /* The reference code reads blocks in place, so their alignment must be 1 or 2 (4 for q8_K). */
 static_assert(alignof(block_q4_K) == 2 && alignof(block_q6_K) == 2, "block alignment");
 
@@ -31,9 +37,11 @@ typedef struct {
 } qtype_entry;
 
 /* A weight type with reference code, an activation-only type with reference code (never
- * accepted as a model weight), and one Anvil only knows by name and size. */
+ * accepted as a model weight), a weight type Anvil reads but does not write (dequantizer
+ * only: quant_mxfp4.c, quant_iq.c), and one Anvil only knows by name and size. */
 #define QT_ROW(id, nm, bs, ts, dq, q) [id] = { { nm, bs, ts, true, true, true }, dq, q }
 #define QT_ACT(id, nm, bs, ts, dq, q) [id] = { { nm, bs, ts, true, true, false }, dq, q }
+#define QT_READ(id, nm, bs, ts, dq) [id] = { { nm, bs, ts, true, false, true }, dq, NULL }
 #define QT_NAMED(id, nm, bs, ts) [id] = { { nm, bs, ts, false, false, false }, NULL, NULL }
 
 /* Every ggml type id below QT_COUNT that still exists; ids of removed types stay NULL. */
@@ -70,7 +78,7 @@ static const qtype_entry qtype_table[QT_COUNT] = {
     QT_ROW(QT_BF16, "bf16", 1, 2, qref_dequant_bf16, qref_quant_bf16),
     QT_NAMED(34, "tq1_0", QK_K, 54),
     QT_NAMED(35, "tq2_0", QK_K, 66),
-    QT_NAMED(39, "mxfp4", 32, 17),
+    QT_READ(QT_MXFP4, "mxfp4", 32, sizeof(block_mxfp4), qref_dequant_mxfp4),
 };
 
 static const qtype_entry *entry_of(uint32_t type) {

@@ -65,4 +65,18 @@ void qref_quant_q4_K(const float *src, void *dst, int64_t n);
 void qref_quant_q5_K(const float *src, void *dst, int64_t n);
 void qref_quant_q6_K(const float *src, void *dst, int64_t n);
 void qref_quant_q8_K(const float *src, void *dst, int64_t n);
+
+/* quant_mxfp4.c / quant_iq.c: read-only types (no quantizer: llama-quantize writes them). */
+void qref_dequant_mxfp4(const void *src, float *dst, int64_t n);
+void qref_dequant_iq4_nl(const void *src, float *dst, int64_t n);
+void qref_dequant_iq4_xs(const void *src, float *dst, int64_t n);
+void qref_dequant_iq2_xxs(const void *src, float *dst, int64_t n);
+void qref_dequant_iq2_xs(const void *src, float *dst, int64_t n);
+void qref_dequant_iq2_s(const void *src, float *dst, int64_t n);
+void qref_dequant_iq3_xxs(const void *src, float *dst, int64_t n);
+void qref_dequant_iq3_s(const void *src, float *dst, int64_t n);
+void qref_dequant_iq1_s(const void *src, float *dst, int64_t n);
+void qref_dequant_iq1_m(const void *src, float *dst, int64_t n);
+void qref_dequant_tq1_0(const void *src, float *dst, int64_t n);
+void qref_dequant_tq2_0(const void *src, float *dst, int64_t n);
 #endif

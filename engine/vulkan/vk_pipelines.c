@@ -12,9 +12,9 @@
 #include "vk_spirv.h"
 
 static const uint32_t k_types[VKP_N_TYPES] = { QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
-                                               QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K };
+                                               QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_MXFP4 };
 static const char *k_type_names[VKP_N_TYPES] = { "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1",
-                                                 "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k" };
+                                                 "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "mxfp4" };
 
 int vkp_type_index(uint32_t qtype) {
     for (int i = 0; i < VKP_N_TYPES; i++)

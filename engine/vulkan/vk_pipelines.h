@@ -10,7 +10,7 @@
 #include <vulkan/vulkan.h>
 
 /* Weight types with shaders, in this order (index = vkp_type_index()). */
-#define VKP_N_TYPES 13
+#define VKP_N_TYPES 14
 int vkp_type_index(uint32_t qtype); /* -1 if the type has no shaders */
 
 enum {

@@ -17,6 +17,7 @@
 #include "quant.h"
 #include "ref_ops.h"
 #include "testutil.h"
+#include "gguf/iq_rand.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -55,7 +56,7 @@ static float *read_f32(const be_tensor *t, int64_t n) {
 /* ---- matmul ---- */
 
 static const uint32_t mm_types[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
-                                    QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+                                    QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_MXFP4};
 #define N_MM_TYPES (int)(sizeof mm_types / sizeof mm_types[0])
 
 static int64_t mm_cols(uint32_t type) {
@@ -82,7 +83,7 @@ static void test_matmul(backend *be, bool is_scalar) {
         float *wf = rand_floats(cols * rows, -1.0f, 1.0f);
         uint8_t *wq = malloc(rb * (size_t)(rows + 1));
         memset(wq, 0x5a, rb);
-        for (int64_t r = 0; r < rows; r++) quantize_row(type, wf + r * cols, wq + rb * (size_t)(r + 1), cols);
+        for (int64_t r = 0; r < rows; r++) iq_rand_row(type, wf + r * cols, wq + rb * (size_t)(r + 1), cols, &rng);
         be_tensor *wbase = be->ops->weight_new(be, type, cols, rows + 1, wq);
         CHECK(wbase != NULL);
         if (!wbase) { free(wf); free(wq); continue; }
@@ -229,7 +230,7 @@ static void test_rope(backend *be) {
 }
 
 static void test_get_rows(backend *be) {
-    const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0, QT_Q4_K, QT_Q6_K};
+    const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0, QT_Q4_K, QT_Q6_K, QT_MXFP4};
     const int32_t ids[5] = {4, 0, 4, 6, 2};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         const uint32_t type = types[k];
@@ -237,7 +238,7 @@ static void test_get_rows(backend *be) {
         const size_t rb = qtype_row_size(type, cols);
         float *f = rand_floats(cols * rows, -1, 1);
         uint8_t *q = malloc(rb * (size_t)rows);
-        for (int64_t r = 0; r < rows; r++) quantize_row(type, f + r * cols, q + rb * (size_t)r, cols);
+        for (int64_t r = 0; r < rows; r++) iq_rand_row(type, f + r * cols, q + rb * (size_t)r, cols, &rng);
         be_tensor *tab = be->ops->weight_new(be, type, cols, rows, q);
         vt ot = make(be, QT_F32, cols, 5, 2);
         be->ops->get_rows(be, tab, ids, 5, &ot.view);

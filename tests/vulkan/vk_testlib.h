@@ -9,6 +9,7 @@
 #include "error.h"
 #include "quant.h"
 #include "testutil.h"
+#include "gguf/iq_rand.h"
 #ifdef ANVIL_HAVE_VULKAN
 #include "vk_backend.h"
 
@@ -47,11 +48,13 @@ static inline void vkt_fill(uint64_t *seed, float *x, int64_t n, float lo, float
     for (int64_t i = 0; i < n; i++) x[i] = tu_rand_f32(seed, lo, hi);
 }
 
-/* rows x cols floats quantized to type; returns malloc'd bytes. */
+/* rows x cols floats quantized to type (read-only types: random blocks, gguf/iq_rand.h);
+ * returns malloc'd bytes. */
 static inline void *vkt_quantize(uint32_t type, const float *x, int64_t cols, int64_t rows) {
+    static uint64_t rng = 4242;
     size_t rb = qtype_row_size((qtype)type, cols);
     uint8_t *q = calloc(rows, rb);
-    for (int64_t r = 0; r < rows; r++) quantize_row((qtype)type, x + r * cols, q + (size_t)r * rb, cols);
+    for (int64_t r = 0; r < rows; r++) iq_rand_row((qtype)type, x + r * cols, q + (size_t)r * rb, cols, &rng);
     return q;
 }
 #endif
