@@ -379,6 +379,8 @@ static void mm_chunk(void *ctx, int64_t chunk, int ith) {
 
 /* ---- driver for repacked weights (repack.h): chunks of whole 16-row groups ---- */
 
+#define PK_MIN_TOK_Q56 4
+
 typedef struct {
     mm_packed_fn fn;
     const uint8_t *pk;
@@ -420,7 +422,7 @@ static void pk_quant_chunk(void *ctx, int64_t t, int ith) {
 
 static int cpu_matmul_packed(cpu_ctx *c, const cpu_packed *p, const float *x, float *out, int n_tok, bool accumulate) {
     const mm_kernels *k = &c->kernels;
-    const bool kq = p->type == QT_Q4_K || p->type == QT_Q5_K; /* 256-element superblocks */
+    const bool kq = p->type == QT_Q4_K || p->type == QT_Q5_K || p->type == QT_Q6_K; /* 256-element superblocks */
     const int64_t nb = kq ? p->cols / QK_K : p->cols / 32;
     pk_quant_job q = {.quant = kq ? k->quant_q8ks : k->quant_q8s, .x = x, .cols = p->cols,
                       .xq_rb = (size_t)nb * (kq ? sizeof(blk_q8ks) : sizeof(blk_q8s))};
@@ -453,7 +455,12 @@ int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t 
     }
     if (n_tok == 0 || rows == 0) return 0;
     cpu_packed p;
-    if (c->packed.n > 0 && packed_set_find(&c->packed, w, wtype, cols, rows, &p)) return cpu_matmul_packed(c, &p, x, out, n_tok, accumulate);
+    /* Q5_K/Q6_K's packed kernels rebuild the 5/6-bit weights per group, which a single token
+     * does not amortize: below PK_MIN_TOK_Q56 tokens the file-layout kernels (measured ~2x
+     * faster at 1 token on a 500M model) read the original bytes, which stay mapped anyway. */
+    const bool q56_small = (wtype == QT_Q5_K || wtype == QT_Q6_K) && n_tok < PK_MIN_TOK_Q56;
+    if (c->packed.n > 0 && !q56_small && packed_set_find(&c->packed, w, wtype, cols, rows, &p))
+        return cpu_matmul_packed(c, &p, x, out, n_tok, accumulate);
     /* Up to MM_MAX_TOK tokens (decode steps of a few batched sequences: memory-bound) one
      * sequential weight stream with the tokens in registers beats four interleaved rows. */
     const bool rows4 = n_tok > 2 * MM_MAX_TOK && k->dot4_nt[wtype] > 0;

@@ -5,7 +5,8 @@
  * kept in registers for all the tokens (prompt batches); a single token (generation) reads
  * one sequential stream per group. Per block and row the integer sum is exact (the offset
  * of Q4_0 / Q8_0's unsigned form is folded in as -8 / -128 x the activation block's integer
- * sum), then d_w * d_x * sum is added in block order, as ggml's q*_0 x q8_0 dot does. */
+ * sum), then d_w * d_x * sum is added in block order, as ggml's q*_0 x q8_0 dot does.
+ * Q4_K/Q5_K/Q6_K: exact per-superblock integer sums (ggml's q*_K x q8_K), one float add each. */
 #include "cpu_kernels.h"
 #include "repack.h"
 
@@ -15,6 +16,7 @@
 
 #define PK_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define PK_INLINE static inline __attribute__((always_inline)) PK_ATTR
+#define PK_UNROLL _Pragma("GCC unroll 16")
 
 static inline int32_t pk_load4(const int8_t *p) {
     int32_t v;
@@ -91,11 +93,11 @@ PK_INLINE void pk_k45_body(const bool has_qh, int64_t nb, const uint8_t *grp, co
         const uint8_t *pb = grp + (size_t)i * sbb;
         __m512i isum[PK_MAX_TOK];
         for (int t = 0; t < NT; t++) isum[t] = _mm512_setzero_si512();
-        for (int c = 0; c < 4; c++)
-            for (int h = 0; h < 2; h++) {
+        PK_UNROLL for (int c = 0; c < 4; c++)
+            PK_UNROLL for (int h = 0; h < 2; h++) {
                 const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(pb + PK_K_SC + 16 * (2 * c + h))));
                 __m512i w[8];
-                for (int k = 0; k < 8; k++) {
+                PK_UNROLL for (int k = 0; k < 8; k++) {
                     const __m512i p = _mm512_loadu_si512((const void *)(pb + PK_K_QS + (size_t)(c * 8 + k) * 64));
                     w[k] = h ? _mm512_and_si512(_mm512_srli_epi16(p, 4), m4) : _mm512_and_si512(p, m4);
                     if (has_qh) {
@@ -158,7 +160,75 @@ PK_INLINE void pk_k45_body(const bool has_qh, int64_t nb, const uint8_t *grp, co
 PK_KKERNEL(pk_q4_K_vnni, false)
 PK_KKERNEL(pk_q5_K_vnni, true)
 
+/* Q6_K: per sub-block j of 16 elements the exact sum sc_j * (u . y_j - 32 * ysum_j), u = q + 32
+ * in [0, 64) (vpdpbusd from -32 * ysum_j, vpmulld by the row's int8 scale), summed over the
+ * superblock as integers (ggml's q6_K x q8_K), then acc += d * dy * isum. The weight bytes
+ * of one sub-block (4 steps of 16 rows x 4 elements: nibble | 2 qh bits << 4) are built once
+ * for all the tokens. nb counts superblocks. */
+PK_INLINE void pk_q6k_body(int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, const int NT, float *out,
+                           int64_t out_stride, __mmask16 mask, bool accumulate) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    __m512 acc[PK_MAX_TOK];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *pb = grp + (size_t)i * PK_Q6K_BYTES;
+        __m512i isum[PK_MAX_TOK];
+        for (int t = 0; t < NT; t++) isum[t] = _mm512_setzero_si512();
+        PK_UNROLL for (int h = 0; h < 2; h++)
+            PK_UNROLL for (int m = 0; m < 4; m++)
+                PK_UNROLL for (int kh = 0; kh < 2; kh++) {
+                    const int j = 8 * h + 2 * m + kh;
+                    const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(pb + PK_Q6K_SC + 16 * j)));
+                    __m512i w[4];
+                    PK_UNROLL for (int kk = 0; kk < 4; kk++) {
+                        const int k = 4 * kh + kk;
+                        const __m512i ql = _mm512_loadu_si512((const void *)(pb + PK_Q6K_QL + (size_t)(16 * h + 8 * (m & 1) + k) * 64));
+                        const __m512i qh = _mm512_loadu_si512((const void *)(pb + PK_Q6K_QH + (size_t)(8 * h + k) * 64));
+                        const __m512i lo = m < 2 ? _mm512_and_si512(ql, m4) : _mm512_and_si512(_mm512_srli_epi16(ql, 4), m4);
+                        /* bits 2m, 2m+1 of each qh byte to bits 4, 5 (the 0x30 mask drops what crossed bytes) */
+                        const __m512i hb = m == 0 ? _mm512_slli_epi16(qh, 4) : m == 1 ? _mm512_slli_epi16(qh, 2)
+                                         : m == 2 ? qh : _mm512_srli_epi16(qh, 2);
+                        w[kk] = _mm512_ternarylogic_epi32(lo, hb, m30, 0xF8); /* lo | (hb & 0x30) */
+                    }
+                    for (int t = 0; t < NT; t++) {
+                        const blk_q8ks *y = (const blk_q8ks *)(const void *)((const uint8_t *)act + (size_t)t * act_rb) + i;
+                        const int8_t *yq = y->qs + 128 * h + 32 * m + 16 * kh;
+                        __m512i s = _mm512_set1_epi32(-32 * (int32_t)y->bs16[j]);
+                        PK_UNROLL for (int kk = 0; kk < 4; kk++) s = _mm512_dpbusd_epi32(s, w[kk], _mm512_set1_epi32(pk_load4(yq + 4 * kk)));
+                        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s, sc));
+                    }
+                }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(pb + PK_Q6K_D)));
+        for (int t = 0; t < NT; t++) {
+            const blk_q8ks *y = (const blk_q8ks *)(const void *)((const uint8_t *)act + (size_t)t * act_rb) + i;
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, _mm512_set1_ps(y->d)), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) {
+        float *o = out + (int64_t)t * out_stride;
+        __m512 v = acc[t];
+        if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, o));
+        _mm512_mask_storeu_ps(o, mask, v);
+    }
+}
+
+PK_ATTR static void pk_q6_K_vnni(int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, int nt, float *out,
+                                 int64_t out_stride, uint32_t mask, bool accumulate) {
+    const __mmask16 m = (__mmask16)mask;
+    switch (nt) {
+    case 8: pk_q6k_body(nb, grp, act, act_rb, 8, out, out_stride, m, accumulate); break;
+    case 7: pk_q6k_body(nb, grp, act, act_rb, 7, out, out_stride, m, accumulate); break;
+    case 6: pk_q6k_body(nb, grp, act, act_rb, 6, out, out_stride, m, accumulate); break;
+    case 5: pk_q6k_body(nb, grp, act, act_rb, 5, out, out_stride, m, accumulate); break;
+    case 4: pk_q6k_body(nb, grp, act, act_rb, 4, out, out_stride, m, accumulate); break;
+    case 3: pk_q6k_body(nb, grp, act, act_rb, 3, out, out_stride, m, accumulate); break;
+    case 2: pk_q6k_body(nb, grp, act, act_rb, 2, out, out_stride, m, accumulate); break;
+    default: pk_q6k_body(nb, grp, act, act_rb, 1, out, out_stride, m, accumulate); break;
+    }
+}
+
 void mm_packed_install_avx512(mm_kernels *k) {
+    k->packed[QT_Q6_K] = pk_q6_K_vnni;
     k->packed[QT_Q4_K] = pk_q4_K_vnni;
     k->packed[QT_Q5_K] = pk_q5_K_vnni;
     k->packed[QT_Q4_0] = pk_q4_0_vnni;

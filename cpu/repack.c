@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool repack_supported(uint32_t type) { return type == QT_Q4_0 || type == QT_Q8_0 || type == QT_Q4_K || type == QT_Q5_K; }
+bool repack_supported(uint32_t type) {
+    return type == QT_Q4_0 || type == QT_Q8_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
+}
 
 size_t repack_group_bytes(uint32_t type, int64_t cols) {
     if (type == QT_Q4_K) return (size_t)(cols / QK_K) * PK_Q4K_BYTES;
     if (type == QT_Q5_K) return (size_t)(cols / QK_K) * PK_Q5K_BYTES;
+    if (type == QT_Q6_K) return (size_t)(cols / QK_K) * PK_Q6K_BYTES;
     return (size_t)PK_ROWS * qtype_row_size((qtype)type, cols);
 }
 
@@ -53,11 +56,33 @@ static void repack_k45(bool q5, const void *src, int64_t cols, int64_t rows, uin
         }
 }
 
+/* Q6_K group superblock (offsets in repack.h): d, scales [16][16 rows], ql [2][16 steps]
+ * [16 rows][4], qh [2][8 steps][16 rows][4]. */
+static void repack_q6k(const void *src, int64_t cols, int64_t rows, uint8_t *dst) {
+    const int64_t nsb = cols / QK_K, groups = (rows + PK_ROWS - 1) / PK_ROWS;
+    const size_t rb = qtype_row_size(QT_Q6_K, cols);
+    for (int64_t g = 0; g < groups; g++)
+        for (int64_t i = 0; i < nsb; i++) {
+            uint8_t *pb = dst + ((size_t)g * (size_t)nsb + (size_t)i) * PK_Q6K_BYTES;
+            memset(pb, 0, PK_Q6K_BYTES);
+            for (int r = 0; r < PK_ROWS && g * PK_ROWS + r < rows; r++) {
+                const block_q6_K *b = (const block_q6_K *)(const void *)((const uint8_t *)src + (size_t)(g * PK_ROWS + r) * rb) + i;
+                memcpy(pb + PK_Q6K_D + 2 * r, &b->d, 2);
+                for (int j = 0; j < 16; j++) pb[PK_Q6K_SC + 16 * j + r] = (uint8_t)b->scales[j];
+                for (int h = 0; h < 2; h++) {
+                    for (int k = 0; k < 16; k++) memcpy(pb + PK_Q6K_QL + (size_t)(16 * h + k) * 64 + 4 * r, b->ql + 64 * h + 4 * k, 4);
+                    for (int k = 0; k < 8; k++) memcpy(pb + PK_Q6K_QH + (size_t)(8 * h + k) * 64 + 4 * r, b->qh + 32 * h + 4 * k, 4);
+                }
+            }
+        }
+}
+
 /* Q4_0 group block: 16 x fp16 d, then 4 steps k of 16 rows x 4 bytes qs[4k..4k+3] (low
  * nibbles: elements 4k..4k+3, high: 16+4k..). Q8_0: 16 x fp16 d, then 8 steps k of 16 rows
  * x 4 bytes qs[4k..4k+3]. */
 void repack_rows(uint32_t type, const void *src, int64_t cols, int64_t rows, uint8_t *dst) {
     if (type == QT_Q4_K || type == QT_Q5_K) { repack_k45(type == QT_Q5_K, src, cols, rows, dst); return; }
+    if (type == QT_Q6_K) { repack_q6k(src, cols, rows, dst); return; }
     const int64_t nb = cols / 32, groups = (rows + PK_ROWS - 1) / PK_ROWS;
     const size_t rb = qtype_row_size((qtype)type, cols);
     const bool q4 = type == QT_Q4_0;

@@ -5,7 +5,7 @@
  * then the quants, four bytes of each row in turn (one 32-bit lane per row), so one
  * vpdpbusd step covers PK_ROWS rows x 4 elements. The last group is padded with zero rows
  * (scale 0). Memory: the packed copy is the size of the original (Q4_0: 18 bytes per 32
- * weights, Q8_0: 34; the K-quants below +2-3 %), plus at most PK_ROWS - 1 padding rows per
+ * weights, Q8_0: 34; Q4_K/Q5_K below +2-3 %, Q6_K the same), plus at most PK_ROWS - 1 padding rows per
  * tensor. */
 #ifndef ANVIL_CPU_REPACK_H
 #define ANVIL_CPU_REPACK_H
@@ -30,6 +30,16 @@
 #define PK_Q4K_BYTES 2368
 #define PK_Q5K_QH 2368
 #define PK_Q5K_BYTES 2880
+/* Q6_K: per superblock of a group: 16 fp16 d, the int8 scales as bytes [sub-block j][row],
+ * ql [half h][step k 0..15][row][4 bytes of ql 64h+4k..] (low nibbles of steps k < 8:
+ * elements 128h+4k.., of k >= 8: 128h+32+4(k-8)..; high nibbles: +64), then qh [half h]
+ * [step k 0..7][row][4 bytes of qh 32h+4k..] (bits 2m..2m+1: element 128h+32m+4k..).
+ * 3360 bytes per 16 rows, the file's size. */
+#define PK_Q6K_D 0
+#define PK_Q6K_SC 32
+#define PK_Q6K_QL 288
+#define PK_Q6K_QH 2336
+#define PK_Q6K_BYTES 3360
 
 typedef struct {
     const void *orig;  /* the weight's own bytes (the lookup key) */
@@ -46,7 +56,7 @@ typedef struct {
     size_t bytes;       /* packed bytes held (memory cost of repacking) */
 } cpu_packed_set;
 
-/* Whether the packed layout exists for this type (Q4_0, Q8_0, Q4_K, Q5_K). */
+/* Whether the packed layout exists for this type (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K). */
 bool repack_supported(uint32_t type);
 /* Bytes of one packed group of PK_ROWS rows of `cols` elements. */
 size_t repack_group_bytes(uint32_t type, int64_t cols);
