@@ -62,7 +62,19 @@ FAMILY = {
                    rope_base=1000000.0, eps=1e-6, ctx=40960),
     "gemma3": dict(n_layer=7, n_head=4, n_head_kv=1, head_dim="2x", tied=True, vocab="spm",
                    rope_base=1000000.0, eps=1e-6, ctx=32768, swa=8),
+    # Mixture of experts: the base family's attention, experts as 3-D [n_expert][n_ff_exp][n_embd]
+    # tensors, an F32 router (llama-quantize keeps ffn_gate_inp in F32). qwen2moe adds a shared
+    # expert with a sigmoid gate; llamamoe is mixtral's layout (GGUF arch "llama").
+    "qwen3moe": dict(n_layer=3, n_head=8, n_head_kv=2, head_dim=32, tied=False, vocab="bpe",
+                     rope_base=1000000.0, eps=1e-6, ctx=40960, n_expert=8, n_expert_used=3),
+    "qwen2moe": dict(n_layer=2, n_head=4, n_head_kv=4, head_dim=None, tied=False, vocab="bpe",
+                     rope_base=1000000.0, eps=1e-6, ctx=32768, n_expert=6, n_expert_used=2, shexp=True),
+    "llamamoe": dict(n_layer=3, n_head=4, n_head_kv=2, head_dim=None, tied=False, vocab="spm",
+                     rope_base=500000.0, eps=1e-5, ctx=4096, n_expert=5, n_expert_used=2),
 }
+# MoE family -> the dense family whose attention and vocabulary it shares; the GGUF arch name.
+BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama"}
+GGUF_ARCH = {"llamamoe": "llama"}
 # tiny: the small test shape; tinyk: the same with every row length a multiple of 256
 # (K-quant blocks are 256 wide); 500m, bench91m and 7b: llama-only speed shapes.
 PRESETS = {
@@ -73,6 +85,9 @@ PRESETS = {
     "500m":     dict(n_embd=2048, n_ff=5632, n_vocab=32000, n_layer=10, n_head=32, n_head_kv=8,
                      llama_only=True),
     # Llama 2 7B's shape (the published GPU decode anchor); --n-layer cuts it for a GPU check.
+    # a ~0.5B qwen3moe-style speed shape (16 experts, 4 used, ~0.15B active)
+    "moe500m":  dict(n_embd=1024, n_ff=3072, n_vocab=4096, n_layer=12, n_head=16, n_head_kv=4,
+                     n_expert=16, n_expert_used=4, n_ff_exp=768, moe_only=True),
     "7b":       dict(n_embd=4096, n_ff=11008, n_vocab=32000, n_layer=32, n_head=32, n_head_kv=32,
                      llama_only=True),
 }
@@ -83,6 +98,8 @@ def hparams_for(args):
     pre = dict(PRESETS[args.preset])
     if pre.pop("llama_only", False) and args.family != "llama":
         raise SystemExit("make_test_model: preset %s is defined for --family llama only" % args.preset)
+    if pre.pop("moe_only", False) and args.family not in BASE:
+        raise SystemExit("make_test_model: preset %s is defined for the MoE families only" % args.preset)
     fam.update(pre)
     if args.vocab:
         fam["vocab"] = args.vocab
@@ -95,8 +112,16 @@ def hparams_for(args):
         fam["head_dim"] = n_embd // n_head
     elif fam["head_dim"] == "2x":  # gemma3-270m: head_dim 256 with n_embd 640 / 4 heads
         fam["head_dim"] = 2 * n_embd // n_head
-    if args.family == "qwen3" and args.preset == "tinyk":
+    if args.family in ("qwen3", "qwen3moe") and args.preset == "tinyk":
         fam["head_dim"] = 32
+    if "n_expert" in fam:  # expert width: a block multiple below n_ff (256 for tinyk)
+        fam.setdefault("n_ff_exp", {"tiny": 96, "tinyk": 256}.get(args.preset, fam["n_ff"] // 4))
+        if args.family == "llamamoe":
+            fam["n_ff"] = fam["n_ff_exp"]  # llama MoE: feed_forward_length is the expert width
+        if args.n_expert:
+            fam["n_expert"] = args.n_expert
+        if args.n_expert_used:
+            fam["n_expert_used"] = args.n_expert_used
     return fam
 
 
@@ -284,7 +309,8 @@ def llama3_rope_factors(head_dim, base, orig_ctx, factor=8.0, low=1.0, high=4.0)
 
 def tensor_plan(args, hp):
     """[(name, numpy shape (rows, cols) or (n,), kind, scale)] in llama.cpp's file order."""
-    fam = args.family
+    moe = args.family in BASE
+    fam = BASE.get(args.family, args.family)
     E, F, V, H, HKV, D = hp["n_embd"], hp["n_ff"], hp["n_vocab"], hp["n_head"], hp["n_head_kv"], hp["head_dim"]
     logit_scale = 3.0 / math.sqrt(E)  # logits ~ N(0, 3^2): clear top-1 margins
     qk = 1.0 if fam in ("qwen3", "gemma3") else 1.5  # sharper attention where q, k are not normed
@@ -314,6 +340,18 @@ def tensor_plan(args, hp):
         if fam == "gemma3":
             plan.append((p + "post_attention_norm.weight", (E,)) + post_norm)
         plan.append((p + "ffn_norm.weight", (E,), "norm", 0.2))
+        if moe:
+            X, FE = hp["n_expert"], hp["n_ff_exp"]
+            plan.append((p + "ffn_gate_inp.weight", (X, E), "router", 2.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_exps.weight", (X, FE, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_down_exps.weight", (X, E, FE), "mat", 1.0 / math.sqrt(FE)))
+            plan.append((p + "ffn_up_exps.weight", (X, FE, E), "mat", 1.0 / math.sqrt(E)))
+            if hp.get("shexp"):
+                plan.append((p + "ffn_gate_inp_shexp.weight", (E,), "bias", 1.0 / math.sqrt(E)))
+                plan.append((p + "ffn_gate_shexp.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+                plan.append((p + "ffn_down_shexp.weight", (E, F), "mat", 1.0 / math.sqrt(F)))
+                plan.append((p + "ffn_up_shexp.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+            continue
         plan.append((p + "ffn_gate.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
         plan.append((p + "ffn_up.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
         plan.append((p + "ffn_down.weight", (E, F), "mat", 1.0 / math.sqrt(F)))
@@ -330,7 +368,7 @@ def make_values(seed, name, shape, kind, scale, hp):
     if kind == "rope_freqs":
         return llama3_rope_factors(hp["head_dim"], hp["rope_base"], hp["rope_orig_ctx"])
     x = rng.standard_normal(shape, dtype=np.float32)
-    if kind == "mat" or kind == "bias":
+    if kind == "mat" or kind == "bias" or kind == "router":
         return x * np.float32(scale)
     if kind.startswith("norm"):  # GGUF norm weights are the multiplier itself (gemma's +1 is
         mean = float(kind[5:] or 1.0)  # pre-applied by llama.cpp's converter): mean 1 or "norm:MEAN"
@@ -365,18 +403,20 @@ class GgmlQuantizer:
 def encode(x, qt, quantizer):
     if qt == QT.F32:
         return np.ascontiguousarray(x, dtype=np.float32).view(np.uint8).reshape(-1)
+    if x.ndim == 3:  # experts: quantized row by row like a 2-D weight
+        x = x.reshape(-1, x.shape[-1])
     if qt in K_TYPES.values():
         return quantizer(x, qt)
     return np.ascontiguousarray(gguf.quants.quantize(x, qt)).view(np.uint8).reshape(-1)
 
 
 def write_model(args, hp, path, wtype, quantizer):
-    fam = args.family
+    fam = BASE.get(args.family, args.family)
     vocab = spm_vocab(fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"], agent=args.chat_template == "qwen3")
     assert len(vocab["tokens"]) == hp["n_vocab"], (len(vocab["tokens"]), hp["n_vocab"])
-    w = gguf.GGUFWriter(path, fam)
+    w = gguf.GGUFWriter(path, GGUF_ARCH.get(args.family, args.family))
     w.add_type("model")
-    w.add_name("anvil-test-%s-%s-%s" % (fam, args.preset, args.type))
+    w.add_name("anvil-test-%s-%s-%s" % (args.family, args.preset, args.type))
     w.add_context_length(hp["ctx"])
     w.add_embedding_length(hp["n_embd"])
     w.add_block_count(hp["n_layer"])
@@ -385,6 +425,13 @@ def write_model(args, hp, path, wtype, quantizer):
     w.add_head_count_kv(hp["n_head_kv"])
     w.add_rope_freq_base(hp["rope_base"])
     w.add_layer_norm_rms_eps(hp["eps"])
+    if "n_expert" in hp:
+        w.add_expert_count(hp["n_expert"])
+        w.add_expert_used_count(hp["n_expert_used"])
+        if args.family != "llamamoe":
+            w.add_expert_feed_forward_length(hp["n_ff_exp"])
+        if hp.get("shexp"):
+            w.add_expert_shared_feed_forward_length(hp["n_ff"])
     if fam == "llama":
         w.add_vocab_size(hp["n_vocab"])
         w.add_rope_dimension_count(hp["head_dim"])
@@ -424,7 +471,7 @@ def write_model(args, hp, path, wtype, quantizer):
     qt_main = NUMPY_TYPES[wtype] if wtype in NUMPY_TYPES else K_TYPES[wtype]
     plan = tensor_plan(args, hp)
     for name, shape, kind, _ in plan:
-        qt = qt_main if len(shape) == 2 else QT.F32
+        qt = qt_main if len(shape) >= 2 and kind != "router" else QT.F32
         bs, ts = gguf.GGML_QUANT_SIZES[qt]
         n = int(np.prod(shape))
         if n % bs or shape[-1] % bs:
@@ -435,7 +482,7 @@ def write_model(args, hp, path, wtype, quantizer):
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     for name, shape, kind, scale in plan:
-        qt = qt_main if len(shape) == 2 else QT.F32
+        qt = qt_main if len(shape) >= 2 and kind != "router" else QT.F32
         w.write_tensor_data(encode(make_values(args.seed, name, shape, kind, scale, hp), qt, quantizer))
     w.close()
     return plan
@@ -482,6 +529,8 @@ def main():
     ap.add_argument("--vocab", choices=["spm", "bpe"], help="override the family's vocabulary kind")
     ap.add_argument("--n-vocab", type=int, help="override the preset's vocabulary size")
     ap.add_argument("--n-layer", type=int, help="override the number of layers")
+    ap.add_argument("--n-expert", type=int, help="MoE families: override the number of experts")
+    ap.add_argument("--n-expert-used", type=int, help="MoE families: override the experts used per token")
     ap.add_argument("--no-rope-freqs", action="store_true",
                     help="llama: no rope_freqs tensor and base 10000 (Llama 2 style rope)")
     ap.add_argument("--rope-orig-ctx", type=float, default=None,

@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "model.h"
+#include "moe.h"
 #include "quant.h"
 
 #define MAX_BACKENDS 2
@@ -21,6 +22,7 @@ typedef struct {
     be_tensor *q, *k, *v, *att;  /* [n_batch][n_head*hd], [n_batch][n_kv*hd] x2, [n_batch][n_head*hd] */
     be_tensor *gate, *up;        /* [n_batch][n_ff] */
     be_tensor *logits;           /* [logit_rows][n_vocab], only on the output backend */
+    be_tensor *moe_in, *moe_logits, *moe_shlog; /* MoE models (moe.h moe_bufs), else NULL */
 } scratch;
 
 /* The activations of one forward pass: owned by one context, borrowed by the contexts
@@ -49,7 +51,8 @@ typedef struct {
 } seq_span;
 
 static void free_scratch(scratch *s) {
-    be_tensor *ts[] = {s->x, s->xn, s->tmp, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits};
+    be_tensor *ts[] = {s->x, s->xn, s->tmp, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits,
+                       s->moe_in, s->moe_logits, s->moe_shlog};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
 }
 
@@ -74,8 +77,14 @@ static int add_scratch(scratch_set *ss, const model *m, backend *be, bool with_l
         s->k = be_tensor_new(be, QT_F32, kvd, nb);
         s->v = be_tensor_new(be, QT_F32, kvd, nb);
         s->att = be_tensor_new(be, QT_F32, qd, nb);
-        s->gate = be_tensor_new(be, QT_F32, hp->n_ff, nb);
-        s->up = be_tensor_new(be, QT_F32, hp->n_ff, nb);
+        s->gate = be_tensor_new(be, QT_F32, moe_ff_width(hp), nb);
+        s->up = be_tensor_new(be, QT_F32, moe_ff_width(hp), nb);
+        if (hp->n_expert > 0) {
+            s->moe_in = be_tensor_new(be, QT_F32, hp->n_embd, nb);
+            s->moe_logits = be_tensor_new(be, QT_F32, hp->n_expert, nb);
+            s->moe_shlog = be_tensor_new(be, QT_F32, 1, nb);
+            if (!s->moe_in || !s->moe_logits || !s->moe_shlog) return -1;
+        }
         if (!s->x || !s->xn || !s->tmp || !s->q || !s->k || !s->v || !s->att || !s->gate || !s->up) return -1;
     }
     if (with_logits && !s->logits) {
@@ -241,6 +250,11 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
 
     /* feed-forward block */
     op->rms_norm(be, s->x, L->ffn_norm, s->xn, nt, e, hp->norm_eps);
+    if (L->moe_router) {
+        moe_bufs mb = {s->x, s->xn, s->gate, s->up, s->moe_in, s->tmp, s->moe_logits, s->moe_shlog};
+        moe_ffn(m, L, &mb, nt);
+        return;
+    }
     op->matmul(be, L->w_gate, s->xn, s->gate, nt, false);
     op->matmul(be, L->w_up, s->xn, s->up, nt, false);
     op->glu(be, s->gate, s->up, s->gate, (int64_t)nt * hp->n_ff, hp->arch == ARCH_GEMMA3 ? BE_GLU_GELU_TANH : BE_GLU_SILU);

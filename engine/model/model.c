@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "moe.h"
 #include "quant.h"
 
 typedef struct {
@@ -23,6 +24,8 @@ static const arch_desc ARCHS[] = {
     {"qwen2", ARCH_QWEN2, BE_ROPE_NEOX},
     {"qwen3", ARCH_QWEN3, BE_ROPE_NEOX},
     {"gemma3", ARCH_GEMMA3, BE_ROPE_NEOX},
+    {"qwen2moe", ARCH_QWEN2MOE, BE_ROPE_NEOX},
+    {"qwen3moe", ARCH_QWEN3MOE, BE_ROPE_NEOX},
 };
 
 /* Reads "<arch>.<suffix>" as u32; missing and required -> error. */
@@ -108,7 +111,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
         if (gguf_str_eq(a, ARCHS[i].name)) ad = &ARCHS[i];
     if (!ad) {
-        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, qwen2, qwen3, gemma3)",
+        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe)",
                       f->path, (int)(a.len > 64 ? 64 : a.len), a.ptr);
         return -1;
     }
@@ -190,6 +193,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
         }
         /* Gemma 3 uses no final soft-capping (Gemma 2 did). */
     }
+    if (moe_read_hparams(f, arch, hp) != 0) return -1;
     return 0;
 }
 
@@ -237,6 +241,10 @@ static be_tensor *place(model *m, backend *be, const char *name, int64_t ne0, in
     return bt;
 }
 
+be_tensor *model_place(model *m, backend *be, const char *name, int64_t ne0, int64_t ne1, bool required, bool *failed) {
+    return place(m, be, name, ne0, ne1, required, failed);
+}
+
 static be_tensor *place_layer(model *m, backend *be, int il, const char *suffix, int64_t ne0, int64_t ne1, bool required, bool *failed) {
     char name[128];
     snprintf(name, sizeof name, "blk.%d.%s", il, suffix);
@@ -254,17 +262,18 @@ static int load_layer(model *m, int il, backend *be) {
     L->wk = place_layer(m, be, il, "attn_k.weight", e, kvd, true, &fail);
     L->wv = place_layer(m, be, il, "attn_v.weight", e, kvd, true, &fail);
     L->wo = place_layer(m, be, il, "attn_output.weight", qd, e, true, &fail);
-    bool bias = hp->arch == ARCH_QWEN2;
+    bool bias = hp->arch == ARCH_QWEN2 || hp->arch == ARCH_QWEN2MOE;
     L->bq = place_layer(m, be, il, "attn_q.bias", qd, 1, bias, &fail);
     L->bk = place_layer(m, be, il, "attn_k.bias", kvd, 1, bias, &fail);
     L->bv = place_layer(m, be, il, "attn_v.bias", kvd, 1, bias, &fail);
-    bool qk_norm = hp->arch == ARCH_QWEN3 || hp->arch == ARCH_GEMMA3;
+    bool qk_norm = hp->arch == ARCH_QWEN3 || hp->arch == ARCH_QWEN3MOE || hp->arch == ARCH_GEMMA3;
     L->q_norm = place_layer(m, be, il, "attn_q_norm.weight", hp->head_dim_k, 1, qk_norm, &fail);
     L->k_norm = place_layer(m, be, il, "attn_k_norm.weight", hp->head_dim_k, 1, qk_norm, &fail);
     bool post = hp->arch == ARCH_GEMMA3;
     L->post_attn_norm = place_layer(m, be, il, "post_attention_norm.weight", e, 1, post, &fail);
     L->post_ffn_norm = place_layer(m, be, il, "post_ffw_norm.weight", e, 1, post, &fail);
     L->ffn_norm = place_layer(m, be, il, "ffn_norm.weight", e, 1, true, &fail);
+    if (hp->n_expert > 0) return fail || moe_load_layer(m, il, be) != 0 ? -1 : 0; /* moe.c */
     L->w_gate = place_layer(m, be, il, "ffn_gate.weight", e, hp->n_ff, true, &fail);
     L->w_up = place_layer(m, be, il, "ffn_up.weight", e, hp->n_ff, true, &fail);
     L->w_down = place_layer(m, be, il, "ffn_down.weight", hp->n_ff, e, true, &fail);
@@ -335,6 +344,7 @@ static void free_layer(model_layer *L) {
     be_tensor *ts[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->q_norm, L->k_norm,
                        L->post_attn_norm, L->ffn_norm, L->w_gate, L->w_up, L->w_down, L->post_ffn_norm};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
+    moe_free_layer(L);
 }
 
 void model_free(model *m) {

@@ -1,4 +1,4 @@
-/* model: loads a GGUF model (llama, qwen2, qwen3, gemma3 families) into per-layer
+/* model: loads a GGUF model (llama incl. mixtral-style MoE, qwen2, qwen3, gemma3, qwen2moe, qwen3moe) into per-layer
  * backends and runs the one forward pass (forward.c) over a KV cache. */
 #ifndef ANVIL_MODEL_H
 #define ANVIL_MODEL_H
@@ -8,7 +8,8 @@
 #include "gguf.h"
 #include "tokenizer.h"
 
-typedef enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3 } model_arch;
+typedef enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3,
+              ARCH_QWEN2MOE, ARCH_QWEN3MOE } model_arch;
 
 typedef struct {
     model_arch arch;
@@ -22,11 +23,20 @@ typedef struct {
     float attn_scale;
     float final_softcap;
     bool embd_scale;              /* gemma: x *= sqrt(n_embd) after lookup */
+    /* MoE (moe.c): n_expert = 0 for a dense model */
+    int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    bool expert_norm;             /* renormalise the top-k weights to sum 1 */
+    float expert_scale;           /* multiply the weights (0 or 1 = off) */
+    int expert_gating;            /* llama.cpp's expert_gating_func: 1 softmax, 2 sigmoid */
 } model_hparams;
 
 typedef struct {
     be_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm;
     be_tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
+    /* MoE (moe.c): router [n_expert][n_embd], one 2-D weight per expert cut from the 3-D
+     * GGUF tensors, the shared expert and its sigmoid gate [1][n_embd] (qwen2moe) */
+    be_tensor *moe_router, **exp_gate, **exp_up, **exp_down;
+    be_tensor *sh_gate, *sh_up, *sh_down, *sh_router;
     backend *be;
 } model_layer;
 
