@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "encoder.h"
 #include "error.h"
 #include "model.h"
 #include "moe.h"
@@ -144,7 +145,8 @@ static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *pare
         c->ss = parent->ss;
     } else {
         c->ss = &c->own;
-        if (scratch_set_init(&c->own, m, n_ctx < 512 ? n_ctx : 512) != 0) goto fail;
+        /* noncausal models take a whole input in one pass */
+        if (scratch_set_init(&c->own, m, n_ctx < 512 || hp->noncausal ? n_ctx : 512) != 0) goto fail;
     }
     return c;
 fail:
@@ -236,7 +238,7 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
         op->store_rows(be, &v, sq->c->v_cache[il], pos0, sq->n);
         be_attn_params ap = {
             .n_tok = sq->n, .pos0 = pos0, .n_head = hp->n_head, .n_kv_head = hp->n_head_kv, .head_dim = hd,
-            .scale = hp->attn_scale, .window = swa ? hp->swa_window : 0, .softcap = 0,
+            .scale = hp->attn_scale, .window = swa ? hp->swa_window : 0, .softcap = 0, .noncausal = hp->noncausal,
         };
         op->attention(be, &q, sq->c->k_cache[il], sq->c->v_cache[il], &att, &ap);
     }
@@ -286,7 +288,7 @@ static void run_output(scratch_set *ss, const model *m, scratch *s, const be_ten
 }
 
 /* What a forward pass returns besides advancing the caches. */
-typedef enum { OUT_NONE, OUT_LAST_LOGITS, OUT_ALL_LOGITS, OUT_EMBD_SUM } out_kind;
+typedef enum { OUT_NONE, OUT_LAST_LOGITS, OUT_ALL_LOGITS, OUT_EMBD_SUM, OUT_EMBD_FIRST, OUT_EMBD_LAST } out_kind;
 
 /* One forward pass over nt tokens split into n_seq sequences (consecutive rows). OUT_LAST_LOGITS
  * gives one row per sequence; OUT_ALL_LOGITS every row (single sequence); OUT_EMBD_SUM adds
@@ -294,6 +296,10 @@ typedef enum { OUT_NONE, OUT_LAST_LOGITS, OUT_ALL_LOGITS, OUT_EMBD_SUM } out_kin
 static int forward(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, const int32_t *tokens,
                    int nt, out_kind kind, float *out) {
     const model_hparams *hp = &m->hp;
+    if (m->enc) {
+        anv_set_error("%s is an embedding model: it has no output head to evaluate (use model_embed)", hp->arch_name);
+        return -1;
+    }
     for (int i = 0; i < nt; i++) {
         if (tokens[i] < 0 || tokens[i] >= hp->n_vocab) {
             anv_set_error("token id %d is out of range (vocabulary has %d tokens)", tokens[i], hp->n_vocab);
@@ -325,11 +331,15 @@ static int forward(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, c
             run_output(ss, m, so, so->tmp, 0, n_seq, out);
         }
         break;
-    case OUT_EMBD_SUM: {
+    case OUT_EMBD_SUM: case OUT_EMBD_FIRST: case OUT_EMBD_LAST: {
         be->ops->rms_norm(be, so->x, m->output_norm, so->xn, nt, hp->n_embd, hp->norm_eps);
         be_download(so->xn, 0, ss->host_x, (size_t)nt * hp->n_embd * sizeof(float));
-        for (int t = 0; t < nt; t++)
-            for (int e = 0; e < hp->n_embd; e++) out[e] += ss->host_x[(size_t)t * hp->n_embd + e];
+        if (kind == OUT_EMBD_SUM) {
+            for (int t = 0; t < nt; t++)
+                for (int e = 0; e < hp->n_embd; e++) out[e] += ss->host_x[(size_t)t * hp->n_embd + e];
+        } else {   /* CLS: the first row of the first pass; LAST: the last row of the last */
+            memcpy(out, ss->host_x + (kind == OUT_EMBD_FIRST ? 0 : (size_t)(nt - 1) * hp->n_embd), (size_t)hp->n_embd * sizeof(float));
+        }
         break;
     }
     }
@@ -404,14 +414,25 @@ int model_eval_multi(model_ctx *const *ctxs, const int32_t *const *tokens, const
 }
 
 int model_embed(model_ctx *c, const int32_t *tokens, int n, float *out) {
+    model *m = c->m;
+    if (m->enc) return encoder_embed(m, tokens, n, out);
     if (check_room(c, n) != 0) return -1;
-    const int n_embd = c->m->hp.n_embd;
+    const model_hparams *hp = &m->hp;
+    if (hp->noncausal && (c->n_past > 0 || n > c->ss->n_batch)) {
+        anv_set_error("embedding: a bidirectional model takes its input in one pass (%d tokens, batch %d, %d cached)", n,
+                      c->ss->n_batch, c->n_past);
+        return -1;
+    }
+    const int n_embd = hp->n_embd;
     memset(out, 0, (size_t)n_embd * sizeof *out);
     for (int i = 0; i < n; i += c->ss->n_batch) {
         int nt = n - i < c->ss->n_batch ? n - i : c->ss->n_batch;
         seq_span sq = {c, 0, nt};
-        if (forward(c->ss, c->m, &sq, 1, tokens + i, nt, OUT_EMBD_SUM, out) != 0) return -1;
+        out_kind kind = hp->pooling == MODEL_POOL_CLS ? (i == 0 ? OUT_EMBD_FIRST : OUT_NONE)
+                        : hp->pooling == MODEL_POOL_LAST ? (i + nt == n ? OUT_EMBD_LAST : OUT_NONE) : OUT_EMBD_SUM;
+        if (forward(c->ss, m, &sq, 1, tokens + i, nt, kind, out) != 0) return -1;
     }
-    for (int e = 0; e < n_embd; e++) out[e] /= (float)n;
-    return 0;
+    if (hp->pooling != MODEL_POOL_CLS && hp->pooling != MODEL_POOL_LAST)
+        for (int e = 0; e < n_embd; e++) out[e] /= (float)n;
+    return embed_dense_apply(m, out);
 }

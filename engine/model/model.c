@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "encoder.h"
 #include "error.h"
 #include "moe.h"
 #include "quant.h"
@@ -24,6 +25,7 @@ static const arch_desc ARCHS[] = {
     {"qwen2", ARCH_QWEN2, BE_ROPE_NEOX},
     {"qwen3", ARCH_QWEN3, BE_ROPE_NEOX},
     {"gemma3", ARCH_GEMMA3, BE_ROPE_NEOX},
+    {"gemma-embedding", ARCH_GEMMA3, BE_ROPE_NEOX},   /* the gemma3 body, bidirectional, pooled */
     {"qwen2moe", ARCH_QWEN2MOE, BE_ROPE_NEOX},
     {"qwen3moe", ARCH_QWEN3MOE, BE_ROPE_NEOX},
 };
@@ -111,7 +113,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
         if (gguf_str_eq(a, ARCHS[i].name)) ad = &ARCHS[i];
     if (!ad) {
-        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe)",
+        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gemma-embedding, bert, nomic-bert)",
                       f->path, (int)(a.len > 64 ? 64 : a.len), a.ptr);
         return -1;
     }
@@ -192,6 +194,24 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
             hp->attn_scale = 1.0f / sqrtf(qpas);
         }
         /* Gemma 3 uses no final soft-capping (Gemma 2 did). */
+    }
+    if (strcmp(arch, "gemma-embedding") == 0) {   /* llama.cpp's gemma-embedding hparams */
+        hp->noncausal = hp->embedding_only = true;
+        hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
+        hp->rope_base_swa = hp->rope_base;
+        if (!read_f32(f, arch, "rope.freq_base_swa", &hp->rope_base_swa)) return -1;
+        if (!check_f32(f, arch, "rope.freq_base_swa", hp->rope_base_swa, false)) return -1;
+        if (!read_u32(f, arch, "attention.sliding_window_pattern", &hp->swa_pattern, false)) return -1;
+        if (!check_pos(f, arch, "attention.sliding_window_pattern", hp->swa_pattern)) return -1;
+    }
+    {
+        int pool = MODEL_POOL_MEAN;
+        if (!read_u32(f, arch, "pooling_type", &pool, false)) return -1;
+        if (pool != MODEL_POOL_MEAN && pool != MODEL_POOL_CLS && pool != MODEL_POOL_LAST) {
+            bad_int(f, arch, "pooling_type", pool, "mean 1, cls 2 or last 3");
+            return -1;
+        }
+        hp->pooling = (model_pooling)pool;
     }
     if (moe_read_hparams(f, arch, hp) != 0) return -1;
     return 0;
@@ -287,6 +307,10 @@ model *model_load(const char *path, const model_load_opts *opts) {
     model *m = calloc(1, sizeof *m);
     if (!m) { gguf_close(f); anv_set_error("out of memory"); return NULL; }
     m->gguf = f;
+    if (encoder_is_arch(f)) {   /* bert, nomic-bert: encoder.c */
+        if (encoder_load(m, opts) != 0) goto fail;
+        return m;
+    }
     if (load_hparams(f, &m->hp) != 0) goto fail;
     model_hparams *hp = &m->hp;
     m->tok = tokenizer_load(f);
@@ -334,6 +358,7 @@ model *model_load(const char *path, const model_load_opts *opts) {
         if (fail) goto fail;
     }
     m->gpu = n_gpu > 0 ? opts->gpu : NULL;
+    if (hp->embedding_only && embed_dense_load(m) != 0) goto fail;
     return m;
 fail:
     model_free(m);
@@ -357,6 +382,7 @@ void model_free(model *m) {
     be_tensor_free(m->output);
     be_tensor_free(m->rope_freqs);
     be_tensor_free(m->rope_freqs_gpu);
+    encoder_free(m);
     if (m->owns_cpu && m->cpu) m->cpu->ops->destroy(m->cpu);
     if (m->owns_gpu && m->gpu) m->gpu->ops->destroy(m->gpu);
     tokenizer_free(m->tok);

@@ -1,4 +1,5 @@
-/* model: loads a GGUF model (llama incl. mixtral-style MoE, qwen2, qwen3, gemma3, qwen2moe, qwen3moe) into per-layer
+/* model: loads a GGUF model (llama incl. mixtral-style MoE, qwen2, qwen3, gemma3, qwen2moe, qwen3moe;
+ * the embedding models gemma-embedding, and bert / nomic-bert through encoder.c) into per-layer
  * backends and runs the one forward pass (forward.c) over a KV cache. */
 #ifndef ANVIL_MODEL_H
 #define ANVIL_MODEL_H
@@ -8,8 +9,10 @@
 #include "gguf.h"
 #include "tokenizer.h"
 
-typedef enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3,
+typedef enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3, ARCH_BERT, ARCH_NOMIC_BERT,
               ARCH_QWEN2MOE, ARCH_QWEN3MOE } model_arch;
+/* How an embedding is pooled from the final hidden states (llama.cpp's pooling_type values). */
+typedef enum { MODEL_POOL_NONE = 0, MODEL_POOL_MEAN = 1, MODEL_POOL_CLS = 2, MODEL_POOL_LAST = 3 } model_pooling;
 
 typedef struct {
     model_arch arch;
@@ -23,6 +26,9 @@ typedef struct {
     float attn_scale;
     float final_softcap;
     bool embd_scale;              /* gemma: x *= sqrt(n_embd) after lookup */
+    bool noncausal;               /* bidirectional attention (encoders, gemma-embedding) */
+    bool embedding_only;          /* no generation (bert, nomic-bert, gemma-embedding) */
+    model_pooling pooling;        /* {arch}.pooling_type; MEAN when absent */
     /* MoE (moe.c): n_expert = 0 for a dense model */
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     bool expert_norm;             /* renormalise the top-k weights to sum 1 */
@@ -55,6 +61,8 @@ typedef struct model {
     backend *cpu;              /* the CPU backend (holds the embeddings; the layers not on gpu) */
     backend *out_be;           /* backend of the output head */
     uint64_t weight_bytes;
+    struct encoder_weights *enc; /* bert / nomic-bert: encoder.c's own weights, else NULL */
+    be_tensor *dense2, *dense3;  /* gemma-embedding's sentence-transformers projections (CPU) or NULL */
 } model;
 
 /* The caller creates the backends and passes them in (the model never includes a backend's
@@ -103,7 +111,9 @@ int model_ctx_n_batch(const model_ctx *c);
  * n_vocab floats, the last token of each sequence. Returns 0 or -1 + anv_last_error(). */
 int model_eval_multi(model_ctx *const *ctxs, const int32_t *const *tokens, const int *n_tokens,
                      int n_seq, float *logits);
-/* Embedding: evaluates tokens (appended at n_past like model_eval) and writes the mean
- * over them of the final-normed hidden state (n_embd floats, not normalised). */
+/* Embedding: evaluates tokens (appended at n_past like model_eval) and writes the model's
+ * pooling (mean, CLS = first, last token) of the final hidden state (final-normed for the
+ * decoder families), then the dense projections if the file has them: n_embd floats, not
+ * normalised. An encoder or noncausal model takes all n tokens in one pass. */
 int model_embed(model_ctx *c, const int32_t *tokens, int n, float *out);
 #endif
