@@ -82,10 +82,14 @@ int device_plan_make(const device_list *l, const device_plan_request *r, device_
     memset(out, 0, sizeof *out);
     if (!l || !l->selected) { anv_set_error("device_plan_make: the device list has not been selected"); return -1; }
     if (!r || r->n_layer <= 0 || !r->layer_weight_bytes) { anv_set_error("device_plan_make: no layers to place"); return -1; }
-    if (r->n_gpu_layers < -1 || r->n_gpu_layers > r->n_layer) {
-        anv_set_error("-ngl %d: the model has %d layers (use -1 for as many as fit)", r->n_gpu_layers, r->n_layer);
+    if (r->n_gpu_layers < -1) {
+        anv_set_error("-ngl %d: use 0..%d layers, or -1 for as many as fit", r->n_gpu_layers, r->n_layer);
         return -1;
     }
+    /* -ngl N above the layer count means every layer (llama.cpp's and Ollama's -ngl 99/999) */
+    device_plan_request clamped = *r;
+    if (clamped.n_gpu_layers > clamped.n_layer) clamped.n_gpu_layers = clamped.n_layer;
+    r = &clamped;
     int gpus[DEVICE_MAX];
     int n_g = device_list_used_gpus(l, gpus, DEVICE_MAX);
     int cpu = device_list_find(l, "cpu");

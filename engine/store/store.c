@@ -66,7 +66,10 @@ store *store_open(void) {
             return NULL;
         }
     }
-    root = anvil_env && *anvil_env ? strdup(anvil_env) : store_fmt("%s/.anvil/models", home);
+    /* $OLLAMA_MODELS stands in for $ANVIL_MODELS when only it is set (an Ollama service
+     * file): the store is then Ollama's own directory, written in its layout */
+    root = anvil_env && *anvil_env ? strdup(anvil_env)
+         : ollama_env && *ollama_env ? strdup(ollama_env) : store_fmt("%s/.anvil/models", home);
     oroot = ollama_env && *ollama_env ? strdup(ollama_env) : store_fmt("%s/.ollama/models", home);
     store *s = NULL;
     if (root) s = store_open_at(root, is_dir(oroot) ? oroot : NULL);

@@ -1,7 +1,8 @@
 /* store: the content-addressed model store, in Ollama's layout so both tools share
  * models: <root>/manifests/<host>/<namespace>/<model>/<tag> (Docker distribution v2
- * manifest JSON) and <root>/blobs/sha256-<hex>. The writable root is $ANVIL_MODELS or
- * ~/.anvil/models; $OLLAMA_MODELS or ~/.ollama/models, when it exists, is also listed
+ * manifest JSON) and <root>/blobs/sha256-<hex>. The writable root is $ANVIL_MODELS, else
+ * $OLLAMA_MODELS (Ollama's service files), else ~/.anvil/models; another $OLLAMA_MODELS,
+ * or ~/.ollama/models, when it exists, is also listed
  * and runnable, read-only, without copying. Model names parse like Ollama's:
  * [host/][namespace/]model[:tag], defaults registry.ollama.ai, library, latest. A name
  * can never address a file outside the store. */

@@ -25,6 +25,7 @@ static void usage(FILE *out) {
           "  verify NAME...         re-hash every blob of a model; exit 1 if one is corrupt\n"
           "  pull NAME              download a model from a registry (Ollama's, hf.co/...)\n"
           "  serve                  the Ollama- and OpenAI-compatible HTTP server (127.0.0.1:11434)\n"
+          "  -v, --version          print the version\n"
           "\nMODEL is a model name (gemma3:270m, user/model:tag) or a path to a GGUF file. 'anvil COMMAND --help' for the options.\n",
           out);
 }
@@ -41,6 +42,11 @@ int main(int argc, char **argv) {
         {"pull", cmd_pull}, {"serve", cmd_serve},
     };
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
+    /* ollama -v / --version; llama.cpp --version */
+    if (!strcmp(cmd, "-v") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("anvil version %s\n", ANVIL_VERSION);
+        return 0;
+    }
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "anvil: unknown command '%s' (try 'anvil --help')\n", cmd);

@@ -11,13 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "envvar.h"
 #include "error.h"
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 void client_base_url(char *url, size_t url_cap, char *display, size_t display_cap) {
-    const char *env = getenv("ANVIL_HOST");
+    const char *env = anv_getenv("ANVIL_HOST", NULL);   /* or OLLAMA_HOST */
     char buf[512];
     snprintf(buf, sizeof buf, "%s", env && *env ? env : "127.0.0.1:11434");
     const char *scheme = "http";

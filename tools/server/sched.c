@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "envvar.h"
 #include "model_place.h"
 #include "prompt.h"
 #include "quant.h"
@@ -90,8 +91,9 @@ bad:
     return -1;
 }
 
-static int env_int(const char *name, int lo, int *out) {
-    const char *v = getenv(name);
+static int env_int(const char *anvil_name, int lo, int *out) {
+    const char *name;
+    const char *v = anv_getenv(anvil_name, &name);
     if (!v || !*v) return 0;
     char *end;
     errno = 0;
@@ -120,17 +122,22 @@ int sched_config_from_env(sched_config *c) {
     c->allow_paths = ap && (!strcmp(ap, "1") || !strcmp(ap, "true"));
     const char *replay = getenv("ANVIL_TEST_REPLAY");
     c->test_replay = replay && *replay ? replay : NULL;
-    const char *ka = getenv("ANVIL_KEEP_ALIVE");
+    const char *ka_name, *ka = anv_getenv("ANVIL_KEEP_ALIVE", &ka_name);
     if (ka && *ka && sched_parse_duration_ms(ka, &c->keep_alive_ms) != 0) {
-        anv_set_error("ANVIL_KEEP_ALIVE: '%s' is not a duration (seconds, or like 5m, 1h, -1)", ka);
+        anv_set_error("%s: '%s' is not a duration (seconds, or like 5m, 1h, -1)", ka_name, ka);
         return -1;
     }
-    const char *kv = getenv("ANVIL_KV_CACHE_TYPE");
+    const char *kv_name, *kv = anv_getenv("ANVIL_KV_CACHE_TYPE", &kv_name);
     if (kv && *kv) {
         if (strcmp(kv, "f16") == 0) c->kv_type = QT_F16;
         else if (strcmp(kv, "f32") == 0) c->kv_type = QT_F32;
         else if (strcmp(kv, "q8_0") == 0) c->kv_type = QT_Q8_0;
-        else { anv_set_error("ANVIL_KV_CACHE_TYPE: '%s' is not f16, q8_0 or f32", kv); return -1; }
+        else if (strcmp(kv, "q4_0") == 0) {
+            /* Ollama's third type; Anvil's KV cache has no Q4_0 kernels yet. A service file
+             * that asks for it keeps working, on the nearest type that exists. */
+            fprintf(stderr, "anvil: warning: %s=q4_0: the Q4_0 KV cache is not implemented yet; using q8_0\n", kv_name);
+            c->kv_type = QT_Q8_0;
+        } else { anv_set_error("%s: '%s' is not f16, q8_0, q4_0 or f32", kv_name, kv); return -1; }
     }
     return 0;
 }

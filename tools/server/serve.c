@@ -10,7 +10,9 @@
 #include <time.h>
 
 #include "api.h"
+#include "envvar.h"
 #include "error.h"
+#include "quant.h"
 #include "serve_signal.h"
 
 static const http_route routes[] = {
@@ -51,7 +53,8 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_NUM_PARALLEL", "2", "parallel requests per model (each with its own KV cache)"},
     {"ANVIL_MAX_QUEUE", "512", "requests waiting for a slot before 503 'server busy'"},
     {"ANVIL_CONTEXT_LENGTH", "0", "context length per slot (0 = the model's default)"},
-    {"ANVIL_KV_CACHE_TYPE", "f16", "KV cache type: f16, q8_0 or f32"},
+    {"ANVIL_KV_CACHE_TYPE", "f16", "KV cache type: f16, q8_0 or f32 (q4_0: taken as q8_0)"},
+    {"ANVIL_FLASH_ATTENTION", "(always)", "accepted; Anvil's attention is always the fused kernel"},
     {"ANVIL_NUM_THREADS", "0", "CPU threads (0 = all cores)"},
     {"ANVIL_BACKEND", "(auto)", "force a backend: vulkan, hip or cpu"},
     {"ANVIL_DEVICE", "(auto)", "force a device: vulkan0, hip0, cpu ..."},
@@ -122,7 +125,7 @@ static int env_size(const char *name, size_t def, size_t *out) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *host = getenv("ANVIL_HOST");
+    const char *host = anv_getenv("ANVIL_HOST", NULL);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
         if (!strcmp(argv[i], "--host") && i + 1 < argc) { host = argv[++i]; continue; }
@@ -170,7 +173,7 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     http_config hc = {
-        .host = host, .max_body = max_body, .origins = getenv("ANVIL_ORIGINS"),
+        .host = host, .max_body = max_body, .origins = anv_getenv("ANVIL_ORIGINS", NULL),
         .api_key = getenv("ANVIL_API_KEY"), .spool_dir = store_root(app.store),
         .on_done = metrics_observe,
         .max_connections = max_conn, .max_per_ip = max_per_ip, .idle_timeout = idle_timeout,
@@ -184,6 +187,13 @@ int cmd_serve(int argc, char **argv) {
         store_close(app.store);
         return 1;
     }
+    const char *fa_name, *fa = anv_getenv("ANVIL_FLASH_ATTENTION", &fa_name);
+    if (fa && *fa)
+        fprintf(stderr, "anvil: %s=%s: accepted; Anvil always uses its fused attention kernel (no separate "
+                "flash-attention switch)\n", fa_name, fa);
+    fprintf(stderr, "anvil: kv cache type %s, %d parallel slot(s), up to %d model(s) loaded, keep-alive %lld ms, "
+            "context length %d%s\n", qtype_get(sc.kv_type)->name, sc.num_parallel, sc.max_loaded,
+            (long long)sc.keep_alive_ms, sc.context_length, sc.context_length ? "" : " (the model's)");
     fprintf(stderr, "anvil: listening on %s (version %s, models in %s)\n", http_server_address(srv), ANVIL_VERSION,
             store_root(app.store));
     if (!http_server_loopback(srv) && !(hc.api_key && *hc.api_key))
