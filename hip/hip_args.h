@@ -40,7 +40,7 @@ typedef struct { uint64_t src, dst; int64_t cols, row0, n_rows, dst_row_bytes; i
 typedef struct {
     uint64_t q, k, v, out;
     int64_t kv_row_bytes;
-    int32_t n_tok, pos0, n_head, n_kv_head, head_dim, window, kv_type, pad;
+    int32_t n_tok, pos0, n_head, n_kv_head, head_dim, window, kv_type, noncausal;
     float scale, softcap;
 } anv_attention_args;
 #endif

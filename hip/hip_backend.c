@@ -297,7 +297,8 @@ static void hip_op_attention(backend *be, const be_tensor *q, const be_tensor *k
     if (!f) { be_fail(be, "%s attention: KV cache type %s (f32, f16 or q8_0 only)", c->name, qtype_get(k->type) ? qtype_get(k->type)->name : "?"); return; }
     anv_attention_args a = {.q = addr_of(q), .k = addr_of(k), .v = addr_of(v), .out = addr_of(out), .kv_row_bytes = (int64_t)be_row_bytes(k),
                             .n_tok = p->n_tok, .pos0 = p->pos0, .n_head = p->n_head, .n_kv_head = p->n_kv_head, .head_dim = p->head_dim,
-                            .window = p->window, .kv_type = (int32_t)k->type, .scale = p->scale, .softcap = p->softcap};
+                            .window = p->window, .kv_type = (int32_t)k->type, .noncausal = p->noncausal,
+                            .scale = p->scale, .softcap = p->softcap};
     launch(be, "attention", f, (unsigned)p->n_tok, (unsigned)p->n_head, ANV_ATT_BLOCK, &a);
 }
 

@@ -8,7 +8,7 @@
 //  - tiled matmul (prefill): 64x64 output tile per 256-thread block, weights dequantized
 //    into LDS 32 columns at a time, 4x4 outputs per thread;
 //  - attention: one block per (token, head), keys in chunks of 128 with an online softmax
-//    (one pass over the KV cache, F32/F16/Q8_0), GQA, sliding window, softcap.
+//    (one pass over the KV cache, F32/F16/Q8_0), GQA, sliding window, softcap, noncausal.
 #include "hip_args.h"
 #include "hip_dequant.h"
 
@@ -200,13 +200,18 @@ template <int KT> __device__ void attention(const anv_attention_args a) {
     for (int d = tid; d < hd; d += blockDim.x) qs[d] = q[d];
     __syncthreads();
     const int pos = a.pos0 + t;
-    const int j0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0;
+    int j0 = a.window > 0 && pos - a.window + 1 > 0 ? pos - a.window + 1 : 0, jhi = pos;
+    if (a.noncausal) { // encoders: every key, or the symmetric window |pos - j| <= window / 2
+        const int half = a.window / 2, n_kv = a.pos0 + a.n_tok;
+        j0 = a.window > 0 && pos - half > 0 ? pos - half : 0;
+        jhi = a.window > 0 && pos + half < n_kv - 1 ? pos + half : n_kv - 1;
+    }
     const uint8_t *K = (const uint8_t *)a.k, *V = (const uint8_t *)a.v;
     float m = -INFINITY, l = 0.0f, acc0 = 0.0f, acc1 = 0.0f; // acc: d = tid, tid + 128
-    for (int jc = j0; jc <= pos; jc += ANV_ATT_BLOCK) {
+    for (int jc = j0; jc <= jhi; jc += ANV_ATT_BLOCK) {
         const int j = jc + tid;
         float s = -INFINITY;
-        if (j <= pos) {
+        if (j <= jhi) {
             const uint8_t *kr = K + (int64_t)j * a.kv_row_bytes;
             float dot = 0.0f;
             for (int d = 0; d < hd; d++) dot += qs[d] * deq<KT>(kr, koff + d);
@@ -214,7 +219,7 @@ template <int KT> __device__ void attention(const anv_attention_args a) {
             if (a.softcap > 0.0f) s = a.softcap * tanhf(s / a.softcap);
         }
         const float mnew = fmaxf(m, block_reduce<true>(s, red));
-        const float p = j <= pos ? expf(s - mnew) : 0.0f;
+        const float p = j <= jhi ? expf(s - mnew) : 0.0f;
         const float corr = m == -INFINITY ? 0.0f : expf(m - mnew);
         __syncthreads();
         ps[tid] = p;
@@ -222,7 +227,7 @@ template <int KT> __device__ void attention(const anv_attention_args a) {
         l = l * corr + psum;
         acc0 *= corr;
         acc1 *= corr;
-        const int nj = pos - jc + 1 < ANV_ATT_BLOCK ? pos - jc + 1 : ANV_ATT_BLOCK;
+        const int nj = jhi - jc + 1 < ANV_ATT_BLOCK ? jhi - jc + 1 : ANV_ATT_BLOCK;
         for (int jj = 0; jj < nj; jj++) {
             const uint8_t *vr = V + (int64_t)(jc + jj) * a.kv_row_bytes;
             if (tid < hd) acc0 += ps[jj] * deq<KT>(vr, koff + tid);

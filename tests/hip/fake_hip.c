@@ -267,7 +267,7 @@ EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
         const anv_attention_args *a = params[0];
         if (gxs < (uint64_t)a->n_tok || gys < (uint64_t)a->n_head || a->head_dim > ANV_ATT_MAX_HEAD_DIM) return need(0);
         be_attn_params p = {.n_tok = a->n_tok, .pos0 = a->pos0, .n_head = a->n_head, .n_kv_head = a->n_kv_head, .head_dim = a->head_dim,
-                            .scale = a->scale, .window = a->window, .softcap = a->softcap};
+                            .scale = a->scale, .window = a->window, .softcap = a->softcap, .noncausal = a->noncausal != 0};
         return ref_attention(PTR(a->q), (uint32_t)a->kv_type, PTR(a->k), PTR(a->v), PTR(a->out), &p) ? E_OOM : OK;
     }
     return E_NOT_FOUND;

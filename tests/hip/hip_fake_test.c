@@ -349,6 +349,11 @@ static void test_small_ops(backend *be) {
         be->ops->attention(be, &qv, kc, vc, &aov, &ap);
         be_download(&aov, 0, outg, sizeof outg);
         CHECKF(!be_error(be) && same(outg, outw, nt * nh * hd), "attention %s: %s", qtype_get(kvt[ki])->name, be_error(be) ? be_error(be) : "differs");
+        ap.noncausal = true;   /* encoders: the flag reaches the kernel (here: the reference) */
+        ref_attention(q, kvt[ki], kh, vh, outw, &ap);
+        be->ops->attention(be, &qv, kc, vc, &aov, &ap);
+        be_download(&aov, 0, outg, sizeof outg);
+        CHECKF(!be_error(be) && same(outg, outw, nt * nh * hd), "noncausal attention %s: %s", qtype_get(kvt[ki])->name, be_error(be) ? be_error(be) : "differs");
         be_tensor_free(kc); be_tensor_free(vc); be_tensor_free(sb); be_tensor_free(qb); be_tensor_free(aob);
         free(kh); free(vh); free(back);
     }
