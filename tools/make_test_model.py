@@ -426,8 +426,9 @@ def write_model(args, hp, path, wtype, quantizer):
     w.add_rope_freq_base(hp["rope_base"])
     w.add_layer_norm_rms_eps(hp["eps"])
     if "n_expert" in hp:
-        w.add_expert_count(hp["n_expert"])
-        w.add_expert_used_count(hp["n_expert_used"])
+        bad = args.bad_expert_meta or (hp["n_expert"], hp["n_expert_used"])
+        w.add_expert_count(bad[0])
+        w.add_expert_used_count(bad[1])
         if args.family != "llamamoe":
             w.add_expert_feed_forward_length(hp["n_ff_exp"])
         if hp.get("shexp"):
@@ -531,6 +532,8 @@ def main():
     ap.add_argument("--n-layer", type=int, help="override the number of layers")
     ap.add_argument("--n-expert", type=int, help="MoE families: override the number of experts")
     ap.add_argument("--n-expert-used", type=int, help="MoE families: override the experts used per token")
+    ap.add_argument("--bad-expert-meta", nargs=2, metavar=("COUNT", "USED"), type=int,
+                    help="tests: write these expert_count / expert_used_count instead of the tensors' (a malformed file)")
     ap.add_argument("--no-rope-freqs", action="store_true",
                     help="llama: no rope_freqs tensor and base 10000 (Llama 2 style rope)")
     ap.add_argument("--rope-orig-ctx", type=float, default=None,

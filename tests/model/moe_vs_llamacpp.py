@@ -3,7 +3,11 @@
 families; works for any model both load): KL divergence per position and greedy tokens.
 
   moe_vs_llamacpp.py --anvil build/anvil --model M.gguf [--bin DIR] [--ctx 64] [--vulkan]
-                     [--max-kl 1e-4] [--out SUMMARY.json]
+                     [--max-kl 1e-4] [--out SUMMARY.json] [--base B.bin.gz | --write-base B.bin.gz]
+
+--base compares against a committed llama.cpp dump (tests/data/golden/moe/*.kld.gz; no llama.cpp
+needed); --write-base runs llama.cpp and stores its dump there (the regeneration command is
+tests/data/golden/moe/regen.sh).
 
 llama.cpp side: `llama-perplexity -m M -f TEXT -c CTX --chunks 1 -t 1 --kl-divergence-base B`
 (TEXT: a fixed English paragraph, repeated) writes the chunk's tokens and, for positions
@@ -17,6 +21,7 @@ top-1 leads by > 0.05 in probability. Exit 1 if the mean KL exceeds --max-kl (x1
 max) or a confident top-1 differs.
 """
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -59,16 +64,31 @@ def main():
     ap.add_argument("--vulkan", action="store_true", help="run Anvil on vulkan0 (lavapipe in the tests)")
     ap.add_argument("--max-kl", type=float, default=None)
     ap.add_argument("--out")
+    ap.add_argument("--base", help="llama-perplexity --kl-divergence-base dump (gzipped) to compare against")
+    ap.add_argument("--write-base", help="run llama.cpp and write its dump here (gzipped)")
+    ap.add_argument("--expect-digest", help="refuse a model whose weights digest differs (the one --base was made from)")
     a = ap.parse_args()
+    if a.expect_digest:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+        import make_test_model
+        got = make_test_model.weights_digest(a.model)
+        if got != a.expect_digest:
+            sys.exit("moe_vs_llamacpp: %s has weights digest %s, the golden was made from %s" % (a.model, got, a.expect_digest))
     with tempfile.TemporaryDirectory() as td:
         txt, base = os.path.join(td, "t.txt"), os.path.join(td, "base.bin")
         with open(txt, "w") as f:
             f.write(TEXT)
-        r = subprocess.run([os.path.join(a.bin, "llama-perplexity"), "-m", a.model, "-f", txt, "-c", str(a.ctx),
+        if a.base:
+            with gzip.open(a.base, "rb") as fi, open(base, "wb") as fo:
+                fo.write(fi.read())
+        r = None if a.base else subprocess.run([os.path.join(a.bin, "llama-perplexity"), "-m", a.model, "-f", txt, "-c", str(a.ctx),
                             "--chunks", "1", "-t", "1", "-b", str(a.ctx), "--kl-divergence-base", base],
                            capture_output=True, text=True)
-        if r.returncode != 0:
+        if r is not None and r.returncode != 0:
             sys.exit("moe_vs_llamacpp: llama-perplexity failed:\n" + r.stderr[-3000:])
+        if a.write_base:
+            with open(base, "rb") as fi, gzip.GzipFile(a.write_base, "wb", mtime=0) as fo:
+                fo.write(fi.read())
         n_ctx, n_vocab, toks, first, ref = read_kld_base(base)
         import gguf
         rd = gguf.GGUFReader(a.model)
@@ -79,8 +99,9 @@ def main():
             toks[0] = int(bos.parts[bos.data[0]][0])
         dump = os.path.join(td, "anvil.json")
         env = dict(os.environ)
-        if a.vulkan:
-            env.update(ANVIL_DEVICE="vulkan0", ANVIL_VK_VISIBLE_DEVICES="0")
+        if a.vulkan:  # the Khronos layer on: it must be inserted and report nothing
+            env.update(ANVIL_DEVICE="vulkan0", ANVIL_VK_VISIBLE_DEVICES="0", ANVIL_VK_VALIDATE="1",
+                       VK_LOADER_DEBUG="layer")
         else:
             env.update(ANVIL_DEVICE="cpu")
         cmd = [a.anvil, "eval", a.model, "--tokens", ",".join(map(str, toks[:n_ctx - 1])), "--no-bos",
@@ -88,6 +109,12 @@ def main():
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if r.returncode != 0:
             sys.exit("moe_vs_llamacpp: anvil eval failed:\n" + r.stderr[-3000:])
+        if a.vulkan:
+            if 'Insert instance layer "VK_LAYER_KHRONOS_validation"' not in r.stderr:
+                sys.exit("moe_vs_llamacpp: the Khronos validation layer was not inserted")
+            msgs = [ln for ln in r.stderr.splitlines() if "vulkan validation" in ln or "not installed" in ln]
+            if msgs:
+                sys.exit("moe_vs_llamacpp: validation messages:\n" + "\n".join(msgs[:20]))
         d = json.load(open(dump))
     an = np.array([p["logprobs"] for p in d["positions"]], dtype=np.float64)[first:n_ctx - 1]
     pr = np.exp(ref)
@@ -100,7 +127,7 @@ def main():
     greedy_first = int(d["generated"][0]) if d["generated"] else -1
     # llama.cpp's last stored position predicts the token after position n_ctx-2, i.e. what
     # Anvil generates first (it evaluated n_ctx-1 tokens)
-    res = {"model": os.path.basename(a.model), "backend": "vulkan" if a.vulkan else "cpu", "positions": len(kl),
+    res = {"kl_per_position": [float("%.3g" % v) for v in kl], "model": os.path.basename(a.model), "backend": "vulkan" if a.vulkan else "cpu", "positions": len(kl),
            "kl_mean": float(kl.mean()), "kl_max": float(kl.max()), "top1_mismatch_confident": mism,
            "greedy_first_anvil": greedy_first, "greedy_first_llamacpp": int(top[-1, 0]),
            "greedy_first_match": greedy_first == int(top[-1, 0]), "anvil_greedy": d["generated"]}

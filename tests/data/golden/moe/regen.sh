@@ -1,0 +1,22 @@
+#!/bin/sh
+# Regenerates the MoE goldens (*.kld.gz) from today's llama.cpp (llama-perplexity in $LLAMACPP_BIN,
+# default ~/.cache/llamacpp-current/src/llama.cpp/build-cpu/bin) for every model of manifest.json.
+#   tests/data/golden/moe/regen.sh BUILD_DIR      (BUILD_DIR/anvil is run once as a check)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../../.." && pwd)
+build=${1:?usage: regen.sh BUILD_DIR}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 - "$here/manifest.json" <<'PY' > "$tmp/list"
+import json, sys
+for name, m in json.load(open(sys.argv[1]))["models"].items():
+    print(name, " ".join(m["args"]))
+PY
+while read -r name args; do
+  # shellcheck disable=SC2086
+  python3 "$root/tools/make_test_model.py" $args --out "$tmp/$name.gguf"
+  echo "$name weights_sha256 $(python3 "$root/tools/make_test_model.py" --digest "$tmp/$name.gguf")"
+  python3 "$root/tests/model/moe_vs_llamacpp.py" --anvil "$build/anvil" --model "$tmp/$name.gguf" \
+          --write-base "$here/$name.kld.gz"
+done < "$tmp/list"

@@ -1,0 +1,42 @@
+# moe.cmake: the mixture-of-experts families (engine/model/moe.c) against today's llama.cpp.
+# Owns: one fixture per synthetic MoE model of tests/data/golden/moe/manifest.json
+# (tools/make_test_model.py), the comparison of `anvil eval` with the committed llama.cpp dump
+# of each (tests/model/moe_vs_llamacpp.py --base: KL per position, confident top-1, greedy),
+# on the CPU and on lavapipe (Khronos validation layer inserted, zero messages), and the
+# malformed-file refusals (tests/model/moe_malformed.py).
+anvil_tests_need_python(moe numpy gguf)
+set(_moe_dir ${ANVIL_TESTS}/data/golden/moe)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_moe_dir}/manifest.json)
+file(READ ${_moe_dir}/manifest.json _moe_manifest)
+string(JSON _moe_n LENGTH "${_moe_manifest}" models)
+math(EXPR _moe_last "${_moe_n} - 1")
+set(_lvp /usr/share/vulkan/icd.d/lvp_icd.x86_64.json)
+foreach(i RANGE ${_moe_last})
+  string(JSON _name MEMBER "${_moe_manifest}" models ${i})
+  string(JSON _n_args LENGTH "${_moe_manifest}" models ${_name} args)
+  math(EXPR _last_arg "${_n_args} - 1")
+  set(_args "")
+  foreach(j RANGE ${_last_arg})
+    string(JSON _a GET "${_moe_manifest}" models ${_name} args ${j})
+    list(APPEND _args ${_a})
+  endforeach()
+  string(JSON _max_kl GET "${_moe_manifest}" models ${_name} max_kl)
+  string(JSON _digest GET "${_moe_manifest}" models ${_name} weights_sha256)
+  set(_path ${ANVIL_TEST_MODELS}/${_name}.gguf)
+  add_test(NAME moe_model_${_name}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/make_test_model.py ${_args} --out ${_path} --if-changed)
+  set_tests_properties(moe_model_${_name} PROPERTIES FIXTURES_SETUP anvil_moe_${_name} TIMEOUT 300 LABELS "golden;moe")
+  set(_cmp ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/moe_vs_llamacpp.py --anvil $<TARGET_FILE:anvil> --model ${_path}
+           --base ${_moe_dir}/${_name}.kld.gz --expect-digest ${_digest} --max-kl ${_max_kl})
+  add_test(NAME moe_golden_${_name} COMMAND ${_cmp})
+  set_tests_properties(moe_golden_${_name} PROPERTIES FIXTURES_REQUIRED anvil_moe_${_name} TIMEOUT 300 LABELS "golden;moe")
+  if(ANVIL_VULKAN AND EXISTS ${_lvp})
+    add_test(NAME moe_golden_vulkan_${_name} COMMAND ${_cmp} --vulkan)
+    set_tests_properties(moe_golden_vulkan_${_name} PROPERTIES FIXTURES_REQUIRED anvil_moe_${_name} TIMEOUT 600
+                         LABELS "golden;moe" ENVIRONMENT "VK_ICD_FILENAMES=${_lvp};ASAN_OPTIONS=detect_leaks=0")
+  endif()
+endforeach()
+add_test(NAME moe_malformed
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/moe_malformed.py --anvil $<TARGET_FILE:anvil>
+                 --gen ${CMAKE_SOURCE_DIR}/tools/make_test_model.py --dir ${ANVIL_TEST_MODELS}/moe-malformed)
+set_tests_properties(moe_malformed PROPERTIES TIMEOUT 300 LABELS moe)
