@@ -621,8 +621,9 @@ static void test_plan(void) {
     r.n_gpu_layers = 0;
     CHECK(device_plan_make(l, &r, &p) == 0 && p.n_gpu_layers == 0 && p.n_entries == 1 && p.entries[0].has_output);
     CHECK(plan_note_has(&p, "-ngl 0 keeps every layer on the CPU"));
-    r.n_gpu_layers = 33;
-    CHECK(device_plan_make(l, &r, &p) == -1 && err_has("-ngl 33"));
+    /* -ngl above the layer count means every layer (llama.cpp's -ngl 99) */
+    r.n_gpu_layers = 99;
+    CHECK(device_plan_make(l, &r, &p) == 0 && p.n_gpu_layers == NL && plan_covers(&p, NL));
     r.n_gpu_layers = -2;
     CHECK(device_plan_make(l, &r, &p) == -1);
     r.n_gpu_layers = -1;
