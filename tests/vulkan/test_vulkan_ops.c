@@ -137,6 +137,19 @@ static void test_norm_eltwise(backend *be) {
     ref_rms_norm(x, NULL, ref, 12, 16, 1e-5f);
     CHECKF(tu_rel_err(got, ref, 192) < 1e-5f, "rms_norm per-head rel err %g", tu_rel_err(got, ref, 192));
 
+    {   /* long odd rows: the kernel's 4-way unrolled loop and its tail (3 rows of 4099) */
+        const int64_t L = 4099, nl = 3 * L;
+        float *xl = malloc(sizeof(float) * nl), *wl = malloc(sizeof(float) * L), *gl = malloc(sizeof(float) * nl), *rl = malloc(sizeof(float) * nl);
+        vkt_fill(&seed, xl, nl, -3, 3); vkt_fill(&seed, wl, L, 0.5f, 1.5f);
+        be_tensor *xlt = vkt_upload_new(be, QT_F32, L, 3, xl), *wlt = vkt_upload_new(be, QT_F32, L, 1, wl), *olt = be->ops->tensor_new(be, QT_F32, L, 3);
+        be->ops->rms_norm(be, xlt, wlt, olt, 3, L, 1e-6f);
+        be_download(olt, 0, gl, sizeof(float) * nl);
+        ref_rms_norm(xl, wl, rl, 3, L, 1e-6f);
+        CHECKF(tu_rel_err(gl, rl, nl) < 1e-5f, "rms_norm 3x4099 rel err %g", tu_rel_err(gl, rl, nl));
+        be_tensor_free(xlt); be_tensor_free(wlt); be_tensor_free(olt);
+        free(xl); free(wl); free(gl); free(rl);
+    }
+
     /* add / mul with broadcast, out aliasing a; scale in place */
     be->ops->add(be, xt, bt, xt, n, 67);
     be_download(xt, 0, got, sizeof(float) * n);
