@@ -1,7 +1,8 @@
 /* test_quant_iq: the read-only weight types (quant_iq.h: MXFP4, the i-quants, TQ1_0/TQ2_0):
  * type table entries (ids, names, sizes, dequantize-only), bit-exact agreement of every
  * reference dequantizer with ggml and gguf-py on the random blocks of
- * tests/data/quant/golden_iq.bin (tests/gguf/quant/make_iq_golden.py), the MXFP4 exponent
+ * tests/data/quant/golden_iq.bin (tests/gguf/quant/make_iq_golden.py), the integer decode
+ * of the CPU vec-dot (iq_decode_block) against the dequantizers, the MXFP4 exponent
  * edge codes, and the one-line errors of asking them to quantize. */
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +19,10 @@
 #define G_COLS 1024
 
 static const struct { qtype t; const char *name; int bs; size_t ts; } k_types[] = {
-    {QT_MXFP4, "mxfp4", 32, 17},
+    {QT_MXFP4, "mxfp4", 32, 17},      {QT_IQ4_NL, "iq4_nl", 32, 18},    {QT_IQ4_XS, "iq4_xs", 256, 136},
+    {QT_IQ3_XXS, "iq3_xxs", 256, 98}, {QT_IQ3_S, "iq3_s", 256, 110},    {QT_IQ2_XXS, "iq2_xxs", 256, 66},
+    {QT_IQ2_XS, "iq2_xs", 256, 74},   {QT_IQ2_S, "iq2_s", 256, 82},     {QT_IQ1_S, "iq1_s", 256, 50},
+    {QT_IQ1_M, "iq1_m", 256, 56},     {QT_TQ1_0, "tq1_0", 256, 54},     {QT_TQ2_0, "tq2_0", 256, 66},
 };
 #define N_TYPES (int)(sizeof k_types / sizeof k_types[0])
 
@@ -90,6 +94,34 @@ static void test_golden(void) {
     free(got);
 }
 
+/* iq_decode_block (the CPU vec-dot's form) gives the reference values, bit for bit, on the
+ * golden blocks; it refuses the 32-element and the older types. */
+static void test_decode(void) {
+    float ref[QK_K];
+    iq_decoded k;
+    for (int i = 0; i < N_TYPES; i++) {
+        if (k_types[i].bs != QK_K) continue;
+        char key[64];
+        uint32_t qsz = 0;
+        snprintf(key, sizeof key, "rb/%s", k_types[i].name);
+        const uint8_t *q = golden(key, &qsz);
+        if (!q) continue; /* reported by test_golden */
+        int bad = 0;
+        for (uint32_t b = 0; b < qsz / k_types[i].ts; b++) {
+            const uint8_t *blk = q + b * k_types[i].ts;
+            dequantize_row(k_types[i].t, blk, ref, QK_K);
+            CHECK(iq_decode_block(k_types[i].t, blk, &k));
+            for (int e = 0; e < QK_K; e++) {
+                const float v = k.scale[e / 16] * ((float)k.q[e] + k.delta[e / 8]);
+                if (fp32_to_bits(v) != fp32_to_bits(ref[e])) bad++;
+            }
+        }
+        CHECKF(bad == 0, "%s: iq_decode_block differs from the dequantizer in %d elements", k_types[i].name, bad);
+    }
+    uint8_t zero[QK_K] = {0};
+    CHECK(!iq_decode_block(QT_IQ4_NL, zero, &k) && !iq_decode_block(QT_MXFP4, zero, &k) && !iq_decode_block(QT_Q4_K, zero, &k));
+}
+
 static void test_mxfp4_exponents(void) {
     CHECK(e8m0_to_fp32_half(128) == 1.0f);
     CHECK(e8m0_to_fp32_half(127) == 0.5f);
@@ -121,6 +153,7 @@ static void test_errors(void) {
 int main(void) {
     test_table();
     test_golden();
+    test_decode();
     test_mxfp4_exponents();
     test_errors();
     free(g_buf);
