@@ -56,7 +56,9 @@ static float *read_f32(const be_tensor *t, int64_t n) {
 /* ---- matmul ---- */
 
 static const uint32_t mm_types[] = {QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
-                                    QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_MXFP4};
+                                    QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K,
+                                    /* read-only types: random blocks (gguf/iq_rand.h) */
+                                    QT_MXFP4, QT_IQ4_NL, QT_IQ4_XS, QT_IQ3_XXS, QT_IQ3_S, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ1_S, QT_IQ1_M, QT_TQ1_0, QT_TQ2_0};
 #define N_MM_TYPES (int)(sizeof mm_types / sizeof mm_types[0])
 
 static int64_t mm_cols(uint32_t type) {
@@ -230,7 +232,7 @@ static void test_rope(backend *be) {
 }
 
 static void test_get_rows(backend *be) {
-    const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0, QT_Q4_K, QT_Q6_K, QT_MXFP4};
+    const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0, QT_Q4_K, QT_Q6_K, QT_MXFP4, QT_IQ4_NL, QT_IQ4_XS, QT_IQ3_XXS, QT_IQ3_S, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ1_S, QT_IQ1_M, QT_TQ1_0, QT_TQ2_0};
     const int32_t ids[5] = {4, 0, 4, 6, 2};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         const uint32_t type = types[k];
