@@ -73,7 +73,13 @@ EOF
 )
 if [ -z "$gpus" ]; then note "gpu-check: no Vulkan GPU found (see $OUT/devices.txt, $OUT/doctor.txt)"; exit 1; fi
 validate=0
-if "$ANVIL" doctor 2>/dev/null | grep -q . && ls /usr/share/vulkan/explicit_layer.d/*validation* "${VK_LAYER_PATH:-/nonexistent}"/*validation* >/dev/null 2>&1; then validate=1; fi
+# The layer may sit in either place; one `ls` over both fails when one is missing, so test each.
+if "$ANVIL" doctor 2>/dev/null | grep -q .; then
+  for d in /usr/share/vulkan/explicit_layer.d "${VK_LAYER_PATH:-}"; do
+    [ -n "$d" ] || continue
+    for f in "$d"/*validation*; do [ -e "$f" ] && validate=1; done
+  done
+fi
 note "gpu-check: GPUs vulkan$gpus; validation layer: $validate; models: ${models[*]}"
 
 status=0
