@@ -248,6 +248,10 @@ char *prompt_build(const model *m, const prompt_spec *p) {
             anv_set_error("prompt: no template and no model to take the chat format from");
             goto done;
         }
+        if (prompt_model_is_base(m)) {   /* a base model: Ollama's default TEMPLATE */
+            out = render_go(PROMPT_BASE_TEMPLATE, &all);
+            goto done;
+        }
         f = chat_detect(m->chat_template, m->hp.arch_name);
     }
     out = chat_apply_ex(f, all.m, all.n, true, &(chat_extras){.tools_json = p->tools_json, .think = p->think});
@@ -264,7 +268,7 @@ prompt_caps prompt_capabilities(const model *m, const char *template_go, int cha
     }
     const char *tmpl = m ? m->chat_template : NULL;
     chat_format f = chat_format_override >= 0 ? (chat_format)chat_format_override
-                                              : chat_detect(tmpl, m ? m->hp.arch_name : NULL);
+                                              : prompt_detect_format(m);
     c.tools = chat_format_has_tools(f, tmpl);
     c.thinking = chat_format_has_thinking(f, tmpl, m ? m->hp.arch_name : NULL);
     return c;

@@ -28,4 +28,14 @@ prompt_caps prompt_capabilities(const model *m, const char *template_go, int cha
 
 /* malloc'd prompt text, ending where the assistant's reply starts; NULL + anv_last_error(). */
 char *prompt_build(const model *m, const prompt_spec *p);
+
+/* base_model.c: a model without a chat template whose name has no instruct marker is a
+ * base model: it runs as a completion model (Ollama's default TEMPLATE {{ .Prompt }})
+ * unless the user names a format. prompt_detect_format is chat_detect with that rule
+ * (CHAT_RAW for a base model); prompt_build and prompt_capabilities apply it. */
+#define PROMPT_BASE_TEMPLATE "{{ .Prompt }}"
+bool chat_name_is_instruct(const char *name);
+bool prompt_gguf_is_base(const gguf_file *f);
+bool prompt_model_is_base(const model *m);
+chat_format prompt_detect_format(const model *m);
 #endif

@@ -65,8 +65,9 @@ static void run_usage(void) {
          "  --raw                 no chat template: the prompt is given to the model as is\n"
          "  -i, --interactive     chat line by line on stdin even when it is not a terminal\n"
          "  --template NAME       gemma | llama3 | chatml | mistral | llama2 (default: the model's\n"
-         "                        TEMPLATE, else detected from the GGUF)\n"
-         "  -t N  --ctx N  -ngl N  --kv-type f16|f32|q8_0  --verbose\n"
+         "                        TEMPLATE, else detected from the GGUF; a base model without a\n"
+         "                        template runs as a completion, like Ollama's {{ .Prompt }})\n"
+         "  -t N  --ctx N  -ngl N  --kv-type f16|f32|q8_0  --verbose  (-ngl 99/999: all layers)\n"
          "  --local               run in this process even when an anvil server is running\n"
          "  --think[=false|low|medium|high]  thinking on (or off) for a model that can think\n"
          "  --hidethinking        think, but print only the answer\n"
@@ -500,9 +501,14 @@ int cmd_run(int argc, char **argv) {
     grammar_matcher *gm = NULL;
     if (o.grammar && !(gm = grammar_matcher_new(o.grammar, m->tok))) anv_die("--format: %s", anv_last_error());
     if (!o.template_go) {
-        chat_format fmt = o.chat_fmt >= 0 ? (chat_format)o.chat_fmt : chat_detect(m->chat_template, m->hp.arch_name);
-        if (fmt == CHAT_RAW) o.raw = true;
-        if (o.mo.verbose) anv_log("chat format: %s", o.raw ? "raw" : chat_format_name(fmt));
+        chat_format fmt = o.chat_fmt >= 0 ? (chat_format)o.chat_fmt : prompt_detect_format(m);
+        /* a base model keeps the prompt path: Ollama's {{ .Prompt }} renders the user turns of
+         * an interactive session one after another (one prompt: the prompt as is) */
+        bool base = o.chat_fmt < 0 && prompt_model_is_base(m);
+        if (fmt == CHAT_RAW && !base) o.raw = true;
+        if (o.mo.verbose)
+            anv_log("chat format: %s", base ? "none, a base model: completion ({{ .Prompt }})"
+                                           : o.raw ? "raw" : chat_format_name(fmt));
     } else if (o.mo.verbose) {
         anv_log("chat format: %s", o.raw ? "raw" : "the model's TEMPLATE");
     }
@@ -514,6 +520,9 @@ int cmd_run(int argc, char **argv) {
         if (o.mo.verbose) print_stats(load_s, &st, anv_mono_s() - t_start);
         free(prompt);
     } else {
+        if (o.chat_fmt < 0 && !o.template_go && prompt_model_is_base(m))   /* once, before the first turn */
+            fprintf(stderr, "anvil: this is a base model (no chat template): it continues the text you type "
+                    "rather than answering it (--template NAME chats in a format)\n");
         local_chat lc = {m, ctx, smp, gm, &o};
         chat_loop(local_reply, &lc);
     }

@@ -9,6 +9,7 @@
 
 #include "chat.h"
 #include "cli.h"
+#include "prompt.h"
 #include "error.h"
 #include "gguf.h"
 #include "model_create.h"
@@ -137,7 +138,9 @@ int cmd_show(int argc, char **argv) {
     else printf("    %-20s %s (most bytes)\n", "quantization", qtype_get((uint32_t)main_type) ? qtype_get((uint32_t)main_type)->name : "?");
     printf("    %-20s %llu (%.1f MiB)\n", "tensors", (unsigned long long)f->n_tensors, (double)f->size / 1048576.0);
     printf("    %-20s %s, %d tokens\n", "tokenizer", tokenizer_kind(m->tok) == TOK_KIND_SPM ? "SentencePiece (llama)" : "byte-level BPE (gpt2)", tokenizer_n_vocab(m->tok));
-    printf("    %-20s %s%s\n", "chat format", chat_format_name(chat_detect(m->chat_template, hp->arch_name)), !m->chat_template ? " (no template in the file: from the architecture)"
+    printf("    %-20s %s%s\n", "chat format", chat_format_name(prompt_detect_format(m)),
+           prompt_model_is_base(m) ? " (a base model: no template and no instruct marker in its name; runs as a completion)"
+           : !m->chat_template ? " (no template in the file: from the architecture)"
            : chat_template_unrecognised(m->chat_template) ? " (the file's template is not one Anvil knows: guessed from the architecture)" : "");
     printf("  Tensor types\n");
     for (int t = 0; t < QT_COUNT; t++) {

@@ -20,6 +20,7 @@
 #include "model_create.h"
 #include "model_facts.h"
 #include "options.h"
+#include "prompt.h"
 #include "pull.h"
 #include "quantize_model.h"
 
@@ -206,6 +207,8 @@ static cJSON *show_object(const store_entry *e, const model_facts *f, bool verbo
         free(pt);
     }
     if (e->template_text) cJSON_AddStringToObject(root, "template", e->template_text);
+    else if (f->file && prompt_gguf_is_base(f->file))   /* a base model: Ollama's default */
+        cJSON_AddStringToObject(root, "template", PROMPT_BASE_TEMPLATE);
     if (e->system) cJSON_AddStringToObject(root, "system", e->system);
     cJSON_AddItemToObject(root, "details", facts_details_json(f));
     cJSON_AddItemToObject(root, "model_info", facts_model_info_json(f, verbose));

@@ -3,6 +3,7 @@
 #include "model_facts.h"
 
 #include "chat.h"
+#include "prompt.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -233,7 +234,7 @@ void facts_capabilities(const model_facts *f, const char *template_go, cJSON *ca
         char *tmpl = NULL;
         if (gguf_get_str(f->file, "tokenizer.chat_template", &t)) tmpl = strndup(t.ptr, t.len);
         const char *arch = strcmp(f->family, "unknown") ? f->family : NULL;
-        chat_format fmt = chat_detect(tmpl, arch);
+        chat_format fmt = !tmpl && prompt_gguf_is_base(f->file) ? CHAT_RAW : chat_detect(tmpl, arch);
         tools = chat_format_has_tools(fmt, tmpl);
         thinking = chat_format_has_thinking(fmt, tmpl, arch);
         free(tmpl);
