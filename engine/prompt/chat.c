@@ -11,8 +11,9 @@
  *            template): [INST] <<SYS>>\nsys\n<</SYS>>\n\nuser [/INST]reply</s>[INST] ...
  *   Phi 3    <|role|>\n...<|end|>\n (llama.cpp "phi3").
  *   Phi 4    <|im_start|>role<|im_sep|>...<|im_end|> (llama.cpp "phi4").
- *   DeepSeek 3 / R1  system text first, then <｜User｜>... <｜Assistant｜>...<｜end▁of▁sentence｜>
- *            (llama.cpp "deepseek3").
+ *   DeepSeek 3 / R1 and every other llama.cpp built-in format (command-r, granite, exaone,
+ *            glm, gpt-oss, mistral v1/v7/tekken, llama 4, ...): chat_formats.c's table,
+ *            byte-identical to llama.cpp's rendering (test_chat_llamacpp).
  *   Raw      the contents concatenated, roles ignored.
  * No format emits the BOS token: the tokenizer adds it (llama.cpp's built-in formats omit
  * it too, and it strips the leading BOS that Jinja templates print). Inside a conversation
@@ -22,6 +23,7 @@
  * NULL roles or contents are errors (NULL with anv_set_error). */
 #include "chat.h"
 
+#include "chat_formats.h"
 #include "error.h"
 
 #include <ctype.h>
@@ -39,6 +41,10 @@ static const char *const FORMAT_NAMES[] = {
 enum { N_FORMATS = (int)(sizeof(FORMAT_NAMES) / sizeof(FORMAT_NAMES[0])) };
 
 const char *chat_format_name(chat_format f) {
+    if ((int)f >= CHAT_BUILTIN) {
+        const char *n = chat_builtin_name((int)f - CHAT_BUILTIN);
+        return n ? n : "unknown";
+    }
     if ((int)f < 0 || (int)f >= N_FORMATS) return "unknown";
     return FORMAT_NAMES[f];
 }
@@ -48,14 +54,15 @@ static int format_by_name(const char *name) {
     for (int i = 0; i < N_FORMATS; i++) {
         if (strcasecmp(name, FORMAT_NAMES[i]) == 0) return i;
     }
-    return -1;
+    int b = chat_builtin_find(name); /* llama.cpp's names ("llama2" stays Anvil's, above) */
+    return b >= 0 ? CHAT_BUILTIN + b : -1;
 }
 
 int chat_format_from_name(const char *name) {
     int f = format_by_name(name);
     if (f < 0) {
         anv_set_error("chat: unknown chat format '%s' (known: raw, gemma, llama3, chatml, mistral, llama2, phi3, "
-                      "phi4, deepseek3)",
+                      "phi4, deepseek3 and llama.cpp's built-in names)",
                       name ? name : "(null)");
     }
     return f;
@@ -63,34 +70,21 @@ int chat_format_from_name(const char *name) {
 
 /* ---- detection ----------------------------------------------------------------------- */
 
-static int has(const char *text, const char *marker) { return strstr(text, marker) != NULL; }
 
-/* The template's format by llama.cpp's markers, in llama.cpp's order; -1 if none of ours. */
+/* The template's format by llama.cpp's markers, in llama.cpp's order (chat_formats.c);
+ * the formats Anvil renders itself (with tools and thinking) keep their own ids. -1 if none. */
 static int detect_from_template(const char *t) {
     int named = format_by_name(t); /* a bare format name also works, as in llama.cpp */
     if (named >= 0) return named;
-    if (has(t, "<|im_start|>")) {
-        /* Phi-4 and SmolVLM use <|im_start|> but are not ChatML */
-        if (has(t, "<|im_sep|>")) return CHAT_PHI4;
-        if (has(t, "<end_of_utterance>")) return -1;
-        return CHAT_CHATML;
-    }
-    if (strncmp(t, "mistral", 7) == 0 || has(t, "[INST]")) {
-        /* Mistral's official v1/v3/v3-tekken ([AVAILABLE_TOOLS], "' [INST] ' + system_message")
-         * and v7 ([SYSTEM_PROMPT]) templates; every other [INST] template is a Llama 2 one */
-        if (strncmp(t, "mistral", 7) == 0 || has(t, "[SYSTEM_PROMPT]") || has(t, "[AVAILABLE_TOOLS]") ||
-            has(t, "' [INST] ' + system_message")) {
-            return CHAT_MISTRAL;
-        }
-        return CHAT_LLAMA2;
-    }
-    if (has(t, "<|assistant|>") && has(t, "<|end|>")) return CHAT_PHI3;
-    if (has(t, "<start_of_turn>")) return CHAT_GEMMA;
-    if (has(t, "<|start_header_id|>") && has(t, "<|end_header_id|>")) return CHAT_LLAMA3;
-    if (has(t, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>") && has(t, "<\xef\xbd\x9c" "User\xef\xbd\x9c>") &&
-        has(t, "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"))
-        return CHAT_DEEPSEEK3;
-    return -1;
+    const char *b = chat_builtin_detect(t);
+    if (!b) return -1;
+    static const struct { const char *name; chat_format f; } own[] = {
+        {"chatml", CHAT_CHATML}, {"gemma", CHAT_GEMMA}, {"llama3", CHAT_LLAMA3}, {"phi3", CHAT_PHI3},
+        {"phi4", CHAT_PHI4}, {"deepseek3", CHAT_DEEPSEEK3}, {"mistral-v3", CHAT_MISTRAL}, {"llama2-sys-strip", CHAT_LLAMA2},
+    };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (!strcmp(b, own[i].name)) return own[i].f;
+    return CHAT_BUILTIN + chat_builtin_find(b);
 }
 
 bool chat_template_unrecognised(const char *template_text) {
@@ -278,19 +272,6 @@ static void render_phi4(strbuf *b, const chat_message *msgs, int n, bool add_ass
     if (add_assistant) sb_add(b, "<|im_start|>assistant<|im_sep|>");
 }
 
-#define DS_USER "<\xef\xbd\x9c" "User\xef\xbd\x9c>"
-#define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
-#define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>"
-
-static void render_deepseek3(strbuf *b, const chat_message *msgs, int n, bool add_assistant) {
-    for (int i = 0; i < n; i++) {
-        if (role_is(&msgs[i], "system")) sb_add(b, msgs[i].content);
-        else if (role_is(&msgs[i], "user")) { sb_add(b, DS_USER); sb_add(b, msgs[i].content); }
-        else if (role_is(&msgs[i], "assistant")) { sb_add(b, DS_ASSISTANT); sb_add(b, msgs[i].content); sb_add(b, DS_EOS); }
-    }
-    if (add_assistant) sb_add(b, DS_ASSISTANT);
-}
-
 static void render_raw(strbuf *b, const chat_message *msgs, int n) {
     for (int i = 0; i < n; i++) sb_add(b, msgs[i].content);
 }
@@ -338,6 +319,15 @@ static int check_messages(chat_format f, const chat_message *msgs, int n_msgs) {
 }
 
 char *chat_apply(chat_format f, const chat_message *msgs, int n_msgs, bool add_assistant) {
+    if ((int)f >= CHAT_BUILTIN || f == CHAT_DEEPSEEK3) { /* llama.cpp's table; deepseek3 is its row */
+        if (n_msgs < 0 || (n_msgs > 0 && !msgs)) {
+            anv_set_error("chat: invalid message list (%d messages)", n_msgs);
+            return NULL;
+        }
+        int b = f == CHAT_DEEPSEEK3 ? chat_builtin_find("deepseek3") : (int)f - CHAT_BUILTIN;
+        if (f == CHAT_DEEPSEEK3 && check_messages(f, msgs, n_msgs) != 0) return NULL;
+        return chat_builtin_render(b, msgs, n_msgs, add_assistant);
+    }
     if ((int)f < 0 || (int)f >= N_FORMATS) {
         anv_set_error("chat: unknown chat format %d", (int)f);
         return NULL;
@@ -353,7 +343,7 @@ char *chat_apply(chat_format f, const chat_message *msgs, int n_msgs, bool add_a
     case CHAT_LLAMA2: render_llama2(&b, msgs, n_msgs); break;
     case CHAT_PHI3: render_phi3(&b, msgs, n_msgs, add_assistant); break;
     case CHAT_PHI4: render_phi4(&b, msgs, n_msgs, add_assistant); break;
-    case CHAT_DEEPSEEK3: render_deepseek3(&b, msgs, n_msgs, add_assistant); break;
+    case CHAT_DEEPSEEK3: case CHAT_BUILTIN: break; /* rendered above, by the table */
     case CHAT_RAW: render_raw(&b, msgs, n_msgs); break;
     }
     if (b.failed) {

@@ -7,7 +7,10 @@
 
 typedef enum {
     CHAT_RAW = 0, CHAT_GEMMA, CHAT_LLAMA3, CHAT_CHATML, CHAT_MISTRAL, CHAT_LLAMA2,
-    CHAT_PHI3, CHAT_PHI4, CHAT_DEEPSEEK3
+    CHAT_PHI3, CHAT_PHI4, CHAT_DEEPSEEK3,
+    /* CHAT_BUILTIN + i: llama.cpp's built-in format i of chat_formats.c's table (the names
+     * llama_chat_builtin_templates lists: command-r, granite, exaone4, gpt-oss, llama4, ..) */
+    CHAT_BUILTIN = 64
 } chat_format;
 
 /* role: system/user/assistant/tool. The rest may be NULL: thinking (an assistant turn's

@@ -269,3 +269,73 @@ char *chat_builtin_render(int fi, const chat_message *msgs, int n, bool add_ass)
     }
     return (char *)b.data;
 }
+
+/* ---- detection: llama.cpp's llm_chat_detect_template order and markers ---------------- */
+
+static bool has(const char *t, const char *m) { return strstr(t, m) != NULL; }
+
+const char *chat_builtin_detect(const char *t) {
+    if (!t || !*t) return NULL;
+    if (chat_builtin_find(t) >= 0) return t;
+    if (has(t, "<|im_start|>"))
+        return has(t, "<|im_sep|>") ? "phi4" : has(t, "<end_of_utterance>") ? "smolvlm" : "chatml";
+    if (!strncmp(t, "mistral", 7) || has(t, "[INST]")) {
+        if (has(t, "[SYSTEM_PROMPT]")) return "mistral-v7";
+        if (has(t, "' [INST] ' + system_message") || has(t, "[AVAILABLE_TOOLS]")) {
+            if (has(t, " [INST]")) return "mistral-v1";
+            if (has(t, "\"[INST]\"")) return "mistral-v3-tekken";
+            return "mistral-v3";
+        }
+        if (has(t, "content.strip()")) return "llama2-sys-strip";
+        if (has(t, "bos_token + '[INST]")) return "llama2-sys-bos";
+        return has(t, "<<SYS>>") ? "llama2-sys" : "llama2";
+    }
+    if (has(t, "<|assistant|>") && has(t, "<|end|>")) return "phi3";
+    if (has(t, "[gMASK]<sop>")) return "chatglm4";
+    if (has(t, "<|assistant|>") && has(t, "<|user|>")) {
+        if (has(t, "<|tool_declare|>")) return "exaone-moe";
+        return has(t, "</s>") ? "falcon3" : "glmedge";
+    }
+    if (has(t, "<|{{ item['role'] }}|>") && has(t, "<|begin_of_image|>")) return "glmedge";
+    if (has(t, "<|user|>") && has(t, "<|endoftext|>")) return "zephyr";
+    if (has(t, "bos_token + message['role']")) return "monarch";
+    if (has(t, "<start_of_turn>")) return "gemma";
+    if (has(t, "'\\n\\nAssistant: ' + eos_token")) return "orion";
+    if (has(t, "GPT4 Correct ")) return "openchat";
+    if (has(t, "USER: ") && has(t, "ASSISTANT: ")) return has(t, "SYSTEM: ") ? "vicuna-orca" : "vicuna";
+    if (has(t, "### Instruction:") && has(t, "<|EOT|>")) return "deepseek";
+    if (has(t, "<|START_OF_TURN_TOKEN|>") && has(t, "<|USER_TOKEN|>")) return "command-r";
+    if (has(t, "<|start_header_id|>") && has(t, "<|end_header_id|>")) return "llama3";
+    if (has(t, "[gMASK]sop")) return "chatglm3";
+    if (has(t, "<\xe7\x94\xa8\xe6\x88\xb7>")) return "minicpm";
+    if (has(t, "'Assistant: ' + message['content'] + eos_token")) return "deepseek2";
+    if (has(t, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>") && has(t, "<\xef\xbd\x9cUser\xef\xbd\x9c>") && has(t, DS_EOS))
+        return "deepseek3";
+    if (has(t, "[|system|]") && has(t, "[|assistant|]") && has(t, "[|endofturn|]"))
+        return has(t, "[|tool|]") ? "exaone4" : "exaone3";
+    if (has(t, "rwkv-world") || has(t, "{{- 'User: ' + message['content']|trim + '\\n\\n' -}}")) return "rwkv-world";
+    if (has(t, "<|start_of_role|>")) {
+        if (has(t, "<tool_call>") || has(t, "<tools>"))
+            return has(t, "g4_default_system_message") ? "granite-4.0" : "granite-4.1";
+        return "granite";
+    }
+    if (has(t, "message['role'] + additional_special_tokens[0] + message['content'] + additional_special_tokens[1]"))
+        return "gigachat";
+    if (has(t, "<|role_start|>")) return "megrez";
+    if (has(t, " \xd0\x90\xd1\x81\xd1\x81\xd0\xb8\xd1\x81\xd1\x82\xd0\xb5\xd0\xbd\xd1\x82:")) return "yandex";
+    if (has(t, "<role>ASSISTANT</role>") && has(t, "'HUMAN'")) return "bailing";
+    if (has(t, "<role>ASSISTANT</role>") && has(t, "\"HUMAN\"") && has(t, "<think>")) return "bailing-think";
+    if (has(t, "<role>ASSISTANT</role>") && has(t, "<role>HUMAN</role>") && has(t, "<|role_end|>")) return "bailing2";
+    if (has(t, "<|header_start|>") && has(t, "<|header_end|>")) return "llama4";
+    if (has(t, "<|extra_0|>") && has(t, "<|extra_4|>")) return "hunyuan-moe";
+    if (has(t, "<|start|>") && has(t, "<|channel|>")) return "gpt-oss";
+    if (has(t, HY("Assistant")) && has(t, "<\xef\xbd\x9chy_begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"))
+        return "hunyuan-vl";
+    if (has(t, HY("Assistant")) && has(t, HYPH("3"))) return "hunyuan-dense";
+    if (has(t, "<|im_assistant|>assistant<|im_middle|>")) return "kimi-k2";
+    if (has(t, "<seed:bos>")) return "seed_oss";
+    if (has(t, "'Assistant: '  + message['content'] + '<|separator|>")) return "grok-2";
+    if (has(t, "[unused9]\xe7\xb3\xbb\xe7\xbb\x9f\xef\xbc\x9a[unused10]")) return "pangu-embedded";
+    if (has(t, "<|begin|>") && has(t, "<|end|>") && has(t, "<|content|>")) return "solar-open";
+    return NULL;
+}

@@ -12,4 +12,7 @@ int chat_builtin_find(const char *name);    /* index by llama.cpp's name; -1 if 
 /* The conversation in format i as llama.cpp's llm_chat_apply_template renders it (roles a
  * format lacks are dropped, as there); malloc'd text, NULL + anv_set_error on bad input. */
 char *chat_builtin_render(int i, const chat_message *msgs, int n, bool add_ass);
+/* The llama.cpp name of the format a Jinja template (or a bare name) is, by llama.cpp's
+ * markers in its order; NULL when none matches. */
+const char *chat_builtin_detect(const char *template_text);
 #endif

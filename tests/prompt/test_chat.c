@@ -3,6 +3,7 @@
  * tests/test-chat-template.cpp, expects from its built-in templates), detection on real
  * excerpts of models' chat templates, architecture fallback, roles and bad input. */
 #include "chat.h"
+#include "chat_formats.h"
 #include "error.h"
 #include "testutil.h"
 
@@ -121,7 +122,7 @@ static void test_llamacpp_conversation(void) {
                        "<|im_end|><|im_start|>assistant<|im_sep|>   I am an assistant   <|im_end|><|im_start|>user"
                        "<|im_sep|>Another question<|im_end|><|im_start|>assistant<|im_sep|>"));
     CHECK(check_render(CHAT_DEEPSEEK3, conv, 6, true,
-                       "You are a helpful assistant<\xef\xbd\x9c" "User\xef\xbd\x9c>Hello<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>Hi there<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c><\xef\xbd\x9c" "User\xef\xbd\x9c>Who are you<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>   I am an assistant   <\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c><\xef\xbd\x9c" "User\xef\xbd\x9c>Another "
+                       "You are a helpful assistant\n\n<\xef\xbd\x9c" "User\xef\xbd\x9c>Hello<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>Hi there<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c><\xef\xbd\x9c" "User\xef\xbd\x9c>Who are you<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>   I am an assistant   <\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c><\xef\xbd\x9c" "User\xef\xbd\x9c>Another "
                        "question<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"));
 }
 
@@ -175,8 +176,8 @@ static void test_bad_input(void) {
     CHECK(chat_apply(CHAT_RAW, no_content, 1, true) == NULL);
     CHECK(chat_apply(CHAT_CHATML, NULL, 2, true) == NULL);
     CHECK(chat_apply(CHAT_CHATML, CONV4, -1, true) == NULL);
-    CHECK(chat_apply((chat_format)99, CONV4, 4, true) == NULL);
-    CHECK(strcmp(chat_format_name((chat_format)99), "unknown") == 0);
+    CHECK(chat_apply((chat_format)999, CONV4, 4, true) == NULL);
+    CHECK(strcmp(chat_format_name((chat_format)999), "unknown") == 0);
     /* an empty conversation is valid */
     CHECK(check_render(CHAT_CHATML, NULL, 0, true, "<|im_start|>assistant\n"));
     CHECK(check_render(CHAT_GEMMA, NULL, 0, false, ""));
@@ -193,8 +194,8 @@ static void test_names(void) {
         CHECK(chat_format_from_name(names[f]) == f);
     }
     CHECK(chat_format_from_name("ChatML") == CHAT_CHATML);
-    CHECK(chat_format_from_name("vicuna") == -1);
-    CHECK(strstr(anv_last_error(), "vicuna") != NULL);
+    CHECK(chat_format_from_name("no-such-format") == -1);
+    CHECK(strstr(anv_last_error(), "no-such-format") != NULL);
     CHECK(chat_format_from_name(NULL) == -1);
 }
 
@@ -303,9 +304,9 @@ static void test_detection(void) {
     CHECK(chat_detect(QWEN25_TEMPLATE, "qwen2") == CHAT_CHATML);
     CHECK(chat_detect(QWEN25_TEMPLATE, "llama") == CHAT_CHATML); /* the template wins over the architecture */
     CHECK(chat_detect(MISTRAL_V3_TEMPLATE, "llama") == CHAT_MISTRAL);
-    CHECK(chat_detect(MISTRAL_NEMO_TEMPLATE, "llama") == CHAT_MISTRAL);
-    CHECK(chat_detect(MISTRAL_SMALL_TEMPLATE, "mistral3") == CHAT_MISTRAL);
-    CHECK(chat_detect(MISTRAL_V02_TEMPLATE, "llama") == CHAT_LLAMA2);
+    CHECK((int)chat_detect(MISTRAL_NEMO_TEMPLATE, "llama") == chat_format_from_name("mistral-v3-tekken"));
+    CHECK((int)chat_detect(MISTRAL_SMALL_TEMPLATE, "mistral3") == chat_format_from_name("mistral-v7"));
+    CHECK((int)chat_detect(MISTRAL_V02_TEMPLATE, "llama") == CHAT_BUILTIN + chat_builtin_find("llama2"));
     CHECK(chat_detect(LLAMA2_TEMPLATE, "llama") == CHAT_LLAMA2);
     CHECK(chat_detect(PHI4_TEMPLATE, "phi3") == CHAT_PHI4);
     CHECK(chat_detect(PHI4_TEMPLATE, "qwen2") == CHAT_PHI4); /* <|im_sep|>: not ChatML */
@@ -320,7 +321,7 @@ static void test_detection(void) {
     /* a format name works as a template, as in llama.cpp */
     CHECK(chat_detect("chatml", "gemma3") == CHAT_CHATML);
     CHECK(chat_detect("Llama3", NULL) == CHAT_LLAMA3);
-    CHECK(chat_detect("mistral-v7", NULL) == CHAT_MISTRAL);
+    CHECK((int)chat_detect("mistral-v7", NULL) == chat_format_from_name("mistral-v7"));
 
     /* no template (NULL or "") or an unrecognised one: the architecture decides */
     CHECK(chat_detect(NULL, "gemma3") == CHAT_GEMMA);

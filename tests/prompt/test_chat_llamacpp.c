@@ -57,6 +57,14 @@ int main(void) {
     }
     fprintf(stderr, "%d renderings compared with llama.cpp's, %d differ\n", compared, differ);
     CHECK(compared >= 500 && differ == 0);
+    /* detection: each bare name, and excerpts carrying llama.cpp's markers */
+    for (int i = 0; i < chat_builtin_count(); i++) CHECK(!strcmp(chat_builtin_detect(chat_builtin_name(i)), chat_builtin_name(i)));
+    CHECK(!strcmp(chat_builtin_detect("{{ '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>' + m }}"), "command-r"));
+    CHECK(!strcmp(chat_builtin_detect("{{ '<|start|>assistant<|channel|>final<|message|>' }}"), "gpt-oss"));
+    CHECK(!strcmp(chat_builtin_detect("{{ '<|header_start|>' + r + '<|header_end|>' }}"), "llama4"));
+    CHECK(!strcmp(chat_builtin_detect("{{ '<|start_of_role|>' }}{% if tools %}<tools>{% endif %}"), "granite-4.1"));
+    CHECK(!strcmp(chat_builtin_detect("[|system|]..[|assistant|]..[|endofturn|]..[|tool|]"), "exaone4"));
+    CHECK(chat_builtin_detect("{{ messages[0]['content'] }}") == NULL && chat_builtin_detect(NULL) == NULL);
     /* bad input: a clear error, no crash */
     CHECK(chat_builtin_render(-1, NULL, 0, true) == NULL);
     CHECK(chat_builtin_render(chat_builtin_find("chatml"), &(chat_message){.role = "user"}, 1, true) == NULL);
