@@ -56,3 +56,7 @@ add_test(NAME server_http_hardening
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/http_hardening.py $<TARGET_FILE:anvil> ${_server_model})
 set_tests_properties(server_http_hardening PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 300
                      LABELS server)
+# Ollama's environment names as fallbacks of ANVIL_*: each OLLAMA_* variable alone, observed.
+add_test(NAME server_ollama_env
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/ollama_env.py $<TARGET_FILE:anvil> ${_server_model})
+set_tests_properties(server_ollama_env PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 300 LABELS server)
