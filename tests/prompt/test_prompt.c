@@ -192,7 +192,7 @@ static void test_errors(const model *m) {
                  "gotemplate: line 1");
     expect_error(m, &(prompt_spec){.template_go = "{{ range .Messages }}{{ .Nope }}{{ end }}", .msgs = ok, .n_msgs = 1,
                                    .chat_format_override = -1}, "can't evaluate field Nope");
-    expect_error(m, &(prompt_spec){.msgs = ok, .n_msgs = 1, .chat_format_override = 99}, "chat format 99");
+    expect_error(m, &(prompt_spec){.msgs = ok, .n_msgs = 1, .chat_format_override = 999}, "chat format 999");
     expect_error(NULL, &(prompt_spec){.msgs = ok, .n_msgs = 1, .chat_format_override = -1}, "no model");
 }
 
