@@ -15,5 +15,10 @@ if(TARGET anvil)
   add_test(NAME cli_format_run
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/format_run.py $<TARGET_FILE:anvil>)
   set_tests_properties(cli_format_run PROPERTIES TIMEOUT 600)
+  # -v/--version and -ngl above the layer count (= all layers) on the server tests' tiny model
+  add_test(NAME cli_conventions
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/conventions.py $<TARGET_FILE:anvil>
+                   ${ANVIL_TEST_MODELS}/server-gemma3-tiny-q8_0.gguf ${CMAKE_SOURCE_DIR}/tools/server/api.h)
+  set_tests_properties(cli_conventions PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 120)
 endif()
 
