@@ -3,7 +3,9 @@
  * of the device's gfx target loaded with hipModuleLoadData, argument checks with one-line
  * errors, and one kernel launch per op on the null stream (in order; results visible after
  * download/sync). A failed allocation is a NULL with "out of device memory" in
- * anv_last_error() (the placement retries with fewer layers); a failed launch is sticky. */
+ * anv_last_error() (the placement retries with fewer layers); a failed launch is sticky.
+ * The kernels launched are recorded for `anvil doctor --verify` (hip_backend_take_kernels);
+ * ANVIL_HIP_TEST_BREAK=<kernel> plants a wrong kernel (its launch is skipped) for its tests. */
 #include "hip_backend.h"
 #include "hip_args.h"
 #include "hip_codeobj.h"
@@ -27,6 +29,8 @@ typedef struct {
     void *ids;          /* device scratch for get_rows ids */
     size_t ids_cap;
     uint64_t allocated; /* device bytes held */
+    char ran[192];      /* kernels launched since the last hip_backend_take_kernels */
+    char test_break[64];
     char name[16];
     char desc[320];
 } hip_ctx;
@@ -158,13 +162,30 @@ static void hip_sync(backend *be) {
 
 /* ---- launches ---- */
 
-static void launch(backend *be, const char *op, anv_hip_func f, unsigned gx, unsigned gy, unsigned block, void *args) {
+/* Adds kernel `k` (op, with the weight type for the per-type kernels) to c->ran once. */
+static void note_kernel(hip_ctx *c, const char *k) {
+    const size_t kl = strlen(k), n = strlen(c->ran);
+    for (const char *p = strstr(c->ran, k); p; p = strstr(p + 1, k))
+        if ((p == c->ran || p[-1] == ',') && (p[kl] == ',' || p[kl] == 0)) return;
+    if (n + kl + 2 < sizeof c->ran) snprintf(c->ran + n, sizeof c->ran - n, "%s%s", n ? "," : "", k);
+}
+
+static void launch_typed(backend *be, const char *op, uint32_t type, anv_hip_func f, unsigned gx, unsigned gy, unsigned block, void *args) {
     hip_ctx *c = ctx_of(be);
     if (be_failed(be) || gx == 0 || gy == 0) return;
     if (!f) { be_fail(be, "%s %s: no kernel for these types in the %s code object", c->name, op, c->target); return; }
+    char k[64];
+    const qtype_info *qi = type < QT_COUNT ? qtype_get(type) : NULL;
+    snprintf(k, sizeof k, "%s%s%s", op, qi ? "_" : "", qi ? qi->name : "");
+    note_kernel(c, k);
+    if (c->test_break[0] && !strcmp(c->test_break, k)) return; /* ANVIL_HIP_TEST_BREAK */
     void *params[] = {args};
     anv_hip_err e = c->api->hipModuleLaunchKernel(f, gx, gy, 1, block, 1, 1, 0, NULL, params, NULL);
     if (e != 0) be_fail(be, "%s %s: kernel launch failed: %s", c->name, op, anv_hip_strerror(c->api, e));
+}
+
+static void launch(backend *be, const char *op, anv_hip_func f, unsigned gx, unsigned gy, unsigned block, void *args) {
+    launch_typed(be, op, UINT32_MAX, f, gx, gy, block, args);
 }
 
 static unsigned blocks_for(int64_t n, int64_t per) {
@@ -197,7 +218,7 @@ static void hip_op_get_rows(backend *be, const be_tensor *table, const int32_t *
     if (e != 0) { be_fail(be, "%s get_rows: hipMemcpyHtoD failed: %s", c->name, anv_hip_strerror(c->api, e)); return; }
     anv_get_rows_args a = {.table = addr_of(table), .ids = (uint64_t)(uintptr_t)c->ids, .out = addr_of(out), .cols = table->cols,
                            .row_bytes = (int64_t)be_row_bytes(table), .n_ids = n_ids, .type = (int32_t)table->type};
-    launch(be, "get_rows", table->type < QT_COUNT ? c->get_rows[table->type] : NULL, blocks_for(table->cols, ANV_EW_BLOCK),
+    launch_typed(be, "get_rows", table->type, table->type < QT_COUNT ? c->get_rows[table->type] : NULL, blocks_for(table->cols, ANV_EW_BLOCK),
            (unsigned)n_ids, ANV_EW_BLOCK, &a);
 }
 
@@ -221,9 +242,9 @@ static void hip_op_matmul(backend *be, const be_tensor *w, const be_tensor *x, b
                          .row_bytes = (int64_t)be_row_bytes(w), .n_tok = n_tok, .accumulate = accumulate, .type = (int32_t)w->type};
     const int rows_per_block = ANV_MV_WAVES * ANV_MV_ROWS_PER_WAVE;
     if (n_tok <= ANV_MV_MAX_TOK)
-        launch(be, "matmul", w->type < QT_COUNT ? c->matvec[w->type] : NULL, blocks_for(w->rows, rows_per_block), 1, ANV_MV_WAVES * ANV_WARP, &a);
+        launch_typed(be, "matvec", w->type, w->type < QT_COUNT ? c->matvec[w->type] : NULL, blocks_for(w->rows, rows_per_block), 1, ANV_MV_WAVES * ANV_WARP, &a);
     else
-        launch(be, "matmul", w->type < QT_COUNT ? c->matmul[w->type] : NULL, blocks_for(w->rows, ANV_MM_TILE), blocks_for(n_tok, ANV_MM_TILE), 256, &a);
+        launch_typed(be, "matmul", w->type, w->type < QT_COUNT ? c->matmul[w->type] : NULL, blocks_for(w->rows, ANV_MM_TILE), blocks_for(n_tok, ANV_MM_TILE), 256, &a);
 }
 
 static void ew(backend *be, const char *op, int code, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n, float s) {
@@ -386,6 +407,8 @@ backend *hip_backend_new(int index, const char *gfx) {
         return NULL;
     }
     if (load_kernels(c) != 0) { hip_destroy(be); return NULL; }
+    const char *brk = getenv("ANVIL_HIP_TEST_BREAK");
+    anv_hip_fmt(c->test_break, sizeof c->test_break, "%s", brk ? brk : "");
     char dname[256] = "";
     api->hipDeviceGetName(dname, (int)sizeof dname, index);
     dname[sizeof dname - 1] = 0;
@@ -396,3 +419,20 @@ backend *hip_backend_new(int index, const char *gfx) {
 
 uint64_t hip_backend_allocated(const backend *be) { return ((const hip_ctx *)be->impl)->allocated; }
 const char *hip_backend_target(const backend *be) { return ((const hip_ctx *)be->impl)->target; }
+
+void hip_backend_take_kernels(backend *be, char *out, size_t out_len) {
+    hip_ctx *c = be->impl;
+    anv_hip_fmt(out, out_len, "%s", c->ran);
+    c->ran[0] = 0;
+}
+uint32_t hip_kernels_digest(void) {
+    static uint32_t digest;
+    if (!digest) {
+        uint32_t h = 2166136261u;
+        for (int k = 0; k < anv_hip_n_codeobjs; k++)
+            for (size_t i = 0; i < anv_hip_codeobjs[k].size; i++) h = (h ^ anv_hip_codeobjs[k].data[i]) * 16777619u;
+        digest = h ? h : 1;
+    }
+    return digest;
+}
+bool hip_backend_is(const backend *be) { return be && be->ops == &hip_ops_table; }

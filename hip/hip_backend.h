@@ -36,4 +36,10 @@ backend *hip_backend_new(int index, const char *gfx);
 uint64_t hip_backend_allocated(const backend *be);
 /* The code object target the backend runs ("gfx1100"). */
 const char *hip_backend_target(const backend *be);
+/* Whether be is a HIP backend. */
+bool hip_backend_is(const backend *be);
+/* The kernels launched since the last call ("matvec_q4_0,rms_norm"), then forgets them. */
+void hip_backend_take_kernels(backend *be, char *out, size_t out_len);
+/* FNV-1a of every code object of this build (the verify cache key changes with it). */
+uint32_t hip_kernels_digest(void);
 #endif

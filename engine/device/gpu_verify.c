@@ -15,6 +15,9 @@
 #ifdef ANVIL_HAVE_VULKAN
 #include "vk_backend.h"
 #endif
+#ifdef ANVIL_HAVE_HIP
+#include "hip_backend.h"
+#endif
 
 #define MV_ROWS_CAP 4096 /* rows of a weight checked at mat-vec batch sizes */
 #define MM_ROWS_CAP 256  /* ... at the prefill batch size (the scalar reference is slow) */
@@ -421,17 +424,37 @@ static int candidates(const char *kernels, bool sgsize, const char **out) {
 
 /* ---------------------------------------------------------------- run */
 
-int gpu_verify_run(backend *gpu, int vk_index, const model *m, gv_report *r) {
+/* The kernels gpu ran since the last call (the backend's own names), "" if it cannot say. */
+static void take_kernels(backend *gpu, char *out, size_t n) {
+    out[0] = 0;
+#ifdef ANVIL_HAVE_VULKAN
+    if (vk_backend_is(gpu)) { vk_backend_take_kernels(gpu, out, n); return; }
+#endif
+#ifdef ANVIL_HAVE_HIP
+    if (hip_backend_is(gpu)) { hip_backend_take_kernels(gpu, out, n); return; }
+#endif
+    (void)gpu; (void)n;
+}
+
+/* A failure no optional path can fix: the advice for this backend. */
+static const char *no_fix_advice(gv_target t) {
+    return t.kind == DEV_BACKEND_HIP
+        ? "HIP has no optional paths: run this model with ANVIL_BACKEND=vulkan or on the CPU (-ngl 0) and report the ROCm version"
+        : "no optional path to turn off: run this model on the CPU (-ngl 0) and report the driver";
+}
+
+int gpu_verify_run(backend *gpu, gv_target t, const model *m, gv_report *r) {
     memset(r, 0, sizeof *r);
     fmt(r->device, sizeof r->device, "%s: %s", gpu->name, gpu->device_desc ? gpu->device_desc : "");
     int mm_tok = 16;
 #ifdef ANVIL_HAVE_VULKAN
     const anv_vk_paths paths = vk_backend_paths(gpu);
     if (vk_backend_is(gpu)) mm_tok = paths.mv_max_tok + 8;
-    char scratch[256];
-    vk_backend_take_kernels(gpu, scratch, sizeof scratch);
     const char *env_disable = getenv("ANVIL_VK_DISABLE");
+    const int vk_index = t.index;
 #endif
+    char scratch[256];
+    take_kernels(gpu, scratch, sizeof scratch);
     spec_list l = { .v = calloc(GV_MAX_CASES, sizeof(spec)), .cap = GV_MAX_CASES };
     if (!l.v) { anv_set_error("out of memory"); return -1; }
     void *owned[16];
@@ -460,18 +483,16 @@ int gpu_verify_run(backend *gpu, int vk_index, const model *m, gv_report *r) {
             anv_set_error("%s", be_failed(gpu) ? be_sticky_error(gpu) : "GPU verify: out of memory");
             rc = -1;
         } else {
-#ifdef ANVIL_HAVE_VULKAN
-            vk_backend_take_kernels(gpu, c->kernels, sizeof c->kernels);
-#endif
+            take_kernels(gpu, c->kernels, sizeof c->kernels);
             c->err = rel_err(got, ref, n);
             c->tol = tolerance(s, c->kernels);
             c->pass = c->err <= c->tol;
             if (!c->pass) {
                 r->n_fail++;
-                fmt(c->fix, sizeof c->fix, "no optional path to turn off: run this model on the CPU (-ngl 0) and report the driver");
+                fmt(c->fix, sizeof c->fix, "%s", no_fix_advice(t));
 #ifdef ANVIL_HAVE_VULKAN
                 const char *cand[4];
-                int nc = vk_backend_is(gpu) ? candidates(c->kernels, paths.sgsize, cand) : 0;
+                int nc = t.kind == DEV_BACKEND_VULKAN && vk_backend_is(gpu) ? candidates(c->kernels, paths.sgsize, cand) : 0;
                 for (int k = 0; k < nc; k++) {
                     char dis[160];
                     fmt(dis, sizeof dis, "%s%s%s", env_disable && *env_disable ? env_disable : "", env_disable && *env_disable ? "," : "", cand[k]);
@@ -530,21 +551,42 @@ void gpu_verify_print(FILE *f, const gv_report *r, bool all_cases) {
 
 /* ---------------------------------------------------------------- cache */
 
-bool gpu_verify_cache_path(int vk_index, char *out, size_t out_len) {
-#ifdef ANVIL_HAVE_VULKAN
-    anv_vk_device_info info;
-    if (vk_device_info_get(vk_index, &info) != 0) return false;
+static bool cache_dir(char *dir, size_t n) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    char dir[512];
-    if (xdg && *xdg) fmt(dir, sizeof dir, "%s/anvil", xdg);
-    else if (home && *home) fmt(dir, sizeof dir, "%s/.cache/anvil", home);
+    if (xdg && *xdg) fmt(dir, n, "%s/anvil", xdg);
+    else if (home && *home) fmt(dir, n, "%s/.cache/anvil", home);
     else return false;
-    fmt(out, out_len, "%s/vk-verify-%04x-%04x-%08x-%08x.txt", dir, info.vendor_id, info.device_id, info.driver_version, vk_kernels_digest());
     return true;
-#else
-    (void)vk_index; (void)out; (void)out_len;
-    return false;
+}
+
+bool gpu_verify_cache_path(gv_target t, char *out, size_t out_len) {
+    char dir[512];
+    if (!cache_dir(dir, sizeof dir)) return false;
+#ifdef ANVIL_HAVE_VULKAN
+    if (t.kind == DEV_BACKEND_VULKAN) {
+        anv_vk_device_info info;
+        if (vk_device_info_get(t.index, &info) != 0) return false;
+        fmt(out, out_len, "%s/vk-verify-%04x-%04x-%08x-%08x.txt", dir, info.vendor_id, info.device_id, info.driver_version, vk_kernels_digest());
+        return true;
+    }
 #endif
+#ifdef ANVIL_HAVE_HIP
+    if (t.kind == DEV_BACKEND_HIP) {
+        anv_hip_device_info info;
+        if (hip_device_info_get(t.index, &info) != 0) return false;
+        char bus[32];
+        fmt(bus, sizeof bus, "%s", info.pci_bus_id[0] ? info.pci_bus_id : "nobus");
+        for (char *p = bus; *p; p++) if (*p == ':' || *p == '.') *p = '_';
+        char gfx[48];
+        fmt(gfx, sizeof gfx, "%.*s", (int)strcspn(info.gfx, ":"), info.gfx);
+        const char *ovr = getenv("HSA_OVERRIDE_GFX_VERSION"); /* runs another code object */
+        fmt(out, out_len, "%s/hip-verify-%s%s%s-%d-%s-%08x.txt", dir, gfx, ovr && *ovr ? "-as-" : "", ovr && *ovr ? ovr : "",
+            info.runtime_version, bus, hip_kernels_digest());
+        return true;
+    }
+#endif
+    (void)t; (void)out; (void)out_len;
+    return false;
 }
 
 static void mkdirs(char *path) {
@@ -552,9 +594,9 @@ static void mkdirs(char *path) {
         if (*p == '/') { *p = 0; mkdir(path, 0755); *p = '/'; }
 }
 
-int gpu_verify_cache_write(int vk_index, const gv_report *r) {
+int gpu_verify_cache_write(gv_target t, const gv_report *r) {
     char path[600], tmp[640];
-    if (!gpu_verify_cache_path(vk_index, path, sizeof path)) return -1;
+    if (!gpu_verify_cache_path(t, path, sizeof path)) return -1;
     fmt(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
     mkdirs(tmp);
     FILE *f = fopen(tmp, "w");
@@ -567,9 +609,9 @@ int gpu_verify_cache_write(int vk_index, const gv_report *r) {
     return -1;
 }
 
-bool gpu_verify_cache_read(int vk_index, bool *pass, char *fix, size_t fix_len) {
+bool gpu_verify_cache_read(gv_target t, bool *pass, char *fix, size_t fix_len) {
     char path[600], line[256];
-    if (!gpu_verify_cache_path(vk_index, path, sizeof path)) return false;
+    if (!gpu_verify_cache_path(t, path, sizeof path)) return false;
     FILE *f = fopen(path, "r");
     if (!f) return false;
     bool got_result = false;
@@ -583,25 +625,25 @@ bool gpu_verify_cache_read(int vk_index, bool *pass, char *fix, size_t fix_len) 
     return got_result;
 }
 
-void gpu_verify_auto(backend *gpu, int vk_index, const model *m_cpu, char *fix, size_t fix_len) {
+void gpu_verify_auto(backend *gpu, gv_target t, const model *m_cpu, char *fix, size_t fix_len) {
     if (fix_len) fix[0] = 0;
-    const char *off = getenv("ANVIL_VK_AUTOVERIFY");
-    if (off && !strcmp(off, "0")) return;
+    const char *off = getenv("ANVIL_AUTOVERIFY"), *off_vk = getenv("ANVIL_VK_AUTOVERIFY");
+    if ((off && !strcmp(off, "0")) || (t.kind == DEV_BACKEND_VULKAN && off_vk && !strcmp(off_vk, "0"))) return;
     bool pass = true;
     char cached_fix[128];
-    if (gpu_verify_cache_read(vk_index, &pass, cached_fix, sizeof cached_fix)) {
+    if (gpu_verify_cache_read(t, &pass, cached_fix, sizeof cached_fix)) {
         if (!pass)
             anv_log("%s: the kernel self-check of this device + driver failed earlier%s%s (anvil doctor --verify for details)",
                     gpu->name, cached_fix[0] ? "; applying ANVIL_VK_DISABLE=" : "; no path switch fixes it", cached_fix);
         fmt(fix, fix_len, "%s", pass ? "" : cached_fix);
         return;
     }
-    anv_log("%s: first use of this device + driver: checking its kernels against the CPU reference (once; ANVIL_VK_AUTOVERIFY=0 skips)", gpu->name);
+    anv_log("%s: first use of this device + driver: checking its kernels against the CPU reference (once; ANVIL_AUTOVERIFY=0 skips)", gpu->name);
     gv_report *r = malloc(sizeof *r);
     if (!r) return;
-    int n_fail = gpu_verify_run(gpu, vk_index, m_cpu, r);
+    int n_fail = gpu_verify_run(gpu, t, m_cpu, r);
     if (n_fail < 0) { anv_log("%s: kernel self-check could not run: %s", gpu->name, anv_last_error()); free(r); return; }
-    gpu_verify_cache_write(vk_index, r);
+    gpu_verify_cache_write(t, r);
     if (n_fail == 0) anv_log("%s: kernel self-check passed (%d cases)", gpu->name, r->n);
     else {
         for (int i = 0; i < r->n; i++)

@@ -9,14 +9,17 @@
  * fresh backend and the case re-run, so a fix is only printed once it was seen to work.
  *
  * The result is cached per device + driver version (<cache>/anvil/vk-verify-<vendor>-
- * <device>-<driver>.txt, <cache> = $XDG_CACHE_HOME or ~/.cache): model loads run the check
+ * <device>-<driver>-<kernels>.txt for Vulkan, hip-verify-<gfx>-<runtime>-<bus>-<code object>
+ * .txt for HIP; <cache> = $XDG_CACHE_HOME or ~/.cache): model loads run the check
  * automatically the first time a device + driver is seen (ANVIL_VK_AUTOVERIFY=0 skips it)
- * and apply a verified fix (ANVIL_VK_DISABLE) with a log line. */
+ * and apply a verified fix (ANVIL_VK_DISABLE: Vulkan only; HIP has no optional paths, so a
+ * failing HIP device is reported with the advice to run on Vulkan or the CPU). */
 #ifndef ANVIL_GPU_VERIFY_H
 #define ANVIL_GPU_VERIFY_H
 #include <stdbool.h>
 #include <stdio.h>
 #include "backend.h"
+#include "device.h"
 #include "model.h"
 
 #define GV_MAX_CASES 160
@@ -39,19 +42,26 @@ typedef struct {
     bool fix_complete;    /* every failure is fixed by it */
 } gv_report;
 
-/* Runs the check on gpu (a Vulkan backend on device vk_index) for the kernels model m
- * would use (m loaded on the CPU: its shapes and weights), or a standard set of shapes
- * when m is NULL. Returns the number of failed cases, or -1 with anv_last_error(). */
-int gpu_verify_run(backend *gpu, int vk_index, const model *m, gv_report *r);
+/* The device a check runs on: its backend kind and the backend's own device index
+ * (dev_info.backend / backend_index). */
+typedef struct { dev_backend_kind kind; int index; } gv_target;
+static inline gv_target gv_vulkan(int vk_index) { gv_target t = { DEV_BACKEND_VULKAN, vk_index }; return t; }
+static inline gv_target gv_hip(int hip_index) { gv_target t = { DEV_BACKEND_HIP, hip_index }; return t; }
+
+/* Runs the check on gpu (the backend opened on device t) for the kernels model m would
+ * use (m loaded on the CPU: its shapes and weights), or a standard set of shapes when m
+ * is NULL. Returns the number of failed cases, or -1 with anv_last_error(). */
+int gpu_verify_run(backend *gpu, gv_target t, const model *m, gv_report *r);
 /* Prints the report: one line per case, a summary, the fix. */
 void gpu_verify_print(FILE *f, const gv_report *r, bool all_cases);
-/* Path of the cached result for Vulkan device vk_index (false if no cache dir is known). */
-bool gpu_verify_cache_path(int vk_index, char *out, size_t out_len);
+/* Path of the cached result for device t (false if no cache dir is known or the device
+ * cannot be identified). */
+bool gpu_verify_cache_path(gv_target t, char *out, size_t out_len);
 /* Writes / reads the cached verdict ("pass" or "fail", the fix). */
-int gpu_verify_cache_write(int vk_index, const gv_report *r);
-bool gpu_verify_cache_read(int vk_index, bool *pass, char *fix, size_t fix_len);
+int gpu_verify_cache_write(gv_target t, const gv_report *r);
+bool gpu_verify_cache_read(gv_target t, bool *pass, char *fix, size_t fix_len);
 /* Model load: the first time this device + driver is seen (no cache entry), runs the
  * check for m_cpu's kernels and caches it; a cached or new failure is logged. Writes the
  * ANVIL_VK_DISABLE value to apply into fix ("" = none). Never fails the load. */
-void gpu_verify_auto(backend *gpu, int vk_index, const model *m_cpu, char *fix, size_t fix_len);
+void gpu_verify_auto(backend *gpu, gv_target t, const model *m_cpu, char *fix, size_t fix_len);
 #endif

@@ -80,12 +80,18 @@ static int check_host_memory(const model_hparams *hp, const device_plan *plan, c
     return -1;
 }
 
-/* The first use of a Vulkan device + driver checks its kernels (gpu_verify_auto); a
+/* The first use of a GPU device + driver checks its kernels (gpu_verify_auto); on Vulkan a
  * verified fix (optional paths to turn off) reopens the backend with them. */
-static backend *self_check(backend *gpu, int vk_index, const model *probe) {
-#ifdef ANVIL_HAVE_VULKAN
+static backend *self_check(backend *gpu, const dev_info *d, const model *probe) {
     char fix[128];
-    gpu_verify_auto(gpu, vk_index, probe, fix, sizeof fix);
+    if (d->backend == DEV_BACKEND_HIP) {
+        gpu_verify_auto(gpu, gv_hip(d->backend_index), probe, fix, sizeof fix);
+        return gpu;
+    }
+#ifdef ANVIL_HAVE_VULKAN
+    if (d->backend != DEV_BACKEND_VULKAN) return gpu;
+    const int vk_index = d->backend_index;
+    gpu_verify_auto(gpu, gv_vulkan(vk_index), probe, fix, sizeof fix);
     if (!fix[0]) return gpu;
     const char *env = getenv("ANVIL_VK_DISABLE");
     char dis[300];
@@ -95,7 +101,6 @@ static backend *self_check(backend *gpu, int vk_index, const model *probe) {
     gpu->ops->destroy(gpu);
     return again;
 #else
-    (void)vk_index; (void)probe;
     return gpu;
 #endif
 }
@@ -148,7 +153,7 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     if (gpu_dev >= 0) {
         gpu = device_open(dl, gpu_dev, o->n_threads);
         if (!gpu) goto done;
-        if (dl->dev[gpu_dev].backend == DEV_BACKEND_VULKAN) gpu = self_check(gpu, dl->dev[gpu_dev].backend_index, probe);
+        gpu = self_check(gpu, &dl->dev[gpu_dev], probe);
         if (!gpu) goto done;
     }
     model_free(probe); /* (ANVIL_NO_MMAP: a copy of the weights) */

@@ -10,6 +10,8 @@
  *    byte given back), out-of-memory as a NULL with a one-line error;
  *  - placed model loads (ANVIL_HIP_LIBRARY): layers on hip0 agree with the CPU; a GPU that
  *    runs out of memory mid-load gets fewer layers (never a crash).
+ *  - doctor --verify on HIP (gpu_verify with gv_hip): passes on the fake, reports a
+ *    planted wrong kernel (ANVIL_HIP_TEST_BREAK) with the HIP advice, names its cache file.
  * The kernels' own numerics are tools/hip-nvcc-check.sh's job (real GPU). */
 #include <dlfcn.h>
 #include <math.h>
@@ -19,6 +21,7 @@
 
 #include "device.h"
 #include "error.h"
+#include "gpu_verify.h"
 #include "hip_backend.h"
 #include "hip_loader.h"
 #include "model.h"
@@ -408,6 +411,42 @@ static void test_backend(void) {
     }
 }
 
+/* ---- doctor --verify on HIP ---- */
+
+static void test_verify(void) {
+    runtime(g_fake, NULL);
+    backend *be = hip_backend_new(0, "gfx1100");
+    CHECKF(be != NULL, "%s", anv_last_error());
+    if (!be) return;
+    static gv_report r;
+    CHECKF(gpu_verify_run(be, gv_hip(0), NULL, &r) == 0 && r.n > 20, "%d of %d failed: %s", r.n_fail, r.n, anv_last_error());
+    bool named = false;
+    for (int i = 0; i < r.n; i++) named |= strstr(r.c[i].kernels, "rms_norm") != NULL;
+    CHECKF(named, "kernels column: %s", r.c[0].kernels);
+    be->ops->destroy(be);
+    setenv("ANVIL_HIP_TEST_BREAK", "rms_norm", 1);
+    be = hip_backend_new(0, "gfx1100");
+    unsetenv("ANVIL_HIP_TEST_BREAK");
+    CHECK(be != NULL);
+    if (!be) return;
+    const int nf = gpu_verify_run(be, gv_hip(0), NULL, &r);
+    bool only_rms = nf > 0, advice = true;
+    for (int i = 0; i < r.n; i++)
+        if (!r.c[i].pass) { only_rms &= !strcmp(r.c[i].op, "rms_norm"); advice &= strstr(r.c[i].fix, "ANVIL_BACKEND=vulkan") != NULL; }
+    CHECKF(only_rms && advice && !r.fix[0], "planted rms_norm: %d failed, fix '%s'", nf, r.fix);
+    gpu_verify_print(stdout, &r, false);
+    be->ops->destroy(be);
+    char path[600];
+    setenv("XDG_CACHE_HOME", "/tmp/anvil-hip-verify-test", 1);
+    CHECKF(gpu_verify_cache_path(gv_hip(0), path, sizeof path) && strstr(path, "/tmp/anvil-hip-verify-test/anvil/hip-verify-gfx1100-"), "%s", path);
+    CHECK(gpu_verify_cache_write(gv_hip(0), &r) == 0);
+    bool pass = true;
+    char fix[128];
+    CHECK(gpu_verify_cache_read(gv_hip(0), &pass, fix, sizeof fix) && !pass);
+    remove(path);
+    unsetenv("XDG_CACHE_HOME");
+}
+
 /* ---- placed models ---- */
 
 static int gpu_layers(const model *m) {
@@ -488,6 +527,7 @@ int main(int argc, char **argv) {
     test_unavailable();
     test_enumeration();
     test_backend();
+    test_verify();
     const char *dir = getenv("ANVIL_TEST_MODELS");
     const char *models[] = {"llama-tiny-f32", "llama-tinyk-q4_K"};
     for (int i = 0; i < 2; i++) {

@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
     const anv_vk_paths paths = vk_backend_paths(be);
 
     /* 1. standard shapes, then the model's own */
-    CHECKF(gpu_verify_run(be, idx, NULL, &rep) == 0, "standard shapes: %d failed", rep.n_fail);
+    CHECKF(gpu_verify_run(be, gv_vulkan(idx), NULL, &rep) == 0, "standard shapes: %d failed", rep.n_fail);
     gpu_verify_print(stdout, &rep, true);
     CHECK(rep.n > 60);
     CHECK(find_case(&rep, "mul_mm_q4_k") >= 0 && find_case(&rep, "flash_attn_q8_0") >= 0);
@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
     model *m = model_load_with(mpath, 1, NULL, 0);
     CHECKF(m != NULL, "%s: %s", mpath, anv_last_error());
     if (m) {
-        CHECKF(gpu_verify_run(be, idx, m, &rep) == 0, "model kernels: %d failed", rep.n_fail);
+        CHECKF(gpu_verify_run(be, gv_vulkan(idx), m, &rep) == 0, "model kernels: %d failed", rep.n_fail);
         gpu_verify_print(stdout, &rep, true);
         CHECK(rep.n >= 20);
     }
@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
     setenv("ANVIL_VK_TEST_BREAK", victim, 1);
     be = open_idx(idx);
     if (be && m) {
-        int nf = gpu_verify_run(be, idx, m, &rep);
+        int nf = gpu_verify_run(be, gv_vulkan(idx), m, &rep);
         gpu_verify_print(stdout, &rep, false);
         CHECKF(nf > 0, "the planted wrong kernel %s was not reported", victim);
         int ci = find_case(&rep, victim);
@@ -78,18 +78,18 @@ int main(int argc, char **argv) {
             if (!strstr(rep.c[i].kernels, victim)) CHECKF(rep.c[i].pass, "%s %s failed too", rep.c[i].op, rep.c[i].shape);
         /* 3. the auto-check at first sight of the device caches the failure and hands back the fix */
         char fix[128], cpath[600];
-        CHECK(gpu_verify_cache_path(idx, cpath, sizeof cpath));
+        CHECK(gpu_verify_cache_path(gv_vulkan(idx), cpath, sizeof cpath));
         CHECK(strncmp(cpath, tmpl, strlen(tmpl)) == 0);
         CHECK(access(cpath, F_OK) != 0);
-        gpu_verify_auto(be, idx, m, fix, sizeof fix);
+        gpu_verify_auto(be, gv_vulkan(idx), m, fix, sizeof fix);
         CHECK(access(cpath, F_OK) == 0);
         bool pass = true;
         char cfix[128];
-        CHECK(gpu_verify_cache_read(idx, &pass, cfix, sizeof cfix));
+        CHECK(gpu_verify_cache_read(gv_vulkan(idx), &pass, cfix, sizeof cfix));
         CHECK(!pass);
         if (paths.subgroup) CHECKF(fix[0] && !strcmp(fix, cfix), "auto fix '%s' cached '%s'", fix, cfix);
         char fix2[128];
-        gpu_verify_auto(be, idx, m, fix2, sizeof fix2); /* cached: not run again */
+        gpu_verify_auto(be, gv_vulkan(idx), m, fix2, sizeof fix2); /* cached: not run again */
         CHECK(!strcmp(fix, fix2));
         unlink(cpath);
         /* the fix applied: the check passes */
@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
             backend *fixed = vk_backend_new_opts(idx, fix);
             CHECK(fixed != NULL);
             if (fixed) {
-                CHECKF(gpu_verify_run(fixed, idx, m, &rep) == 0, "with ANVIL_VK_DISABLE=%s: %d failed", fix, rep.n_fail);
+                CHECKF(gpu_verify_run(fixed, gv_vulkan(idx), m, &rep) == 0, "with ANVIL_VK_DISABLE=%s: %d failed", fix, rep.n_fail);
                 fixed->ops->destroy(fixed);
             }
         }
@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
     setenv("ANVIL_VK_TEST_BREAK", "add", 1);
     be = open_idx(idx);
     if (be && m) {
-        CHECK(gpu_verify_run(be, idx, m, &rep) > 0);
+        CHECK(gpu_verify_run(be, gv_vulkan(idx), m, &rep) > 0);
         int ci = find_case(&rep, "add");
         CHECK(ci >= 0 && !rep.c[ci].pass && strstr(rep.c[ci].fix, "-ngl 0"));
         CHECK(!rep.fix_complete);

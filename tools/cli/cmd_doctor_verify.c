@@ -1,5 +1,5 @@
 /* cmd_doctor_verify: `anvil doctor --verify [MODEL] [--all]`: every kernel MODEL would use
- * (or a standard set of shapes), on each Vulkan device Anvil would use, against the CPU
+ * (or a standard set of shapes), on each GPU (Vulkan or HIP) Anvil would use, against the CPU
  * reference (engine/device/gpu_verify.c); prints one line per failed case (every case with
  * --all or --verbose) with its error and the checked fix, caches the verdict per device +
  * driver. Exit status 1 when a case fails or nothing could be verified. */
@@ -38,24 +38,25 @@ int cmd_doctor_verify(int argc, char **argv) {
     int n_dev = 0, failed = 0;
     for (int i = 0; i < l->n; i++) {
         const dev_info *d = &l->dev[i];
-        if (!d->used || d->backend != DEV_BACKEND_VULKAN) continue;
+        if (!d->used || (d->backend != DEV_BACKEND_VULKAN && d->backend != DEV_BACKEND_HIP)) continue;
+        const gv_target t = { d->backend, d->backend_index };
         n_dev++;
         backend *be = device_open(l, i, 1);
         if (!be) { printf("verify %s: cannot open: %s\n", d->id, anv_last_error()); failed++; continue; }
         static gv_report r;
-        int rc = gpu_verify_run(be, d->backend_index, m, &r);
+        int rc = gpu_verify_run(be, t, m, &r);
         if (rc < 0) { printf("verify %s: could not run: %s\n", d->id, anv_last_error()); failed++; }
         else {
             gpu_verify_print(stdout, &r, all);
             char path[600];
-            if (gpu_verify_cache_write(d->backend_index, &r) == 0 && gpu_verify_cache_path(d->backend_index, path, sizeof path))
+            if (gpu_verify_cache_write(t, &r) == 0 && gpu_verify_cache_path(t, path, sizeof path))
                 printf("verify: result cached in %s\n", path);
             if (rc > 0) failed++;
         }
         be->ops->destroy(be);
     }
     if (n_dev == 0)
-        printf("verify: no Vulkan device would be used (see anvil devices); ANVIL_VK_VISIBLE_DEVICES=N or ANVIL_DEVICE=vulkanN picks one\n");
+        printf("verify: no GPU (Vulkan or HIP) would be used (see anvil devices); ANVIL_VK_VISIBLE_DEVICES=N or ANVIL_DEVICE=vulkanN|hipN picks one\n");
     if (m) model_free(m);
     device_list_free(l);
     return n_dev == 0 || failed ? 1 : 0;
