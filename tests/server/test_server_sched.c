@@ -384,14 +384,15 @@ static void test_errors(void) {
     CHECK(a.rc == -1 && a.res.status == 400);
     CHECKF(strstr(a.res.error, "256") != NULL && strstr(a.res.error, "tokens") != NULL, "%s", a.res.error);
     /* A chat longer than the context loses its oldest messages, never the system message
-     * or the last one (Ollama's truncation); the last message alone too long: 400. */
+     * or the last one (Ollama's truncation); the last message alone too long: 400. On the
+     * qwen2 model: it has a chat template (the llama one is a base model: {{ .Prompt }}). */
     chat_message convo[12];
     convo[0] = (chat_message){.role = "system", .content = "You are a terse assistant."};
     for (int i = 1; i < 11; i++)
         convo[i] = (chat_message){.role = i % 2 ? "user" : "assistant", .content = "the quick brown fox jumps over the lazy dog again and again"};
     convo[11] = (chat_message){.role = "user", .content = "and now?"};
     cJSON *g5 = greedy_opts(5);
-    gen_init(&a, s, model1, NULL, g5);
+    gen_init(&a, s, model2, NULL, g5);
     a.req.raw = false;
     a.req.messages = convo;
     a.req.n_messages = 12;
@@ -400,7 +401,7 @@ static void test_errors(void) {
            a.res.prompt_eval_count, a.res.error);
     /* the same reply as the conversation that keeps the system message and the longest
      * suffix that fits (its size measured here with the model's own template + tokenizer) */
-    model *mm = model_load_with(model1, 2, NULL, 0);
+    model *mm = model_load_with(model2, 2, NULL, 0);
     int kept_from = 12;
     chat_message part[12];
     int n_part = 0;
@@ -418,7 +419,7 @@ static void test_errors(void) {
     model_free(mm);
     CHECKF(kept_from > 1 && kept_from < 11, "kept from %d", kept_from);
     gen_call b;
-    gen_init(&b, s, model1, NULL, g5);
+    gen_init(&b, s, model2, NULL, g5);
     b.req.raw = false;
     b.req.messages = part;
     b.req.n_messages = n_part;
@@ -427,7 +428,7 @@ static void test_errors(void) {
     sched_result_clear(&b.res);
     sched_result_clear(&a.res);
     convo[11] = (chat_message){.role = "user", .content = longp};
-    gen_init(&a, s, model1, NULL, g5);
+    gen_init(&a, s, model2, NULL, g5);
     a.req.raw = false;
     a.req.messages = convo;
     a.req.n_messages = 12;
