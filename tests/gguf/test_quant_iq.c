@@ -29,8 +29,10 @@ static const struct { qtype t; const char *name; int bs; size_t ts; } k_types[] 
 static uint8_t *g_buf;
 static size_t g_size;
 
-/* The payload of record `name`, or NULL. */
-static const uint8_t *golden(const char *name, uint32_t *size) {
+/* A copy of the payload of record `name` in its own (malloc-aligned) buffer, or NULL; the
+ * records sit at arbitrary byte offsets in the file, and block structs need 2-byte alignment,
+ * as they have in a GGUF tensor. The caller frees it. */
+static uint8_t *golden(const char *name, uint32_t *size) {
     if (!g_buf || g_size < 8 || memcmp(g_buf, "AQG1", 4) != 0) return NULL;
     uint32_t n;
     memcpy(&n, g_buf + 4, 4);
@@ -42,7 +44,13 @@ static const uint8_t *golden(const char *name, uint32_t *size) {
         uint32_t sz;
         memcpy(&sz, g_buf + off + nl, 4);
         if (off + nl + 4 + sz > g_size) return NULL;
-        if (nl == strlen(name) && memcmp(g_buf + off, name, nl) == 0) { *size = sz; return g_buf + off + nl + 4; }
+        if (nl == strlen(name) && memcmp(g_buf + off, name, nl) == 0) {
+            uint8_t *copy = malloc(sz ? sz : 1);
+            if (!copy) return NULL;
+            memcpy(copy, g_buf + off + nl + 4, sz);
+            *size = sz;
+            return copy;
+        }
         off += nl + 4 + sz;
     }
     return NULL;
@@ -73,12 +81,16 @@ static void test_golden(void) {
         char key[64];
         uint32_t qsz = 0, dsz = 0;
         snprintf(key, sizeof key, "rb/%s", k_types[i].name);
-        const uint8_t *q = golden(key, &qsz);
+        uint8_t *q = golden(key, &qsz);
         snprintf(key, sizeof key, "rbdq/%s", k_types[i].name);
-        const uint8_t *want = golden(key, &dsz);
+        uint8_t *want = golden(key, &dsz);
         const size_t rb = qtype_row_size(k_types[i].t, G_COLS);
         CHECKF(q && want && qsz == rb * G_ROWS && dsz == 4u * G_ROWS * G_COLS, "%s golden records", k_types[i].name);
-        if (!q || !want || qsz != rb * G_ROWS || dsz != 4u * G_ROWS * G_COLS) continue;
+        if (!q || !want || qsz != rb * G_ROWS || dsz != 4u * G_ROWS * G_COLS) {
+            free(q);
+            free(want);
+            continue;
+        }
         for (int r = 0; r < G_ROWS; r++) dequantize_row(k_types[i].t, q + rb * (size_t)r, got + (size_t)r * G_COLS, G_COLS);
         int64_t bad = -1;
         for (int64_t e = 0; e < G_ROWS * G_COLS && bad < 0; e++) {
@@ -90,6 +102,8 @@ static void test_golden(void) {
         if (bad >= 0) memcpy(&wb, want + 4 * bad, 4);
         CHECKF(bad < 0, "%s dequant differs from ggml at element %lld: %g vs %g", k_types[i].name, (long long)bad,
                bad >= 0 ? got[bad] : 0.0f, wb);
+        free(q);
+        free(want);
     }
     free(got);
 }
@@ -104,7 +118,7 @@ static void test_decode(void) {
         char key[64];
         uint32_t qsz = 0;
         snprintf(key, sizeof key, "rb/%s", k_types[i].name);
-        const uint8_t *q = golden(key, &qsz);
+        uint8_t *q = golden(key, &qsz);
         if (!q) continue; /* reported by test_golden */
         int bad = 0;
         for (uint32_t b = 0; b < qsz / k_types[i].ts; b++) {
@@ -117,8 +131,9 @@ static void test_decode(void) {
             }
         }
         CHECKF(bad == 0, "%s: iq_decode_block differs from the dequantizer in %d elements", k_types[i].name, bad);
+        free(q);
     }
-    uint8_t zero[QK_K] = {0};
+    _Alignas(16) uint8_t zero[QK_K] = {0};
     CHECK(!iq_decode_block(QT_IQ4_NL, zero, &k) && !iq_decode_block(QT_MXFP4, zero, &k) && !iq_decode_block(QT_Q4_K, zero, &k));
 }
 
@@ -140,7 +155,7 @@ static void test_mxfp4_exponents(void) {
 static void test_errors(void) {
     for (int i = 0; i < N_TYPES; i++) {
         float x[256] = {0};
-        uint8_t q[256];
+        _Alignas(16) uint8_t q[256];
         anv_set_error("%s", "");
         CHECK(quantize_row(k_types[i].t, x, q, k_types[i].bs) == 0);
         CHECKF(strstr(anv_last_error(), "has no quantizer") != NULL, "%s: %s", k_types[i].name, anv_last_error());
