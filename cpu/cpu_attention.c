@@ -95,9 +95,21 @@ static void att_item(const att_job *a, int item, float *buf) {
             }
         }
     }
+    /* attention sinks (gpt-oss): head h's logit joins the denominator, as ggml's soft_max */
+    const float *sinks = p->sinks ? (const float *)(const void *)((const uint8_t *)p->sinks->storage + p->sinks->offset) : NULL;
     for (int qi = 0; qi < nq; qi++) {
         const int hi = qi / nt, t = qi % nt;
         float *o = a->out + (int64_t)(t0 + t) * q_cols + (int64_t)(h0 + hi) * hd;
+        if (sinks) {
+            const float sk = sinks[h0 + hi];
+            if (sk > mx[qi]) { /* rescale to the sink as the max */
+                const float corr = expf(mx[qi] - sk);
+                for (int c = 0; c < hd; c++) acc[(size_t)qi * hd + c] *= corr;
+                sum[qi] = sum[qi] * corr + 1.0f;
+            } else {
+                sum[qi] += expf(sk - mx[qi]);
+            }
+        }
         const float inv = sum[qi] > 0 ? 1.0f / sum[qi] : 0.0f;
         for (int c = 0; c < hd; c++) o[c] = acc[(size_t)qi * hd + c] * inv;
     }

@@ -215,7 +215,7 @@ static void cpu_op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int he
 
 static void cpu_op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind) {
     if (n < 0 || !need_f32(gate, n, "glu", "gate") || !need_f32(up, n, "glu", "up") || !need_f32(out, n, "glu", "out")) { be_record_error(be); return; }
-    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH) { be_fail(be, "cpu glu: unknown activation %d", (int)kind); return; }
+    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH && kind != BE_GLU_SWIGLU_OAI) { be_fail(be, "cpu glu: unknown activation %d", (int)kind); return; }
     cpu_glu(ctx_of(be), f32_of(gate), f32_of(up), f32_of(out), n, kind);
 }
 
@@ -243,6 +243,11 @@ static void cpu_op_attention(backend *be, const be_tensor *q, const be_tensor *k
     }
     if (k->rows < (int64_t)p->pos0 + p->n_tok || v->rows < (int64_t)p->pos0 + p->n_tok) {
         be_fail(be, "cpu attention: cache has %lld rows, needs %lld", (long long)k->rows, (long long)p->pos0 + p->n_tok);
+        return;
+    }
+    if (p->sinks && (p->sinks->be != be || !need_f32(p->sinks, p->n_head, "attention", "sinks"))) {
+        if (p->sinks->be != be) anv_set_error("cpu attention: sinks must live on the CPU backend");
+        be_record_error(be);
         return;
     }
     if (cpu_attention(ctx_of(be), f32_of(q), k->type, data_of(k), data_of(v), f32_of(out), p) != 0) be_record_error(be);

@@ -102,7 +102,8 @@ void cpu_scale(cpu_ctx *c, float *x, int64_t n, float s) {
 }
 
 /* ---- rope ---- */
-typedef struct { float *x; int n_head, head_dim, pos0, n_rot; bool neox; float theta_scale, freq_scale; const float *ff; } rope_args;
+typedef struct { float *x; int n_head, head_dim, pos0, n_rot; bool neox; float theta_scale, freq_scale; const float *ff;
+                 float ext_factor, mscale, corr_lo, corr_hi; /* YaRN (backend.h) */ } rope_args;
 
 static void rope_range(void *ctx, int64_t t0, int64_t t1) {
     const rope_args *a = ctx;
@@ -112,9 +113,15 @@ static void rope_range(void *ctx, int64_t t0, int64_t t1) {
         /* ggml_rope_cache_init's recurrence, so angles round exactly like llama.cpp. */
         float theta = (float)(a->pos0 + t);
         for (int i = 0; i < half; i++) {
-            const float th = a->freq_scale * (theta / (a->ff ? a->ff[i] : 1.0f));
-            cs[i] = cosf(th);
-            sn[i] = sinf(th);
+            const float extrap = theta / (a->ff ? a->ff[i] : 1.0f);
+            float th = a->freq_scale * extrap;
+            if (a->ext_factor != 0.0f) { /* ggml's rope_yarn ramp */
+                const float y = ((float)i - a->corr_lo) / fmaxf(0.001f, a->corr_hi - a->corr_lo);
+                const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * a->ext_factor;
+                th = th * (1.0f - mix) + extrap * mix;
+            }
+            cs[i] = cosf(th) * a->mscale;
+            sn[i] = sinf(th) * a->mscale;
             theta *= a->theta_scale;
         }
         for (int h = 0; h < a->n_head; h++) {
@@ -138,7 +145,9 @@ static void rope_range(void *ctx, int64_t t0, int64_t t1) {
 
 void cpu_rope(cpu_ctx *c, float *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p, const float *freq_factors) {
     rope_args a = {x, n_head, head_dim, pos0, p->n_rot, p->mode == BE_ROPE_NEOX,
-                   powf(p->freq_base, -2.0f / (float)p->n_rot), p->freq_scale, freq_factors};
+                   powf(p->freq_base, -2.0f / (float)p->n_rot), p->freq_scale, freq_factors,
+                   p->ext_factor, p->attn_factor != 0.0f ? p->attn_factor : 1.0f, p->corr_lo, p->corr_hi};
+    if (p->ext_factor != 0.0f) a.mscale *= 1.0f + 0.1f * logf(1.0f / p->freq_scale);
     par_range(c, rope_range, &a, n_tok, 1, (int64_t)n_tok * n_head * p->n_rot * 4);
 }
 
@@ -153,7 +162,12 @@ typedef struct {
 static void glu_range(void *ctx, int64_t i0, int64_t i1) {
     const glu_args *a = ctx;
     if (a->simd) a->simd(a->gate + i0, a->up + i0, a->out + i0, i1 - i0);
-    else if (a->kind == BE_GLU_SILU) {
+    else if (a->kind == BE_GLU_SWIGLU_OAI) { /* ggml_swiglu_oai */
+        for (int64_t i = i0; i < i1; i++) {
+            const float x = fminf(a->gate[i], BE_GLU_OAI_LIMIT), y = fminf(fmaxf(a->up[i], -BE_GLU_OAI_LIMIT), BE_GLU_OAI_LIMIT);
+            a->out[i] = x / (1.0f + expf(-BE_GLU_OAI_ALPHA * x)) * (y + 1.0f);
+        }
+    } else if (a->kind == BE_GLU_SILU) {
         for (int64_t i = i0; i < i1; i++) { const float g = a->gate[i]; a->out[i] = g / (1.0f + expf(-g)) * a->up[i]; }
     } else {
         for (int64_t i = i0; i < i1; i++) {
@@ -164,7 +178,7 @@ static void glu_range(void *ctx, int64_t i0, int64_t i1) {
 }
 
 void cpu_glu(cpu_ctx *c, const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind) {
-    glu_args a = {gate, up, out, kind, kind == BE_GLU_SILU ? c->kernels.glu_silu : c->kernels.glu_gelu};
+    glu_args a = {gate, up, out, kind, kind == BE_GLU_SILU ? c->kernels.glu_silu : kind == BE_GLU_GELU_TANH ? c->kernels.glu_gelu : NULL};
     par_range(c, glu_range, &a, n, 16, n * 8);
 }
 

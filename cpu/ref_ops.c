@@ -67,24 +67,36 @@ void ref_scale(float *x, int64_t n, float s) {
 }
 
 /* Angles of the n_rot/2 pairs at position pos, computed as ggml_rope_cache_init does:
- * theta_i = freq_scale * (pos * base^(-2/n_rot)^i, by float recurrence) / factor_i. */
-static void rope_angles(int pos, int n_rot, float freq_base, float freq_scale, const float *ff, float *cs, float *sn) {
-    const float theta_scale = powf(freq_base, -2.0f / (float)n_rot);
+ * theta_i = freq_scale * (pos * base^(-2/n_rot)^i, by float recurrence) / factor_i, and
+ * with YaRN (ext_factor != 0) ggml's rope_yarn mix of that and the unscaled angle. */
+static void rope_angles(int pos, const be_rope_params *p, const float *ff, float *cs, float *sn) {
+    const int n_rot = p->n_rot;
+    const float theta_scale = powf(p->freq_base, -2.0f / (float)n_rot);
+    float mscale = p->attn_factor != 0.0f ? p->attn_factor : 1.0f;
+    if (p->ext_factor != 0.0f) mscale *= 1.0f + 0.1f * logf(1.0f / p->freq_scale);
     float theta = (float)pos;
     for (int i = 0; i < n_rot / 2; i++) {
         const float f = ff ? ff[i] : 1.0f;
-        const float th = freq_scale * (theta / f);
-        cs[i] = cosf(th);
-        sn[i] = sinf(th);
+        const float extrap = theta / f;
+        float th = p->freq_scale * extrap;
+        if (p->ext_factor != 0.0f) {
+            const float y = ((float)i - p->corr_lo) / fmaxf(0.001f, p->corr_hi - p->corr_lo);
+            const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * p->ext_factor;
+            th = th * (1.0f - mix) + extrap * mix;
+        }
+        cs[i] = cosf(th) * mscale;
+        sn[i] = sinf(th) * mscale;
         theta *= theta_scale;
     }
 }
 
-int ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot, be_rope_mode mode, float freq_base, float freq_scale, const float *freq_factors) {
+int ref_rope_ext(float *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p, const float *freq_factors) {
+    const int n_rot = p->n_rot;
+    const be_rope_mode mode = p->mode;
     float *cs = alloc_floats("ref_rope", n_rot / 2 + 1), *sn = alloc_floats("ref_rope", n_rot / 2 + 1);
     if (!cs || !sn) { free(cs); free(sn); return -1; }
     for (int t = 0; t < n_tok; t++) {
-        rope_angles(pos0 + t, n_rot, freq_base, freq_scale, freq_factors, cs, sn);
+        rope_angles(pos0 + t, p, freq_factors, cs, sn);
         for (int h = 0; h < n_head; h++) {
             float *v = x + ((int64_t)t * n_head + h) * head_dim;
             for (int i = 0; i < n_rot / 2; i++) {
@@ -101,10 +113,20 @@ int ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot,
     return 0;
 }
 
+int ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot, be_rope_mode mode, float freq_base, float freq_scale, const float *freq_factors) {
+    be_rope_params p = {.n_rot = n_rot, .mode = mode, .freq_base = freq_base, .freq_scale = freq_scale};
+    return ref_rope_ext(x, n_tok, n_head, head_dim, pos0, &p, freq_factors);
+}
+
 void ref_glu(const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind) {
     for (int64_t i = 0; i < n; i++) {
         const float g = gate[i];
         float a;
+        if (kind == BE_GLU_SWIGLU_OAI) { /* ggml_swiglu_oai */
+            const float x = fminf(g, BE_GLU_OAI_LIMIT), y = fminf(fmaxf(up[i], -BE_GLU_OAI_LIMIT), BE_GLU_OAI_LIMIT);
+            out[i] = x / (1.0f + expf(-BE_GLU_OAI_ALPHA * x)) * (y + 1.0f);
+            continue;
+        }
         if (kind == BE_GLU_SILU) a = g / (1.0f + expf(-g));
         else a = 0.5f * g * (1.0f + tanhf(0.79788456080286535587989211986876f * g * (1.0f + 0.044715f * g * g)));
         out[i] = a * up[i];
@@ -124,6 +146,11 @@ void ref_store_rows(const float *src, uint32_t dst_type, void *dst, int64_t cols
 }
 
 int ref_attention(const float *q, uint32_t kv_type, const void *k, const void *v, float *out, const be_attn_params *p) {
+    return ref_attention_sinks(q, kv_type, k, v, NULL, out, p);
+}
+
+int ref_attention_sinks(const float *q, uint32_t kv_type, const void *k, const void *v, const float *sinks, float *out,
+                        const be_attn_params *p) {
     const int64_t kv_cols = (int64_t)p->n_kv_head * p->head_dim, q_cols = (int64_t)p->n_head * p->head_dim;
     const int n_ctx = p->pos0 + p->n_tok;
     const size_t rb = qtype_row_size((qtype)kv_type, kv_cols);
@@ -156,7 +183,8 @@ int ref_attention(const float *q, uint32_t kv_type, const void *k, const void *v
                 s[j] = d;
                 if (d > smax) smax = d;
             }
-            double denom = 0;
+            if (sinks && sinks[h] > smax) smax = sinks[h];  /* the sink joins the max and the sum */
+            double denom = sinks ? exp((double)sinks[h] - smax) : 0;
             for (int c = 0; c < p->head_dim; c++) acc[c] = 0;
             for (int j = 0; j <= j_end; j++) {
                 if (s[j] == -INFINITY) continue;

@@ -32,7 +32,11 @@ typedef struct be_tensor {
     bool owned;      /* storage freed with the tensor (false for views and aliased weights) */
 } be_tensor;
 
-typedef enum { BE_GLU_SILU = 0, BE_GLU_GELU_TANH = 1 } be_glu_kind;
+/* SWIGLU_OAI (gpt-oss, ggml_swiglu_oai with alpha 1.702, limit 7): g = min(gate, 7),
+ * u = clamp(up, -7, 7), out = g * sigmoid(1.702 g) * (u + 1). */
+typedef enum { BE_GLU_SILU = 0, BE_GLU_GELU_TANH = 1, BE_GLU_SWIGLU_OAI = 2 } be_glu_kind;
+#define BE_GLU_OAI_ALPHA 1.702f
+#define BE_GLU_OAI_LIMIT 7.0f
 typedef enum { BE_ROPE_NORMAL = 0, BE_ROPE_NEOX = 2 } be_rope_mode;
 
 typedef struct {
@@ -41,6 +45,12 @@ typedef struct {
     float freq_base;        /* theta_i = pos * freq_scale * base^(-2i/n_rot) / factor_i */
     float freq_scale;       /* 1 / linear scaling factor */
     const be_tensor *freq_factors; /* optional F32 [n_rot/2] (llama3 rope_freqs), NULL = all 1 */
+    /* YaRN (ggml's rope_yarn; gpt-oss). ext_factor 0 = off. Pair i's angle is
+     * theta_interp * (1 - mix) + theta_extrap * mix with theta_extrap = theta / freq_scale,
+     * mix = ext_factor * (1 - clamp((i - corr_lo) / max(0.001, corr_hi - corr_lo), 0, 1));
+     * cos and sin are multiplied by attn_factor (0 = 1), and by 1 + 0.1 ln(1 / freq_scale)
+     * when ext_factor != 0. */
+    float ext_factor, attn_factor, corr_lo, corr_hi;
 } be_rope_params;
 
 typedef struct {
@@ -52,6 +62,8 @@ typedef struct {
     float softcap;      /* if > 0: s = softcap * tanh(s / softcap) before softmax */
     bool noncausal;     /* encoders: every query sees keys [0, pos0 + n_tok), and a window > 0 is
                          * symmetric: key j visible from query p iff |p - j| <= window / 2 */
+    const be_tensor *sinks; /* optional F32 [n_head] on the op's backend (gpt-oss attention sinks):
+                             * head h's logit sinks[h] joins the softmax denominator (no value) */
 } be_attn_params;
 
 /* Whether key position j is visible from query position pos (the masks every backend applies). */

@@ -219,7 +219,8 @@ static void test_rope(backend *be) {
                     const int64_t n = (int64_t)n_tok * n_head * head_dim;
                     float *x = rand_floats(n, -1, 1), *ff = rand_floats(n_rot / 2, 1, 8);
                     vt xt = make_f32(be, x, n_head * head_dim, n_tok), ft = make_f32(be, ff, n_rot / 2, 1);
-                    be_rope_params p = {n_rot, mode ? BE_ROPE_NEOX : BE_ROPE_NORMAL, 10000.0f, 0.5f, with_ff ? &ft.view : NULL};
+                    be_rope_params p = {.n_rot = n_rot, .mode = mode ? BE_ROPE_NEOX : BE_ROPE_NORMAL, .freq_base = 10000.0f,
+                                        .freq_scale = 0.5f, .freq_factors = with_ff ? &ft.view : NULL};
                     be->ops->rope(be, &xt.view, n_tok, n_head, head_dim, pos0, &p);
                     ref_rope(x, n_tok, n_head, head_dim, pos0, n_rot, p.mode, 10000.0f, 0.5f, with_ff ? ff : NULL);
                     float *got = read_f32(&xt.view, n);
