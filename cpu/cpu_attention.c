@@ -1,10 +1,11 @@
-/* cpu_attention: causal GQA attention over the KV cache (F32/F16/Q8_0), flash-style:
+/* cpu_attention: causal GQA attention over the KV cache (F32/F16/Q8_0/Q4_0), flash-style:
  * keys and values are converted to F32 in chunks and folded into an online softmax, so
  * memory stays O(chunk) at any context length. Work items are (token tile, kv head,
  * its query heads): each chunk of K/V is converted once per item and reused by every
  * token and query head of the item (GQA); groups are split only to feed idle threads. */
 #include "cpu_internal.h"
 #include "error.h"
+#include "kv_cache.h"
 #include "quant.h"
 
 #include <math.h>
@@ -19,6 +20,7 @@ typedef struct {
     uint32_t kv_type;
     const uint8_t *k, *v;
     size_t kv_rb;        /* bytes per cache row */
+    kv_dequant_fn deq;   /* quantized caches: block decoder (kv_cache.h) */
     float *out;
     const be_attn_params *p;
     int n_items, n_tiles;
@@ -35,7 +37,7 @@ static void load_rows(const att_job *a, const uint8_t *cache, int j0, int n, int
         float *d = dst + (size_t)j * hd;
         if (a->kv_type == QT_F32) memcpy(d, (const float *)(const void *)row + (size_t)kvh * hd, (size_t)hd * sizeof(float));
         else if (a->kv_type == QT_F16) a->c->kernels.cvt_f16_f32((const uint16_t *)(const void *)row + (size_t)kvh * hd, d, hd);
-        else dequantize_row(QT_Q8_0, row + (size_t)kvh * (hd / QK8_0) * sizeof(block_q8_0), d, hd);
+        else a->deq(row + (size_t)kvh * qtype_row_size((qtype)a->kv_type, hd), d, hd);
     }
 }
 
@@ -122,18 +124,15 @@ static void att_chunk(void *ctx, int64_t item, int ith) {
 }
 
 int cpu_attention(cpu_ctx *c, const float *q, uint32_t kv_type, const void *k, const void *v, float *out, const be_attn_params *p) {
-    if (kv_type != QT_F32 && kv_type != QT_F16 && kv_type != QT_Q8_0) {
+    if (!kv_type_supported(kv_type)) {
         const qtype_info *qi = qtype_get(kv_type);
-        anv_set_error("cpu attention: KV cache type %s not supported (f32, f16, q8_0)", qi ? qi->name : "(unknown id)");
+        anv_set_error("cpu attention: KV cache type %s not supported (f32, f16, q8_0, q4_0)", qi ? qi->name : "(unknown id)");
         return -1;
     }
-    if (kv_type == QT_Q8_0 && p->head_dim % QK8_0 != 0) {
-        anv_set_error("cpu attention: a q8_0 KV cache needs head_dim %% 32 == 0 (head_dim %d)", p->head_dim);
-        return -1;
-    }
+    if (kv_check_head_dim("cpu attention", kv_type, p->head_dim) != 0) return -1;
     if (p->n_tok <= 0) return 0;
     att_job a = {.c = c, .q = q, .kv_type = kv_type, .k = k, .v = v, .out = out, .p = p,
-                 .kv_rb = qtype_row_size((qtype)kv_type, (int64_t)p->n_kv_head * p->head_dim)};
+                 .kv_rb = qtype_row_size((qtype)kv_type, (int64_t)p->n_kv_head * p->head_dim), .deq = kv_dequant_for(kv_type, c->simd)};
     a.n_tiles = (p->n_tok + ATT_TOK_TILE - 1) / ATT_TOK_TILE;
     /* All query heads of a kv head in one item, so each K/V chunk is converted once for
      * the group; split the group only when that leaves threads idle (few kv heads). */

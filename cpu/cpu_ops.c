@@ -4,6 +4,7 @@
 #include "cpu_internal.h"
 #include "error.h"
 #include "fp16.h"
+#include "kv_cache.h"
 #include "quant.h"
 
 #include <math.h>
@@ -200,9 +201,13 @@ int cpu_get_rows(cpu_ctx *c, uint32_t type, const void *table, int64_t cols, con
 
 int cpu_store_rows(cpu_ctx *c, const float *src, uint32_t dst_type, void *dst, int64_t cols, int64_t row0, int64_t n_rows) {
     (void)c;
-    if (dst_type != QT_F32 && dst_type != QT_F16 && dst_type != QT_Q8_0) {
+    if (!kv_type_supported(dst_type)) {
         const qtype_info *qi = qtype_get(dst_type);
-        anv_set_error("cpu store_rows: destination type %s not supported (f32, f16, q8_0)", qi ? qi->name : "(unknown id)");
+        anv_set_error("cpu store_rows: destination type %s not supported (f32, f16, q8_0, q4_0)", qi ? qi->name : "(unknown id)");
+        return -1;
+    }
+    if ((dst_type == QT_Q8_0 || dst_type == QT_Q4_0) && cols % 32 != 0) {
+        anv_set_error("cpu store_rows: a %s row needs a multiple of 32 columns (%lld)", qtype_get(dst_type)->name, (long long)cols);
         return -1;
     }
     const size_t rb = qtype_row_size((qtype)dst_type, cols);
@@ -213,7 +218,7 @@ int cpu_store_rows(cpu_ctx *c, const float *src, uint32_t dst_type, void *dst, i
         else if (dst_type == QT_F16) {
             uint16_t *h = (uint16_t *)(void *)d;
             for (int64_t i = 0; i < cols; i++) h[i] = fp32_to_fp16(s[i]);
-        } else quantize_row(QT_Q8_0, s, d, cols);
+        } else quantize_row((qtype)dst_type, s, d, cols);
     }
     return 0;
 }
