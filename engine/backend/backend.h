@@ -11,7 +11,8 @@
  *  - Weights are [rows = output features][cols = input features] like GGUF's ne[1], ne[0];
  *    matmul computes out[t][r] = sum_c W[r][c] * x[t][c].
  *  - The KV cache is one tensor per layer for K and one for V: rows = context positions,
- *    cols = n_kv_head * head_dim, type F16 (default), F32 or Q8_0.
+ *    cols = n_kv_head * head_dim, type F16 (default), F32, Q8_0 or Q4_0 (quantized caches:
+ *    head_dim % 32 == 0, so every head starts on a block).
  */
 #ifndef ANVIL_BACKEND_H
 #define ANVIL_BACKEND_H
@@ -104,7 +105,7 @@ typedef struct backend_ops {
     void (*rope)(backend *be, be_tensor *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p);
     /* out[i] = act(gate[i]) * up[i], i < n. out may alias gate. */
     void (*glu)(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind);
-    /* dst rows [dst_row0, dst_row0 + n_rows) = convert(src rows 0..n_rows) (F32 -> dst->type: F32/F16/Q8_0). */
+    /* dst rows [dst_row0, dst_row0 + n_rows) = convert(src rows 0..n_rows) (F32 -> dst->type: F32/F16/Q8_0/Q4_0). */
     void (*store_rows)(backend *be, const be_tensor *src, be_tensor *dst, int64_t dst_row0, int64_t n_rows);
     /* Causal (or p->noncausal) attention of q [n_tok][n_head*head_dim] over cache rows
      * [0, pos0 + n_tok) of k, v ([ctx][n_kv_head*head_dim]); out [n_tok][n_head*head_dim]. */

@@ -12,7 +12,7 @@ typedef struct {
     int n_ctx;                /* context per sequence the KV cache is planned for, <= 0 = model
                                * default; capped at the model's training context */
     int n_seq;                /* sequences (server slots) with their own KV cache, <= 0 = 1 */
-    uint32_t kv_type;         /* QT_F16 / QT_F32 / QT_Q8_0 */
+    uint32_t kv_type;         /* QT_F16 / QT_F32 / QT_Q8_0 / QT_Q4_0 */
     int n_gpu_layers;         /* -1 = all that fit, 0 = CPU only, N = the last N layers */
     const char *tensor_split; /* "3,1" or NULL */
     bool quiet;               /* no placement log (anvil show) */

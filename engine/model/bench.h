@@ -28,7 +28,7 @@ typedef struct {
 /* Weight bytes read per generated token of a loaded model (its tensors as placed). */
 void bench_weight_bytes_per_token(const model *m, bench_weight_bytes *out);
 /* KV bytes read to generate the token at position pos (0-based: the cache holds pos
- * earlier tokens), for a cache of kv_type (QT_F16 / QT_F32 / QT_Q8_0). */
+ * earlier tokens), for a cache of kv_type (QT_F16 / QT_F32 / QT_Q8_0 / QT_Q4_0). */
 uint64_t bench_kv_bytes_at(const model_hparams *hp, uint32_t kv_type, int pos);
 /* Mean KV bytes per token over n_gen tokens generated at positions depth .. depth+n_gen-1. */
 double bench_kv_bytes_mean(const model_hparams *hp, uint32_t kv_type, int depth, int n_gen);

@@ -117,13 +117,14 @@ static void scratch_set_free(scratch_set *ss) {
 static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *parent) {
     const model_hparams *hp = &m->hp;
     if (n_ctx <= 0) n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
-    if (kv_type != QT_F16 && kv_type != QT_F32 && kv_type != QT_Q8_0) {
-        anv_set_error("KV cache type must be f16, f32 or q8_0");
+    if (kv_type != QT_F16 && kv_type != QT_F32 && kv_type != QT_Q8_0 && kv_type != QT_Q4_0) {
+        anv_set_error("KV cache type must be f16, f32, q8_0 or q4_0");
         return NULL;
     }
     const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim_k;
-    if (kv_type == QT_Q8_0 && kvd % QK8_0) {
-        anv_set_error("q8_0 KV cache needs n_kv_head*head_dim (%lld) to be a multiple of 32", (long long)kvd);
+    if ((kv_type == QT_Q8_0 || kv_type == QT_Q4_0) && hp->head_dim_k % 32) {
+        /* each head must start on a 32-element block (the attention ops read per head) */
+        anv_set_error("a %s KV cache needs head_dim (%d) to be a multiple of 32; use --kv-type f16", qtype_get(kv_type)->name, hp->head_dim_k);
         return NULL;
     }
     model_ctx *c = calloc(1, sizeof *c);

@@ -82,7 +82,7 @@ void model_free(model *m);
 uint64_t model_n_params(const model *m);
 
 typedef struct model_ctx model_ctx;
-/* kv_type: QT_F16 (default) / QT_F32 / QT_Q8_0. */
+/* kv_type: QT_F16 (default) / QT_F32 / QT_Q8_0 / QT_Q4_0 (quantized: head_dim % 32 == 0). */
 model_ctx *model_ctx_new(model *m, int n_ctx, uint32_t kv_type);
 void model_ctx_free(model_ctx *c);
 int model_ctx_n_past(const model_ctx *c);

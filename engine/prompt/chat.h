@@ -24,22 +24,31 @@ typedef struct {
     const char *tool_name;
 } chat_message;
 
-/* The request's think switch: unset (0, the model's default), off, on. */
-enum { CHAT_THINK_DEFAULT = 0, CHAT_THINK_OFF, CHAT_THINK_ON };
+/* The request's think switch: unset (0, the model's default), off, on, or on at a level
+ * (gpt-oss's "Reasoning: low|medium|high"; other families treat a level as on). */
+enum { CHAT_THINK_DEFAULT = 0, CHAT_THINK_OFF, CHAT_THINK_ON, CHAT_THINK_LOW, CHAT_THINK_MEDIUM, CHAT_THINK_HIGH };
+#define CHAT_THINK_IS_ON(t) ((t) >= CHAT_THINK_ON)
 
 /* What a request adds to the conversation (chat_tools.c). */
 typedef struct {
     const char *tools_json;  /* NULL or a JSON array of {"type":"function","function":{..}} */
     int think;               /* CHAT_THINK_* */
+    const char *date;        /* gpt-oss's "Current date: YYYY-MM-DD"; NULL = today (local time) */
 } chat_extras;
 
 /* What a format can do beyond plain turns. */
 bool chat_format_has_tools(chat_format f, const char *template_text);
 bool chat_format_has_thinking(chat_format f, const char *template_text, const char *arch);
 /* chat_apply with tools, tool calls, tool results and the think switch, each rendered as
- * the family's official template does (ChatML: Qwen 2.5 / Qwen 3 / Hermes). A format
+ * the family's official template does (ChatML: Qwen 2.5 / Qwen 3 / Hermes; gpt-oss:
+ * harmony, always, chat_harmony.c; Llama 3.x; Mistral). A format
  * without tools given tools is an error; x NULL is chat_apply. */
 char *chat_apply_ex(chat_format f, const chat_message *msgs, int n_msgs, bool add_assistant, const chat_extras *x);
+
+/* True for llama.cpp's built-in "gpt-oss" format: the harmony prompt and reply format. */
+bool chat_format_is_harmony(chat_format f);
+/* The harmony rendering of gpt-oss's official template (chat_harmony.c). */
+char *chat_harmony_render(const chat_message *msgs, int n, bool add_assistant, const chat_extras *x);
 
 /* Picks the format: from the template text if given (NULL/"" if the GGUF has none),
  * else from the architecture name ("gemma3" -> Gemma, "qwen2"/"qwen3" -> ChatML, ...). */

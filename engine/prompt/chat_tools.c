@@ -6,10 +6,12 @@
  *     consecutive tool results in one user turn, each in <tool_response></tool_response>;
  *     think off appends "<think>\n\n</think>\n\n" after the assistant prefix (Qwen 3's
  *     enable_thinking=false).
+ *   gpt-oss: the harmony format, always (chat_harmony.c).
  * Formats without tool calling refuse tools; their plain turns are chat_apply's. */
 #include "chat.h"
 
 #include "bytebuf.h"
+#include "chat_json.h"
 #include "error.h"
 
 #include <cjson/cJSON.h>
@@ -21,7 +23,7 @@ static void put(bytebuf *b, const char *s, size_t n) { bytebuf_add(b, s, n); }
 static void add(bytebuf *b, const char *s) { bytebuf_add(b, s, strlen(s)); }
 
 /* A JSON string as Python's json.dumps(ensure_ascii=False) writes it. */
-static void put_json_string(bytebuf *b, const char *s) {
+void chat_put_json_string(bytebuf *b, const char *s) {
     add(b, "\"");
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char esc[8];
@@ -42,16 +44,16 @@ static void put_json_string(bytebuf *b, const char *s) {
 }
 
 /* Jinja's tojson (json.dumps: ", " and ": " separators, keys in their order). */
-static void put_json(bytebuf *b, const cJSON *v) {
+void chat_put_json(bytebuf *b, const cJSON *v) {
     if (cJSON_IsObject(v)) {
         add(b, "{");
         bool first = true;
         for (const cJSON *c = v->child; c; c = c->next) {
             if (!first) add(b, ", ");
             first = false;
-            put_json_string(b, c->string);
+            chat_put_json_string(b, c->string);
             add(b, ": ");
-            put_json(b, c);
+            chat_put_json(b, c);
         }
         add(b, "}");
     } else if (cJSON_IsArray(v)) {
@@ -60,11 +62,11 @@ static void put_json(bytebuf *b, const cJSON *v) {
         for (const cJSON *c = v->child; c; c = c->next) {
             if (!first) add(b, ", ");
             first = false;
-            put_json(b, c);
+            chat_put_json(b, c);
         }
         add(b, "]");
     } else if (cJSON_IsString(v)) {
-        put_json_string(b, v->valuestring);
+        chat_put_json_string(b, v->valuestring);
     } else {
         char *t = cJSON_PrintUnformatted(v);   /* numbers, true, false, null */
         if (!t) { b->oom = true; return; }
@@ -74,12 +76,14 @@ static void put_json(bytebuf *b, const cJSON *v) {
 }
 
 bool chat_format_has_tools(chat_format f, const char *template_text) {
+    if (chat_format_is_harmony(f)) return true;
     if (f != CHAT_CHATML) return false;
     /* a GGUF template that never mentions tools was not trained for them */
     return !template_text || !*template_text || strstr(template_text, "tools") || strstr(template_text, "tool_call");
 }
 
 bool chat_format_has_thinking(chat_format f, const char *template_text, const char *arch) {
+    if (chat_format_is_harmony(f)) return true;
     if (template_text && strstr(template_text, "<think>") && strstr(template_text, "</think>")) return true;
     return f == CHAT_CHATML && (!template_text || !*template_text) && arch &&
            (!strcmp(arch, "qwen3") || !strcmp(arch, "qwen3moe"));
@@ -95,7 +99,7 @@ static int put_chatml_call(bytebuf *b, const cJSON *call) {
     add(b, "\n<tool_call>\n{\"name\": \"");
     add(b, name->valuestring);
     add(b, "\", \"arguments\": ");
-    if (args) put_json(b, args);
+    if (args) chat_put_json(b, args);
     else add(b, "{}");
     add(b, "}\n</tool_call>");
     return 0;
@@ -127,7 +131,7 @@ static char *render_chatml_ex(const chat_message *m, int n, bool add_assistant, 
                 "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
         for (const cJSON *t = tools->child; t; t = t->next) {
             add(&b, "\n");
-            put_json(&b, t);
+            chat_put_json(&b, t);
         }
         add(&b, "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
                 "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
@@ -188,6 +192,14 @@ char *chat_apply_ex(chat_format f, const chat_message *msgs, int n_msgs, bool ad
     bool has_calls = false;
     for (int i = 0; i < n_msgs; i++)
         if (msgs[i].tool_calls || !strcmp(msgs[i].role ? msgs[i].role : "", "tool")) has_calls = true;
+    if (chat_format_is_harmony(f)) {   /* always: the official template, not llama.cpp's bare built-in */
+        for (int i = 0; i < n_msgs; i++)
+            if (!msgs[i].role || !msgs[i].content) {
+                anv_set_error("chat: message %d has no %s", i, msgs[i].role ? "content" : "role");
+                return NULL;
+            }
+        return chat_harmony_render(msgs, n_msgs, add_assistant, x);
+    }
     if (f == CHAT_CHATML && x && (has_tools || has_calls || x->think == CHAT_THINK_OFF)) {
         for (int i = 0; i < n_msgs; i++)
             if (!msgs[i].role || !msgs[i].content) {

@@ -9,6 +9,8 @@
  * A tail that is a proper prefix of a marker the state looks for is held back. */
 #include "reply_parse.h"
 
+#include "reply_harmony.h"
+
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@ struct reply_parser {
     bool trim_leading;        /* drop whitespace before the next content (after </think>) */
     bool trim_think;          /* drop whitespace at the start of the thinking (after <think>) */
     int n_calls;
+    harmony_parser *h;        /* opts.harmony: every byte goes there */
 };
 
 static const char THINK_OPEN[] = "<think>", THINK_CLOSE[] = "</think>";
@@ -32,6 +35,7 @@ reply_parser *reply_parser_new(const reply_parse_opts *o) {
     reply_parser *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->o = *o;
+    if (o->harmony && !(p->h = harmony_parser_new(o->tools))) { free(p); return NULL; }
     p->state = o->thinking && o->start_in_thinking ? ST_THINK : ST_TEXT;
     p->trim_think = true;
     return p;
@@ -39,6 +43,7 @@ reply_parser *reply_parser_new(const reply_parse_opts *o) {
 
 void reply_parser_free(reply_parser *p) {
     if (!p) return;
+    harmony_parser_free(p->h);
     bytebuf_free(&p->held);
     free(p);
 }
@@ -267,11 +272,20 @@ static bool run(reply_parser *p, reply_delta *d, bool at_end) {
     }
 }
 
+static bool harmony_run(reply_parser *p, const char *text, size_t len, bool at_end, reply_delta *d) {
+    int before = d->n_calls;
+    bool ok = harmony_parser_feed(p->h, text, len, at_end, d);
+    p->n_calls += d->n_calls - before;
+    return ok && !d->content.oom && !d->thinking.oom;
+}
+
 bool reply_parser_feed(reply_parser *p, const char *text, size_t len, reply_delta *d) {
+    if (p->h) return harmony_run(p, text, len, false, d);
     if (len && !bytebuf_add(&p->held, text, len)) return false;
     return run(p, d, false);
 }
 
 bool reply_parser_finish(reply_parser *p, reply_delta *d) {
+    if (p->h) return harmony_run(p, "", 0, true, d);
     return run(p, d, true) && !d->content.oom && !d->thinking.oom;
 }

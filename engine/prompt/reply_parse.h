@@ -7,6 +7,8 @@
  *              [TOOL_CALLS][{"name": .., "arguments": {..}}, ..] (Mistral), and a reply
  *              that is only a JSON object {"name": .., "parameters"|"arguments": {..}} or
  *              an array of them (Llama 3.x, and Ollama's fallback for any template).
+ *   harmony    gpt-oss's channels (analysis: thinking, final: content, commentary to=
+ *              functions.NAME: a call), reply_harmony.c.
  * Bytes that might begin a marker are held back until they cannot; a reply that starts
  * like a JSON tool call is held to the end and becomes content if it is not one. Text in
  * a tag that is not a valid call is returned as content, never dropped. */
@@ -21,6 +23,8 @@ typedef struct {
     bool thinking;           /* split <think> ... </think> out of the content */
     bool start_in_thinking;  /* the prompt ends inside <think> (the reply is thinking first) */
     bool tools;              /* the request offered tools: parse calls */
+    bool harmony;            /* gpt-oss: the reply is harmony messages (reply_harmony.h); the
+                                analysis channel is thinking whatever .thinking says */
 } reply_parse_opts;
 
 typedef struct {

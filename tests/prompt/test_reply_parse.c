@@ -2,7 +2,8 @@
  * whole and one byte at a time (a streamed reply splits markers anywhere), and both must
  * give the same content, thinking and calls: Qwen/Hermes <tool_call> tags, Mistral's
  * [TOOL_CALLS], Llama 3's bare JSON, <think> blocks (also when the prompt opened one),
- * text that only looks like a marker, malformed calls kept as content, switches off. */
+ * text that only looks like a marker, malformed calls kept as content, switches off; and
+ * gpt-oss's harmony channels (analysis, final, commentary calls, either header order). */
 #include "reply_parse.h"
 #include "testutil.h"
 
@@ -59,6 +60,43 @@ static void expect(const char *what, const reply_parse_opts *o, const char *text
     }
 }
 
+static void test_harmony(void) {
+    const reply_parse_opts h = {.harmony = true, .thinking = true, .tools = true};
+    const reply_parse_opts hn = {.harmony = true, .thinking = true};
+    expect("harmony: analysis then final", &h,
+           "<|channel|>analysis<|message|>The user greets.<|end|><|start|>assistant<|channel|>final<|message|>Hello!",
+           "Hello!", "The user greets.", "");
+    expect("harmony: final ended by <|return|>", &h, "<|channel|>final<|message|>Hi<|return|>", "Hi", "", "");
+    expect("harmony: a call, recipient after the channel, <|constrain|>json", &h,
+           "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary "
+           "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}",
+           "", "Need weather.", "get_weather({\"city\":\"Paris\"});");
+    expect("harmony: a call, recipient before the channel, ended by <|call|>", &h,
+           " to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Rome\"}<|call|>",
+           "", "", "get_weather({\"city\":\"Rome\"});");
+    expect("harmony: a preamble on commentary, then a call", &h,
+           "<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant to=functions.now<|channel|>commentary "
+           "json<|message|>{}", "Checking.", "", "now({});");
+    expect("harmony: arguments that are not JSON come back as content", &h,
+           "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{oops", "{oops", "", "");
+    expect("harmony: without tools a call is content", &hn,
+           "<|channel|>commentary to=functions.f json<|message|>{\"a\":1}", "{\"a\":1}", "", "");
+    expect("harmony: not harmony at all is content", &h, "plain words <b>", "plain words <b>", "", "");
+    expect("harmony: cut off inside the header", &h, "<|channel|>analys", "<|channel|>analys", "", "");
+    expect("harmony: text that only looks like an end marker", &h,
+           "<|channel|>final<|message|>a <|en b <|x|>", "a <|en b <|x|>", "", "");
+    expect("harmony: two final messages", &h,
+           "<|channel|>final<|message|>one<|end|><|start|>assistant<|channel|>final<|message|> two", "one two", "", "");
+    reply_parser *p = reply_parser_new(&h);
+    reply_delta d = {0};
+    const char *two = " to=functions.a<|channel|>commentary json<|message|>{}<|end|><|start|>assistant to=functions.b"
+                      "<|channel|>commentary json<|message|>{\"x\":[1]}";
+    CHECK(reply_parser_feed(p, two, strlen(two), &d) && reply_parser_finish(p, &d));
+    CHECK(reply_parser_n_calls(p) == 2 && d.n_calls == 2 && !strcmp(d.calls[1].name, "b"));
+    reply_delta_free(&d);
+    reply_parser_free(p);
+}
+
 int main(void) {
     const reply_parse_opts both = {.thinking = true, .tools = true}, think = {.thinking = true},
                            tools = {.tools = true}, none = {0}, opened = {.thinking = true, .start_in_thinking = true};
@@ -101,5 +139,6 @@ int main(void) {
     CHECK(reply_parser_n_calls(p) == 2);
     reply_delta_free(&d);
     reply_parser_free(p);
+    test_harmony();
     return tu_finish();
 }

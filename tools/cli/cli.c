@@ -65,7 +65,7 @@ bool cli_parse_model_opt(cli_model_opts *o, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--kv-type")) {
         const char *v = cli_value(argc, argv, i);
         int t = qtype_from_name(v);
-        if (t != QT_F16 && t != QT_F32 && t != QT_Q8_0) anv_die("--kv-type: '%s' is not one of f16, f32, q8_0", v);
+        if (t != QT_F16 && t != QT_F32 && t != QT_Q8_0 && t != QT_Q4_0) anv_die("--kv-type: '%s' is not one of f16, f32, q8_0, q4_0", v);
         o->kv_type = (uint32_t)t;
     } else if (!strcmp(a, "--tensor-split") || !strcmp(a, "-ts")) o->tensor_split = cli_value(argc, argv, i);
     else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) o->verbose = true;

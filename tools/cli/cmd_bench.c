@@ -70,7 +70,7 @@ static void bench_usage(void) {
          "  -t, --threads N          CPU threads (default: every online CPU)\n"
          "  -ngl, --n-gpu-layers N   last N layers on the GPU (default 99 = all; 0 = CPU only)\n"
          "  -b, --batch-size N       prompt tokens per call (default 2048; the engine runs 512 at a time)\n"
-         "  -ctk, --cache-type-k T   KV cache type f16|f32|q8_0 (default f16); -ctv must match\n"
+         "  -ctk, --cache-type-k T   KV cache type f16|f32|q8_0|q4_0 (default f16); -ctv must match\n"
          "  -dev, --device D         auto (placement as `anvil run`, honours ANVIL_VK_VISIBLE_DEVICES etc.),\n"
          "                           cpu, or a device id from `anvil devices` (vulkan0, ...); default auto\n"
          "  -o, --output md|csv|json|jsonl   output format (default md)\n"
@@ -113,7 +113,7 @@ static void parse_kv_types(int_list *l, const char *flag, const char *s) {
     char *dup = strdup(s), *save = NULL;
     for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int t = qtype_from_name(tok);
-        if (t != QT_F16 && t != QT_F32 && t != QT_Q8_0) anv_die("%s: '%s' is not one of f16, f32, q8_0", flag, tok);
+        if (t != QT_F16 && t != QT_F32 && t != QT_Q8_0 && t != QT_Q4_0) anv_die("%s: '%s' is not one of f16, f32, q8_0, q4_0", flag, tok);
         if (l->n == MAX_LIST) anv_die("%s: more than %d values", flag, MAX_LIST);
         l->v[l->n++] = t;
     }

@@ -66,7 +66,7 @@ static void eval_usage(void) {
          "  next token over the whole vocabulary, plus the greedy continuation of N tokens, in\n"
          "  the logprobs-v1 format of the llama.cpp oracle (compare with compare_logprobs.py).\n"
          "  --prompt is tokenized with BOS (unless --no-bos), special-token text is not parsed.\n"
-         "  -t N  --ctx N  --kv-type f16|f32|q8_0");
+         "  -t N  --ctx N  --kv-type f16|f32|q8_0|q4_0");
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -187,7 +187,7 @@ static void ppl_usage(void) {
          "  its second half is scored, as llama-perplexity does).\n"
          "  --kl-ref REF.json: instead, evaluate the token sequence of a logprobs-v1 dump (e.g. from\n"
          "  llama.cpp) and report the KL divergence KL(ref || anvil) and top-1 agreement per position.\n"
-         "  -t N  --kv-type f16|f32|q8_0");
+         "  -t N  --kv-type f16|f32|q8_0|q4_0");
 }
 
 static int kl_against_ref(model *m, const cli_model_opts *mo, const char *ref_path) {

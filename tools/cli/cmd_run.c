@@ -67,7 +67,7 @@ static void run_usage(void) {
          "  --template NAME       gemma | llama3 | chatml | mistral | llama2 (default: the model's\n"
          "                        TEMPLATE, else detected from the GGUF; a base model without a\n"
          "                        template runs as a completion, like Ollama's {{ .Prompt }})\n"
-         "  -t N  --ctx N  -ngl N  --kv-type f16|f32|q8_0  --verbose  (-ngl 99/999: all layers)\n"
+         "  -t N  --ctx N  -ngl N  --kv-type f16|f32|q8_0|q4_0  --verbose  (-ngl 99/999: all layers)\n"
          "  --local               run in this process even when an anvil server is running\n"
          "  --think[=false|low|medium|high]  thinking on (or off) for a model that can think\n"
          "  --hidethinking        think, but print only the answer\n"

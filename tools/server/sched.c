@@ -132,12 +132,8 @@ int sched_config_from_env(sched_config *c) {
         if (strcmp(kv, "f16") == 0) c->kv_type = QT_F16;
         else if (strcmp(kv, "f32") == 0) c->kv_type = QT_F32;
         else if (strcmp(kv, "q8_0") == 0) c->kv_type = QT_Q8_0;
-        else if (strcmp(kv, "q4_0") == 0) {
-            /* Ollama's third type; Anvil's KV cache has no Q4_0 kernels yet. A service file
-             * that asks for it keeps working, on the nearest type that exists. */
-            fprintf(stderr, "anvil: warning: %s=q4_0: the Q4_0 KV cache is not implemented yet; using q8_0\n", kv_name);
-            c->kv_type = QT_Q8_0;
-        } else { anv_set_error("%s: '%s' is not f16, q8_0, q4_0 or f32", kv_name, kv); return -1; }
+        else if (strcmp(kv, "q4_0") == 0) c->kv_type = QT_Q4_0;  /* Ollama's third type: half of q8_0's memory */
+        else { anv_set_error("%s: '%s' is not f16, q8_0, q4_0 or f32", kv_name, kv); return -1; }
     }
     return 0;
 }

@@ -17,7 +17,7 @@ typedef struct {
     int num_parallel;        /* ANVIL_NUM_PARALLEL, default 2: slots per model */
     int64_t keep_alive_ms;   /* ANVIL_KEEP_ALIVE, default 5m; 0 unloads after each request; < 0 forever */
     int context_length;      /* ANVIL_CONTEXT_LENGTH, per slot; 0 = the model's default (model_default_ctx) */
-    uint32_t kv_type;        /* ANVIL_KV_CACHE_TYPE f16|q8_0|f32 */
+    uint32_t kv_type;        /* ANVIL_KV_CACHE_TYPE f16|q8_0|q4_0|f32 */
     int n_threads;           /* ANVIL_NUM_THREADS, 0 = all */
     bool allow_paths;        /* ANVIL_ALLOW_PATHS=1: a request's model may be a GGUF path on the
                               * server; otherwise models are store names only */

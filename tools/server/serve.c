@@ -53,7 +53,7 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_NUM_PARALLEL", "2", "parallel requests per model (each with its own KV cache)"},
     {"ANVIL_MAX_QUEUE", "512", "requests waiting for a slot before 503 'server busy'"},
     {"ANVIL_CONTEXT_LENGTH", "0", "context length per slot (0 = the model's default)"},
-    {"ANVIL_KV_CACHE_TYPE", "f16", "KV cache type: f16, q8_0 or f32 (q4_0: taken as q8_0)"},
+    {"ANVIL_KV_CACHE_TYPE", "f16", "KV cache type: f16, q8_0, q4_0 or f32"},
     {"ANVIL_FLASH_ATTENTION", "(always)", "accepted; Anvil's attention is always the fused kernel"},
     {"ANVIL_NUM_THREADS", "0", "CPU threads (0 = all cores)"},
     {"ANVIL_BACKEND", "(auto)", "force a backend: vulkan, hip or cpu"},

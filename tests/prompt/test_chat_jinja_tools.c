@@ -1,0 +1,118 @@
+/* test_chat_jinja_tools: Anvil's tool-aware renderings (chat_apply_ex: gpt-oss harmony,
+ * Llama 3.x, Mistral) against the official Jinja templates that llama.cpp ships and renders
+ * with --jinja, applied by jinja2 as Hugging Face does (tests/prompt/jinja_tools_render.py
+ * wrote prompt/jinja_tools_goldens.json: tools, tool calls, tool results, thinking,
+ * reasoning levels), byte for byte. Also: harmony's refusals (a tool result without a
+ * call, channel tags in content) and its capabilities. */
+#include "chat.h"
+#include "chat_formats.h"
+#include "error.h"
+#include "testutil.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int think_level(const cJSON *t) {
+    if (!cJSON_IsString(t)) return CHAT_THINK_DEFAULT;
+    if (!strcmp(t->valuestring, "low")) return CHAT_THINK_LOW;
+    if (!strcmp(t->valuestring, "medium")) return CHAT_THINK_MEDIUM;
+    if (!strcmp(t->valuestring, "high")) return CHAT_THINK_HIGH;
+    if (!strcmp(t->valuestring, "off")) return CHAT_THINK_OFF;
+    return CHAT_THINK_ON;
+}
+
+static chat_format format_of(const char *name) {
+    int f = chat_format_from_name(name);
+    if (f >= 0) return (chat_format)f;
+    int i = chat_builtin_find(name);
+    return i >= 0 ? (chat_format)(CHAT_BUILTIN + i) : (chat_format)-1;
+}
+
+static void test_goldens(void) {
+    size_t len = 0;
+    char *text = tu_read_file("prompt/jinja_tools_goldens.json", &len);
+    CHECK(text != NULL);
+    if (!text) return;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    CHECK(cJSON_IsObject(root));
+    const char *date = cJSON_GetObjectItem(root, "date")->valuestring;
+    char *tools = cJSON_PrintUnformatted(cJSON_GetObjectItem(root, "tools"));
+    const cJSON *convs = cJSON_GetObjectItem(root, "conversations");
+    int compared = 0, differ = 0;
+    for (const cJSON *c = cJSON_GetObjectItem(root, "cases")->child; c; c = c->next) {
+        const char *fname = cJSON_GetObjectItem(c, "format")->valuestring;
+        chat_format f = format_of(fname);
+        CHECK((int)f >= 0);
+        const cJSON *conv = cJSON_GetArrayItem(convs, cJSON_GetObjectItem(c, "conv")->valueint);
+        chat_message msgs[16] = {0};
+        char *owned[16] = {0};
+        int n = 0;
+        for (const cJSON *m = conv->child; m && n < 16; m = m->next, n++) {
+            msgs[n].role = cJSON_GetObjectItem(m, "role")->valuestring;
+            msgs[n].content = cJSON_GetObjectItem(m, "content")->valuestring;
+            const cJSON *th = cJSON_GetObjectItem(m, "thinking"), *tn = cJSON_GetObjectItem(m, "tool_name");
+            if (th) msgs[n].thinking = th->valuestring;
+            if (tn) msgs[n].tool_name = tn->valuestring;
+            const cJSON *calls = cJSON_GetObjectItem(m, "tool_calls");
+            if (calls) msgs[n].tool_calls = owned[n] = cJSON_PrintUnformatted(calls);
+        }
+        chat_extras x = {.tools_json = cJSON_IsTrue(cJSON_GetObjectItem(c, "tools")) ? tools : NULL,
+                         .think = think_level(cJSON_GetObjectItem(c, "think")), .date = date};
+        char *got = chat_apply_ex(f, msgs, n, true, &x);
+        const char *want = cJSON_GetObjectItem(c, "out")->valuestring;
+        compared++;
+        if (!got || strcmp(got, want)) {
+            differ++;
+            fprintf(stderr, "%s conv %d tools %d think %s:\n  got:  [%s]\n  want: [%s]\n", fname,
+                    cJSON_GetObjectItem(c, "conv")->valueint, x.tools_json != NULL,
+                    cJSON_IsString(cJSON_GetObjectItem(c, "think")) ? cJSON_GetObjectItem(c, "think")->valuestring : "-",
+                    got ? got : anv_last_error(), want);
+        }
+        free(got);
+        for (int i = 0; i < n; i++) free(owned[i]);
+    }
+    fprintf(stderr, "%d renderings compared with the official templates', %d differ\n", compared, differ);
+    CHECK(compared >= 30 && differ == 0);
+    free(tools);
+    cJSON_Delete(root);
+}
+
+static void test_harmony_refusals(void) {
+    chat_format h = format_of("gpt-oss");
+    CHECK(chat_format_is_harmony(h));
+    CHECK(!chat_format_is_harmony(CHAT_CHATML));
+    CHECK(chat_format_has_tools(h, NULL) && chat_format_has_thinking(h, NULL, "gpt-oss"));
+    /* a gpt-oss template is detected as harmony */
+    CHECK(chat_format_is_harmony(chat_detect("{{ '<|start|>assistant<|channel|>final<|message|>' }}", "gpt-oss")));
+    const chat_message orphan[] = {{.role = "user", .content = "hi"}, {.role = "tool", .content = "18C"}};
+    char *got = chat_apply_ex(h, orphan, 2, true, &(chat_extras){.date = "2026-01-02"});
+    CHECK(got == NULL && strstr(anv_last_error(), "tool result"));
+    free(got);
+    const chat_message tags[] = {{.role = "user", .content = "hi"},
+                                 {.role = "assistant", .content = "<|channel|>final<|message|>x"},
+                                 {.role = "user", .content = "again"}};
+    got = chat_apply_ex(h, tags, 3, true, &(chat_extras){.date = "2026-01-02"});
+    CHECK(got == NULL && strstr(anv_last_error(), "<|channel|>"));
+    free(got);
+    const chat_message bad[] = {{.role = "user", .content = "hi"},
+                                {.role = "assistant", .content = "", .tool_calls = "{\"x\":1}"}};
+    got = chat_apply_ex(h, bad, 2, true, &(chat_extras){.date = "2026-01-02"});
+    CHECK(got == NULL && strstr(anv_last_error(), "tool_calls"));
+    free(got);
+    got = chat_apply_ex(h, orphan, 1, true, &(chat_extras){.tools_json = "[{\"function\":{}}]", .date = "2026-01-02"});
+    CHECK(got == NULL && strstr(anv_last_error(), "name"));
+    free(got);
+    /* without a date the render carries today's: 10 characters YYYY-MM-DD */
+    got = chat_apply_ex(h, orphan, 1, true, NULL);
+    const char *d = got ? strstr(got, "Current date: ") : NULL;
+    CHECK(d && d[14 + 4] == '-' && d[14 + 7] == '-' && d[14 + 10] == '\n');
+    free(got);
+}
+
+int main(void) {
+    test_goldens();
+    test_harmony_refusals();
+    return tu_finish();
+}
