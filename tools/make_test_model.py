@@ -240,7 +240,7 @@ def bytes_to_unicode():
     return dict(zip(bs, (chr(c) for c in cs)))
 
 
-def bpe_vocab(family, n_vocab, agent=False):
+def bpe_vocab(family, n_vocab, agent=False, harmony=False):
     """Byte-level BPE vocab (tokenizer.ggml.model "gpt2") with the family's special tokens.
     agent: as a real Qwen 3 vocab, <think>, </think>, <tool_call>, </tool_call> are
     user-defined tokens (printed in the reply text, where the reply parser sees them)."""
@@ -250,6 +250,9 @@ def bpe_vocab(family, n_vocab, agent=False):
         specials, pre = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen2"
         if family == "qwen3":
             specials += ["<think>", "</think>"] + (["<tool_call>", "</tool_call>"] if agent else [])
+            if harmony:  # --chat-template gpt-oss: the harmony markers, control tokens as in gpt-oss's vocab
+                specials += ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|return|>",
+                             "<|call|>"]
     b2u = bytes_to_unicode()
     tokens = [b2u[b] for b in sorted(b2u, key=lambda b: ord(b2u[b]))]
     words = Counter()
@@ -285,6 +288,10 @@ CHAT_TEMPLATES = {
              " + message.content.split('</think>')[-1] + '<|im_end|>\\n' }}{%- endfor %}"
              "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is defined and"
              " enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}",
+    # gpt-oss's harmony markers (abridged; Anvil detects the format by <|start|> + <|channel|>): a
+    # replay model for harmony parsing (tests/server/agents.py) on the qwen3 shape
+    "gpt-oss": "{%- for message in messages %}{{- '<|start|>' + message.role + '<|channel|>final<|message|>' +"
+               " message.content + '<|end|>' }}{%- endfor %}{%- if add_generation_prompt %}<|start|>assistant{%- endif %}",
 }
 
 
@@ -412,7 +419,8 @@ def encode(x, qt, quantizer):
 
 def write_model(args, hp, path, wtype, quantizer):
     fam = BASE.get(args.family, args.family)
-    vocab = spm_vocab(fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"], agent=args.chat_template == "qwen3")
+    vocab = spm_vocab(fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"], agent=args.chat_template == "qwen3",
+                                                                                            harmony=args.chat_template == "gpt-oss")
     assert len(vocab["tokens"]) == hp["n_vocab"], (len(vocab["tokens"]), hp["n_vocab"])
     w = gguf.GGUFWriter(path, GGUF_ARCH.get(args.family, args.family))
     w.add_type("model")

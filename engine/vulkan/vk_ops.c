@@ -326,15 +326,16 @@ static void op_store_rows(backend *be, const be_tensor *src, be_tensor *dst, int
     vk_ctx *c = vk_of(be);
     if (be_failed(&c->base) || n_rows <= 0) return;
     if (!f32_tensor(c, src, "store_rows") || !same_be(c, dst, "store_rows")) return;
-    int pipe = dst->type == QT_F32 ? VKP_STORE_F32 : dst->type == QT_F16 ? VKP_STORE_F16 : dst->type == QT_Q8_0 ? VKP_STORE_Q8_0 : -1;
-    if (pipe < 0) { be_fail(&c->base, "vulkan store_rows: destination type %u unsupported (F32/F16/Q8_0)", dst->type); return; }
+    int pipe = dst->type == QT_F32 ? VKP_STORE_F32 : dst->type == QT_F16 ? VKP_STORE_F16 : dst->type == QT_Q8_0 ? VKP_STORE_Q8_0
+             : dst->type == QT_Q4_0 ? VKP_STORE_Q4_0 : -1;
+    if (pipe < 0) { be_fail(&c->base, "vulkan store_rows: destination type %u unsupported (F32/F16/Q8_0/Q4_0)", dst->type); return; }
     if (dst_row0 < 0 || dst_row0 + n_rows > dst->rows || src->cols < dst->cols || src->rows < n_rows) {
         be_fail(&c->base, "vulkan store_rows: rows [%lld, %lld) outside the destination (%lld rows) or source too small",
                 (long long)dst_row0, (long long)(dst_row0 + n_rows), (long long)dst->rows);
         return;
     }
     const size_t drb = be_row_bytes(dst);
-    const uint32_t per_row = pipe == VKP_STORE_Q8_0 ? (uint32_t)(dst->cols / 32) : (uint32_t)dst->cols;
+    const uint32_t per_row = pipe == VKP_STORE_Q8_0 || pipe == VKP_STORE_Q4_0 ? (uint32_t)(dst->cols / 32) : (uint32_t)dst->cols;
     const be_tensor *ts[1] = { src };
     int64_t bounds[MAX_RANGES + 1];
     int nr = elem_ranges(c, ts, 1, n_rows * src->cols, src->cols, bounds, "store_rows");
@@ -366,10 +367,11 @@ static void op_attention(backend *be, const be_tensor *q, const be_tensor *k, co
     if (be_failed(&c->base) || p->n_tok <= 0) return;
     if (!f32_tensor(c, q, "attention") || !f32_tensor(c, out, "attention") || !same_be(c, k, "attention") || !same_be(c, v, "attention")) return;
     if (k->type != v->type || k->cols != v->cols) { be_fail(&c->base, "vulkan attention: K and V caches differ in type or shape"); return; }
-    int pipe = k->type == QT_F32 ? VKP_FA_F32 : k->type == QT_F16 ? VKP_FA_F16 : k->type == QT_Q8_0 ? VKP_FA_Q8_0 : -1;
-    if (pipe < 0) { be_fail(&c->base, "vulkan attention: KV type %u unsupported (F16/F32/Q8_0)", k->type); return; }
+    int pipe = k->type == QT_F32 ? VKP_FA_F32 : k->type == QT_F16 ? VKP_FA_F16 : k->type == QT_Q8_0 ? VKP_FA_Q8_0
+             : k->type == QT_Q4_0 ? VKP_FA_Q4_0 : -1;
+    if (pipe < 0) { be_fail(&c->base, "vulkan attention: KV type %u unsupported (F16/F32/Q8_0/Q4_0)", k->type); return; }
     if (p->n_head <= 0 || p->n_kv_head <= 0 || p->n_head % p->n_kv_head || p->head_dim <= 0 || p->head_dim > 512 || p->pos0 < 0 ||
-        (k->type == QT_Q8_0 && p->head_dim % 32) || (int64_t)p->n_kv_head * p->head_dim != k->cols ||
+        ((k->type == QT_Q8_0 || k->type == QT_Q4_0) && p->head_dim % 32) || (int64_t)p->n_kv_head * p->head_dim != k->cols ||
         (int64_t)p->n_head * p->head_dim > q->cols || (int64_t)p->n_head * p->head_dim > out->cols) {
         be_fail(&c->base, "vulkan attention: bad parameters (n_head %d, n_kv_head %d, head_dim %d, cache cols %lld)",
                 p->n_head, p->n_kv_head, p->head_dim, (long long)k->cols);
