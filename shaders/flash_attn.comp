@@ -4,7 +4,7 @@
 // invocation accumulates its own output dims over the block. GQA: head h reads kv head
 // h / (n_head / n_kv_head). Keys [lo, pos] are visible (window > 0: pos - j < window);
 // noncausal (encoders): keys [0, n_kv), or |pos - j| <= window / 2 with a window.
-// KV_F32 / KV_F16 / KV_Q8_0 select the cache type (read as 32-bit words).
+// KV_F32 / KV_F16 / KV_Q8_0 / KV_Q4_0 select the cache type (read as 32-bit words).
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
@@ -31,8 +31,15 @@ layout(push_constant) uniform PC {
 // block (d / 32) of 34 bytes: fp16 scale then 32 int8
 #define KV_ELEM(buf, rb, d) (unpackHalf2x16(LD16(buf, (rb) + 34u * ((d) >> 5))).x * \
     float(int(((buf[((rb) + 34u * ((d) >> 5) + 2u + ((d) & 31u)) >> 2] >> ((((rb) + 34u * ((d) >> 5) + 2u + ((d) & 31u)) & 3u) << 3)) & 0xffu) << 24) >> 24))
+#elif defined(KV_Q4_0)
+// block (d / 32) of 18 bytes: fp16 scale then 16 bytes of nibbles; element e of a block is
+// the low nibble of byte e (e < 16) or the high nibble of byte e - 16; value d * (q - 8)
+#define Q4_BLK(rb, d) ((rb) + 18u * ((d) >> 5))
+#define LD8(buf, b) ((buf[(b) >> 2] >> (((b) & 3u) << 3)) & 0xffu)
+#define KV_ELEM(buf, rb, d) (unpackHalf2x16(LD16(buf, Q4_BLK(rb, d))).x * \
+    (float((LD8(buf, Q4_BLK(rb, d) + 2u + ((d) & 15u)) >> (((d) & 16u) >> 2)) & 0xfu) - 8.0))
 #else
-#error "flash_attn: define KV_F32, KV_F16 or KV_Q8_0"
+#error "flash_attn: define KV_F32, KV_F16, KV_Q8_0 or KV_Q4_0"
 #endif
 
 shared float q_sh[MAX_D];
@@ -58,6 +65,8 @@ void main() {
     // Key/value element (j, d) lives at byte off + j * kv_stride + kv head part.
 #if defined(KV_Q8_0)
     const uint head_bytes = (D / 32u) * 34u;
+#elif defined(KV_Q4_0)
+    const uint head_bytes = (D / 32u) * 18u;
 #elif defined(KV_F16)
     const uint head_bytes = D * 2u;
 #else

@@ -1,7 +1,9 @@
 #version 450
-// store_rows: dst rows = convert(src rows), F32 -> DST_F32 / DST_F16 / DST_Q8_0 (the KV
-// cache). F16/Q8_0 are written as 16-bit words (16-bit storage). Q8_0 matches ggml's
-// quantize_row_q8_0_ref: d = amax/127, q = roundf(x/d) (half away from zero).
+// store_rows: dst rows = convert(src rows), F32 -> DST_F32 / DST_F16 / DST_Q8_0 / DST_Q4_0
+// (the KV cache). F16/Q8_0/Q4_0 are written as 16-bit words (16-bit storage). Q8_0 matches
+// ggml's quantize_row_q8_0_ref: d = amax/127, q = roundf(x/d) (half away from zero); Q4_0
+// its quantize_row_q4_0_ref: d = (the value of largest magnitude) / -8, q = min(15,
+// trunc(x/d + 8.5)), elements 0..15 in the low nibbles, 16..31 in the high ones.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
 layout(local_size_x = 64) in;
@@ -36,7 +38,29 @@ void main() {
         int q0 = int(sign(v0) * floor(abs(v0) + 0.5)), q1 = int(sign(v1) * floor(abs(v1) + 0.5));
         dh[w + 1u + j] = uint16_t((uint(q0) & 0xffu) | ((uint(q1) & 0xffu) << 8));
     }
+#elif defined(DST_Q4_0)
+    if (i >= pc.cols / 32u) return;            // one invocation per 18-byte block (9 words)
+    const uint xb = sb + 32u * i;
+    float amax = 0.0, vmax = 0.0;
+    for (uint j = 0u; j < 32u; j++) {
+        const float v = sf[xb + j];
+        if (amax < abs(v)) { amax = abs(v); vmax = v; }
+    }
+    const float d = vmax / -8.0;
+    const float id = d != 0.0 ? 1.0 / d : 0.0;
+    const uint w = (pc.d_off + row * pc.d_stride) / 2u + 9u * i;
+    dh[w] = uint16_t(packHalf2x16(vec2(d, 0.0)));
+    for (uint j = 0u; j < 8u; j++) {
+        uint word = 0u;
+        for (uint b = 0u; b < 2u; b++) {
+            const uint e = 2u * j + b;        // byte e: element e (low nibble), e + 16 (high)
+            precise float l = sf[xb + e] * id + 8.5, h = sf[xb + e + 16u] * id + 8.5;
+            const uint ql = min(15u, uint(int(l))), qh = min(15u, uint(int(h)));
+            word |= (ql | (qh << 4)) << (8u * b);
+        }
+        dh[w + 1u + j] = uint16_t(word);
+    }
 #else
-#error "store_rows: define DST_F32, DST_F16 or DST_Q8_0"
+#error "store_rows: define DST_F32, DST_F16, DST_Q8_0 or DST_Q4_0"
 #endif
 }

@@ -35,7 +35,7 @@ if(TEST test_vulkan_verify)
   set_tests_properties(test_vulkan_verify PROPERTIES FIXTURES_REQUIRED anvil_model_llama-tiny-q4_0
     ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
 endif()
-foreach(t test_vulkan_large test_vulkan_loader test_vulkan_model)
+foreach(t test_vulkan_large test_vulkan_loader test_vulkan_model test_vulkan_kv)
   if(TEST ${t})
     set_tests_properties(${t} PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
   endif()
