@@ -260,6 +260,17 @@ done:
     return out;
 }
 
+void prompt_reply_style(const model *m, const prompt_spec *p, reply_parse_opts *o) {
+    o->harmony = false;
+    if (!p || p->raw) return;
+    if (p->template_go && *p->template_go) {
+        o->harmony = strstr(p->template_go, "<|start|>") && strstr(p->template_go, "<|channel|>");
+        return;
+    }
+    chat_format f = p->chat_format_override >= 0 ? (chat_format)p->chat_format_override : prompt_detect_format(m);
+    o->harmony = chat_format_is_harmony(f);
+}
+
 prompt_caps prompt_capabilities(const model *m, const char *template_go, int chat_format_override) {
     prompt_caps c = {false, false};
     if (template_go && *template_go) {

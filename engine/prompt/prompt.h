@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include "chat.h"
 #include "model.h"
+#include "reply_parse.h"
 
 typedef struct {
     const char *template_go;        /* Go template text, NULL = use the GGUF chat template */
@@ -18,13 +19,18 @@ typedef struct {
     bool raw;                       /* the last message's content is the prompt, as is */
     int chat_format_override;       /* chat_format for the GGUF path, -1 = detect */
     const char *tools_json;         /* the request's tools (JSON array), NULL = none */
-    int think;                      /* CHAT_THINK_DEFAULT / _OFF / _ON */
+    int think;                      /* CHAT_THINK_* (a level: gpt-oss's Reasoning) */
 } prompt_spec;
 
 /* What the model's prompt path can do (Ollama's capabilities "tools" / "thinking"): the
  * GGUF chat format's, or a Go template's by the names it uses (.Tools, .Think). */
 typedef struct { bool tools, thinking; } prompt_caps;
 prompt_caps prompt_capabilities(const model *m, const char *template_go, int chat_format_override);
+
+/* How the model's reply is split (reply_parse.h), beside the request's own switches:
+ * harmony for gpt-oss (its GGUF template, or a Go TEMPLATE with <|start|> and <|channel|>,
+ * Ollama's shouldUseHarmony by the template). Sets o->harmony only. */
+void prompt_reply_style(const model *m, const prompt_spec *p, reply_parse_opts *o);
 
 /* malloc'd prompt text, ending where the assistant's reply starts; NULL + anv_last_error(). */
 char *prompt_build(const model *m, const prompt_spec *p);

@@ -16,7 +16,12 @@ Checked, field by field against Ollama's and OpenAI's documented shapes:
 - `anvil run` (through the server): "Thinking...", the trace, "...done thinking.", the
   answer; --hidethinking only the answer;
 - /api/show capabilities; a model without them (gemma3) answers 400 "... does not support
-  tools" / "... does not support thinking"; a malformed tools entry is a 400 naming it.
+  tools" / "... does not support thinking"; a malformed tools entry is a 400 naming it;
+- gpt-oss's harmony (a qwen3-shaped model with the harmony control tokens and a harmony
+  template, make_test_model --chat-template gpt-oss): the analysis channel as thinking /
+  reasoning_content, a commentary call to=functions.NAME as tool_calls (the reply stops at
+  <|call|>, an end-of-generation token), the final channel as content, think levels and
+  reasoning_effort accepted, the round trip, `anvil run` printing the trace.
 
   agents.py ANVIL WORKDIR"""
 import json
@@ -165,6 +170,75 @@ def refusals(srv, gemma, qwen):
     check(all("capabilities" in m for m in tags.get("models", [])), "tags entries carry capabilities")
 
 
+HARMONY_CALL = ('<|channel|>analysis<|message|>The user wants the weather.<|end|><|start|>assistant<|channel|>'
+                'commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>')
+HARMONY_ANSWER = ('<|channel|>analysis<|message|>hmm, a greeting<|end|><|start|>assistant<|channel|>final'
+                  '<|message|>Hello!<|return|>')
+
+
+def harmony_side(anvil, work):
+    import ollama
+    import openai
+    model = make(work, "qwen3", "gpt-oss")
+    srv = Server(anvil, env={"ANVIL_TEST_REPLAY": HARMONY_CALL})
+    try:
+        cl = ollama.Client(host=srv.base)
+        msgs = [{"role": "user", "content": "Weather in Paris?"}]
+        r = cl.chat(model=model, messages=msgs, tools=[TOOL], think="high")
+        calls = r.message.tool_calls or []
+        check(len(calls) == 1 and calls[0].function.name == "get_weather" and
+              dict(calls[0].function.arguments) == {"city": "Paris"} and r.message.content == "" and
+              r.message.thinking == "The user wants the weather." and r.done_reason == "stop",
+              "harmony ollama chat: analysis -> thinking, commentary to=functions.get_weather -> one call, "
+              "no content, stopped at <|call|> (%r)" % (r.message,))
+        thinking, content, got, last = "", "", [], None
+        for ch in cl.chat(model=model, messages=msgs, tools=[TOOL], stream=True):
+            thinking += ch.message.thinking or ""
+            content += ch.message.content or ""
+            got += ch.message.tool_calls or []
+            last = ch
+        check(thinking == "The user wants the weather." and content == "" and len(got) == 1 and
+              got[0].function.name == "get_weather" and last.done,
+              "harmony ollama stream: thinking pieces, no marker in content, the call, done (%r, %r, %r)"
+              % (thinking, content, got))
+        msgs2 = msgs + [{"role": "assistant", "content": "", "thinking": "The user wants the weather.",
+                         "tool_calls": [c.model_dump(exclude_none=True) for c in calls]},
+                        {"role": "tool", "content": "18C and sunny", "tool_name": "get_weather"}]
+        r2 = cl.chat(model=model, messages=msgs2, tools=[TOOL])
+        check(r2.done and (r2.message.tool_calls or []) and r2.prompt_eval_count,
+              "harmony round trip: the call, its thinking and its result sent back are answered (%r)" % r2.done_reason)
+        for level in ("low", "medium", "high", True, False):
+            st, _, o, raw = post_json(srv, "/api/chat", {"model": model, "messages": msgs, "think": level,
+                                                         "stream": False})
+            check(st == 200 and (o.get("message") or {}).get("thinking") == "The user wants the weather.",
+                  "harmony think %r: accepted, the analysis still split out (%d %r)" % (level, st, raw[:200]))
+        info = cl.show(model)
+        check(list(info.capabilities or []) == ["completion", "tools", "thinking"],
+              "harmony show: capabilities completion, tools, thinking (%r)" % info.capabilities)
+        oc = openai.OpenAI(base_url=srv.base + "/v1", api_key="unused")
+        r = oc.chat.completions.create(model=model, messages=msgs, tools=[TOOL], reasoning_effort="low")
+        ch = r.choices[0]
+        tc = ch.message.tool_calls or []
+        check(ch.finish_reason == "tool_calls" and len(tc) == 1 and tc[0].id.startswith("call_") and
+              tc[0].function.name == "get_weather" and json.loads(tc[0].function.arguments) == {"city": "Paris"} and
+              (ch.message.model_extra or {}).get("reasoning_content") == "The user wants the weather.",
+              "harmony openai: finish_reason tool_calls, the call, reasoning_content (%r)" % (ch.message,))
+    finally:
+        srv.stop()
+    srv = Server(anvil, env={"ANVIL_TEST_REPLAY": HARMONY_ANSWER})
+    try:
+        st, _, o, raw = post_json(srv, "/api/generate", {"model": model, "prompt": "hi", "stream": False})
+        check(st == 200 and o.get("thinking") == "hmm, a greeting" and o.get("response") == "Hello!",
+              "harmony generate: thinking and the final channel's response (%r)" % raw[:300])
+        env = dict(os.environ, ANVIL_HOST=srv.host, HOME=srv.env["HOME"], ANVIL_MODELS=srv.env["ANVIL_MODELS"])
+        r = subprocess.run([anvil, "run", model, "hi", "--think=low"], env=env, capture_output=True, text=True,
+                           timeout=120)
+        check((r.returncode, r.stdout) == (0, "Thinking...\nhmm, a greeting\n...done thinking.\n\nHello!\n"),
+              "harmony anvil run --think=low: the trace, then the answer (%r)" % ((r.returncode, r.stdout, r.stderr[-300:]),))
+    finally:
+        srv.stop()
+
+
 def main():
     anvil, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -200,6 +274,7 @@ def main():
               "anvil run --hidethinking prints only the answer (%r)" % (runs["--hidethinking"],))
     finally:
         srv.stop()
+    harmony_side(anvil, work)
     finish()
 
 

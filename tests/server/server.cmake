@@ -63,3 +63,11 @@ set_tests_properties(server_ollama_env PROPERTIES FIXTURES_REQUIRED anvil_server
 # tools/deploy: the Kubernetes manifests schema-validated and the Dockerfile linted (real tools from PyPI)
 add_test(NAME deploy_lint COMMAND bash ${ANVIL_TESTS}/server/deploy_lint.sh ${CMAKE_SOURCE_DIR})
 set_tests_properties(deploy_lint PROPERTIES TIMEOUT 120 LABELS server)
+# Embedding models through the real ollama/openai clients: the embed_models fixture's bert (CLS),
+# bert-mean and nomic-bert (tests/model/embed.cmake) against llama-embedding's goldens (cosine
+# >= 0.9999) on /api/embed, /api/embeddings and /v1/embeddings (floats, base64, token arrays),
+# truncation, capabilities, and the 400 for generation on an embedding-only model.
+add_test(NAME server_embed
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/embed_models.py $<TARGET_FILE:anvil> ${ANVIL_TEST_MODELS}
+                 ${ANVIL_TESTS}/data/embed)
+set_tests_properties(server_embed PROPERTIES FIXTURES_REQUIRED embed_models TIMEOUT 300 LABELS server)

@@ -258,7 +258,9 @@ static char *request_json(const client_gen_request *q, bool chat) {
         if (*q->keep_alive && !*end) cJSON_AddNumberToObject(o, "keep_alive", secs);
         else cJSON_AddStringToObject(o, "keep_alive", q->keep_alive);
     }
-    if (q->think) cJSON_AddBoolToObject(o, "think", q->think == CHAT_THINK_ON);
+    static const char *const levels[] = {[CHAT_THINK_LOW] = "low", [CHAT_THINK_MEDIUM] = "medium", [CHAT_THINK_HIGH] = "high"};
+    if (q->think >= CHAT_THINK_LOW && q->think <= CHAT_THINK_HIGH) cJSON_AddStringToObject(o, "think", levels[q->think]);
+    else if (q->think) cJSON_AddBoolToObject(o, "think", q->think == CHAT_THINK_ON);
     if (q->format) {
         cJSON *schema = strcmp(q->format, "json") ? cJSON_Parse(q->format) : NULL;
         if (cJSON_IsObject(schema)) cJSON_AddItemToObject(o, "format", schema);

@@ -162,7 +162,9 @@ static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm,
     char *reply = NULL;
     size_t reply_len = 0;
     stream_target t = {.reply = open_memstream(&reply, &reply_len), .hide_thinking = o->hide_thinking};
-    if (!o->raw && o->think != CHAT_THINK_OFF && !(t.rp = reply_parser_new(&(reply_parse_opts){.thinking = true})))
+    reply_parse_opts rpo = {.thinking = true};
+    prompt_reply_style(m, &ps, &rpo);   /* gpt-oss: harmony channels (its trace cannot be turned off) */
+    if (!o->raw && (o->think != CHAT_THINK_OFF || rpo.harmony) && !(t.rp = reply_parser_new(&rpo)))
         anv_die("out of memory");
     stop_matcher *stop = NULL;
     if (o->ro.n_stop && !(stop = stop_matcher_new(o->ro.stop, o->ro.n_stop))) anv_die("out of memory");
@@ -440,7 +442,10 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--think") || !strncmp(a, "--think=", 8)) {
             const char *v = a[7] == '=' ? a + 8 : "true";
             if (!strcmp(v, "false")) o.think = CHAT_THINK_OFF;
-            else if (!strcmp(v, "true") || !strcmp(v, "low") || !strcmp(v, "medium") || !strcmp(v, "high")) o.think = CHAT_THINK_ON;
+            else if (!strcmp(v, "true")) o.think = CHAT_THINK_ON;
+            else if (!strcmp(v, "low")) o.think = CHAT_THINK_LOW;     /* levels: gpt-oss's Reasoning */
+            else if (!strcmp(v, "medium")) o.think = CHAT_THINK_MEDIUM;
+            else if (!strcmp(v, "high")) o.think = CHAT_THINK_HIGH;
             else anv_die("--think: '%s' is not true, false, low, medium or high", v);
         }
         else if (!strcmp(a, "--hidethinking")) o.hide_thinking = true;

@@ -137,8 +137,12 @@ int cmd_show(int argc, char **argv) {
     if (ftype_name) printf("    %-20s %s\n", "quantization", ftype_name);
     else printf("    %-20s %s (most bytes)\n", "quantization", qtype_get((uint32_t)main_type) ? qtype_get((uint32_t)main_type)->name : "?");
     printf("    %-20s %llu (%.1f MiB)\n", "tensors", (unsigned long long)f->n_tensors, (double)f->size / 1048576.0);
-    printf("    %-20s %s, %d tokens\n", "tokenizer", tokenizer_kind(m->tok) == TOK_KIND_SPM ? "SentencePiece (llama)" : "byte-level BPE (gpt2)", tokenizer_n_vocab(m->tok));
-    printf("    %-20s %s%s\n", "chat format", chat_format_name(prompt_detect_format(m)),
+    printf("    %-20s %s, %d tokens\n", "tokenizer", tokenizer_kind(m->tok) == TOK_KIND_SPM ? "SentencePiece (llama)" : tokenizer_kind(m->tok) == TOK_KIND_WPM ? "WordPiece (bert)" : "byte-level BPE (gpt2)", tokenizer_n_vocab(m->tok));
+    char pool_key[96];
+    snprintf(pool_key, sizeof pool_key, "%s.pooling_type", hp->arch_name);
+    const bool embeds = hp->embedding_only || gguf_find(f, pool_key) != NULL;
+    if (embeds) printf("    %-20s none (an embedding model)\n", "chat format");
+    else printf("    %-20s %s%s\n", "chat format", chat_format_name(prompt_detect_format(m)),
            prompt_model_is_base(m) ? " (a base model: no template and no instruct marker in its name; runs as a completion)"
            : !m->chat_template ? " (no template in the file: from the architecture)"
            : chat_template_unrecognised(m->chat_template) ? " (the file's template is not one Anvil knows: guessed from the architecture)" : "");
@@ -148,8 +152,9 @@ int cmd_show(int argc, char **argv) {
         for (uint64_t i = 0; i < f->n_tensors; i++) count += f->tensors[i].type == (uint32_t)t;
         if (count) printf("    %-20s %d tensors, %.1f MiB\n", qtype_get((uint32_t)t)->name, count, bytes_by_type[t] / 1048576.0);
     }
-    /* embedding is not claimed: `anvil run` and the server generate text */
-    printf("\n  Capabilities\n    completion\n");
+    /* Ollama's rule: a model with {arch}.pooling_type (or an encoder) embeds only; the others complete */
+    printf("\n  Capabilities\n    %s\n", embeds ? "embedding" : "completion");
+    if (embeds) printf("    %-20s %s\n", "pooling", hp->pooling == MODEL_POOL_CLS ? "cls" : hp->pooling == MODEL_POOL_LAST ? "last" : "mean");
     if (e.params_json && strcmp(e.params_json, "{}")) {
         printf("\n  Parameters\n");
         print_params(e.params_json, "    ", 14);

@@ -305,7 +305,8 @@ static bool gen_on_text(const char *text, int len, void *user) {
     api_req *c = g->c;
     if (c->stream) aj_begin(c);   /* the first call (the model loaded) starts the stream, text or not */
     if (!g->rp) {
-        reply_parse_opts o = {.thinking = g->q.think != CHAT_THINK_OFF, .tools = g->q.tools_json != NULL};
+        reply_parse_opts o = {.thinking = g->q.think != CHAT_THINK_OFF, .tools = g->q.tools_json != NULL,
+                              .harmony = g->style.harmony};
         if (!(g->rp = reply_parser_new(&o))) return false;
     }
     if (len > 0 && (!reply_parser_feed(g->rp, text, (size_t)len, &g->dl) || !deliver(g))) return false;
@@ -343,6 +344,7 @@ bool aj_generate(aj_gen *g) {
     g->q.on_text = gen_on_text;
     g->q.still_wanted = gen_still_wanted;
     g->q.user = g;
+    g->q.reply_style = &g->style;
     sched_result *res = &g->res;
     if (!sched_generate(((server_app *)http_app(g->c->r))->sched, &g->q, res)) {
         if (g->rp && (!reply_parser_finish(g->rp, &g->dl) || !deliver(g))) {

@@ -96,6 +96,7 @@ struct aj_gen {
     bytebuf text, thinking;
     cJSON *calls;         /* every tool call of the reply: [{"id", "function": {"index", "name", "arguments"}}] */
     reply_parser *rp;
+    reply_parse_opts style;   /* the model's reply format (harmony or not), set by the scheduler */
     reply_delta dl;
     sched_result res;
 };

@@ -215,9 +215,10 @@ static void ollama_embed(http_req *r, bool legacy) {
     if (!body) return;
     aj_embed e = {.c = &c, .q.truncate = true};
     e.q.model = aj_model(&c, body, false);
-    if (legacy) {   /* one "prompt"; an empty one embeds nothing */
+    if (legacy) {   /* one "prompt"; an empty one embeds nothing; Ollama does not normalise it */
         const char *p = aj_string(&c, body, "prompt");
         if (p && *p) aj_embed_inputs(&e, body, "prompt");
+        e.q.raw = true;
     } else {
         aj_embed_inputs(&e, body, "input");
         e.q.truncate = aj_bool(&c, body, "truncate", true);

@@ -343,14 +343,78 @@ static cJSON *embedding_list(const sched_embed_result *res, const char *model, b
     return o;
 }
 
+/* OpenAI's token-array inputs: [1, 2, 3] (one input) or [[1, 2], [3]] (several). False when
+ * input is not one (strings: aj_strings reads them); with c failed on a bad element. */
+typedef struct {
+    int32_t **lists;
+    int *lens;
+    int n;
+} token_inputs;
+
+static int32_t *token_list(api_req *c, const cJSON *arr, const char *field, int *n_out) {
+    int n = cJSON_GetArraySize(arr);
+    int32_t *t = malloc((size_t)(n ? n : 1) * sizeof *t);
+    if (!t) { aj_fail(c, 500, NULL, "out of memory"); return NULL; }
+    for (int i = 0; i < n; i++) {
+        const cJSON *v = cJSON_GetArrayItem(arr, i);
+        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int32_t)v->valuedouble) {
+            char name[48];
+            snprintf(name, sizeof name, "%s[%d]", field, i);
+            aj_fail(c, 400, name, "invalid value for field '%s': expected a token id (an integer)", name);
+            free(t);
+            return NULL;
+        }
+        t[i] = (int32_t)v->valuedouble;
+    }
+    *n_out = n;
+    return t;
+}
+
+static bool read_token_inputs(api_req *c, const cJSON *input, token_inputs *ti) {
+    const cJSON *first = cJSON_IsArray(input) ? cJSON_GetArrayItem(input, 0) : NULL;
+    if (!first || !(cJSON_IsNumber(first) || cJSON_IsArray(first))) return false;
+    bool nested = cJSON_IsArray(first);
+    int n = nested ? cJSON_GetArraySize(input) : 1;
+    ti->lists = calloc((size_t)n, sizeof *ti->lists);
+    ti->lens = calloc((size_t)n, sizeof *ti->lens);
+    if (!ti->lists || !ti->lens) { aj_fail(c, 500, NULL, "out of memory"); return true; }
+    ti->n = n;
+    for (int i = 0; i < n && !c->failed; i++) {
+        char field[32];
+        snprintf(field, sizeof field, nested ? "input[%d]" : "input", i);
+        const cJSON *arr = nested ? cJSON_GetArrayItem(input, i) : input;
+        if (!cJSON_IsArray(arr)) {
+            aj_fail(c, 400, field, "invalid value for field '%s': expected an array of token ids", field);
+            break;
+        }
+        if (cJSON_GetArraySize(arr) == 0) { aj_fail(c, 400, field, "invalid input: '%s' must not be empty", field); break; }
+        ti->lists[i] = token_list(c, arr, field, &ti->lens[i]);
+    }
+    return true;
+}
+
+static void token_inputs_free(token_inputs *ti) {
+    for (int i = 0; ti->lists && i < ti->n; i++) free(ti->lists[i]);
+    free(ti->lists);
+    free(ti->lens);
+}
+
 void oai_embeddings(http_req *r) {
     api_req c = {.r = r, .openai = true};
     cJSON *body = aj_parse_body(&c);
     if (!body) return;
     aj_embed e = {.c = &c, .q.truncate = true};
+    token_inputs ti = {0};
     e.q.model = aj_model(&c, body, false);
-    if (!c.failed && !aj_any(body, "input")) aj_fail(&c, 400, "input", "invalid input: 'input' is required");
-    aj_embed_inputs(&e, body, "input");
+    const cJSON *input = aj_any(body, "input");
+    if (!c.failed && !input) aj_fail(&c, 400, "input", "invalid input: 'input' is required");
+    if (!c.failed && read_token_inputs(&c, input, &ti)) {   /* token ids, as OpenAI's API allows */
+        e.q.token_inputs = (const int32_t *const *)ti.lists;
+        e.q.token_lens = ti.lens;
+        e.q.n_inputs = ti.n;
+    } else {
+        aj_embed_inputs(&e, body, "input");
+    }
     if (!c.failed && e.q.n_inputs == 0) aj_fail(&c, 400, "input", "invalid input: 'input' must not be empty");
     e.q.dimensions = (int)aj_int(&c, body, "dimensions", 0, 0, 1 << 20);
     const char *enc = aj_string(&c, body, "encoding_format");
@@ -358,5 +422,6 @@ void oai_embeddings(http_req *r) {
     if (enc && !b64 && strcmp(enc, "float")) aj_fail(&c, 400, "encoding_format", "invalid encoding_format '%.40s': expected float or base64", enc);
     if (!c.failed && aj_embed_run(&e)) aj_reply(r, 200, embedding_list(&e.res, e.q.model, b64));
     aj_embed_clear(&e);
+    token_inputs_free(&ti);
     cJSON_Delete(body);
 }

@@ -1,6 +1,6 @@
 /* api_tools: the request side of tool calling and thinking, for both APIs (api_json.h):
  * "tools" (checked: each {"type": "function", "function": {"name": ...}}), "think" /
- * "reasoning_effort", and each chat message's thinking, tool_calls and tool_name. Tool
+ * "reasoning_effort" (a level is kept: gpt-oss renders it), and each chat message's thinking, tool_calls and tool_name. Tool
  * calls are kept in Ollama's shape [{"function": {"name", "arguments": {...}}}] whatever
  * the API (OpenAI sends arguments as JSON text: parsed here, a 400 if it is not an
  * object), so the prompt renders them one way. */
@@ -61,11 +61,14 @@ void aj_think(aj_gen *g, const cJSON *body) {
         return;
     }
     if (cJSON_IsString(v)) {
-        static const char *const on[] = {"low", "medium", "high", "max", "minimal", "true"};
+        /* levels: gpt-oss's Reasoning (max is its high, minimal its low); other families: on */
+        static const struct { const char *name; int think; } lv[] = {
+            {"low", CHAT_THINK_LOW}, {"medium", CHAT_THINK_MEDIUM}, {"high", CHAT_THINK_HIGH},
+            {"max", CHAT_THINK_HIGH}, {"minimal", CHAT_THINK_LOW}, {"true", CHAT_THINK_ON}};
         const char *s = v->valuestring;
         if (!strcmp(s, "false") || !strcmp(s, "none")) { g->q.think = CHAT_THINK_OFF; return; }
-        for (size_t i = 0; i < sizeof on / sizeof on[0]; i++)
-            if (!strcmp(s, on[i])) { g->q.think = CHAT_THINK_ON; return; }
+        for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++)
+            if (!strcmp(s, lv[i].name)) { g->q.think = lv[i].think; return; }
     }
     aj_fail(c, 400, key, c->openai ? "invalid value for 'reasoning_effort': expected none, minimal, low, medium or high"
                                    : "invalid value for 'think': expected true, false, \"low\", \"medium\", \"high\" or \"max\"");

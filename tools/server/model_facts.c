@@ -225,6 +225,14 @@ cJSON *facts_tensors_json(const model_facts *f) {
 }
 
 void facts_capabilities(const model_facts *f, const char *template_go, cJSON *caps) {
+    if (f->file) {   /* Ollama's rule: {arch}.pooling_type present -> an embedding model, nothing else */
+        char key[96];
+        snprintf(key, sizeof key, "%s.pooling_type", f->family);
+        if (gguf_find(f->file, key)) {
+            cJSON_AddItemToArray(caps, cJSON_CreateString("embedding"));
+            return;
+        }
+    }
     cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
     bool tools = false, thinking = false;
     if (template_go && *template_go) {

@@ -30,7 +30,8 @@ cJSON *facts_details_json(const model_facts *f);
  * and any array of more than 1024 elements are [] unless verbose; general.parameter_count added; general.name and
  * tokenizer.chat_template left out. {} without a file. */
 cJSON *facts_model_info_json(const model_facts *f, bool verbose);
-/* Ollama's "capabilities": "completion", then "tools" and "thinking" when the prompt path
+/* Ollama's "capabilities": ["embedding"] for a file with {arch}.pooling_type; else
+ * "completion", then "tools" and "thinking" when the prompt path
  * has them (a Go TEMPLATE template_go, else the GGUF's chat template and architecture;
  * prompt.h's rules), into the array caps. */
 void facts_capabilities(const model_facts *f, const char *template_go, cJSON *caps);

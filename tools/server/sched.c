@@ -558,6 +558,21 @@ static int32_t *encode_prompt(const model *m, const prompt_spec *ps, bool add_bo
     return toks;
 }
 
+/* Ollama's rule (its capabilities): a file with {arch}.pooling_type is an embedding model and
+ * nothing else, as are the encoder families. */
+static bool embeds_only(const model *m) {
+    if (m->hp.embedding_only) return true;
+    char key[96];
+    snprintf(key, sizeof key, "%s.pooling_type", m->hp.arch_name ? m->hp.arch_name : "");
+    return m->gguf && gguf_find(m->gguf, key) != NULL;
+}
+
+/* Ollama's 400 for generation on an embedding model: "\"<model>\" does not support generate|chat". */
+static void fail_embed_only(job *j, const sched_gen_request *r) {
+    sched_job_fail(j, 400, "\"%.200s\" does not support %s", r->model ? r->model : "",
+                   r->messages && r->n_messages > 0 ? "chat" : "generate");
+}
+
 /* Builds and tokenizes the prompt, creates the sampler, grammar and stop matcher. A chat
  * longer than the context loses its oldest messages (system messages and the last message
  * are always kept), as Ollama does. */
@@ -576,14 +591,20 @@ static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_g
                       .chat_format_override = -1,
                       .tools_json = r->tools_json,
                       .think = r->think};
+    if (embeds_only(m)) {
+        free(kept);
+        fail_embed_only(j, r);
+        return -1;
+    }
     /* Ollama's capability errors: a request for what the model's template cannot do */
     prompt_caps caps = prompt_capabilities(m, ps.template_go, -1);
-    if ((r->think == CHAT_THINK_ON && !caps.thinking) || (r->tools_json && !caps.tools)) {
+    if ((CHAT_THINK_IS_ON(r->think) && !caps.thinking) || (r->tools_json && !caps.tools)) {
         free(kept);
         sched_job_fail(j, 400, "%s does not support %s", e->name ? e->name : "the model",
                        r->tools_json && !caps.tools ? "tools" : "thinking");
         return -1;
     }
+    if (r->reply_style) prompt_reply_style(m, &ps, r->reply_style);   /* before the first text */
     const bool add_bos = tokenizer_add_bos(m->tok) && r->n_context <= 0;
     const int room = lm->n_ctx - (r->context && r->n_context > 0 ? r->n_context : 0);
     int n_text = 0, dropped = 0;
@@ -726,7 +747,8 @@ int sched_generate(sched *s, const sched_gen_request *r, sched_result *res) {
         lm->keep_alive_ms = ka;
         snprintf(res->model, sizeof res->model, "%s", e.name ? e.name : lm->name);
         if (!have_prompt) {
-            res->done_reason = "load";
+            if (embeds_only(lm->m)) fail_embed_only(&j, r);   /* Ollama refuses even the load */
+            else res->done_reason = "load";
         } else {
             pthread_mutex_unlock(&s->mu);
             rc = prepare_gen(s, lm, &e, r, &j);
@@ -753,6 +775,19 @@ void sched_result_clear(sched_result *res) {
     res->n_context = 0;
 }
 
+/* The tokens the tokenizer appends to every text (BERT's [SEP], an EOS where the vocabulary
+ * adds one): what an empty text encodes to after its BOS. Their count (at most cap). */
+static int end_tokens(const tokenizer *tok, int32_t *out, int cap) {
+    int n = 0;
+    int32_t *e = tokenizer_encode(tok, "", 0, tokenizer_add_bos(tok), false, &n);
+    int skip = e && n > 0 && tokenizer_add_bos(tok) && e[0] == tokenizer_bos(tok) ? 1 : 0;
+    int k = e ? n - skip : 0;
+    if (k > cap) k = 0;
+    if (k > 0) memcpy(out, e + skip, (size_t)k * sizeof *out);
+    free(e);
+    return k;
+}
+
 int sched_embed(sched *s, const sched_embed_request *r, sched_embed_result *res) {
     memset(res, 0, sizeof *res);
     job j = {.kind = JOB_EMBED, .t_start_ns = sched_now_ns()};
@@ -762,7 +797,7 @@ int sched_embed(sched *s, const sched_embed_request *r, sched_embed_result *res)
     pthread_mutex_unlock(&s->mu);
     int64_t ka = r->keep_alive_set ? r->keep_alive_ms : s->cfg.keep_alive_ms;
     int rc = resolve(s, r->model, r->options, &e, &j.opt, &j);
-    if (rc == 0 && (r->n_inputs < 0 || (r->n_inputs > 0 && !r->inputs))) {
+    if (rc == 0 && (r->n_inputs < 0 || (r->n_inputs > 0 && !r->inputs && !r->token_inputs))) {
         sched_job_fail(&j, 400, "invalid input list");
         rc = -1;
     }
@@ -782,20 +817,46 @@ int sched_embed(sched *s, const sched_embed_request *r, sched_embed_result *res)
         const model *m = lm->m;
         j.n_in = r->n_inputs;
         j.dimensions = r->dimensions;
+        j.embd_raw = r->raw;
         j.in_tokens = calloc((size_t)(r->n_inputs > 0 ? r->n_inputs : 1), sizeof *j.in_tokens);
         j.in_len = calloc((size_t)(r->n_inputs > 0 ? r->n_inputs : 1), sizeof *j.in_len);
         if (!j.in_tokens || !j.in_len) { sched_job_fail(&j, 500, "out of memory"); rc = -1; }
         for (int i = 0; rc == 0 && i < r->n_inputs; i++) {
-            const char *in = r->inputs[i] ? r->inputs[i] : "";
-            j.in_tokens[i] = tokenizer_encode(m->tok, in, strlen(in), tokenizer_add_bos(m->tok), true, &j.in_len[i]);
-            if (!j.in_tokens[i]) { sched_job_fail(&j, 400, "tokenizing input %d: %s", i, anv_last_error()); rc = -1; break; }
+            if (r->token_inputs) {   /* token ids as given: checked against the vocabulary */
+                int n = r->token_lens ? r->token_lens[i] : 0;
+                j.in_tokens[i] = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+                if (!j.in_tokens[i]) { sched_job_fail(&j, 500, "out of memory"); rc = -1; break; }
+                for (int k = 0; k < n && rc == 0; k++) {
+                    int32_t t = r->token_inputs[i] ? r->token_inputs[i][k] : -1;
+                    if (t < 0 || t >= m->hp.n_vocab) {
+                        sched_job_fail(&j, 400, "input %d: token %d (%d) is outside the vocabulary of %d", i, k, (int)t,
+                                       m->hp.n_vocab);
+                        rc = -1;
+                    }
+                    j.in_tokens[i][k] = t;
+                }
+                j.in_len[i] = n;
+                if (rc) break;
+            } else {
+                const char *in = r->inputs[i] ? r->inputs[i] : "";
+                j.in_tokens[i] = tokenizer_encode(m->tok, in, strlen(in), tokenizer_add_bos(m->tok), true, &j.in_len[i]);
+                if (!j.in_tokens[i]) { sched_job_fail(&j, 400, "tokenizing input %d: %s", i, anv_last_error()); rc = -1; break; }
+            }
             if (j.in_len[i] == 0) { sched_job_fail(&j, 400, "input %d is empty", i); rc = -1; break; }
             if (j.in_len[i] > lm->n_ctx) {
-                if (!r->truncate) {
-                    sched_job_fail(&j, 400, "input %d is %d tokens, more than the context length of %d (num_ctx)", i, j.in_len[i], lm->n_ctx);
+                if (!r->truncate) {   /* Ollama's runner's words (errorInputTooLong) */
+                    sched_job_fail(&j, 400, "the input length exceeds the context length");
                     rc = -1;
                     break;
                 }
+                /* Ollama truncates to the first tokens and re-adds the end tokens the tokenizer
+                 * appends (BERT's [SEP]); the pooling then sees a well-formed input. */
+                int32_t end[4];
+                int n_end = r->token_inputs ? 0 : end_tokens(m->tok, end, 4);
+                int32_t *t = j.in_tokens[i];
+                const int n = j.in_len[i];
+                if (n_end >= lm->n_ctx || memcmp(t + n - n_end, end, (size_t)n_end * sizeof *end)) n_end = 0;
+                memcpy(t + lm->n_ctx - n_end, end, (size_t)n_end * sizeof *end);
                 j.in_len[i] = lm->n_ctx;
             }
             res->prompt_eval_count += j.in_len[i];
@@ -807,6 +868,8 @@ int sched_embed(sched *s, const sched_embed_request *r, sched_embed_result *res)
             j.embd = NULL;
             res->n = r->n_inputs;
             res->dim = j.dim;
+            s->met.embed_requests_total++;
+            s->met.embed_inputs_total += (uint64_t)r->n_inputs;
         }
         sched_release_ref(lm);
     }
@@ -852,6 +915,16 @@ int sched_ps(sched *s, sched_loaded **out, int *n_out) {
         l->size_vram = lm->size_vram;
         l->context_length = lm->n_ctx;
         l->n_active = lm->n_active;
+        for (const job *q = lm->q_head; q; q = q->next) l->n_queued++;
+        for (const job *q = lm->e_head; q; q = q->next) l->n_queued++;
+        l->n_slots = lm->n_slots;
+        l->n_layer = lm->m->hp.n_layer;
+        for (int il = 0; il < l->n_layer; il++) l->n_gpu_layers += lm->m->layers[il].be != lm->m->cpu;
+        const backend *gpu = l->n_gpu_layers > 0 ? lm->m->gpu : NULL;
+        snprintf(l->backend, sizeof l->backend, "%s", gpu && gpu->name ? gpu->name : "cpu");
+        snprintf(l->device, sizeof l->device, "%s", gpu ? (gpu->device_desc ? gpu->device_desc : gpu->name) : "CPU");
+        snprintf(l->kv_type, sizeof l->kv_type, "%s", qtype_get(s->cfg.kv_type) ? qtype_get(s->cfg.kv_type)->name : "?");
+        l->embedding_only = embeds_only(lm->m);
         if (lm->stopping || lm->shutdown) l->expires_at_ms = -1;
         else if (lm->keep_alive_ms < 0) l->expires_at_ms = 0;
         else if (lm->n_refs > 0) l->expires_at_ms = now_unix + lm->keep_alive_ms;
@@ -891,8 +964,10 @@ void sched_get_metrics(sched *s, sched_metrics *m) {
     m->queue_length = s->n_waiting;
     m->n_loaded = 0;
     m->bytes_cpu = m->bytes_gpu = 0;
+    m->n_active = 0;
     for (lmodel *lm = s->models; lm; lm = lm->next) {
         m->n_loaded++;
+        m->n_active += lm->n_active;
         m->bytes_gpu += lm->size_vram;
         m->bytes_cpu += lm->size - lm->size_vram;
     }

@@ -256,8 +256,13 @@ static void run_embed(lmodel *lm, job *j) {
                 sched_job_fail(j, 500, "embedding input %d: %s", i, anv_last_error());
                 break;
             }
-            normalize(tmp, n_embd);
-            if (dim < n_embd) normalize(tmp, dim);
+            for (int k = 0; k < n_embd; k++)   /* Ollama: "embedding contains NaN or Inf values" */
+                if (!isfinite(tmp[k])) { sched_job_fail(j, 500, "embedding input %d contains NaN or Inf values", i); break; }
+            if (j->status) break;
+            if (!j->embd_raw) {   /* Ollama normalises, then cuts to dimensions and normalises again */
+                normalize(tmp, n_embd);
+                if (dim < n_embd) normalize(tmp, dim);
+            }
             memcpy(j->embd + (size_t)i * dim, tmp, (size_t)dim * sizeof *tmp);
         }
     }

@@ -46,6 +46,7 @@ typedef struct job {
     int *in_len;
     int n_in;
     int dimensions;
+    bool embd_raw;               /* no normalisation (legacy /api/embeddings) */
     float *embd;                 /* n_in x dim */
     int dim;
 } job;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "chat.h"
+#include "reply_parse.h"
 #include "store.h"
 
 typedef struct {
@@ -52,7 +53,9 @@ typedef struct {
                                        the OpenAI layer maps its fields into such a map */
     const char *format;             /* NULL, "json" (any object) or JSON schema text */
     const char *tools_json;         /* the request's tools (JSON array text), NULL = none */
-    int think;                      /* CHAT_THINK_DEFAULT / _OFF / _ON */
+    int think;                      /* CHAT_THINK_* (off, on, or a level) */
+    reply_parse_opts *reply_style;  /* optional out: set (prompt_reply_style: harmony or not)
+                                       before on_text is first called */
     int64_t keep_alive_ms;          /* used when keep_alive_set */
     bool keep_alive_set;
     bool want_context;              /* return the token context (Ollama's "context") */
@@ -82,9 +85,14 @@ void sched_result_clear(sched_result *res);
 
 typedef struct {
     const char *model;
-    const char *const *inputs;      /* n_inputs texts */
+    const char *const *inputs;      /* n_inputs texts (NULL when token_inputs is set) */
+    const int32_t *const *token_inputs; /* or n_inputs lists of token ids (OpenAI's token arrays),
+                                     * token_lens[i] ids each, embedded as given (no BOS/EOS added) */
+    const int *token_lens;
     int n_inputs;
-    bool truncate;                  /* cut inputs longer than the context (else an error) */
+    bool truncate;                  /* cut inputs longer than the context (else Ollama's 400) */
+    bool raw;                       /* the model's pooled vector as is (legacy /api/embeddings);
+                                     * else L2-normalised, as Ollama's /api/embed */
     int dimensions;                 /* 0 = full; else the first N, renormalised */
     const void *options;            /* cJSON options map or NULL */
     int64_t keep_alive_ms;
@@ -94,14 +102,17 @@ typedef struct {
 typedef struct {
     int status;
     char error[512];
-    float *embeddings;              /* n_inputs x dim, L2-normalised, malloc'd */
+    float *embeddings;              /* n_inputs x dim (L2-normalised unless raw), malloc'd */
     int n, dim;
     int prompt_eval_count;
     int64_t total_ns, load_ns;
     char model[256];
 } sched_embed_result;
 
-/* Mean-pooled, L2-normalised final hidden states (model_embed). */
+/* One vector per input through model_embed: the model's pooling ({arch}.pooling_type: CLS,
+ * mean or last; a generation model without the key: the mean of its final-normed hidden
+ * states), then Ollama's normalisation. An input longer than the context is cut to its
+ * first tokens, keeping a trailing end token (BERT's [SEP]), or is a 400 without truncate. */
 int sched_embed(sched *s, const sched_embed_request *r, sched_embed_result *res);
 void sched_embed_result_clear(sched_embed_result *res);
 
@@ -113,7 +124,14 @@ typedef struct {
     uint64_t size_vram;             /* of which on GPUs */
     int64_t expires_at_ms;          /* Unix ms; 0 = never; -1 = stopping */
     int context_length;             /* per slot */
-    int n_active;                   /* requests running now */
+    int n_active;                   /* requests running now (in a slot or embedding) */
+    int n_queued;                   /* requests waiting for one of its slots */
+    int n_slots;                    /* parallel slots (num_parallel) */
+    int n_layer, n_gpu_layers;      /* layers, and of them on the GPU backend */
+    char backend[32];               /* "cpu" or the GPU backend's name ("vulkan0", "hip0") */
+    char device[128];               /* that device's description, "CPU" for the CPU */
+    char kv_type[16];               /* the KV cache type ("f16", "q8_0", "f32") */
+    bool embedding_only;            /* an embedding model (no generation) */
 } sched_loaded;
 
 int sched_ps(sched *s, sched_loaded **out, int *n_out);   /* malloc'd array */
@@ -140,6 +158,8 @@ typedef struct {
     int n_loaded;
     uint64_t bytes_cpu, bytes_gpu;  /* of the loaded models */
     uint64_t batched_steps_total, batched_tokens_total; /* forward passes with >1 sequence */
+    uint64_t embed_requests_total, embed_inputs_total;   /* embedding requests that succeeded, their inputs */
+    int n_active;                   /* requests running now, all models */
 } sched_metrics;
 void sched_get_metrics(sched *s, sched_metrics *m);
 #endif
