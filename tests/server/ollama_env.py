@@ -5,8 +5,8 @@ listens on, and the CLI client reaching it), OLLAMA_MODELS (the store it lists),
 (expires_at in /api/ps), OLLAMA_NUM_PARALLEL (parallel slots), OLLAMA_MAX_LOADED_MODELS
 (models resident in /api/ps), OLLAMA_ORIGINS (the CORS header), OLLAMA_CONTEXT_LENGTH
 (context_length in /api/ps), OLLAMA_FLASH_ATTENTION (accepted, said in the log) and
-OLLAMA_KV_CACHE_TYPE (q8_0; q4_0 taken as q8_0 with a warning; a bad value refused with
-its name). The ANVIL_* name wins when both are set.
+OLLAMA_KV_CACHE_TYPE (q8_0 and q4_0 run as such, /api/ps sizes the KV cache by the real
+type's bytes; a bad value refused with its name). The ANVIL_* name wins when both are set.
 
 usage: ollama_env.py ANVIL_BINARY MODEL.gguf
 """
@@ -144,16 +144,25 @@ check("OLLAMA_FLASH_ATTENTION=1: accepted" in srv.log(), "OLLAMA_FLASH_ATTENTION
       srv.log()[-800:])
 srv.stop()
 
-# OLLAMA_KV_CACHE_TYPE
-srv = serve({"OLLAMA_KV_CACHE_TYPE": "q8_0"})
-check("kv cache type q8_0" in srv.log(), "OLLAMA_KV_CACHE_TYPE=q8_0", srv.log()[-800:])
-st, _, obj, _ = generate(srv, model_path)
-check(st == 200, "generate with a q8_0 KV cache", obj)
-srv.stop()
-srv = serve({"OLLAMA_KV_CACHE_TYPE": "q4_0"})
-check("OLLAMA_KV_CACHE_TYPE=q4_0: the Q4_0 KV cache is not implemented yet; using q8_0" in srv.log()
-      and "kv cache type q8_0" in srv.log(), "OLLAMA_KV_CACHE_TYPE=q4_0: warned, runs q8_0", srv.log()[-800:])
-srv.stop()
+# OLLAMA_KV_CACHE_TYPE: each type runs as itself; /api/ps "size" counts the KV cache at the
+# type's bytes per 32 elements (f16 64, q8_0 34, q4_0 18) and nothing else changes, so the
+# size differences are in the exact ratio (64 - 34) : (34 - 18).
+sizes = {}
+for kvt in ("f16", "q8_0", "q4_0"):
+    srv = serve({"OLLAMA_KV_CACHE_TYPE": kvt})
+    check(("kv cache type %s" % kvt) in srv.log(), "OLLAMA_KV_CACHE_TYPE=%s" % kvt, srv.log()[-800:])
+    check("not implemented" not in srv.log(), "OLLAMA_KV_CACHE_TYPE=%s: no fallback warning" % kvt,
+          srv.log()[-800:])
+    st, _, obj, _ = generate(srv, model_path)
+    check(st == 200 and obj.get("response") is not None, "generate with a %s KV cache" % kvt, obj)
+    models = ps(srv) or []
+    sizes[kvt] = models[0]["size"] if models else None
+    srv.stop()
+ok = None not in sizes.values()
+d_f16_q8 = sizes["f16"] - sizes["q8_0"] if ok else 0
+d_q8_q4 = sizes["q8_0"] - sizes["q4_0"] if ok else 0
+check(ok and d_q8_q4 > 0 and d_f16_q8 * 16 == d_q8_q4 * 30,
+      "/api/ps size: the KV cache at f16/q8_0/q4_0 bytes (64:34:18 per 32 elements)", sizes)
 e = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_KV")}
 e.update({"OLLAMA_KV_CACHE_TYPE": "bf8", "ANVIL_HOST": "127.0.0.1:0", "HOME": tempfile.gettempdir(),
           "ANVIL_MODELS": os.path.join(tempfile.gettempdir(), "anvil-ollama-env-unused")})

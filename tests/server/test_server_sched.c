@@ -695,6 +695,8 @@ static void test_config(void) {
     setenv("ANVIL_MAX_QUEUE", "lots", 1);
     CHECK(sched_config_from_env(&c) == -1 && strstr(anv_last_error(), "ANVIL_MAX_QUEUE") != NULL);
     unsetenv("ANVIL_MAX_QUEUE");
+    setenv("ANVIL_KV_CACHE_TYPE", "q4_0", 1);
+    CHECK(sched_config_from_env(&c) == 0 && c.kv_type == QT_Q4_0);
     setenv("ANVIL_KV_CACHE_TYPE", "q4", 1);
     CHECK(sched_config_from_env(&c) == -1 && strstr(anv_last_error(), "ANVIL_KV_CACHE_TYPE") != NULL);
     unsetenv("ANVIL_KV_CACHE_TYPE");
