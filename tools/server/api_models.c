@@ -273,6 +273,24 @@ static void ps_details(sched *sc, cJSON *m, const sched_loaded *l, int64_t now) 
     cJSON_AddNumberToObject(m, "context_length", l->context_length);
 }
 
+/* Anvil's own facts about a loaded model, under "anvil" so Ollama's fields stay as they are
+ * (clients ignore an unknown key): where it runs and how busy it is, for a router in front
+ * of several replicas. */
+static void ps_anvil(cJSON *m, const sched_loaded *l, const char *replica) {
+    cJSON *a = cJSON_AddObjectToObject(m, "anvil");
+    cJSON_AddStringToObject(a, "replica", replica);
+    cJSON_AddStringToObject(a, "backend", l->backend);
+    cJSON_AddStringToObject(a, "device", l->device);
+    cJSON_AddNumberToObject(a, "layers", l->n_layer);
+    cJSON_AddNumberToObject(a, "gpu_layers", l->n_gpu_layers);
+    cJSON_AddStringToObject(a, "kv_cache_type", l->kv_type);
+    cJSON_AddNumberToObject(a, "parallel", l->n_slots);
+    cJSON_AddNumberToObject(a, "context_per_slot", l->context_length);
+    cJSON_AddNumberToObject(a, "requests_in_flight", l->n_active);
+    cJSON_AddNumberToObject(a, "requests_queued", l->n_queued);
+    cJSON_AddBoolToObject(a, "embedding_only", l->embedding_only);
+}
+
 void api_ps(http_req *r) {
     server_app *app = app_of(r);
     sched_loaded *L = NULL;
@@ -280,9 +298,20 @@ void api_ps(http_req *r) {
     if (sched_ps(app->sched, &L, &n)) { aj_fail(&(api_req){.r = r}, 500, NULL, "%s", anv_last_error()); return; }
     int64_t now = (int64_t)time(NULL);
     cJSON *models, *root = model_listing(&models);
-    for (int i = 0; i < n; i++)
-        ps_details(app->sched, listing_entry(models, L[i].name, L[i].size, L[i].digest), &L[i], now);
+    int in_flight = 0, queued = 0;
+    for (int i = 0; i < n; i++) {
+        cJSON *m = listing_entry(models, L[i].name, L[i].size, L[i].digest);
+        ps_details(app->sched, m, &L[i], now);
+        ps_anvil(m, &L[i], app->replica);
+        in_flight += L[i].n_active;
+        queued += L[i].n_queued;
+    }
     free(L);
+    cJSON *a = cJSON_AddObjectToObject(root, "anvil");   /* this replica as a whole */
+    cJSON_AddStringToObject(a, "replica", app->replica);
+    cJSON_AddStringToObject(a, "version", ANVIL_VERSION);
+    cJSON_AddNumberToObject(a, "requests_in_flight", in_flight);
+    cJSON_AddNumberToObject(a, "requests_queued", queued);
     aj_reply(r, 200, root);
 }
 

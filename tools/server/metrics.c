@@ -1,7 +1,9 @@
 /* metrics: the server's Prometheus endpoint. Owns the request accounting (a latency
  * histogram and status-class counts per method and route, fed by the HTTP layer after
  * every request) and renders it with the scheduler's counters (tokens, queue, loaded
- * models and their memory) as Prometheus text exposition format 0.0.4. */
+ * models: memory, placement, load) as Prometheus text exposition format 0.0.4, every
+ * series labelled with the replica (replica.h) for a fleet behind one router. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,65 @@ static void family(bytebuf *t, const char *name, const char *type, const char *h
     bytebuf_printf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* One sample line: name{replica="...",<labels>} value. Every series carries the replica
+ * label, so the series of several replicas behind one router stay apart even where the
+ * scraper adds no instance label of its own. */
+static void sample(bytebuf *t, const char *rl, const char *name, const char *labels, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void sample(bytebuf *t, const char *rl, const char *name, const char *labels, const char *fmt, ...) {
+    char val[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(val, sizeof val, fmt, ap);
+    va_end(ap);
+    bytebuf_printf(t, "%s{%s%s%s} %s\n", name, rl, labels && *labels ? "," : "", labels ? labels : "", val);
+}
+
+#define ULL(x) ((unsigned long long)(x))
+
+/* The per-model families (memory, load, placement) from the scheduler's list. */
+static void model_families(bytebuf *t, const char *rl, const sched_loaded *L, int n) {
+    char lb[2048];
+    family(t, "anvil_model_info", "gauge", "A loaded model (always 1): where it runs, its KV cache type.");
+    for (int i = 0; i < n; i++) {
+        char name[512], backend[80], device[300];
+        label_escape(L[i].name, name, sizeof name);
+        label_escape(L[i].backend, backend, sizeof backend);
+        label_escape(L[i].device, device, sizeof device);
+        snprintf(lb, sizeof lb, "model=\"%s\",backend=\"%s\",device=\"%s\",kv_cache_type=\"%s\",kind=\"%s\"", name, backend,
+                 device, L[i].kv_type, L[i].embedding_only ? "embedding" : "completion");
+        sample(t, rl, "anvil_model_info", lb, "1");
+    }
+    family(t, "anvil_model_memory_bytes", "gauge", "Memory a loaded model holds (weights, KV caches, scratch) by device kind.");
+    for (int i = 0; i < n; i++) {
+        char name[512];
+        label_escape(L[i].name, name, sizeof name);
+        uint64_t gpu = L[i].size_vram, cpu = L[i].size > gpu ? L[i].size - gpu : 0;
+        snprintf(lb, sizeof lb, "model=\"%s\",device=\"cpu\"", name);
+        sample(t, rl, "anvil_model_memory_bytes", lb, "%llu", ULL(cpu));
+        snprintf(lb, sizeof lb, "model=\"%s\",device=\"gpu\"", name);
+        sample(t, rl, "anvil_model_memory_bytes", lb, "%llu", ULL(gpu));
+    }
+    static const struct { const char *name, *help; } per[] = {
+        {"anvil_model_layers", "Layers of a loaded model."},
+        {"anvil_model_gpu_layers", "Layers of a loaded model on the GPU backend."},
+        {"anvil_model_context_length", "Context length per slot of a loaded model."},
+        {"anvil_model_parallel", "Parallel slots of a loaded model."},
+        {"anvil_model_requests_in_flight", "Requests a loaded model is running now."},
+        {"anvil_model_requests_queued", "Requests waiting for a slot of a loaded model."},
+    };
+    for (size_t f = 0; f < sizeof per / sizeof per[0]; f++) {
+        family(t, per[f].name, "gauge", per[f].help);
+        for (int i = 0; i < n; i++) {
+            char name[512];
+            label_escape(L[i].name, name, sizeof name);
+            snprintf(lb, sizeof lb, "model=\"%s\"", name);
+            const int v[] = {L[i].n_layer, L[i].n_gpu_layers, L[i].context_length, L[i].n_slots, L[i].n_active, L[i].n_queued};
+            sample(t, rl, per[f].name, lb, "%d", v[f]);
+        }
+    }
+}
+
 void api_metrics(http_req *r) {
     server_app *app = (server_app *)http_app(r);
     sched_metrics sm;
@@ -71,43 +132,45 @@ void api_metrics(http_req *r) {
     int n_loaded = 0;
     if (sched_ps(app->sched, &loaded, &n_loaded)) { loaded = NULL; n_loaded = 0; }
 
+    char rep[300], rl[320];
+    label_escape(app->replica, rep, sizeof rep);
+    snprintf(rl, sizeof rl, "replica=\"%s\"", rep);
     bytebuf t = {0};
     family(&t, "anvil_info", "gauge", "Anvil version (always 1).");
-    bytebuf_printf(&t, "anvil_info{version=\"%s\"} 1\n", ANVIL_VERSION);
+    sample(&t, rl, "anvil_info", "version=\"" ANVIL_VERSION "\"", "1");
     family(&t, "anvil_models_loaded", "gauge", "Models loaded now.");
-    bytebuf_printf(&t, "anvil_models_loaded %d\n", sm.n_loaded);
-    family(&t, "anvil_model_memory_bytes", "gauge", "Memory a loaded model holds (weights, KV caches, scratch) by device kind.");
-    for (int i = 0; i < n_loaded; i++) {
-        char name[512];
-        label_escape(loaded[i].name, name, sizeof name);
-        uint64_t gpu = loaded[i].size_vram, cpu = loaded[i].size > gpu ? loaded[i].size - gpu : 0;
-        bytebuf_printf(&t, "anvil_model_memory_bytes{model=\"%s\",device=\"cpu\"} %llu\n", name, (unsigned long long)cpu);
-        bytebuf_printf(&t, "anvil_model_memory_bytes{model=\"%s\",device=\"gpu\"} %llu\n", name, (unsigned long long)gpu);
-    }
+    sample(&t, rl, "anvil_models_loaded", NULL, "%d", sm.n_loaded);
+    model_families(&t, rl, loaded, n_loaded);
     family(&t, "anvil_memory_bytes", "gauge", "Memory all loaded models hold, by device kind.");
-    bytebuf_printf(&t, "anvil_memory_bytes{device=\"cpu\"} %llu\n", (unsigned long long)sm.bytes_cpu);
-    bytebuf_printf(&t, "anvil_memory_bytes{device=\"gpu\"} %llu\n", (unsigned long long)sm.bytes_gpu);
+    sample(&t, rl, "anvil_memory_bytes", "device=\"cpu\"", "%llu", ULL(sm.bytes_cpu));
+    sample(&t, rl, "anvil_memory_bytes", "device=\"gpu\"", "%llu", ULL(sm.bytes_gpu));
+    family(&t, "anvil_requests_in_flight", "gauge", "Generation and embedding requests running now, all models.");
+    sample(&t, rl, "anvil_requests_in_flight", NULL, "%d", sm.n_active);
     family(&t, "anvil_prompt_tokens_total", "counter", "Prompt tokens evaluated.");
-    bytebuf_printf(&t, "anvil_prompt_tokens_total %llu\n", (unsigned long long)sm.prompt_tokens_total);
+    sample(&t, rl, "anvil_prompt_tokens_total", NULL, "%llu", ULL(sm.prompt_tokens_total));
     family(&t, "anvil_generated_tokens_total", "counter", "Tokens generated.");
-    bytebuf_printf(&t, "anvil_generated_tokens_total %llu\n", (unsigned long long)sm.generated_tokens_total);
+    sample(&t, rl, "anvil_generated_tokens_total", NULL, "%llu", ULL(sm.generated_tokens_total));
     family(&t, "anvil_generate_seconds_total", "counter", "Wall time spent in decode steps.");
-    bytebuf_printf(&t, "anvil_generate_seconds_total %.6f\n", sm.generate_seconds_total);
+    sample(&t, rl, "anvil_generate_seconds_total", NULL, "%.6f", sm.generate_seconds_total);
     family(&t, "anvil_tokens_per_second", "gauge", "Generated tokens per second of decoding, since the start.");
-    bytebuf_printf(&t, "anvil_tokens_per_second %.3f\n",
-              sm.generate_seconds_total > 0 ? (double)sm.generated_tokens_total / sm.generate_seconds_total : 0.0);
+    sample(&t, rl, "anvil_tokens_per_second", NULL, "%.3f",
+           sm.generate_seconds_total > 0 ? (double)sm.generated_tokens_total / sm.generate_seconds_total : 0.0);
     family(&t, "anvil_queue_length", "gauge", "Requests waiting for a slot.");
-    bytebuf_printf(&t, "anvil_queue_length %d\n", sm.queue_length);
+    sample(&t, rl, "anvil_queue_length", NULL, "%d", sm.queue_length);
     family(&t, "anvil_generation_requests_total", "counter", "Generation and embedding requests the scheduler took.");
-    bytebuf_printf(&t, "anvil_generation_requests_total %llu\n", (unsigned long long)sm.requests_total);
+    sample(&t, rl, "anvil_generation_requests_total", NULL, "%llu", ULL(sm.requests_total));
     family(&t, "anvil_generation_requests_failed_total", "counter", "Scheduler requests that failed.");
-    bytebuf_printf(&t, "anvil_generation_requests_failed_total %llu\n", (unsigned long long)sm.requests_failed);
+    sample(&t, rl, "anvil_generation_requests_failed_total", NULL, "%llu", ULL(sm.requests_failed));
+    family(&t, "anvil_embed_requests_total", "counter", "Embedding requests answered.");
+    sample(&t, rl, "anvil_embed_requests_total", NULL, "%llu", ULL(sm.embed_requests_total));
+    family(&t, "anvil_embed_inputs_total", "counter", "Inputs embedded (one vector each).");
+    sample(&t, rl, "anvil_embed_inputs_total", NULL, "%llu", ULL(sm.embed_inputs_total));
     family(&t, "anvil_queue_rejected_total", "counter", "Requests rejected because the queue was full (HTTP 503).");
-    bytebuf_printf(&t, "anvil_queue_rejected_total %llu\n", (unsigned long long)sm.requests_rejected_queue_full);
+    sample(&t, rl, "anvil_queue_rejected_total", NULL, "%llu", ULL(sm.requests_rejected_queue_full));
     family(&t, "anvil_batched_steps_total", "counter", "Forward passes that decoded more than one sequence.");
-    bytebuf_printf(&t, "anvil_batched_steps_total %llu\n", (unsigned long long)sm.batched_steps_total);
+    sample(&t, rl, "anvil_batched_steps_total", NULL, "%llu", ULL(sm.batched_steps_total));
     family(&t, "anvil_batched_tokens_total", "counter", "Tokens decoded in batched forward passes.");
-    bytebuf_printf(&t, "anvil_batched_tokens_total %llu\n", (unsigned long long)sm.batched_tokens_total);
+    sample(&t, rl, "anvil_batched_tokens_total", NULL, "%llu", ULL(sm.batched_tokens_total));
 
     /* Snapshot the request stats, then format without the lock. */
     server_metrics *m = &app->metrics;
@@ -118,27 +181,30 @@ void api_metrics(http_req *r) {
     pthread_mutex_unlock(&m->lock);
     if (!rs) n_routes = 0;
 
+    char lb[256];
     family(&t, "anvil_requests_total", "counter", "HTTP requests by method, route and status class.");
     for (int i = 0; i < n_routes; i++) {
         char route[128];
         label_escape(rs[i].route, route, sizeof route);
         for (int c = 1; c <= 5; c++)
-            if (rs[i].count_by_status[c])
-                bytebuf_printf(&t, "anvil_requests_total{method=\"%s\",route=\"%s\",code=\"%dxx\"} %llu\n",
-                          rs[i].method, route, c, (unsigned long long)rs[i].count_by_status[c]);
+            if (rs[i].count_by_status[c]) {
+                snprintf(lb, sizeof lb, "method=\"%s\",route=\"%s\",code=\"%dxx\"", rs[i].method, route, c);
+                sample(&t, rl, "anvil_requests_total", lb, "%llu", ULL(rs[i].count_by_status[c]));
+            }
     }
     family(&t, "anvil_request_duration_seconds", "histogram", "HTTP request latency by method and route.");
     for (int i = 0; i < n_routes; i++) {
         char route[128];
         label_escape(rs[i].route, route, sizeof route);
-        for (int b = 0; b < METRICS_LATENCY_BUCKETS; b++)
-            bytebuf_printf(&t, "anvil_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"%g\"} %llu\n",
-                      rs[i].method, route, BUCKET_LE[b], (unsigned long long)rs[i].buckets[b]);
-        bytebuf_printf(&t, "anvil_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"} %llu\n",
-                  rs[i].method, route, (unsigned long long)rs[i].count);
-        bytebuf_printf(&t, "anvil_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n", rs[i].method, route, rs[i].sum_seconds);
-        bytebuf_printf(&t, "anvil_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
-                  rs[i].method, route, (unsigned long long)rs[i].count);
+        for (int b = 0; b < METRICS_LATENCY_BUCKETS; b++) {
+            snprintf(lb, sizeof lb, "method=\"%s\",route=\"%s\",le=\"%g\"", rs[i].method, route, BUCKET_LE[b]);
+            sample(&t, rl, "anvil_request_duration_seconds_bucket", lb, "%llu", ULL(rs[i].buckets[b]));
+        }
+        snprintf(lb, sizeof lb, "method=\"%s\",route=\"%s\",le=\"+Inf\"", rs[i].method, route);
+        sample(&t, rl, "anvil_request_duration_seconds_bucket", lb, "%llu", ULL(rs[i].count));
+        snprintf(lb, sizeof lb, "method=\"%s\",route=\"%s\"", rs[i].method, route);
+        sample(&t, rl, "anvil_request_duration_seconds_sum", lb, "%.6f", rs[i].sum_seconds);
+        sample(&t, rl, "anvil_request_duration_seconds_count", lb, "%llu", ULL(rs[i].count));
     }
     free(rs);
     free(loaded);
@@ -146,7 +212,7 @@ void api_metrics(http_req *r) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    bytebuf_printf(&t, "anvil_uptime_seconds %.3f\n", app->started_ms ? (double)(now_ms - app->started_ms) / 1000.0 : 0.0);
+    sample(&t, rl, "anvil_uptime_seconds", NULL, "%.3f", app->started_ms ? (double)(now_ms - app->started_ms) / 1000.0 : 0.0);
 
     if (t.oom) http_reply_error(r, 500, "out of memory");
     else http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", t.data, t.len);

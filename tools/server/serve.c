@@ -13,6 +13,7 @@
 #include "envvar.h"
 #include "error.h"
 #include "quant.h"
+#include "replica.h"
 #include "serve_signal.h"
 
 static const http_route routes[] = {
@@ -81,6 +82,7 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_HTTP_HEADER_TIMEOUT", "10", "seconds a client has to send whole request headers"},
     {"ANVIL_HTTP_BODY_TIMEOUT", "60", "seconds a client has to send a whole request body (uploads: 64 KiB/s)"},
     {"ANVIL_HTTP_THREADS", "4", "event-loop threads (handlers run on threads of their own)"},
+    {"ANVIL_REPLICA_ID", "(host name)", "this replica's name in /api/ps and /metrics (several behind a router)"},
 };
 
 static void usage(FILE *out) {
@@ -156,6 +158,7 @@ int cmd_serve(int argc, char **argv) {
     clock_gettime(CLOCK_REALTIME, &now);
     app.started_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     metrics_init(&app.metrics);
+    if (replica_id_read(app.replica, sizeof app.replica)) { fprintf(stderr, "anvil: %s\n", anv_last_error()); return 1; }
     app.store = store_open();
     if (!app.store) { fprintf(stderr, "anvil: %s\n", anv_last_error()); return 1; }
     /* like Ollama's start-up prune (ANVIL_NOPRUNE/OLLAMA_NOPRUNE skip it), and what a killed
@@ -194,8 +197,8 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "anvil: kv cache type %s, %d parallel slot(s), up to %d model(s) loaded, keep-alive %lld ms, "
             "context length %d%s\n", qtype_get(sc.kv_type)->name, sc.num_parallel, sc.max_loaded,
             (long long)sc.keep_alive_ms, sc.context_length, sc.context_length ? "" : " (the model's)");
-    fprintf(stderr, "anvil: listening on %s (version %s, models in %s)\n", http_server_address(srv), ANVIL_VERSION,
-            store_root(app.store));
+    fprintf(stderr, "anvil: listening on %s (version %s, models in %s, replica %s)\n", http_server_address(srv),
+            ANVIL_VERSION, store_root(app.store), app.replica);
     if (!http_server_loopback(srv) && !(hc.api_key && *hc.api_key))
         fprintf(stderr, "anvil: warning: listening on %s without ANVIL_API_KEY: the API (model delete, create, pull) "
                 "is open to the network\n", http_server_address(srv));
