@@ -17,6 +17,9 @@ Checked, field by field against Ollama's and OpenAI's documented shapes:
   answer; --hidethinking only the answer;
 - /api/show capabilities; a model without them (gemma3) answers 400 "... does not support
   tools" / "... does not support thinking"; a malformed tools entry is a 400 naming it;
+- the ollama npm package (tests/server/node_agents.mjs, `npm ci` of tests/server/node into
+  WORKDIR/node; skipped with a message only when npm cannot reach a registry): the tool
+  call, its stream, the round trip and /api/generate's thinking, on both models;
 - gpt-oss's harmony (a qwen3-shaped model with the harmony control tokens and a harmony
   template, make_test_model --chat-template gpt-oss): the analysis channel as thinking /
   reasoning_content, a commentary call to=functions.NAME as tool_calls (the reply stops at
@@ -26,6 +29,7 @@ Checked, field by field against Ollama's and OpenAI's documented shapes:
   agents.py ANVIL WORKDIR"""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import urllib.request
@@ -170,13 +174,63 @@ def refusals(srv, gemma, qwen):
     check(all("capabilities" in m for m in tags.get("models", [])), "tags entries carry capabilities")
 
 
+def node_install(node_dir):
+    """npm ci of tests/server/node into node_dir; False (after saying why) when it cannot run."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node")
+    os.makedirs(node_dir, exist_ok=True)
+    for f in ("package.json", "package-lock.json"):
+        shutil.copy(os.path.join(src, f), os.path.join(node_dir, f))
+    if os.path.isdir(os.path.join(node_dir, "node_modules", "ollama")):
+        return True
+    if not shutil.which("npm") or not shutil.which("node"):
+        print("SKIP node agents: node/npm are not installed")
+        return False
+    p = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=node_dir, capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode != 0:
+        if any(s in p.stderr for s in ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "network")):
+            print("SKIP node agents: npm cannot reach a registry:\n" + p.stderr[-800:])
+            return False
+        check(False, "npm ci failed:\n" + p.stderr[-2000:])
+        return False
+    return True
+
+
+def node_side(srv, node_dir, model, think, want_thinking, want_generate, what):
+    """The npm client's tool round trip and thinking against a server replaying a get_weather call."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_agents.mjs")
+    p = subprocess.run(["node", script, srv.base, model, json.dumps(TOOL), json.dumps(think)], cwd=node_dir,
+                       capture_output=True, text=True, timeout=300)
+    if not check(p.returncode == 0, "node agents (%s) ran (rc %d): %s" % (what, p.returncode, p.stderr[-2000:])):
+        return
+    res = json.loads(p.stdout)
+    m = res["message"]
+    calls = m.get("tool_calls") or []
+    check(m.get("role") == "assistant" and m.get("content") == "" and m.get("thinking") == want_thinking and
+          len(calls) == 1 and set(calls[0]) == {"id", "function"} and calls[0]["function"]["name"] == "get_weather"
+          and calls[0]["function"]["arguments"] == {"city": "Paris"} and calls[0]["function"]["index"] == 0 and
+          res["done"] and res["done_reason"] == "stop",
+          "node (%s) chat: message {role, content '', thinking, tool_calls [{id, function {index 0, name, "
+          "arguments}}]}, done stop (%r)" % (what, res))
+    st = res["stream"]
+    check(st["thinking"] == want_thinking and st["content"] == "" and len(st["calls"]) == 1 and
+          st["calls"][0]["function"]["arguments"] == {"city": "Paris"} and res["stream_done"] and st["chunks"] >= 2,
+          "node (%s) chat stream: thinking pieces, the call in a chunk, done (%r)" % (what, st))
+    rt = res["round_trip"]
+    check(rt["done"] and rt["prompt_eval_count"] > 0 and len(rt["tool_calls"]) == 1,
+          "node (%s) round trip: the call and the tool result sent back are answered (%r)" % (what, rt))
+    g = res["generate"]
+    check(g["done"] and g["thinking"] == want_thinking and g["response"] == want_generate,
+          "node (%s) generate (no tools): thinking split out, the call's text stays the response (%r)" % (what, g))
+
+
 HARMONY_CALL = ('<|channel|>analysis<|message|>The user wants the weather.<|end|><|start|>assistant<|channel|>'
                 'commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>')
 HARMONY_ANSWER = ('<|channel|>analysis<|message|>hmm, a greeting<|end|><|start|>assistant<|channel|>final'
                   '<|message|>Hello!<|return|>')
 
 
-def harmony_side(anvil, work):
+def harmony_side(anvil, work, node_dir):
     import ollama
     import openai
     model = make(work, "qwen3", "gpt-oss")
@@ -223,6 +277,8 @@ def harmony_side(anvil, work):
               tc[0].function.name == "get_weather" and json.loads(tc[0].function.arguments) == {"city": "Paris"} and
               (ch.message.model_extra or {}).get("reasoning_content") == "The user wants the weather.",
               "harmony openai: finish_reason tool_calls, the call, reasoning_content (%r)" % (ch.message,))
+        if node_dir:
+            node_side(srv, node_dir, model, "medium", "The user wants the weather.", '{"city": "Paris"}', "harmony")
     finally:
         srv.stop()
     srv = Server(anvil, env={"ANVIL_TEST_REPLAY": HARMONY_ANSWER})
@@ -244,12 +300,16 @@ def main():
     os.makedirs(work, exist_ok=True)
     qwen = make(work, "qwen3", "qwen3")
     gemma = make(work, "gemma3")
+    node_dir = os.path.join(work, "node") if node_install(os.path.join(work, "node")) else None
     srv = Server(anvil, env={"ANVIL_TEST_REPLAY": CALL_REPLY})
     try:
         check("ANVIL_TEST_REPLAY is set" in srv.log(), "the server warns that replies are replayed")
         ollama_side(srv, qwen)
         openai_side(srv, qwen)
         refusals(srv, gemma, qwen)
+        if node_dir:
+            node_side(srv, node_dir, qwen, True, "The user wants the weather.\n",
+                      '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>', "qwen3")
     finally:
         srv.stop()
     srv = Server(anvil, env={"ANVIL_TEST_REPLAY": THINK_REPLY})
@@ -274,7 +334,7 @@ def main():
               "anvil run --hidethinking prints only the answer (%r)" % (runs["--hidethinking"],))
     finally:
         srv.stop()
-    harmony_side(anvil, work)
+    harmony_side(anvil, work, node_dir)
     finish()
 
 
