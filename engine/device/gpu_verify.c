@@ -241,7 +241,7 @@ static double tolerance(const spec *s, const char *kernels) {
     case K_ROPE: return 2e-3;   /* GPU sin/cos: absolute 2^-11 allowed by the spec */
     case K_ADD: return 1e-5;
     case K_GLU: return 1e-3;    /* exp/tanh precision */
-    case K_STORE: return s->type == QT_Q8_0 ? 1e-2 : s->type == QT_F16 ? 1e-3 : 1e-6;
+    case K_STORE: return s->type == QT_Q8_0 || s->type == QT_Q4_0 ? 1e-2 : s->type == QT_F16 ? 1e-3 : 1e-6;
     case K_ATTN: return 2e-3;
     }
     return 0;
@@ -297,9 +297,9 @@ static void add_simple(spec_list *l, kind k, int64_t n, int64_t b_n, be_glu_kind
 }
 
 static void add_kv(spec_list *l, int n_head, int n_kv, int hd, float scale, int window) {
-    const uint32_t kvt[3] = { QT_F16, QT_Q8_0, QT_F32 };
-    for (int i = 0; i < 3; i++) {
-        if (kvt[i] == QT_Q8_0 && hd % 32) continue;
+    const uint32_t kvt[4] = { QT_F16, QT_Q8_0, QT_Q4_0, QT_F32 };
+    for (int i = 0; i < 4; i++) {
+        if ((kvt[i] == QT_Q8_0 || kvt[i] == QT_Q4_0) && hd % 32) continue;
         spec *s = add_spec(l, K_STORE);
         if (!s) return;
         s->type = kvt[i]; s->a = (int64_t)n_kv * hd; s->b = 5;
