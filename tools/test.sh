@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# test: the one command that builds Anvil and runs the whole test suite, twice: a
-# release build and an AddressSanitizer+UndefinedBehaviorSanitizer build (ctest).
+# test: the one command that builds Anvil and runs the whole test suite: a release build,
+# the HIP build's checks, the Windows build under Wine, and an
+# AddressSanitizer+UndefinedBehaviorSanitizer build (ctest).
 # Usage: tools/test.sh            (everything)
 #        ANVIL_TEST_SANITIZE=0 tools/test.sh   (skip the sanitizer build)
 #        ANVIL_TEST_HIP=0 tools/test.sh        (skip the HIP build, run when hipcc is installed)
+#        ANVIL_TEST_WINDOWS=0 tools/test.sh    (skip the Windows build and its tests under Wine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -25,6 +27,12 @@ if [ "${ANVIL_TEST_HIP:-1}" != 0 ] && command -v hipcc >/dev/null 2>&1; then
   cmake -S . -B build-hip -G Ninja -DCMAKE_BUILD_TYPE=Release -DANVIL_HIP=ON >/dev/null
   ninja -C build-hip -j"$jobs" anvil hip_fake_test fake_hip fake_hip_old
   (cd build-hip && ctest --output-on-failure -j"$jobs" --timeout 900 -L hip)
+fi
+if [ "${ANVIL_TEST_WINDOWS:-1}" != 0 ]; then
+  # anvil.exe cross-built with MinGW-w64 (dependencies from Debian source, cached) and its
+  # CPU suite, goldens, CLI and server client tests, and Vulkan on lavapipe, under Wine.
+  echo "== Windows build (MinGW-w64) + tests under Wine"
+  tools/windows/test-wine.sh
 fi
 if [ "${ANVIL_TEST_SANITIZE:-1}" != 0 ]; then
   echo "== ASan+UBSan build + tests"

@@ -1,7 +1,9 @@
 /* doctor: gathers facts about this machine's GPU stack and explains, in plain words and
  * with the fix, why a GPU is or is not used: no Vulkan loader, a loader without a driver
  * (ICD), only a software device, GPUs skipped by policy, ROCm missing or a gfx target
- * outside the HIP build, /dev/dri or /dev/kfd not accessible. */
+ * outside the HIP build, /dev/dri or /dev/kfd not accessible, the AMD driver version on
+ * Windows and what its versions are known to break. */
+#include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -430,6 +432,33 @@ static void check_hip(const doctor_facts *f, finding_sink *s) {
     }
 }
 
+/* The AMD driver on Windows (AMD Software: Adrenalin Edition, version YY.M.P in the Vulkan
+ * driverInfo): its version, what recent versions broke in other engines, and the self-check
+ * that catches a driver that miscompiles a kernel. */
+static void check_windows_amd_driver(const doctor_facts *f, finding_sink *s) {
+    const device_list *l = f->devices;
+    if (f->os != DEV_OS_WINDOWS) return;
+    for (int i = 0; i < l->n; i++) {
+        const dev_info *d = &l->dev[i];
+        if (d->backend != DEV_BACKEND_VULKAN || d->vendor_id != 0x1002 || !is_hw_gpu(d)) continue;
+        int major = 0, minor = 0, patch = 0;
+        const char *v = d->driver_info;
+        while (*v && !(isdigit((unsigned char)*v) && sscanf(v, "%d.%d.%d", &major, &minor, &patch) == 3)) v++;
+        const bool known = *v != 0;
+        /* llama.cpp#23508: 26.5.1 and later crash at load in cooperative-matrix kernels */
+        const bool coopmat_crash = known && (major > 26 || (major == 26 && (minor > 5 || (minor == 5 && patch >= 1))));
+        doctor_finding *fd = known ? add(s, DOC_INFO, "%s (%s): AMD Adrenalin driver %d.%d.%d", d->id, d->name, major, minor, patch)
+                                   : add(s, DOC_INFO, "%s (%s): AMD driver on Windows, version not reported (\"%s\")", d->id, d->name, d->driver_info);
+        dev_fmt(fd->explain, sizeof fd->explain,
+                "Adrenalin updates have broken GPU inference before: 26.5.1 and later crash llama.cpp-based apps at load in "
+                "cooperative-matrix kernels (llama.cpp#23508; %s), and older drivers computed wrong K-quant matrix products "
+                "(koboldcpp#1826). Anvil uses no cooperative-matrix kernels.",
+                coopmat_crash ? "this driver is one of those versions" : "not this version");
+        dev_fmt(fd->fix, sizeof fd->fix,
+                "anvil doctor --verify MODEL checks every kernel the model uses on this driver against the CPU and names the fix if one is wrong");
+    }
+}
+
 /* Device nodes (Linux). */
 static void check_device_nodes(const doctor_facts *f, finding_sink *s) {
     const device_list *l = f->devices;
@@ -482,6 +511,7 @@ static void check_devices(const doctor_facts *f, finding_sink *s, bool vulkan_ex
     check_software_only(f, s, n_hw, n_sw);
     check_unused_gpus(f, s);
     check_hip(f, s);
+    check_windows_amd_driver(f, s);
     check_device_nodes(f, s);
     check_outcome(f, s, n_hw, n_gpu_used);
 }

@@ -30,14 +30,29 @@ BASE_ENV = {k: v for k, v in os.environ.items()
             if k not in ("ANVIL_VK_VISIBLE_DEVICES", "GGML_VK_VISIBLE_DEVICES", "ANVIL_DEVICE", "ANVIL_BACKEND",
                          "ANVIL_VK_DISABLE", "ANVIL_VK_MAX_ALLOCATION", "VK_DRIVER_FILES", "VK_INSTANCE_LAYERS")}
 BASE_ENV["VK_ICD_FILENAMES"] = icd
-BASE_ENV["ANVIL_VK_VALIDATE"] = "1"
 BASE_ENV["VK_LOADER_DEBUG"] = "layer"
+# Under Wine (tools/windows/test-wine.sh) winevulkan hides the host's layers from the program,
+# so ANVIL_VK_VALIDATE cannot ask for one: the host loader inserts the layer itself
+# (VK_INSTANCE_LAYERS) and the layer writes its messages to the file ANVIL_TEST_VK_LAYER_LOG
+# names (a vk_layer_settings.txt beside it), which must then hold its start-up notice only.
+LAYER_LOG = os.environ.get("ANVIL_TEST_VK_LAYER_LOG")
+if LAYER_LOG:
+    with open(os.path.join(os.path.dirname(LAYER_LOG), "vk_layer_settings.txt"), "w") as f:
+        f.write("khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n"
+                "khronos_validation.report_flags = error,warn,perf,info\n"
+                f"khronos_validation.log_filename = {LAYER_LOG}\n")
+    BASE_ENV["VK_LAYER_SETTINGS_PATH"] = os.path.dirname(LAYER_LOG)
+    BASE_ENV["VK_INSTANCE_LAYERS"] = "VK_LAYER_KHRONOS_validation"
+else:
+    BASE_ENV["ANVIL_VK_VALIDATE"] = "1"
 PROMPT = "Q: What is the capital of Italy?\nA:"
 LAYER_INSERTED = 'Insert instance layer "VK_LAYER_KHRONOS_validation"'
 
 
 def run(model, extra_env, extra_args=()):
     env = dict(BASE_ENV, **extra_env)
+    if LAYER_LOG and os.path.exists(LAYER_LOG):
+        os.remove(LAYER_LOG)
     p = subprocess.run([anvil, "run", model, PROMPT, "-n", "8", "--temp", "0", "--raw", "--repeat-penalty", "1",
                         *extra_args], env=env, capture_output=True, timeout=600)
     err = p.stderr.decode("utf-8", "replace")
@@ -55,10 +70,18 @@ def placement(log, device_re):
     return (int(first) if first else None, int(last) if last else None, bool(m.group(4)))
 
 
+MESSAGE_HEAD = re.compile(r"^\S+\((INFO|WARN|ERROR|PERF|VERBOSE)[^)]*\): msgNum", re.M)
+
+
 def validation_clean(name, err):
     check(LAYER_INSERTED in err, f"{name}: the Khronos validation layer is active", err[-600:])
     check("vulkan validation" not in err and "not installed" not in err, f"{name}: no validation message",
           "\n".join(l for l in err.splitlines() if "validation" in l)[:2000])
+    if LAYER_LOG:
+        text = open(LAYER_LOG, errors="replace").read() if os.path.exists(LAYER_LOG) else ""
+        heads = MESSAGE_HEAD.findall(text)
+        check("createinstance-status-message" in text, f"{name}: the layer's log holds its start-up notice", text[:600])
+        check(all(h == "INFO" for h in heads), f"{name}: the layer's log holds no warning or error", text[:2000])
 
 
 LVP = r"vulkan0 \(llvmpipe[^)]*\)"

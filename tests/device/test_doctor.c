@@ -254,6 +254,35 @@ static void test_hip(void) {
     CHECK(find("Cannot open /dev/kfd", DOC_PROBLEM) != NULL);
 }
 
+/* Windows + an AMD GPU on Vulkan: the Adrenalin version, whether it is one of the versions
+ * that crash other engines' cooperative-matrix kernels, the self-check as the fix; not on
+ * Linux, not for a version-less driverInfo as if it had one. */
+static void test_windows_amd_driver(void) {
+    base_facts();
+    facts.os = DEV_OS_WINDOWS;
+    list.vk_count = 1;
+    dev_info g = mk(DEV_BACKEND_VULKAN, 0, "AMD Radeon RX 9070 XT", DEV_TYPE_DISCRETE);
+    g.vendor_id = 0x1002;
+    g.used = true;
+    snprintf(g.driver_info, sizeof g.driver_info, "26.5.2 (LLPC)");
+    add_dev(g);
+    add_dev(mk(DEV_BACKEND_CPU, 0, "CPU", DEV_TYPE_CPU));
+    run(&facts);
+    const doctor_finding *f = find("vulkan0 (AMD Radeon RX 9070 XT): AMD Adrenalin driver 26.5.2", DOC_INFO);
+    CHECK(f && strstr(f->explain, "this driver is one of those versions") && strstr(f->explain, "no cooperative-matrix"));
+    CHECK(f && strstr(f->fix, "anvil doctor --verify"));
+    snprintf(list.dev[0].driver_info, sizeof list.dev[0].driver_info, "Adrenalin 25.12.1");
+    run(&facts);
+    f = find("AMD Adrenalin driver 25.12.1", DOC_INFO);
+    CHECK(f && strstr(f->explain, "not this version"));
+    snprintf(list.dev[0].driver_info, sizeof list.dev[0].driver_info, "LLPC");
+    run(&facts);
+    CHECK(find("AMD driver on Windows, version not reported (\"LLPC\")", DOC_INFO) != NULL);
+    facts.os = DEV_OS_LINUX;
+    run(&facts);
+    CHECK(!find("AMD Adrenalin driver", -1) && !find("version not reported", -1));
+}
+
 static void test_scan_icds(void) {
     doctor_facts *f = calloc(1, sizeof *f);
     setenv("VK_ICD_FILENAMES", "/nonexistent.json", 1);
@@ -319,6 +348,7 @@ int main(void) {
     test_software_only();
     test_gpu_skipped();
     test_hip();
+    test_windows_amd_driver();
     test_scan_icds();
     test_print();
     return tu_finish();
