@@ -33,7 +33,8 @@ enum { CHAT_THINK_DEFAULT = 0, CHAT_THINK_OFF, CHAT_THINK_ON, CHAT_THINK_LOW, CH
 typedef struct {
     const char *tools_json;  /* NULL or a JSON array of {"type":"function","function":{..}} */
     int think;               /* CHAT_THINK_* */
-    const char *date;        /* gpt-oss's "Current date: YYYY-MM-DD"; NULL = today (local time) */
+    const char *date;        /* "Current date"/"Today Date" (YYYY-MM-DD); NULL = today (local time) */
+    const char *template_text;   /* the GGUF's Jinja template, NULL if none (Llama 3.2 dates its prompt) */
 } chat_extras;
 
 /* What a format can do beyond plain turns. */
@@ -49,6 +50,10 @@ char *chat_apply_ex(chat_format f, const chat_message *msgs, int n_msgs, bool ad
 bool chat_format_is_harmony(chat_format f);
 /* The harmony rendering of gpt-oss's official template (chat_harmony.c). */
 char *chat_harmony_render(const chat_message *msgs, int n, bool add_assistant, const chat_extras *x);
+
+/* Llama 3.x and Mistral (v3 or tekken) with tools (chat_tools_families.c). */
+char *chat_llama3_tools_render(const chat_message *msgs, int n, bool add_assistant, const chat_extras *x);
+char *chat_mistral_tools_render(const chat_message *msgs, int n, bool tekken, const chat_extras *x);
 
 /* Picks the format: from the template text if given (NULL/"" if the GGUF has none),
  * else from the architecture name ("gemma3" -> Gemma, "qwen2"/"qwen3" -> ChatML, ...). */

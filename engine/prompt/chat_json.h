@@ -10,4 +10,6 @@
 
 void chat_put_json_string(bytebuf *b, const char *s);
 void chat_put_json(bytebuf *b, const cJSON *v);
+/* json.dumps(v, indent=indent) (Llama 3.1's tools | tojson(indent=4)). */
+void chat_put_json_indent(bytebuf *b, const cJSON *v, int indent);
 #endif

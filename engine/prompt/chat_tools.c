@@ -6,11 +6,13 @@
  *     consecutive tool results in one user turn, each in <tool_response></tool_response>;
  *     think off appends "<think>\n\n</think>\n\n" after the assistant prefix (Qwen 3's
  *     enable_thinking=false).
- *   gpt-oss: the harmony format, always (chat_harmony.c).
+ *   gpt-oss: the harmony format, always (chat_harmony.c);
+ *   Llama 3.x and Mistral with tools or calls: chat_tools_families.c.
  * Formats without tool calling refuse tools; their plain turns are chat_apply's. */
 #include "chat.h"
 
 #include "bytebuf.h"
+#include "chat_formats.h"
 #include "chat_json.h"
 #include "error.h"
 
@@ -75,9 +77,38 @@ void chat_put_json(bytebuf *b, const cJSON *v) {
     }
 }
 
+/* json.dumps(indent=N): one member per line, ",", ": ", empty containers as {} and []. */
+static void put_json_indented(bytebuf *b, const cJSON *v, int indent, int level) {
+    bool obj = cJSON_IsObject(v);
+    if ((obj || cJSON_IsArray(v)) && v->child) {
+        add(b, obj ? "{" : "[");
+        for (const cJSON *c = v->child; c; c = c->next) {
+            add(b, "\n");
+            for (int i = 0; i < indent * (level + 1); i++) add(b, " ");
+            if (obj) { chat_put_json_string(b, c->string); add(b, ": "); }
+            put_json_indented(b, c, indent, level + 1);
+            if (c->next) add(b, ",");
+        }
+        add(b, "\n");
+        for (int i = 0; i < indent * level; i++) add(b, " ");
+        add(b, obj ? "}" : "]");
+    } else if (obj || cJSON_IsArray(v)) {
+        add(b, obj ? "{}" : "[]");
+    } else {
+        chat_put_json(b, v);
+    }
+}
+
+void chat_put_json_indent(bytebuf *b, const cJSON *v, int indent) { put_json_indented(b, v, indent, 0); }
+
+static bool is_mistral_tekken(chat_format f) {
+    int i = chat_builtin_find("mistral-v3-tekken");
+    return i >= 0 && f == (chat_format)(CHAT_BUILTIN + i);
+}
+
 bool chat_format_has_tools(chat_format f, const char *template_text) {
     if (chat_format_is_harmony(f)) return true;
-    if (f != CHAT_CHATML) return false;
+    if (f != CHAT_CHATML && f != CHAT_LLAMA3 && f != CHAT_MISTRAL && !is_mistral_tekken(f)) return false;
     /* a GGUF template that never mentions tools was not trained for them */
     return !template_text || !*template_text || strstr(template_text, "tools") || strstr(template_text, "tool_call");
 }
@@ -199,6 +230,15 @@ char *chat_apply_ex(chat_format f, const chat_message *msgs, int n_msgs, bool ad
                 return NULL;
             }
         return chat_harmony_render(msgs, n_msgs, add_assistant, x);
+    }
+    if ((f == CHAT_LLAMA3 || f == CHAT_MISTRAL || is_mistral_tekken(f)) && (has_tools || has_calls)) {
+        for (int i = 0; i < n_msgs; i++)
+            if (!msgs[i].role || !msgs[i].content) {
+                anv_set_error("chat: message %d has no %s", i, msgs[i].role ? "content" : "role");
+                return NULL;
+            }
+        return f == CHAT_LLAMA3 ? chat_llama3_tools_render(msgs, n_msgs, add_assistant, x)
+                                : chat_mistral_tools_render(msgs, n_msgs, f != CHAT_MISTRAL, x);
     }
     if (f == CHAT_CHATML && x && (has_tools || has_calls || x->think == CHAT_THINK_OFF)) {
         for (int i = 0; i < n_msgs; i++)

@@ -254,7 +254,8 @@ char *prompt_build(const model *m, const prompt_spec *p) {
         }
         f = chat_detect(m->chat_template, m->hp.arch_name);
     }
-    out = chat_apply_ex(f, all.m, all.n, true, &(chat_extras){.tools_json = p->tools_json, .think = p->think});
+    out = chat_apply_ex(f, all.m, all.n, true, &(chat_extras){.tools_json = p->tools_json, .think = p->think,
+                                                            .template_text = m ? m->chat_template : NULL});
 done:
     list_free(&all);
     return out;

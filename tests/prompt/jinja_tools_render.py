@@ -12,7 +12,10 @@ same cases with Anvil's formats (chat_apply_ex) and compares byte for byte. Rege
 
 Each case: {"format": Anvil's format name, "template": the file, "messages": [...] in
 Ollama's shape (what chat_message carries), "tools": bool, "think": "low"|..|null,
-"out": text}."""
+"out": text}; "templates" holds each template's text (Anvil reads the Llama 3.2 date rule from it).
+Llama 3 and Mistral cases all have tools or calls (their plain turns are llama.cpp's built-in
+formats, test_chat_llamacpp)."""
+import datetime
 import json
 import os
 import sys
@@ -59,7 +62,12 @@ CONVERSATIONS = [
 # (Anvil format name, template file, its extra kwargs per think level)
 TEMPLATES = [
     ("gpt-oss", "openai-gpt-oss-120b.jinja"),
+    ("llama3", "meta-llama-Llama-3.1-8B-Instruct.jinja"),
+    ("llama3", "meta-llama-Llama-3.2-3B-Instruct.jinja"),
+    ("mistral-v3-tekken", "mistralai-Mistral-Nemo-Instruct-2407.jinja"),
 ]
+# formats whose plain turns stay llama.cpp's built-in rendering: only cases with tools or calls
+TOOLS_ONLY = {"llama3", "mistral-v3-tekken"}
 THINK = {"gpt-oss": [None, "low", "high"]}
 
 
@@ -75,19 +83,27 @@ def env():
     e = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     e.filters["tojson"] = tojson
     e.globals["raise_exception"] = raise_exception
-    e.globals["strftime_now"] = lambda fmt: DATE if fmt == "%Y-%m-%d" else fmt
+    e.globals["strftime_now"] = lambda fmt: datetime.date.fromisoformat(DATE).strftime(fmt)
     return e
 
 
 def hf_messages(conv):
-    """Ollama's shape -> the Hugging Face messages the template reads (calls typed, no empty keys)."""
-    out = []
+    """Ollama's shape -> the Hugging Face messages the template reads (calls typed, no empty keys).
+    Mistral wants 9-character ids: calls are numbered 000000001.. in order and each tool result
+    takes the oldest unanswered one (what Anvil's renderer does for Ollama's id-less messages)."""
+    out, n_ids, answered = [], 0, 0
     for m in conv:
         h = {"role": m["role"], "content": m["content"]}
         if m.get("thinking"):
             h["thinking"] = m["thinking"]
         if m.get("tool_calls"):
-            h["tool_calls"] = [{"type": "function", "function": c["function"]} for c in m["tool_calls"]]
+            h["tool_calls"] = []
+            for c in m["tool_calls"]:
+                n_ids += 1
+                h["tool_calls"].append({"type": "function", "function": c["function"], "id": "%09d" % n_ids})
+        if m["role"] == "tool":
+            answered += 1
+            h["tool_call_id"] = "%09d" % answered
         out.append(h)
     return out
 
@@ -95,22 +111,26 @@ def hf_messages(conv):
 def main():
     tdir = sys.argv[1]
     e = env()
-    cases = []
+    cases, texts = [], {}
     for fmt, fname in TEMPLATES:
         with open(os.path.join(tdir, fname)) as f:
-            t = e.from_string(f.read())
+            texts[fname] = f.read()
+        t = e.from_string(texts[fname])
         for ci, conv in enumerate(CONVERSATIONS):
             for with_tools in (False, True):
+                if fmt in TOOLS_ONLY and not with_tools and not any(m.get("tool_calls") for m in conv):
+                    continue
                 for think in THINK.get(fmt, [None]):
                     kw = {"messages": hf_messages(conv), "add_generation_prompt": True,
-                          "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"}
+                          "bos_token": "", "eos_token": "</s>"}   # Anvil's prompt text has no BOS
                     if with_tools:
                         kw["tools"] = TOOLS
                     if think:
                         kw["reasoning_effort"] = think
                     cases.append({"format": fmt, "template": fname, "conv": ci, "tools": with_tools, "think": think,
                                   "out": t.render(**kw)})
-    json.dump({"date": DATE, "tools": TOOLS, "conversations": CONVERSATIONS, "cases": cases}, sys.stdout,
+    json.dump({"date": DATE, "tools": TOOLS, "conversations": CONVERSATIONS, "templates": texts, "cases": cases},
+              sys.stdout,
               indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
 

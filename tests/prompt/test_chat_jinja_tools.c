@@ -3,7 +3,8 @@
  * with --jinja, applied by jinja2 as Hugging Face does (tests/prompt/jinja_tools_render.py
  * wrote prompt/jinja_tools_goldens.json: tools, tool calls, tool results, thinking,
  * reasoning levels), byte for byte. Also: harmony's refusals (a tool result without a
- * call, channel tags in content) and its capabilities. */
+ * call, channel tags in content) and its capabilities; Mistral v0.3 (the Nemo template with
+ * spaces, written out by hand); the Llama 3 and Mistral templates' refusals. */
 #include "chat.h"
 #include "chat_formats.h"
 #include "error.h"
@@ -58,8 +59,16 @@ static void test_goldens(void) {
             const cJSON *calls = cJSON_GetObjectItem(m, "tool_calls");
             if (calls) msgs[n].tool_calls = owned[n] = cJSON_PrintUnformatted(calls);
         }
+        const cJSON *tt = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "templates"),
+                                              cJSON_GetObjectItem(c, "template")->valuestring);
         chat_extras x = {.tools_json = cJSON_IsTrue(cJSON_GetObjectItem(c, "tools")) ? tools : NULL,
-                         .think = think_level(cJSON_GetObjectItem(c, "think")), .date = date};
+                         .think = think_level(cJSON_GetObjectItem(c, "think")), .date = date,
+                         .template_text = cJSON_IsString(tt) ? tt->valuestring : NULL};
+        if (strcmp(fname, "gpt-oss")) {   /* the GGUF template picks the format */
+            chat_format d = chat_detect(x.template_text, NULL);
+            CHECKF(d == f, "%s: the template detects as %s", cJSON_GetObjectItem(c, "template")->valuestring,
+                   chat_format_name(d));
+        }
         char *got = chat_apply_ex(f, msgs, n, true, &x);
         const char *want = cJSON_GetObjectItem(c, "out")->valuestring;
         compared++;
@@ -74,7 +83,7 @@ static void test_goldens(void) {
         for (int i = 0; i < n; i++) free(owned[i]);
     }
     fprintf(stderr, "%d renderings compared with the official templates', %d differ\n", compared, differ);
-    CHECK(compared >= 30 && differ == 0);
+    CHECK(compared >= 50 && differ == 0);
     free(tools);
     cJSON_Delete(root);
 }
@@ -111,8 +120,59 @@ static void test_harmony_refusals(void) {
     free(got);
 }
 
+/* Mistral 7B v0.3's template (mistral-v3) is the Nemo one with spaces: written out by hand. */
+static void test_mistral_v3_and_refusals(void) {
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"d\","
+                        "\"parameters\":{\"type\":\"object\",\"properties\":{}}}}]";
+    const chat_message m[] = {
+        {.role = "system", .content = "Be brief."},
+        {.role = "user", .content = "Weather?"},
+        {.role = "assistant", .content = "", .tool_calls = "[{\"function\":{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}}]"},
+        {.role = "tool", .content = "18C", .tool_name = "get_weather"},
+    };
+    char *got = chat_apply_ex(CHAT_MISTRAL, m, 4, true, &(chat_extras){.tools_json = tools});
+    const char *want = "[AVAILABLE_TOOLS] [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"description\": \"d\", "
+                       "\"parameters\": {\"type\": \"object\", \"properties\": {}}}}][/AVAILABLE_TOOLS][INST] Weather?[/INST]"
+                       "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"000000001\"}]</s>"
+                       "[TOOL_RESULTS] {\"content\": 18C, \"call_id\": \"000000001\"}[/TOOL_RESULTS]";
+    CHECKF(got && !strcmp(got, want), "mistral-v3 tools: [%s]", got ? got : anv_last_error());
+    free(got);
+    CHECK(chat_format_has_tools(CHAT_MISTRAL, NULL) && chat_format_has_tools(CHAT_LLAMA3, "{% if tools %}"));
+    CHECK(!chat_format_has_tools(CHAT_LLAMA3, "{{ messages }}"));   /* Llama 3.0: no tools in its template */
+    /* the templates' refusals */
+    const chat_message two[] = {
+        {.role = "user", .content = "a"},
+        {.role = "assistant", .content = "", .tool_calls = "[{\"function\":{\"name\":\"x\"}},{\"function\":{\"name\":\"y\"}}]"},
+    };
+    got = chat_apply_ex(CHAT_LLAMA3, two, 2, true, &(chat_extras){0});
+    CHECK(got == NULL && strstr(anv_last_error(), "one tool call"));
+    free(got);
+    const chat_message sys_only[] = {{.role = "system", .content = "s"}};
+    got = chat_apply_ex(CHAT_LLAMA3, sys_only, 1, true, &(chat_extras){.tools_json = tools});
+    CHECK(got == NULL && strstr(anv_last_error(), "first user message"));
+    free(got);
+    const chat_message twice[] = {{.role = "user", .content = "a"}, {.role = "user", .content = "b"}};
+    got = chat_apply_ex(format_of("mistral-v3-tekken"), twice, 2, true, &(chat_extras){.tools_json = tools});
+    CHECK(got == NULL && strstr(anv_last_error(), "alternate"));
+    free(got);
+    got = chat_apply_ex(CHAT_MISTRAL, &m[1], 1, true, &(chat_extras){.tools_json = "{}"});
+    CHECK(got == NULL && strstr(anv_last_error(), "JSON array"));
+    free(got);
+    const chat_message orphan[] = {{.role = "user", .content = "a"}, {.role = "tool", .content = "r"}};
+    got = chat_apply_ex(CHAT_MISTRAL, orphan, 2, true, &(chat_extras){.tools_json = tools});
+    CHECK(got == NULL && strstr(anv_last_error(), "tool result"));
+    free(got);
+    /* plain turns without tools stay llama.cpp's built-in rendering */
+    got = chat_apply_ex(CHAT_LLAMA3, &m[1], 1, true, &(chat_extras){0});
+    char *plain = chat_apply(CHAT_LLAMA3, &m[1], 1, true);
+    CHECK(got && plain && !strcmp(got, plain));
+    free(got);
+    free(plain);
+}
+
 int main(void) {
     test_goldens();
+    test_mistral_v3_and_refusals();
     test_harmony_refusals();
     return tu_finish();
 }
