@@ -4,8 +4,8 @@
 a q8_0 KV cache and 3 slots) and one without (the host name): the real ollama client's
 ps() parses /api/ps; Ollama's fields are exactly Ollama's and Anvil's own are under "anvil"
 (replica, backend, device, layers and GPU layers against the model's block count, KV type,
-slots, context, requests in flight while a stream runs and after it ends, embedding_only on
-an embedding model); /metrics parses with prometheus_client and tests/server/models/prom.py,
+slots, context, requests in flight while a stream runs and after it ends; an embedding model
+is embedding_only with one slot); /metrics parses with prometheus_client and tests/server/models/prom.py,
 every sample carries its replica label (the two replicas' series never collide), and the
 per-model gauges agree with /api/ps; `anvil ps -v` shows the columns; a bad ANVIL_REPLICA_ID
 stops the server with one line.
@@ -138,7 +138,8 @@ def main():
                 st, _, o, raw = post_json(srv, "/api/embed", {"model": emb, "input": "hello"})
                 st, ps = raw_ps(srv)
                 e = [m["anvil"] for m in ps["models"] if m["model"] == emb]
-                check(st == 200 and e and e[0]["embedding_only"] is True, "replica-a: an embedding model is embedding_only in ps (%s)" % e)
+                check(st == 200 and e and e[0]["embedding_only"] is True and e[0]["parallel"] == 1,
+                      "replica-a: an embedding model is embedding_only, with one slot as in Ollama (%s)" % e)
                 _, _, fams = metrics(srv)
                 kinds = {s.labels.get("model"): s.labels.get("kind") for s in samples(fams, "anvil_model_info")}
                 check(kinds.get(emb) == "embedding" and kinds.get(gguf) == "completion", "replica-a: anvil_model_info kind (%s)" % kinds)

@@ -254,6 +254,20 @@ static void discard_model(lmodel *lm) {
     free(lm);
 }
 
+/* An embedding model by its header (Ollama's rule: {arch}.pooling_type is set), before it
+ * loads: Ollama gives such a model one slot, as it has no generation to batch. */
+static bool file_embeds_only(const char *path) {
+    gguf_file *f = gguf_open(path);
+    if (!f) return false;
+    char *arch = gguf_get_str_dup(f, "general.architecture");
+    char key[96];
+    snprintf(key, sizeof key, "%s.pooling_type", arch ? arch : "");
+    bool r = arch && gguf_find(f, key) != NULL;
+    free(arch);
+    gguf_close(f);
+    return r;
+}
+
 /* Loads outside the lock. NULL + anv_last_error() on failure. */
 static lmodel *load_model(sched *s, const store_entry *e, const run_options *o) {
     lmodel *lm = calloc(1, sizeof *lm);
@@ -263,7 +277,7 @@ static lmodel *load_model(sched *s, const store_entry *e, const run_options *o) 
     snprintf(lm->path, sizeof lm->path, "%s", e->model_path);
     snprintf(lm->digest, sizeof lm->digest, "%s", e->manifest_digest ? e->manifest_digest : "");
     lm->req_num_gpu = o->num_gpu;
-    lm->n_slots = s->cfg.num_parallel;
+    lm->n_slots = s->cfg.num_parallel > 1 && file_embeds_only(e->model_path) ? 1 : s->cfg.num_parallel;
     int want_ctx = o->num_ctx > 0 ? o->num_ctx : s->cfg.context_length;
     /* One request must not start more threads than the machine has cores. */
     int n_threads = o->num_thread > 0 ? o->num_thread : s->cfg.n_threads;
