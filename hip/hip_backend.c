@@ -25,7 +25,7 @@ typedef struct {
     char target[48];
     anv_hip_module mod;
     anv_hip_func matvec[QT_COUNT], matmul[QT_COUNT], get_rows[QT_COUNT];
-    anv_hip_func rms_norm, ew, rope, store_rows, att_f32, att_f16, att_q8_0;
+    anv_hip_func rms_norm, ew, rope, store_rows, att_f32, att_f16, att_q8_0, att_q4_0;
     void *ids;          /* device scratch for get_rows ids */
     size_t ids_cap;
     uint64_t allocated; /* device bytes held */
@@ -286,12 +286,12 @@ static void hip_op_store_rows(backend *be, const be_tensor *src, be_tensor *dst,
                 (long long)(dst_row0 + n_rows), (long long)dst->rows);
         return;
     }
-    if (dst->type != QT_F32 && dst->type != QT_F16 && dst->type != QT_Q8_0) {
-        be_fail(be, "%s store_rows: destination type %s (f32, f16 or q8_0 only)", c->name, qtype_get(dst->type) ? qtype_get(dst->type)->name : "?");
+    if (dst->type != QT_F32 && dst->type != QT_F16 && dst->type != QT_Q8_0 && dst->type != QT_Q4_0) {
+        be_fail(be, "%s store_rows: destination type %s (f32, f16, q8_0 or q4_0 only)", c->name, qtype_get(dst->type) ? qtype_get(dst->type)->name : "?");
         return;
     }
     if (!need_f32(be, src, n_rows * dst->cols, "store_rows", "src")) return;
-    const int64_t per_row = dst->type == QT_Q8_0 ? dst->cols / 32 : dst->cols;
+    const int64_t per_row = dst->type == QT_Q8_0 || dst->type == QT_Q4_0 ? dst->cols / 32 : dst->cols;
     anv_store_rows_args a = {.src = addr_of(src), .dst = addr_of(dst), .cols = dst->cols, .row0 = dst_row0, .n_rows = n_rows,
                              .dst_row_bytes = (int64_t)be_row_bytes(dst), .dst_type = (int32_t)dst->type};
     launch(be, "store_rows", c->store_rows, blocks_for(per_row * n_rows, ANV_EW_BLOCK), 1, ANV_EW_BLOCK, &a);
@@ -314,8 +314,13 @@ static void hip_op_attention(backend *be, const be_tensor *q, const be_tensor *k
         be_fail(be, "%s attention: cache has %lld rows, needs %lld", c->name, (long long)k->rows, (long long)p->pos0 + p->n_tok);
         return;
     }
-    anv_hip_func f = k->type == QT_F32 ? c->att_f32 : k->type == QT_F16 ? c->att_f16 : k->type == QT_Q8_0 ? c->att_q8_0 : NULL;
-    if (!f) { be_fail(be, "%s attention: KV cache type %s (f32, f16 or q8_0 only)", c->name, qtype_get(k->type) ? qtype_get(k->type)->name : "?"); return; }
+    anv_hip_func f = k->type == QT_F32 ? c->att_f32 : k->type == QT_F16 ? c->att_f16 : k->type == QT_Q8_0 ? c->att_q8_0
+                   : k->type == QT_Q4_0 ? c->att_q4_0 : NULL;
+    if (!f) { be_fail(be, "%s attention: KV cache type %s (f32, f16, q8_0 or q4_0 only)", c->name, qtype_get(k->type) ? qtype_get(k->type)->name : "?"); return; }
+    if ((k->type == QT_Q8_0 || k->type == QT_Q4_0) && p->head_dim % 32) {
+        be_fail(be, "%s attention: a %s KV cache needs head_dim %% 32 == 0 (head_dim %d)", c->name, qtype_get(k->type)->name, p->head_dim);
+        return;
+    }
     anv_attention_args a = {.q = addr_of(q), .k = addr_of(k), .v = addr_of(v), .out = addr_of(out), .kv_row_bytes = (int64_t)be_row_bytes(k),
                             .n_tok = p->n_tok, .pos0 = p->pos0, .n_head = p->n_head, .n_kv_head = p->n_kv_head, .head_dim = p->head_dim,
                             .window = p->window, .kv_type = (int32_t)k->type, .noncausal = p->noncausal,
@@ -374,7 +379,8 @@ static int load_kernels(hip_ctx *c) {
 #undef ANV_T
     if (get_fn(c, &c->rms_norm, "anv_rms_norm") || get_fn(c, &c->ew, "anv_ew") || get_fn(c, &c->rope, "anv_rope") ||
         get_fn(c, &c->store_rows, "anv_store_rows") || get_fn(c, &c->att_f32, "anv_attention_f32") ||
-        get_fn(c, &c->att_f16, "anv_attention_f16") || get_fn(c, &c->att_q8_0, "anv_attention_q8_0"))
+        get_fn(c, &c->att_f16, "anv_attention_f16") || get_fn(c, &c->att_q8_0, "anv_attention_q8_0") ||
+        get_fn(c, &c->att_q4_0, "anv_attention_q4_0"))
         return -1;
     return 0;
 }

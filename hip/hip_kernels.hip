@@ -8,7 +8,7 @@
 //  - tiled matmul (prefill): 64x64 output tile per 256-thread block, weights dequantized
 //    into LDS 32 columns at a time, 4x4 outputs per thread;
 //  - attention: one block per (token, head), keys in chunks of 128 with an online softmax
-//    (one pass over the KV cache, F32/F16/Q8_0), GQA, sliding window, softcap, noncausal.
+//    (one pass over the KV cache, F32/F16/Q8_0/Q4_0), GQA, sliding window, softcap, noncausal.
 #include "hip_args.h"
 #include "hip_dequant.h"
 
@@ -168,7 +168,7 @@ ANV_KERNEL void anv_rope(const anv_rope_args a) {
 ANV_KERNEL void anv_store_rows(const anv_store_rows_args a) {
     const float *src = (const float *)a.src;
     uint8_t *dst = (uint8_t *)a.dst;
-    const int64_t per_row = a.dst_type == 8 ? a.cols / 32 : a.cols;
+    const int64_t per_row = a.dst_type == 8 || a.dst_type == 2 ? a.cols / 32 : a.cols;
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= per_row * a.n_rows) return;
     const int64_t r = idx / per_row, c = idx % per_row;
@@ -176,7 +176,21 @@ ANV_KERNEL void anv_store_rows(const anv_store_rows_args a) {
     const float *s = src + r * a.cols;
     if (a.dst_type == 0) ((float *)d)[c] = s[c];
     else if (a.dst_type == 1) ((uint16_t *)d)[c] = (uint16_t)anv_f2h(s[c]);
-    else { // Q8_0, as quantize_row: d = amax / 127, q = round(x / d)
+    else if (a.dst_type == 2) { // Q4_0, as quantize_row: d = (largest-magnitude value) / -8, q = min(15, trunc(x / d + 8.5))
+        const float *xb = s + c * 32;
+        float amax = 0.0f, vmax = 0.0f;
+        for (int j = 0; j < 32; j++)
+            if (amax < fabsf(xb[j])) { amax = fabsf(xb[j]); vmax = xb[j]; }
+        const float dd = vmax / -8.0f, id = dd != 0.0f ? 1.0f / dd : 0.0f;
+        uint8_t *b = d + c * 18;
+        const uint32_t h = anv_f2h(dd);
+        b[0] = (uint8_t)(h & 0xFF);
+        b[1] = (uint8_t)(h >> 8);
+        for (int j = 0; j < 16; j++) { // no contraction: x * id + 8.5 rounded twice, as the reference
+            const int lo = (int)__fadd_rn(__fmul_rn(xb[j], id), 8.5f), hi = (int)__fadd_rn(__fmul_rn(xb[j + 16], id), 8.5f);
+            b[2 + j] = (uint8_t)((lo < 15 ? lo : 15) | ((hi < 15 ? hi : 15) << 4));
+        }
+    } else { // Q8_0, as quantize_row: d = amax / 127, q = round(x / d)
         const float *xb = s + c * 32;
         float amax = 0.0f;
         for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xb[j]));
@@ -244,3 +258,4 @@ template <int KT> __device__ void attention(const anv_attention_args a) {
 ANV_KERNEL void anv_attention_f32(const anv_attention_args a) { attention<0>(a); }
 ANV_KERNEL void anv_attention_f16(const anv_attention_args a) { attention<1>(a); }
 ANV_KERNEL void anv_attention_q8_0(const anv_attention_args a) { attention<8>(a); }
+ANV_KERNEL void anv_attention_q4_0(const anv_attention_args a) { attention<2>(a); }

@@ -2,7 +2,7 @@
 # hip-nvcc-check: builds the HIP kernels (hip/hip_kernels.hip, unchanged) with nvcc through
 # hip/hip_vendor.h and runs them on an NVIDIA GPU against the scalar reference cpu/ref_ops.c
 # on odd shapes (tests/hip/nvcc_check.cu: every weight type's mat-vec and tiled matmul,
-# get_rows, rms_norm, element-wise ops, rope, store_rows, attention on F32/F16/Q8_0 caches).
+# get_rows, rms_norm, element-wise ops, rope, store_rows, attention on F32/F16/Q8_0/Q4_0 caches).
 # Needs nvcc and a CUDA GPU; no ROCm, no CMake. Usage: tools/hip-nvcc-check.sh [build-dir]
 # Exit 0 when every check passes; prints one line per check.
 set -euo pipefail

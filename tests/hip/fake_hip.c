@@ -258,7 +258,7 @@ EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
     }
     if (!strcmp(n, "anv_store_rows")) {
         const anv_store_rows_args *a = params[0];
-        const int64_t per_row = a->dst_type == QT_Q8_0 ? a->cols / 32 : a->cols;
+        const int64_t per_row = a->dst_type == QT_Q8_0 || a->dst_type == QT_Q4_0 ? a->cols / 32 : a->cols;
         if (gxs * bx < (uint64_t)(per_row * a->n_rows)) return need(0);
         ref_store_rows(PTR(a->src), (uint32_t)a->dst_type, PTR(a->dst), a->cols, a->row0, a->n_rows);
         return OK;

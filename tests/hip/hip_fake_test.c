@@ -10,6 +10,8 @@
  *    byte given back), out-of-memory as a NULL with a one-line error;
  *  - placed model loads (ANVIL_HIP_LIBRARY): layers on hip0 agree with the CPU; a GPU that
  *    runs out of memory mid-load gets fewer layers (never a crash).
+ *  - the Q4_0 KV cache: the shared cases of tests/cpu/kv_q4_0_cases.h (store, attention on
+ *    head_dim 64/128/256, the head_dim-80 refusal);
  *  - doctor --verify on HIP (gpu_verify with gv_hip): passes on the fake, reports a
  *    planted wrong kernel (ANVIL_HIP_TEST_BREAK) with the HIP advice, names its cache file.
  * The kernels' own numerics are tools/hip-nvcc-check.sh's job (real GPU). */
@@ -29,6 +31,7 @@
 #include "quant.h"
 #include "ref_ops.h"
 #include "testutil.h"
+#include "cpu/kv_q4_0_cases.h"
 
 static const char *g_fake, *g_fake_old;
 static uint64_t g_rng = 12345;
@@ -324,10 +327,10 @@ static void test_small_ops(backend *be) {
     CHECK(same(got, want, N));
     CHECKF(!be_error(be), "%s", be_error(be));
 
-    /* store_rows into F16 / Q8_0 caches at row 3, then attention over them (GQA 4/2,
+    /* store_rows into F16 / Q8_0 / Q4_0 caches at row 3, then attention over them (GQA 4/2,
      * window, softcap), and into F32. */
-    const uint32_t kvt[] = {QT_F16, QT_Q8_0, QT_F32};
-    for (int ki = 0; ki < 3; ki++) {
+    const uint32_t kvt[] = {QT_F16, QT_Q8_0, QT_Q4_0, QT_F32};
+    for (int ki = 0; ki < 4; ki++) {
         const int hd = 64, nkv = 2, nh = 4, ctx = 9, nt = 3, pos0 = 4;
         const int64_t kvc = (int64_t)nkv * hd;
         const size_t rb = qtype_row_size((qtype)kvt[ki], kvc);
@@ -409,6 +412,17 @@ static void test_backend(void) {
         be_tensor_free(t1); be_tensor_free(t2);
         be->ops->destroy(be);
     }
+}
+
+/* The Q4_0 KV cache on a fresh backend (its refusal case leaves a sticky error). */
+static void test_kv_q4_0(void) {
+    runtime(g_fake, NULL);
+    backend *be = hip_backend_new(0, "gfx1100");
+    CHECKF(be != NULL, "%s", anv_last_error());
+    if (!be) return;
+    kvq_test_store(be, true);
+    kvq_test_attention(be, 256); /* ANV_ATT_MAX_HEAD_DIM */
+    be->ops->destroy(be);
 }
 
 /* ---- doctor --verify on HIP ---- */
@@ -527,6 +541,7 @@ int main(int argc, char **argv) {
     test_unavailable();
     test_enumeration();
     test_backend();
+    test_kv_q4_0();
     test_verify();
     const char *dir = getenv("ANVIL_TEST_MODELS");
     const char *models[] = {"llama-tiny-f32", "llama-tinyk-q4_K"};

@@ -1,7 +1,7 @@
 // nvcc_check: the HIP kernels (hip/hip_kernels.hip, the same source, built by nvcc through
 // hip/hip_vendor.h) run on an NVIDIA GPU against the scalar reference (cpu/ref_ops.c) on
 // odd shapes: every weight type through mat-vec (n_tok 1..4) and the tiled matmul, get_rows,
-// rms_norm, the element-wise ops, rope, store_rows and attention over F32/F16/Q8_0 caches.
+// rms_norm, the element-wise ops, rope, store_rows and attention over F32/F16/Q8_0/Q4_0 caches.
 // Launch geometry is hip/hip_backend.c's. Built and run by tools/hip-nvcc-check.sh.
 #include <math.h>
 #include <stdio.h>
@@ -128,7 +128,7 @@ static void check_attention(uint32_t kv_type, int n_tok, int pos0, int n_head, i
     ref_store_rows(vf.data(), kv_type, vh.data(), kvc, 0, ctx);
     // store_rows on the GPU must produce the same bytes
     uint64_t dsrc = up(kf.data(), kf.size()), dk = up(kd.data(), kd.size());
-    const int64_t per_row = kv_type == 8 ? kvc / 32 : kvc;
+    const int64_t per_row = kv_type == 8 || kv_type == 2 ? kvc / 32 : kvc;
     anv_store_rows_args sa = {dsrc, dk, kvc, 0, ctx, (int64_t)rb, (int32_t)kv_type, 0};
     anv_store_rows<<<(unsigned)((per_row * ctx + ANV_EW_BLOCK - 1) / ANV_EW_BLOCK), ANV_EW_BLOCK>>>(sa);
     CK(cudaDeviceSynchronize());
@@ -145,6 +145,7 @@ static void check_attention(uint32_t kv_type, int n_tok, int pos0, int n_head, i
     dim3 grid((unsigned)n_tok, (unsigned)n_head);
     if (kv_type == 0) anv_attention_f32<<<grid, ANV_ATT_BLOCK>>>(aa);
     else if (kv_type == 1) anv_attention_f16<<<grid, ANV_ATT_BLOCK>>>(aa);
+    else if (kv_type == 2) anv_attention_q4_0<<<grid, ANV_ATT_BLOCK>>>(aa);
     else anv_attention_q8_0<<<grid, ANV_ATT_BLOCK>>>(aa);
     CK(cudaGetLastError());
     down(out.data(), aa.out, out.size());
@@ -160,7 +161,7 @@ int main() {
     for (const tk &k : kernels)
         for (int nt : {1, 2, 3, 4, 5, 70, 129}) check_matmul(k, nt < 5 ? 1003 : 77, nt);
     check_small_ops();
-    for (uint32_t kt : {0u, 1u, 8u}) {
+    for (uint32_t kt : {0u, 1u, 8u, 2u}) {
         check_attention(kt, 1, 300, 8, 2, 64, 0, 0.0f);   // decode, GQA 4
         check_attention(kt, 37, 5, 6, 6, 128, 0, 0.0f);   // prefill, odd
         check_attention(kt, 9, 200, 4, 1, 256, 31, 30.0f); // window + softcap, head_dim 256
