@@ -13,7 +13,8 @@ ARCH=${CUDA_ARCH:-native}
 mkdir -p "$OUT"
 command -v "$NVCC" >/dev/null || { echo "hip-nvcc-check: $NVCC not found (install the CUDA toolkit or set NVCC)"; exit 2; }
 INC=(-I"$ROOT/hip" -I"$ROOT/cpu" -I"$ROOT/engine/gguf" -I"$ROOT/engine/base" -I"$ROOT/engine/backend")
-CSRC=("$ROOT/cpu/ref_ops.c" "$ROOT/engine/gguf/quant.c" "$ROOT/engine/gguf/quant_legacy.c" "$ROOT/engine/gguf/quant_k.c" "$ROOT/engine/base/error.c")
+CSRC=("$ROOT/cpu/ref_ops.c" "$ROOT/engine/gguf/quant.c" "$ROOT/engine/gguf/quant_legacy.c" "$ROOT/engine/gguf/quant_k.c" "$ROOT/engine/gguf/quant_mxfp4.c"
+      "$ROOT/engine/gguf/quant_iq.c" "$ROOT/engine/gguf/quant_iq_tables.c" "$ROOT/engine/base/error.c")
 objs=()
 for c in "${CSRC[@]}"; do
   o="$OUT/$(basename "${c%.c}").o"
