@@ -40,11 +40,11 @@ except ImportError:  # pragma: no cover
     sys.exit("make_test_model: the python package 'gguf' (gguf-py) is required")
 
 NUMPY_TYPES = {"f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q4_0": QT.Q4_0, "q4_1": QT.Q4_1,
-               "q5_0": QT.Q5_0, "q5_1": QT.Q5_1, "q8_0": QT.Q8_0}
+               "q5_0": QT.Q5_0, "q5_1": QT.Q5_1, "q8_0": QT.Q8_0, "mxfp4": QT.MXFP4}
 K_TYPES = {"q2_K": QT.Q2_K, "q3_K": QT.Q3_K, "q4_K": QT.Q4_K, "q5_K": QT.Q5_K, "q6_K": QT.Q6_K}
 FILE_TYPES = {"f32": "ALL_F32", "f16": "MOSTLY_F16", "bf16": "MOSTLY_BF16", "q4_0": "MOSTLY_Q4_0",
               "q4_1": "MOSTLY_Q4_1", "q5_0": "MOSTLY_Q5_0", "q5_1": "MOSTLY_Q5_1",
-              "q8_0": "MOSTLY_Q8_0", "q2_K": "MOSTLY_Q2_K", "q3_K": "MOSTLY_Q3_K_M",
+              "q8_0": "MOSTLY_Q8_0", "mxfp4": "MOSTLY_MXFP4_MOE", "q2_K": "MOSTLY_Q2_K", "q3_K": "MOSTLY_Q3_K_M",
               "q4_K": "MOSTLY_Q4_K_M", "q5_K": "MOSTLY_Q5_K_M", "q6_K": "MOSTLY_Q6_K"}
 DEFAULT_GGML_LIB = ("/tmp/llamacpp-oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/"
                     "libggml-base.so")
@@ -71,10 +71,20 @@ FAMILY = {
                      rope_base=1000000.0, eps=1e-6, ctx=32768, n_expert=6, n_expert_used=2, shexp=True),
     "llamamoe": dict(n_layer=3, n_head=4, n_head_kv=2, head_dim=None, tied=False, vocab="spm",
                      rope_base=500000.0, eps=1e-5, ctx=4096, n_expert=5, n_expert_used=2),
+    # gpt-oss (GGUF arch "gpt-oss"): q/k/v/o biases, attention sinks, sliding window on even
+    # layers, YaRN (factor 32 over 4096 as the real files), router and expert biases, the
+    # harmony special tokens. --type mxfp4 makes the experts MXFP4 (as llama.cpp's gpt-oss
+    # files have them) and keeps every other weight F32.
+    "gptoss": dict(n_layer=4, n_head=8, n_head_kv=2, head_dim=32, tied=False, vocab="bpe",
+                   rope_base=150000.0, eps=1e-5, ctx=131072, n_expert=6, n_expert_used=2, swa=8,
+                   yarn_factor=32.0, yarn_orig_ctx=4096),
 }
 # MoE family -> the dense family whose attention and vocabulary it shares; the GGUF arch name.
-BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama"}
-GGUF_ARCH = {"llamamoe": "llama"}
+BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss"}
+GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss"}
+# harmony (o200k_harmony) special tokens of the gpt-oss vocabulary, in id order
+HARMONY_SPECIALS = ["<|startoftext|>", "<|endoftext|>", "<|return|>", "<|constrain|>", "<|channel|>",
+                    "<|start|>", "<|end|>", "<|message|>", "<|call|>"]
 # tiny: the small test shape; tinyk: the same with every row length a multiple of 256
 # (K-quant blocks are 256 wide); 500m, bench91m and 7b: llama-only speed shapes.
 PRESETS = {
@@ -116,8 +126,8 @@ def hparams_for(args):
         fam["head_dim"] = 32
     if "n_expert" in fam:  # expert width: a block multiple below n_ff (256 for tinyk)
         fam.setdefault("n_ff_exp", {"tiny": 96, "tinyk": 256}.get(args.preset, fam["n_ff"] // 4))
-        if args.family == "llamamoe":
-            fam["n_ff"] = fam["n_ff_exp"]  # llama MoE: feed_forward_length is the expert width
+        if args.family in ("llamamoe", "gptoss"):
+            fam["n_ff"] = fam["n_ff_exp"]  # llama MoE, gpt-oss: feed_forward_length is the expert width
         if args.n_expert:
             fam["n_expert"] = args.n_expert
         if args.n_expert_used:
@@ -246,6 +256,8 @@ def bpe_vocab(family, n_vocab, agent=False, harmony=False):
     user-defined tokens (printed in the reply text, where the reply parser sees them)."""
     if family == "llama":
         specials, pre = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"], "llama-bpe"
+    elif family == "gptoss":  # the real files say pre "gpt-4o" (o200k), which Anvil does not split yet
+        specials, pre = list(HARMONY_SPECIALS), "qwen2"
     else:
         specials, pre = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen2"
         if family == "qwen3":
@@ -268,6 +280,8 @@ def bpe_vocab(family, n_vocab, agent=False, harmony=False):
     first = n_regular
     if family == "llama":
         ids = dict(bos=first, eos=first + 1, eot=first + 2)
+    elif family == "gptoss":  # bos <|startoftext|>, eos <|return|>, pad <|endoftext|>
+        ids = dict(bos=first, eos=first + 2, pad=first + 1)
     else:
         ids = dict(bos=first, eos=first + 2, pad=first)
     return dict(model="gpt2", pre=pre, tokens=tokens, types=types, scores=None,
@@ -336,7 +350,7 @@ def tensor_plan(args, hp):
         plan.append((p + "attn_q.weight", (H * D, E), "mat", qk / math.sqrt(E)))
         plan.append((p + "attn_k.weight", (HKV * D, E), "mat", qk / math.sqrt(E)))
         plan.append((p + "attn_v.weight", (HKV * D, E), "mat", 1.0 / math.sqrt(E)))
-        if fam == "qwen2":
+        if fam in ("qwen2", "gptoss"):
             plan.append((p + "attn_q.bias", (H * D,), "bias", 0.5))
             plan.append((p + "attn_k.bias", (HKV * D,), "bias", 0.5))
             plan.append((p + "attn_v.bias", (HKV * D,), "bias", 0.5))
@@ -344,6 +358,21 @@ def tensor_plan(args, hp):
             plan.append((p + "attn_q_norm.weight", (D,), "qknorm", 0.2))
             plan.append((p + "attn_k_norm.weight", (D,), "qknorm", 0.2))
         plan.append((p + "attn_output.weight", (E, H * D), "mat", 1.0 / math.sqrt(H * D)))
+        if fam == "gptoss":
+            X, FE = hp["n_expert"], hp["n_ff_exp"]
+            plan.append((p + "attn_output.bias", (E,), "bias", 0.2))
+            plan.append((p + "attn_sinks.weight", (H,), "bias", 1.5))
+            plan.append((p + "post_attention_norm.weight", (E,), "norm", 0.2))
+            plan.append((p + "ffn_gate_inp.weight", (X, E), "router", 2.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_inp.bias", (X,), "bias", 0.5))
+            # gate/up pre-activations of std ~2: a few pass the SWIGLU_OAI clamp at 7
+            plan.append((p + "ffn_gate_exps.weight", (X, FE, E), "mat", 2.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_exps.bias", (X, FE), "bias2d", 0.5))
+            plan.append((p + "ffn_down_exps.weight", (X, E, FE), "mat", 0.3 / math.sqrt(FE)))
+            plan.append((p + "ffn_down_exps.bias", (X, E), "bias2d", 0.2))
+            plan.append((p + "ffn_up_exps.weight", (X, FE, E), "mat", 2.0 / math.sqrt(E)))
+            plan.append((p + "ffn_up_exps.bias", (X, FE), "bias2d", 0.5))
+            continue
         if fam == "gemma3":
             plan.append((p + "post_attention_norm.weight", (E,)) + post_norm)
         plan.append((p + "ffn_norm.weight", (E,), "norm", 0.2))
@@ -375,7 +404,7 @@ def make_values(seed, name, shape, kind, scale, hp):
     if kind == "rope_freqs":
         return llama3_rope_factors(hp["head_dim"], hp["rope_base"], hp["rope_orig_ctx"])
     x = rng.standard_normal(shape, dtype=np.float32)
-    if kind == "mat" or kind == "bias" or kind == "router":
+    if kind in ("mat", "bias", "bias2d", "router"):
         return x * np.float32(scale)
     if kind.startswith("norm"):  # GGUF norm weights are the multiplier itself (gemma's +1 is
         mean = float(kind[5:] or 1.0)  # pre-applied by llama.cpp's converter): mean 1 or "norm:MEAN"
@@ -417,6 +446,16 @@ def encode(x, qt, quantizer):
     return np.ascontiguousarray(gguf.quants.quantize(x, qt)).view(np.uint8).reshape(-1)
 
 
+def tensor_qtype(shape, kind, qt_main):
+    """Matrices take the file's type; vectors, 2-D biases and routers stay F32; MXFP4 (gpt-oss)
+    is for the 3-D expert tensors only, the rest F32."""
+    if len(shape) < 2 or kind in ("router", "bias2d"):
+        return QT.F32
+    if qt_main == QT.MXFP4 and len(shape) != 3:
+        return QT.F32
+    return qt_main
+
+
 def write_model(args, hp, path, wtype, quantizer):
     fam = BASE.get(args.family, args.family)
     vocab = spm_vocab(fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"], agent=args.chat_template == "qwen3",
@@ -441,6 +480,13 @@ def write_model(args, hp, path, wtype, quantizer):
             w.add_expert_feed_forward_length(hp["n_ff_exp"])
         if hp.get("shexp"):
             w.add_expert_shared_feed_forward_length(hp["n_ff"])
+    if fam == "gptoss":  # as convert_hf_to_gguf.py writes gpt-oss (no pattern key: llama.cpp's default 2)
+        w.add_key_length(hp["head_dim"])
+        w.add_value_length(hp["head_dim"])
+        w.add_sliding_window(hp["swa"])
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(hp["yarn_factor"])
+        w.add_rope_scaling_orig_ctx_len(hp["yarn_orig_ctx"])
     if fam == "llama":
         w.add_vocab_size(hp["n_vocab"])
         w.add_rope_dimension_count(hp["head_dim"])
@@ -480,7 +526,7 @@ def write_model(args, hp, path, wtype, quantizer):
     qt_main = NUMPY_TYPES[wtype] if wtype in NUMPY_TYPES else K_TYPES[wtype]
     plan = tensor_plan(args, hp)
     for name, shape, kind, _ in plan:
-        qt = qt_main if len(shape) >= 2 and kind != "router" else QT.F32
+        qt = tensor_qtype(shape, kind, qt_main)
         bs, ts = gguf.GGML_QUANT_SIZES[qt]
         n = int(np.prod(shape))
         if n % bs or shape[-1] % bs:
@@ -491,7 +537,7 @@ def write_model(args, hp, path, wtype, quantizer):
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     for name, shape, kind, scale in plan:
-        qt = qt_main if len(shape) >= 2 and kind != "router" else QT.F32
+        qt = tensor_qtype(shape, kind, qt_main)
         w.write_tensor_data(encode(make_values(args.seed, name, shape, kind, scale, hp), qt, quantizer))
     w.close()
     return plan

@@ -1,5 +1,6 @@
 /* forward: the one transformer forward pass, written once against backend.h, for every
- * supported family (llama, qwen2, qwen3, gemma3) and any split of layers between the
+ * supported family (llama, qwen2, qwen3, gemma3, the MoE families and gpt-oss: YaRN rope,
+ * attention sinks, output bias) and any split of layers between the
  * CPU and a GPU backend. Activations cross between backends once per boundary. */
 #include <math.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "model.h"
 #include "moe.h"
 #include "quant.h"
+#include "yarn.h"
 
 #define MAX_BACKENDS 2
 #define LOGITS_SCRATCH_BYTES (64u << 20)
@@ -219,9 +221,10 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
         .n_rot = hp->n_rot,
         .mode = hp->rope_mode,
         .freq_base = swa ? hp->rope_base_swa : hp->rope_base,
-        .freq_scale = swa ? 1.0f : hp->rope_scale,
+        .freq_scale = swa ? hp->rope_scale_swa : hp->rope_scale,
         .freq_factors = be == m->cpu ? m->rope_freqs : m->rope_freqs_gpu,
     };
+    yarn_rope_params(hp, rp.freq_base, &rp);
     /* Position-dependent part, per sequence: each has its own positions and KV cache. */
     for (int si = 0; si < n_seq; si++) {
         const seq_span *sq = &seqs[si];
@@ -240,6 +243,7 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
         be_attn_params ap = {
             .n_tok = sq->n, .pos0 = pos0, .n_head = hp->n_head, .n_kv_head = hp->n_head_kv, .head_dim = hd,
             .scale = hp->attn_scale, .window = swa ? hp->swa_window : 0, .softcap = 0, .noncausal = hp->noncausal,
+            .sinks = L->attn_sinks,
         };
         op->attention(be, &q, sq->c->k_cache[il], sq->c->v_cache[il], &att, &ap);
     }
@@ -249,6 +253,7 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
         op->add(be, s->x, s->tmp, s->x, nt * e, nt * e);
     } else {
         op->matmul(be, L->wo, s->att, s->x, nt, true);   /* residual fused into the matmul */
+        if (L->bo) op->add(be, s->x, L->bo, s->x, nt * e, e);
     }
 
     /* feed-forward block */

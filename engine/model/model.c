@@ -11,8 +11,10 @@
 
 #include "encoder.h"
 #include "error.h"
+#include "gptoss.h"
 #include "moe.h"
 #include "quant.h"
+#include "yarn.h"
 
 typedef struct {
     const char *name;
@@ -28,6 +30,7 @@ static const arch_desc ARCHS[] = {
     {"gemma-embedding", ARCH_GEMMA3, BE_ROPE_NEOX},   /* the gemma3 body, bidirectional, pooled */
     {"qwen2moe", ARCH_QWEN2MOE, BE_ROPE_NEOX},
     {"qwen3moe", ARCH_QWEN3MOE, BE_ROPE_NEOX},
+    {"gpt-oss", ARCH_GPTOSS, BE_ROPE_NEOX},      /* gptoss.c */
 };
 
 /* Reads "<arch>.<suffix>" as u32; missing and required -> error. */
@@ -113,7 +116,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
         if (gguf_str_eq(a, ARCHS[i].name)) ad = &ARCHS[i];
     if (!ad) {
-        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gemma-embedding, bert, nomic-bert)",
+        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss, gemma-embedding, bert, nomic-bert)",
                       f->path, (int)(a.len > 64 ? 64 : a.len), a.ptr);
         return -1;
     }
@@ -150,7 +153,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     hp->rope_base = 10000.0f;
     if (!read_f32(f, arch, "rope.freq_base", &hp->rope_base)) return -1;
     if (!check_f32(f, arch, "rope.freq_base", hp->rope_base, false)) return -1;
-    hp->rope_scale = 1.0f;
+    hp->rope_scale = hp->rope_scale_swa = 1.0f;
     char *scaling = NULL;
     {
         char key[128];
@@ -165,7 +168,9 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
         return -1;
     }
     if (linear && factor > 0) hp->rope_scale = 1.0f / factor;
-    else if (scaling && strcmp(scaling, "none") != 0) {
+    else if (scaling && strcmp(scaling, "yarn") == 0) {
+        if (yarn_read_hparams(f, arch, factor, hp) != 0) { free(scaling); return -1; }
+    } else if (scaling && strcmp(scaling, "none") != 0) {
         anv_set_error("%s: unsupported rope scaling type '%s'", f->path, scaling);
         free(scaling);
         return -1;
@@ -214,6 +219,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
         hp->pooling = (model_pooling)pool;
     }
     if (moe_read_hparams(f, arch, hp) != 0) return -1;
+    if (hp->arch == ARCH_GPTOSS && gptoss_read_hparams(f, hp) != 0) return -1;
     return 0;
 }
 
@@ -282,7 +288,7 @@ static int load_layer(model *m, int il, backend *be) {
     L->wk = place_layer(m, be, il, "attn_k.weight", e, kvd, true, &fail);
     L->wv = place_layer(m, be, il, "attn_v.weight", e, kvd, true, &fail);
     L->wo = place_layer(m, be, il, "attn_output.weight", qd, e, true, &fail);
-    bool bias = hp->arch == ARCH_QWEN2 || hp->arch == ARCH_QWEN2MOE;
+    bool bias = hp->arch == ARCH_QWEN2 || hp->arch == ARCH_QWEN2MOE || hp->arch == ARCH_GPTOSS;
     L->bq = place_layer(m, be, il, "attn_q.bias", qd, 1, bias, &fail);
     L->bk = place_layer(m, be, il, "attn_k.bias", kvd, 1, bias, &fail);
     L->bv = place_layer(m, be, il, "attn_v.bias", kvd, 1, bias, &fail);
@@ -290,8 +296,10 @@ static int load_layer(model *m, int il, backend *be) {
     L->q_norm = place_layer(m, be, il, "attn_q_norm.weight", hp->head_dim_k, 1, qk_norm, &fail);
     L->k_norm = place_layer(m, be, il, "attn_k_norm.weight", hp->head_dim_k, 1, qk_norm, &fail);
     bool post = hp->arch == ARCH_GEMMA3;
-    L->post_attn_norm = place_layer(m, be, il, "post_attention_norm.weight", e, 1, post, &fail);
-    L->post_ffn_norm = place_layer(m, be, il, "post_ffw_norm.weight", e, 1, post, &fail);
+    /* gemma3's post-norms; gpt-oss's post_attention_norm is its FFN input norm (gptoss.c) */
+    L->post_attn_norm = post ? place_layer(m, be, il, "post_attention_norm.weight", e, 1, true, &fail) : NULL;
+    L->post_ffn_norm = post ? place_layer(m, be, il, "post_ffw_norm.weight", e, 1, true, &fail) : NULL;
+    if (hp->arch == ARCH_GPTOSS) return fail || gptoss_load_layer(m, il, be) != 0 ? -1 : 0; /* gptoss.c */
     L->ffn_norm = place_layer(m, be, il, "ffn_norm.weight", e, 1, true, &fail);
     if (hp->n_expert > 0) return fail || moe_load_layer(m, il, be) != 0 ? -1 : 0; /* moe.c */
     L->w_gate = place_layer(m, be, il, "ffn_gate.weight", e, hp->n_ff, true, &fail);
@@ -369,6 +377,7 @@ static void free_layer(model_layer *L) {
     be_tensor *ts[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->q_norm, L->k_norm,
                        L->post_attn_norm, L->ffn_norm, L->w_gate, L->w_up, L->w_down, L->post_ffn_norm};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
+    gptoss_free_layer(L);
     moe_free_layer(L);
 }
 

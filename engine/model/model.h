@@ -1,4 +1,5 @@
-/* model: loads a GGUF model (llama incl. mixtral-style MoE, qwen2, qwen3, gemma3, qwen2moe, qwen3moe;
+/* model: loads a GGUF model (llama incl. mixtral-style MoE, qwen2, qwen3, gemma3, qwen2moe, qwen3moe,
+ * gpt-oss;
  * the embedding models gemma-embedding, and bert / nomic-bert through encoder.c) into per-layer
  * backends and runs the one forward pass (forward.c) over a KV cache. */
 #ifndef ANVIL_MODEL_H
@@ -10,7 +11,7 @@
 #include "tokenizer.h"
 
 typedef enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3, ARCH_BERT, ARCH_NOMIC_BERT,
-              ARCH_QWEN2MOE, ARCH_QWEN3MOE } model_arch;
+              ARCH_QWEN2MOE, ARCH_QWEN3MOE, ARCH_GPTOSS } model_arch;
 /* How an embedding is pooled from the final hidden states (llama.cpp's pooling_type values). */
 typedef enum { MODEL_POOL_NONE = 0, MODEL_POOL_MEAN = 1, MODEL_POOL_CLS = 2, MODEL_POOL_LAST = 3 } model_pooling;
 
@@ -19,10 +20,14 @@ typedef struct {
     const char *arch_name;
     int n_vocab, n_ctx_train, n_embd, n_layer, n_ff, n_head, n_head_kv, head_dim_k, head_dim_v;
     float norm_eps;
-    float rope_base, rope_base_swa, rope_scale;
+    float rope_base, rope_base_swa, rope_scale, rope_scale_swa;
+    /* YaRN (rope.scaling.type yarn, yarn.c): ext_factor 0 = off; attn_factor as llama.cpp's
+     * cparams.yarn_attn_factor; the correction dims come from orig_ctx and the betas */
+    float yarn_ext_factor, yarn_attn_factor, yarn_beta_fast, yarn_beta_slow;
+    int yarn_orig_ctx;
     int n_rot;
     be_rope_mode rope_mode;
-    int swa_window, swa_pattern;  /* gemma3: layer il is sliding iff il % pattern < pattern-1 */
+    int swa_window, swa_pattern;  /* gemma3 (6), gpt-oss (2): layer il is sliding iff il % pattern < pattern-1 */
     float attn_scale;
     float final_softcap;
     bool embd_scale;              /* gemma: x *= sqrt(n_embd) after lookup */
@@ -33,7 +38,8 @@ typedef struct {
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     bool expert_norm;             /* renormalise the top-k weights to sum 1 */
     float expert_scale;           /* multiply the weights (0 or 1 = off) */
-    int expert_gating;            /* llama.cpp's expert_gating_func: 1 softmax, 2 sigmoid */
+    int expert_gating;            /* llama.cpp's expert_gating_func: 1 softmax, 2 sigmoid,
+                                   * 3 softmax over the top-k logits (gpt-oss) */
 } model_hparams;
 
 typedef struct {
@@ -43,6 +49,8 @@ typedef struct {
      * GGUF tensors, the shared expert and its sigmoid gate [1][n_embd] (qwen2moe) */
     be_tensor *moe_router, **exp_gate, **exp_up, **exp_down;
     be_tensor *sh_gate, *sh_up, *sh_down, *sh_router;
+    /* gpt-oss (gptoss.c): output bias, attention sinks [n_head], router bias, per-expert biases */
+    be_tensor *bo, *attn_sinks, *moe_router_b, **exp_gate_b, **exp_up_b, **exp_down_b;
     backend *be;
 } model_layer;
 

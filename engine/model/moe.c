@@ -1,5 +1,6 @@
 /* moe: mixture-of-experts hyperparameters, expert weights and the MoE feed-forward block
- * (qwen3moe, qwen2moe with its gated shared expert, mixtral-style llama MoE), written once
+ * (qwen3moe, qwen2moe with its gated shared expert, mixtral-style llama MoE; gpt-oss's router
+ * and expert biases, softmax over the top-k logits and SWIGLU_OAI, gptoss.c), written once
  * against backend.h. Facts from llama.cpp (src/llama-graph.cpp build_moe_ffn and the
  * families' graphs): probs = softmax (or sigmoid) of the router logits over all experts,
  * the top n_expert_used by prob, weights = their probs, renormalised to sum 1 where the
@@ -42,7 +43,7 @@ int moe_read_hparams(const gguf_file *f, const char *arch, model_hparams *hp) {
     hp->expert_scale = 0;
     hp->expert_gating = 1;
     if (!get_u32(f, arch, "expert_count", &hp->n_expert)) return -1;
-    bool is_moe_arch = hp->arch == ARCH_QWEN2MOE || hp->arch == ARCH_QWEN3MOE;
+    bool is_moe_arch = hp->arch == ARCH_QWEN2MOE || hp->arch == ARCH_QWEN3MOE || hp->arch == ARCH_GPTOSS;
     if (hp->n_expert == 0) {
         if (is_moe_arch) { anv_set_error("%s: metadata %s.expert_count is missing or 0 (a %s model needs experts)", f->path, arch, arch); return -1; }
         return 0;
@@ -181,7 +182,9 @@ void moe_free_layer(model_layer *L) {
 /* Host routing of one row: the top k expert ids of logits[n] and their weights. */
 static void route_row(const model_hparams *hp, const float *logits, int32_t *ids, float *w, float *probs) {
     const int n = hp->n_expert, k = hp->n_expert_used;
-    if (hp->expert_gating == 2) {
+    if (hp->expert_gating == 3) { /* gpt-oss: top-k of the logits, softmax over those k */
+        for (int i = 0; i < n; i++) probs[i] = logits[i];
+    } else if (hp->expert_gating == 2) {
         for (int i = 0; i < n; i++) probs[i] = 1.0f / (1.0f + expf(-logits[i]));
     } else {
         float mx = logits[0];
@@ -199,6 +202,12 @@ static void route_row(const model_hparams *hp, const float *logits, int32_t *ids
         }
         ids[j] = best;
         w[j] = probs[best];
+    }
+    if (hp->expert_gating == 3) {
+        float mx = w[0], s = 0;
+        for (int j = 1; j < k; j++) mx = w[j] > mx ? w[j] : mx;
+        for (int j = 0; j < k; j++) { w[j] = expf(w[j] - mx); s += w[j]; }
+        for (int j = 0; j < k; j++) w[j] /= s;
     }
     if (hp->expert_norm) {
         float s = 0;
@@ -219,16 +228,24 @@ static void scatter_add(backend *be, const moe_bufs *b, int64_t n_embd, const in
     }
 }
 
-/* down(silu(gate in) * up in) for n rows of `in` into b->out. */
+/* Optional per-expert biases (gpt-oss) of gate, up and down: NULL = none. */
+typedef struct { const be_tensor *g, *u, *d; } expert_bias;
+
+/* down(act(gate in + bg) * (up in + bu)) + bd for n rows of `in` into b->out. */
 static void expert_ffn(backend *be, const be_tensor *wg, const be_tensor *wu, const be_tensor *wd, const be_tensor *in,
-                       const moe_bufs *b, int64_t n_ff, int n) {
+                       const moe_bufs *b, int64_t n_ff, int n, const expert_bias *eb, be_glu_kind kind) {
     const backend_ops *op = be->ops;
     be_tensor g = be_view_reshape(b->gate, n_ff, b->gate->rows * b->gate->cols / n_ff);
     be_tensor u = be_view_reshape(b->up, n_ff, b->up->rows * b->up->cols / n_ff);
     op->matmul(be, wg, in, &g, n, false);
     op->matmul(be, wu, in, &u, n, false);
-    op->glu(be, &g, &u, &g, (int64_t)n * n_ff, BE_GLU_SILU);
+    if (eb) {
+        op->add(be, &g, eb->g, &g, (int64_t)n * n_ff, n_ff);
+        op->add(be, &u, eb->u, &u, (int64_t)n * n_ff, n_ff);
+    }
+    op->glu(be, &g, &u, &g, (int64_t)n * n_ff, kind);
     op->matmul(be, wd, &g, b->out, n, false);
+    if (eb) op->add(be, b->out, eb->d, b->out, (int64_t)n * b->out->cols, b->out->cols);
 }
 
 void moe_ffn(const model *m, const model_layer *L, const moe_bufs *b, int nt) {
@@ -239,6 +256,7 @@ void moe_ffn(const model *m, const model_layer *L, const moe_bufs *b, int nt) {
     const int64_t e = hp->n_embd;
     if (be_failed(be) || nt <= 0) return;
     op->matmul(be, L->moe_router, b->xn, b->logits, nt, false);
+    if (L->moe_router_b) op->add(be, b->logits, L->moe_router_b, b->logits, (int64_t)nt * ne, ne);
     if (L->sh_router) op->matmul(be, L->sh_router, b->xn, b->shlog, nt, false);
     float *logits = malloc((size_t)nt * ne * sizeof(float) + (size_t)nt * sizeof(float) + (size_t)ne * sizeof(float) +
                            (size_t)nt * k * (sizeof(float) + sizeof(int32_t)) + (size_t)ne * sizeof(int) * 2 +
@@ -267,13 +285,16 @@ void moe_ffn(const model *m, const model_layer *L, const moe_bufs *b, int nt) {
         const int n = count[x];
         if (n > 0) {
             op->get_rows(be, b->xn, rows + s, n, b->in);
-            expert_ffn(be, L->exp_gate[x], L->exp_up[x], L->exp_down[x], b->in, b, hp->n_ff_exp, n);
+            const expert_bias eb = {L->exp_gate_b ? L->exp_gate_b[x] : NULL, L->exp_up_b ? L->exp_up_b[x] : NULL,
+                                    L->exp_down_b ? L->exp_down_b[x] : NULL};
+            expert_ffn(be, L->exp_gate[x], L->exp_up[x], L->exp_down[x], b->in, b, hp->n_ff_exp, n, L->exp_gate_b ? &eb : NULL,
+                       hp->arch == ARCH_GPTOSS ? BE_GLU_SWIGLU_OAI : BE_GLU_SILU);
             scatter_add(be, b, e, rows + s, rw + s, n);
         }
         s += n;
     }
     if (L->sh_gate) {
-        expert_ffn(be, L->sh_gate, L->sh_up, L->sh_down, b->xn, b, hp->n_ff_shexp, nt);
+        expert_ffn(be, L->sh_gate, L->sh_up, L->sh_down, b->xn, b, hp->n_ff_shexp, nt, NULL, BE_GLU_SILU);
         for (int t = 0; t < nt; t++) { rows[t] = t; rw[t] = 1.0f / (1.0f + expf(-shlog[t])); }
         scatter_add(be, b, e, rows, rw, nt);
     }

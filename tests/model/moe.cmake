@@ -1,9 +1,9 @@
-# moe.cmake: the mixture-of-experts families (engine/model/moe.c) against today's llama.cpp.
+# moe.cmake: the mixture-of-experts families (engine/model/moe.c; gpt-oss: gptoss.c) against today's llama.cpp.
 # Owns: one fixture per synthetic MoE model of tests/data/golden/moe/manifest.json
 # (tools/make_test_model.py), the comparison of `anvil eval` with the committed llama.cpp dump
 # of each (tests/model/moe_vs_llamacpp.py --base: KL per position, confident top-1, greedy),
 # on the CPU and on lavapipe (Khronos validation layer inserted, zero messages), and the
-# malformed-file refusals (tests/model/moe_malformed.py).
+# malformed-file refusals (tests/model/moe_malformed.py, gptoss_malformed.py).
 anvil_tests_need_python(moe numpy gguf)
 set(_moe_dir ${ANVIL_TESTS}/data/golden/moe)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_moe_dir}/manifest.json)
@@ -30,7 +30,8 @@ foreach(i RANGE ${_moe_last})
            --base ${_moe_dir}/${_name}.kld.gz --expect-digest ${_digest} --max-kl ${_max_kl})
   add_test(NAME moe_golden_${_name} COMMAND ${_cmp})
   set_tests_properties(moe_golden_${_name} PROPERTIES FIXTURES_REQUIRED anvil_moe_${_name} TIMEOUT 300 LABELS "golden;moe")
-  if(ANVIL_VULKAN AND EXISTS ${_lvp})
+  string(JSON _cpu_only ERROR_VARIABLE _no_flag GET "${_moe_manifest}" models ${_name} cpu_only)
+  if(ANVIL_VULKAN AND EXISTS ${_lvp} AND NOT _cpu_only)
     add_test(NAME moe_golden_vulkan_${_name} COMMAND ${_cmp} --vulkan)
     set_tests_properties(moe_golden_vulkan_${_name} PROPERTIES FIXTURES_REQUIRED anvil_moe_${_name} TIMEOUT 600
                          LABELS "golden;moe" ENVIRONMENT "VK_ICD_FILENAMES=${_lvp};ASAN_OPTIONS=detect_leaks=0")
@@ -40,3 +41,8 @@ add_test(NAME moe_malformed
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/moe_malformed.py --anvil $<TARGET_FILE:anvil>
                  --gen ${CMAKE_SOURCE_DIR}/tools/make_test_model.py --dir ${ANVIL_TEST_MODELS}/moe-malformed)
 set_tests_properties(moe_malformed PROPERTIES TIMEOUT 300 LABELS moe)
+# gpt-oss pieces missing or mis-shaped (sinks, biases, sliding window, YaRN): one-line refusals.
+add_test(NAME gptoss_malformed
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/gptoss_malformed.py --anvil $<TARGET_FILE:anvil>
+                 --gen ${CMAKE_SOURCE_DIR}/tools/make_test_model.py --dir ${ANVIL_TEST_MODELS}/gptoss-malformed)
+set_tests_properties(gptoss_malformed PROPERTIES TIMEOUT 300 LABELS moe)
