@@ -10,7 +10,9 @@ same weights and backend; only the cache type differs). Per type: KL(Anvil f16 |
 per scored position (the cost of the cache type alone), KL(llama.cpp f16 || Anvil T), and the
 greedy tokens. --base is a committed llama-perplexity --kl-divergence-base dump made with an F16
 KV cache (tests/data/golden/kvq/*.kld.gz); --write-base makes it with today's llama.cpp and
-prints llama.cpp's own KL for -ctk/-ctv q4_0 with -fa on against it (the numbers
+prints llama.cpp's own KL for -ctk/-ctv q4_0 with -fa on against it, with and without its K/V
+rotation (LLAMA_ATTN_ROT_DISABLE; Anvil stores plain Q4_0, so the bound is the unrotated one; the
+committed head_dim-32 model is not rotated by llama.cpp either) (the numbers
 of tests/data/golden/kvq/manifest.json; regen.sh there). Exit 1 when the mean KL(Anvil f16 ||
 Anvil T) exceeds --max-kl-T (x10 for a single position), or when Anvil's f16 run differs from
 llama.cpp's f16 by more than 1e-3 mean KL (then the comparison means nothing).
@@ -32,13 +34,16 @@ from moe_vs_llamacpp import DEFAULT_BIN, TEXT, read_kld_base  # noqa: E402  (the
 TYPES = ("f16", "q8_0", "q4_0")
 
 
-def llama_kld(bin_dir, model, txt, ctx, base, kv):
-    """llama.cpp's mean KL of -ctk/-ctv kv (flash attention on) against base, None if it printed none."""
+def llama_kld(bin_dir, model, txt, ctx, base, kv, rot=True):
+    """llama.cpp's mean KL of -ctk/-ctv kv (flash attention on) against base, None if it printed none.
+    rot=False sets LLAMA_ATTN_ROT_DISABLE=1: today's llama.cpp rotates K and V (Walsh-Hadamard, when
+    head_dim % 64 == 0) before quantizing them, which Anvil does not; without it both store plain Q4_0."""
     log = base + "." + kv + ".log"  # a file: through a pipe the table at the end goes missing
+    env = dict(os.environ, LLAMA_ATTN_ROT_DISABLE="0" if rot else "1")
     with open(log, "w") as lf:
         r = subprocess.run([os.path.join(bin_dir, "llama-perplexity"), "-m", model, "-f", txt, "-c", str(ctx), "--chunks", "1",
                             "-t", "1", "-b", str(ctx), "-fa", "on", "-ctk", kv, "-ctv", kv, "--kl-divergence",
-                            "--kl-divergence-base", base], stdout=lf, stderr=subprocess.STDOUT)
+                            "--kl-divergence-base", base], stdout=lf, stderr=subprocess.STDOUT, env=env)
     out = open(log, encoding="utf-8", errors="replace").read()
     if r.returncode != 0:
         sys.exit("kv_quant_kl: llama-perplexity -ctk %s failed:\n%s" % (kv, out[-3000:]))
@@ -119,7 +124,8 @@ def main():
             with open(base, "rb") as fi, gzip.GzipFile(a.write_base, "wb", mtime=0) as fo:
                 fo.write(fi.read())
             # (q4_0 only: today's llama-perplexity prints no chunk row for -ctk q8_0 here)
-            res["llamacpp_kl_mean"] = {"q4_0": llama_kld(a.bin, a.model, txt, a.ctx, base, "q4_0")}
+            res["llamacpp_kl_mean"] = {"q4_0": llama_kld(a.bin, a.model, txt, a.ctx, base, "q4_0"),
+                                       "q4_0_no_rotation": llama_kld(a.bin, a.model, txt, a.ctx, base, "q4_0", rot=False)}
         n_ctx, n_vocab, toks, first, ref = read_kld_base(base)
         import gguf
         rd = gguf.GGUFReader(a.model)

@@ -30,3 +30,8 @@ foreach(i RANGE ${_kvq_last})
                          LABELS "golden;kvq" ENVIRONMENT "VK_ICD_FILENAMES=${_lvp};ASAN_OPTIONS=detect_leaks=0")
   endif()
 endforeach()
+
+# The measuring tool behind the README's KV-cache numbers (not a test): tests/model/kvq_measure.c.
+add_executable(kvq_measure ${ANVIL_TESTS}/model/kvq_measure.c)
+target_link_libraries(kvq_measure PRIVATE anvil_testutil anvil_engine)
+target_include_directories(kvq_measure PRIVATE ${ANVIL_TESTS}/vulkan)
