@@ -3,8 +3,11 @@
  * false), variables scoped to their if/range/with, `and`/`or` short-circuit and return
  * an operand, eq/ne/lt/le/gt/ge on bool/int/string (mixing types is an error, a missing
  * key compares unequal), len/index/slice on strings (bytes) and lists, print/println as
- * fmt.Sprint/Sprintln, Ollama's json for scalars. Values the engine cannot print the way
- * Go would (a message, a non-empty list) are errors, never a guess. Limits per render:
+ * fmt.Sprint/Sprintln, Ollama's json. Tools and tool calls are JSON trees shaped as
+ * Ollama's template types (gotemplate_tools.c), read by Go field name, ranged (maps in
+ * sorted key order), printed through their String methods (JSON) or fmt's %v for decoded
+ * `any` values (map[a:1], [x y], float64 %v). Values the engine cannot print the way Go
+ * would (a message, a struct, a non-empty message list) are errors, never a guess. Limits per render:
  * 10M steps, 64 MiB of output, 64 MiB of print/json strings, so a hostile template
  * fails instead of hanging or eating memory. */
 #include "gotemplate_impl.h"
@@ -12,6 +15,7 @@
 #include "error.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,7 +27,10 @@
 #define GT_MAX_ARGS 32
 #define GT_MAX_TEMP_BYTES ((size_t)64 << 20) /* strings made by print/json in one render */
 
-typedef enum { V_NIL, V_BOOL, V_INT, V_STR, V_MSGS, V_EMPTY, V_MSG, V_ROOT } vkind;
+typedef enum { V_NIL, V_BOOL, V_INT, V_STR, V_MSGS, V_EMPTY, V_MSG, V_ROOT, V_JSON } vkind;
+/* V_JSON: a value of Ollama's template types for tools (gotemplate_tools.c), by Go type */
+typedef enum { JT_TOOLS, JT_TOOL, JT_TFUNC, JT_TPARAMS, JT_PROPS, JT_PROP, JT_CALLS, JT_CALL, JT_CFUNC, JT_ARGS,
+               JT_ANY } jtype;
 
 typedef struct {
     vkind k;
@@ -33,6 +40,8 @@ typedef struct {
     size_t n;                    /* V_STR bytes */
     const chat_message *msgs;    /* V_MSGS (nmsg of them), V_MSG (one) */
     int nmsg;
+    const cJSON *j;              /* V_JSON (NULL or null: a nil map or slice) */
+    jtype jt;
 } val;
 
 typedef struct {
@@ -52,6 +61,8 @@ typedef struct {
     int n_temps, cap_temps;
     size_t temp_bytes;
     long steps;
+    cJSON *tools;                /* .Tools (gotemplate_tools.c), NULL = none */
+    cJSON **calls;               /* per message of v->messages: its .ToolCalls, NULL = none */
     jmp_buf fail;
 } ex;
 
@@ -117,6 +128,14 @@ static const char *type_name(const val *v) {
     case V_EMPTY: return "list";
     case V_MSG: return "*api.Message";
     case V_ROOT: return "map[string]interface {}";
+    case V_JSON: {
+        static const char *const names[] = {"template.templateTools", "template.templateTool",
+                                            "template.templateToolFunction", "template.templateToolFunctionParameters",
+                                            "template.templateProperties", "api.ToolProperty", "[]template.templateToolCall",
+                                            "template.templateToolCall", "template.templateToolCallFunction",
+                                            "template.templateArgs", "interface {}"};
+        return names[v->jt];
+    }
     }
     return "?";
 }
@@ -130,13 +149,63 @@ static bool truth(const val *v) {
     case V_MSGS: return v->nmsg > 0;
     case V_EMPTY: return false;
     case V_MSG: case V_ROOT: return true;
+    case V_JSON:
+        if (!v->j || cJSON_IsNull(v->j) || cJSON_IsFalse(v->j)) return false;
+        if (cJSON_IsArray(v->j) || cJSON_IsObject(v->j)) return v->j->child != NULL;
+        if (cJSON_IsString(v->j)) return *v->j->valuestring;
+        if (cJSON_IsNumber(v->j)) return v->j->valuedouble != 0;
+        return true;
     }
     return false;
+}
+
+static val vjson(const cJSON *j, jtype jt) { return (val){.k = V_JSON, .j = j, .jt = jt}; }
+
+/* A JSON value reached through an `any` (arguments, items, enum): strings and bools become
+ * Go's; numbers (Go float64s) and containers stay JSON, printed the way fmt prints them. */
+static val json_scalar(const cJSON *j) {
+    if (!j || cJSON_IsNull(j)) return (val){.k = V_NIL};
+    if (cJSON_IsString(j)) return (val){.k = V_STR, .s = j->valuestring, .n = strlen(j->valuestring)};
+    if (cJSON_IsBool(j)) return (val){.k = V_BOOL, .b = cJSON_IsTrue(j)};
+    return vjson(j, JT_ANY);
+}
+
+/* fmt's %v of a float64: the shortest digits, %e form below 1e-4 or from 1e6 on. */
+static void go_float(double f, char *out, size_t cap) {
+    if (f == 0) { snprintf(out, cap, signbit(f) ? "-0" : "0"); return; }
+    if (isinf(f)) { snprintf(out, cap, f > 0 ? "+Inf" : "-Inf"); return; }
+    if (isnan(f)) { snprintf(out, cap, "NaN"); return; }
+    char buf[48];
+    int p = 1;
+    for (; p <= 17; p++) {
+        snprintf(buf, sizeof buf, "%.*e", p - 1, f);
+        if (strtod(buf, NULL) == f) break;
+    }
+    int exp = atoi(strchr(buf, 'e') + 1);
+    if (exp < -4 || exp >= 6) snprintf(out, cap, "%s", buf);
+    else snprintf(out, cap, "%.*f", p - 1 - exp > 0 ? p - 1 - exp : 0, f);
 }
 
 static bool gstr_is(gt_str s, const char *lit) { return s.n == strlen(lit) && memcmp(s.s, lit, s.n) == 0; }
 
 /* ---- data ----------------------------------------------------------------------------- */
+
+static const cJSON *jget(const cJSON *o, const char *k) {
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static val jstr(const cJSON *o, const char *k) {
+    const cJSON *v = jget(o, k);
+    return cJSON_IsString(v) ? (val){.k = V_STR, .s = v->valuestring, .n = strlen(v->valuestring)} : (val){.k = V_STR, .s = "", .n = 0};
+}
+
+static val jany(const cJSON *o, const char *k) {
+    const cJSON *v = jget(o, k);
+    return v ? json_scalar(v) : (val){.k = V_NIL};
+}
+
+/* PropertyType's String(): the type, or fmt's [a b] for several. */
+static val prop_type(ex *x, int pos, const cJSON *t);
 
 static const char *const MSGS_MODE_KEYS[] = {"System", "Messages", "Tools", "Response", "Think", "IsThinkSet",
                                              "Query", "Document", "Instruction", NULL};
@@ -156,8 +225,60 @@ static val root_key(ex *x, gt_str key) {
     if (gstr_is(key, "Think")) return vbool(v->think);
     if (gstr_is(key, "IsThinkSet")) return vbool(v->is_think_set);
     if (gstr_is(key, "Messages")) return (val){.k = V_MSGS, .msgs = v->messages, .nmsg = v->n_messages};
-    if (gstr_is(key, "Tools")) return (val){.k = V_EMPTY};
+    if (gstr_is(key, "Tools")) return x->tools ? vjson(x->tools, JT_TOOLS) : (val){.k = V_EMPTY};
     return vstr(""); /* Query, Document, Instruction */
+}
+
+/* A field of a tools value (Go field names of Ollama's template types). */
+static bool json_field(ex *x, const val *r, gt_str name, int pos, val *out) {
+    const cJSON *j = r->j;
+#define IS(lit) gstr_is(name, lit)
+    switch (r->jt) {
+    case JT_TOOL:
+        if (IS("Type")) { *out = jstr(j, "type"); return true; }
+        if (IS("Items")) { *out = jany(j, "items"); return true; }
+        if (IS("Function")) { *out = vjson(jget(j, "function"), JT_TFUNC); return true; }
+        return false;
+    case JT_TFUNC:
+        if (IS("Name")) { *out = jstr(j, "name"); return true; }
+        if (IS("Description")) { *out = jstr(j, "description"); return true; }
+        if (IS("Parameters")) { *out = vjson(jget(j, "parameters"), JT_TPARAMS); return true; }
+        return false;
+    case JT_TPARAMS:
+        if (IS("Type")) { *out = jstr(j, "type"); return true; }
+        if (IS("Defs")) { *out = jany(j, "$defs"); return true; }
+        if (IS("Items")) { *out = jany(j, "items"); return true; }
+        if (IS("Required")) { *out = jget(j, "required") ? vjson(jget(j, "required"), JT_ANY) : (val){.k = V_EMPTY}; return true; }
+        if (IS("Properties")) { *out = vjson(jget(j, "properties"), JT_PROPS); return true; }
+        return false;
+    case JT_PROP:
+        if (IS("AnyOf")) { *out = jget(j, "anyOf") ? vjson(jget(j, "anyOf"), JT_ANY) : (val){.k = V_EMPTY}; return true; }
+        if (IS("Type")) { *out = prop_type(x, pos, jget(j, "type")); return true; }
+        if (IS("Items")) { *out = jany(j, "items"); return true; }
+        if (IS("Description")) { *out = jstr(j, "description"); return true; }
+        if (IS("Enum")) { *out = jget(j, "enum") ? vjson(jget(j, "enum"), JT_ANY) : (val){.k = V_EMPTY}; return true; }
+        if (IS("Properties")) { *out = jget(j, "properties") ? vjson(jget(j, "properties"), JT_PROPS) : (val){.k = V_NIL}; return true; }
+        return false;
+    case JT_CALL:
+        if (IS("ID")) { *out = jstr(j, "ID"); return true; }
+        if (IS("Function")) { *out = vjson(jget(j, "Function"), JT_CFUNC); return true; }
+        return false;
+    case JT_CFUNC:
+        if (IS("Index")) { const cJSON *i = jget(j, "Index"); *out = vint(i ? (int64_t)i->valuedouble : 0); return true; }
+        if (IS("Name")) { *out = jstr(j, "Name"); return true; }
+        if (IS("Arguments")) { *out = vjson(jget(j, "Arguments"), JT_ARGS); return true; }
+        return false;
+    case JT_PROPS: case JT_ARGS: case JT_ANY: {   /* a Go map: .key is the key's value */
+        if (!cJSON_IsObject(j)) return false;
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)name.n, name.s);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+        *out = r->jt == JT_PROPS ? (v ? vjson(v, JT_PROP) : (val){.k = V_NIL}) : json_scalar(v);
+        return true;
+    }
+    default: return false;
+    }
+#undef IS
 }
 
 static val field(ex *x, const val *recv, gt_str name, int pos) {
@@ -167,8 +288,20 @@ static val field(ex *x, const val *recv, gt_str name, int pos) {
         const chat_message *m = recv->msgs;
         if (gstr_is(name, "Role")) return vstr(m->role);
         if (gstr_is(name, "Content")) return vstr(m->content);
-        if (gstr_is(name, "Thinking") || gstr_is(name, "ToolName")) return vstr("");
-        if (gstr_is(name, "Images") || gstr_is(name, "ToolCalls")) return (val){.k = V_EMPTY};
+        if (gstr_is(name, "Thinking")) return vstr(m->thinking);
+        if (gstr_is(name, "ToolName")) return vstr(m->tool_name);
+        if (gstr_is(name, "ToolCallID")) return vstr("");
+        if (gstr_is(name, "Images")) return (val){.k = V_EMPTY};
+        if (gstr_is(name, "ToolCalls")) {
+            ptrdiff_t i = m - x->v->messages;
+            if (x->calls && x->v->messages && i >= 0 && i < x->v->n_messages && x->calls[i]) return vjson(x->calls[i], JT_CALLS);
+            return (val){.k = V_EMPTY};
+        }
+        break;
+    }
+    case V_JSON: {
+        val out;
+        if (json_field(x, recv, name, pos, &out)) return out;
         break;
     }
     case V_NIL: xerr(x, pos, "nil pointer evaluating interface {}.%.*s", (int)name.n, name.s);
@@ -204,6 +337,66 @@ static var *find_var(ex *x, gt_str name, int pos) {
 
 /* ---- printing ------------------------------------------------------------------------- */
 
+static void emit_json_string(ex *x, int pos, const char *s, size_t n);
+static val take_tail(ex *x, int pos, size_t start);
+
+/* json.Marshal of a tools value (keys already in Go's order, gotemplate_tools.c). */
+static void emit_json_node(ex *x, int pos, const cJSON *j) {
+    step(x, pos);
+    if (!j || cJSON_IsNull(j)) { emit(x, pos, "null", 4); return; }
+    if (cJSON_IsString(j)) { emit_json_string(x, pos, j->valuestring, strlen(j->valuestring)); return; }
+    if (cJSON_IsArray(j) || cJSON_IsObject(j)) {
+        bool obj = cJSON_IsObject(j);
+        emit(x, pos, obj ? "{" : "[", 1);
+        for (const cJSON *c = j->child; c; c = c->next) {
+            if (c != j->child) emit(x, pos, ",", 1);
+            if (obj) { emit_json_string(x, pos, c->string, strlen(c->string)); emit(x, pos, ":", 1); }
+            emit_json_node(x, pos, c);
+        }
+        emit(x, pos, obj ? "}" : "]", 1);
+        return;
+    }
+    char *t = cJSON_PrintUnformatted(j);   /* numbers, true, false */
+    if (!t) xerr(x, pos, "out of memory");
+    size_t n = strlen(t);
+    if (x->len + n > GT_MAX_OUTPUT) { free(t); xerr(x, pos, "output larger than %zu bytes", GT_MAX_OUTPUT); }
+    emit(x, pos, t, n);
+    free(t);
+}
+
+/* fmt's %v of a decoded JSON value (map[k:v ...] with sorted keys, [a b], <nil>). */
+static void emit_go_any(ex *x, int pos, const cJSON *j) {
+    step(x, pos);
+    char buf[48];
+    if (!j || cJSON_IsNull(j)) emit(x, pos, "<nil>", 5);
+    else if (cJSON_IsString(j)) emit(x, pos, j->valuestring, strlen(j->valuestring));
+    else if (cJSON_IsBool(j)) emit(x, pos, cJSON_IsTrue(j) ? "true" : "false", cJSON_IsTrue(j) ? 4 : 5);
+    else if (cJSON_IsNumber(j)) { go_float(j->valuedouble, buf, sizeof buf); emit(x, pos, buf, strlen(buf)); }
+    else {
+        bool obj = cJSON_IsObject(j);
+        emit(x, pos, obj ? "map[" : "[", obj ? 4 : 1);
+        for (const cJSON *c = j->child; c; c = c->next) {
+            if (c != j->child) emit(x, pos, " ", 1);
+            if (obj) { emit(x, pos, c->string, strlen(c->string)); emit(x, pos, ":", 1); }
+            emit_go_any(x, pos, c);
+        }
+        emit(x, pos, "]", 1);
+    }
+}
+
+static val prop_type(ex *x, int pos, const cJSON *t) {
+    if (cJSON_IsString(t)) return vstr(t->valuestring);
+    if (!cJSON_IsArray(t) || !t->child) return vstr("");
+    size_t start = x->len;
+    emit(x, pos, "[", 1);
+    for (const cJSON *c = t->child; c; c = c->next) {
+        if (c != t->child) emit(x, pos, " ", 1);
+        if (cJSON_IsString(c)) emit(x, pos, c->valuestring, strlen(c->valuestring));
+    }
+    emit(x, pos, "]", 1);
+    return take_tail(x, pos, start);
+}
+
 static void emit_value(ex *x, int pos, const val *v) {
     char buf[32];
     switch (v->k) {
@@ -214,6 +407,16 @@ static void emit_value(ex *x, int pos, const val *v) {
     case V_EMPTY: emit(x, pos, "[]", 2); return;
     case V_MSGS:
         if (v->nmsg == 0) { emit(x, pos, "[]", 2); return; }
+        break;
+    case V_JSON:   /* the types with a String method print as JSON (a nil map as {}) */
+        if (v->jt == JT_TOOLS) { emit_json_node(x, pos, v->j); return; }
+        if (v->jt == JT_PROPS || v->jt == JT_ARGS) {
+            if (!v->j || cJSON_IsNull(v->j)) emit(x, pos, "{}", 2);
+            else emit_json_node(x, pos, v->j);
+            return;
+        }
+        if (v->jt == JT_ANY) { emit_go_any(x, pos, v->j); return; }   /* decoded JSON: Go maps, slices, float64s */
+        if (v->jt == JT_CALLS && cJSON_IsArray(v->j) && !v->j->child) { emit(x, pos, "[]", 2); return; }
         break;
     default: break;
     }
@@ -361,6 +564,23 @@ static val call_index(ex *x, int pos, const val *av, int n) {
             if (ix->k != V_STR) xerr(x, pos, "error calling index: value has type %s; should be string", type_name(ix));
             item = root_key(x, (gt_str){ix->s, ix->n});
             break;
+        case V_JSON:
+            if (cJSON_IsArray(item.j) || item.jt == JT_TOOLS || item.jt == JT_CALLS) {
+                int64_t i = index_arg(x, pos, "index", ix);
+                int len = cJSON_GetArraySize(item.j);
+                if (i < 0 || i >= len) xerr(x, pos, "error calling index: index out of range: %" PRId64, i);
+                const cJSON *e = cJSON_GetArrayItem(item.j, (int)i);
+                item = item.jt == JT_TOOLS ? vjson(e, JT_TOOL) : item.jt == JT_CALLS ? vjson(e, JT_CALL) : json_scalar(e);
+            } else if (cJSON_IsObject(item.j) || item.jt == JT_PROPS || item.jt == JT_ARGS) {
+                if (ix->k != V_STR) xerr(x, pos, "error calling index: value has type %s; should be string", type_name(ix));
+                char key[256];
+                snprintf(key, sizeof key, "%.*s", (int)ix->n, ix->s);
+                const cJSON *e = cJSON_IsObject(item.j) ? cJSON_GetObjectItemCaseSensitive(item.j, key) : NULL;
+                item = item.jt == JT_PROPS ? (e ? vjson(e, JT_PROP) : vnil()) : json_scalar(e);
+            } else {
+                xerr(x, pos, "error calling index: can't index item of type %s", type_name(&item));
+            }
+            break;
         default: xerr(x, pos, "error calling index: can't index item of type %s", type_name(&item));
         }
     }
@@ -433,6 +653,10 @@ static val call(ex *x, const val *dot, const gt_arg *fa, const gt_cmd *cmd, bool
         case V_MSGS: return vint(av[0].nmsg);
         case V_EMPTY: return vint(0);
         case V_ROOT: return vint(n_root_keys(x));
+        case V_JSON:
+            if (cJSON_IsArray(av[0].j) || cJSON_IsObject(av[0].j)) return vint(cJSON_GetArraySize(av[0].j));
+            if (!av[0].j || cJSON_IsNull(av[0].j)) return vint(0);
+            xerr(x, pos, "error calling len: len of type %s", type_name(&av[0]));
         case V_NIL: xerr(x, pos, "error calling len: len of nil pointer");
         default: xerr(x, pos, "error calling len: len of type %s", type_name(&av[0]));
         }
@@ -456,6 +680,7 @@ static val call(ex *x, const val *dot, const gt_arg *fa, const gt_cmd *cmd, bool
         case V_STR: emit_json_string(x, pos, av[0].s, av[0].n); break;
         case V_NIL: case V_EMPTY: emit(x, pos, "null", 4); break;
         case V_INT: case V_BOOL: emit_value(x, pos, &av[0]); break;
+        case V_JSON: emit_json_node(x, pos, av[0].j); break;
         default: xerr(x, pos, "json of a value of type %s is not supported", type_name(&av[0]));
         }
         return take_tail(x, pos, start);
@@ -522,6 +747,13 @@ static flow walk_range(ex *x, const val *dot, const gt_node *n) {
     switch (v.k) {
     case V_MSGS: count = v.nmsg; break;
     case V_EMPTY: case V_NIL: count = 0; break;
+    case V_JSON:
+        if (v.j && !cJSON_IsArray(v.j) && !cJSON_IsObject(v.j) && !cJSON_IsNull(v.j))
+            xerr(x, n->pos, "range can't iterate over a value of type %s", type_name(&v));
+        if (v.jt != JT_TOOLS && v.jt != JT_CALLS && v.jt != JT_PROPS && v.jt != JT_ARGS && v.jt != JT_ANY)
+            xerr(x, n->pos, "range can't iterate over a value of type %s", type_name(&v));
+        count = v.j && !cJSON_IsNull(v.j) ? cJSON_GetArraySize(v.j) : 0;
+        break;
     case V_INT:
         if (pp->n_vars > 1) xerr(x, n->pos, "can't use %" PRId64 " to iterate over more than one variable", v.i);
         count = v.i > 0 ? v.i : 0;
@@ -535,10 +767,18 @@ static flow walk_range(ex *x, const val *dot, const gt_node *n) {
         int body_mark = x->n_vars;
         for (int64_t i = 0; i < count; i++) {
             step(x, n->pos);
-            val elem = v.k == V_INT ? vint(i) : (val){.k = V_MSG, .msgs = &v.msgs[i], .nmsg = 1};
+            val elem, key = vint(i);
+            if (v.k == V_JSON) {
+                const cJSON *e = cJSON_GetArrayItem(v.j, (int)i);
+                elem = v.jt == JT_TOOLS ? vjson(e, JT_TOOL) : v.jt == JT_CALLS ? vjson(e, JT_CALL)
+                     : v.jt == JT_PROPS ? vjson(e, JT_PROP) : json_scalar(e);
+                if (cJSON_IsObject(v.j)) key = vstr(e->string);   /* a map: its keys, in Go's sorted order */
+            } else {
+                elem = v.k == V_INT ? vint(i) : (val){.k = V_MSG, .msgs = &v.msgs[i], .nmsg = 1};
+            }
             if (pp->n_vars == 1) x->vars[body_mark - 1].v = elem;
             if (pp->n_vars == 2) {
-                x->vars[body_mark - 2].v = vint(i);
+                x->vars[body_mark - 2].v = key;
                 x->vars[body_mark - 1].v = elem;
             }
             flow f = walk_list(x, &elem, n->list);
@@ -598,6 +838,12 @@ static char *render_tree(const gotmpl *t, const gt_list *root, const gotmpl_vars
     x->v = v;
     x->msgs_mode = v->messages != NULL;
     char *result = NULL;
+    if (x->msgs_mode && v->tools_json) x->tools = gt_tools_for_template(v->tools_json);
+    if (x->msgs_mode && v->n_messages > 0) {
+        x->calls = calloc((size_t)v->n_messages, sizeof *x->calls);
+        for (int i = 0; x->calls && i < v->n_messages; i++)
+            if (v->messages[i].tool_calls) x->calls[i] = gt_calls_for_template(v->messages[i].tool_calls);
+    }
     if (setjmp(x->fail) == 0) {
         val data = {.k = V_ROOT};
         push_var(x, (gt_str){"$", 1}, data, 0);
@@ -607,6 +853,9 @@ static char *render_tree(const gotmpl *t, const gt_list *root, const gotmpl_vars
         x->out = NULL;
     }
     free(x->out);
+    cJSON_Delete(x->tools);
+    for (int i = 0; x->calls && i < v->n_messages; i++) cJSON_Delete(x->calls[i]);
+    free(x->calls);
     for (int i = 0; i < x->n_temps; i++) free(x->temps[i]);
     free(x->temps);
     free(x->vars);

@@ -10,6 +10,7 @@
 #ifndef ANVIL_GOTEMPLATE_H
 #define ANVIL_GOTEMPLATE_H
 #include <stdbool.h>
+#include <stddef.h>
 #include "chat.h"
 
 typedef struct gotmpl gotmpl;
@@ -23,11 +24,14 @@ void gotmpl_free(gotmpl *t);
 bool gotmpl_uses_messages(const gotmpl *t);
 
 /* The data is Ollama's map: with messages != NULL (n_messages may be 0) it holds System,
- * Messages, Tools (always empty), Response, Think, IsThinkSet, Query, Document,
- * Instruction (""); with messages == NULL (per-turn rendering) System, Prompt, Response,
- * Think, IsThinkSet. A key that is absent prints "<no value>" and is false, as in Ollama
- * (missingkey=zero on a map[string]any). A message has Role, Content, Thinking (""),
- * ToolName (""), Images and ToolCalls (empty). */
+ * Messages, Tools, Response, Think, IsThinkSet, Query, Document, Instruction (""); with
+ * messages == NULL (per-turn rendering) System, Prompt, Response, Think, IsThinkSet. A key that is absent prints "<no value>" and is false, as in
+ * Ollama (missingkey=zero on a map[string]any). A message has Role, Content, Thinking,
+ * ToolName, ToolCallID (""), Images (empty) and ToolCalls. Tools and tool calls have the
+ * fields of Ollama's template types (gotemplate_tools.c): .Function.Name, .Description,
+ * .Parameters.Properties (a map: range $name, $p), $p.Type/.Description/.Enum,
+ * .Function.Arguments; $.Tools, Properties and Arguments print as JSON (their String
+ * methods), json prints any of them; a struct printed bare is an error, not a guess. */
 typedef struct {
     const char *system;             /* .System ("" when none) */
     const char *prompt;             /* .Prompt */
@@ -35,7 +39,13 @@ typedef struct {
     const chat_message *messages;   /* .Messages (role, content) */
     int n_messages;
     bool think, is_think_set;       /* .Think, .IsThinkSet */
+    const char *tools_json;         /* .Tools (messages mode): the request's tools, NULL = none */
 } gotmpl_vars;
+
+/* Ollama's tools/template.go parseTag: the first non-blank text inside the first
+ * {{ if .ToolCalls }} (searched through if/range/with), stopping at an action, cut before
+ * any '{' and trimmed; "{" when there is none. Into out (cap bytes, cut to fit). */
+void gotmpl_tool_tag(const gotmpl *t, char *out, size_t cap);
 
 /* malloc'd text, or NULL + anv_last_error() (e.g. a field that does not exist). */
 char *gotmpl_render(const gotmpl *t, const gotmpl_vars *v);

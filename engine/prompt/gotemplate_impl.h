@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "gotemplate.h"
 
 #define GT_MAX_DEPTH 100              /* nested if/range/with/else-if/parentheses */
@@ -97,6 +99,12 @@ struct gotmpl {
     bool uses_response;      /* Ollama's Vars() has "response" */
     gt_arena_block *arena;
 };
+
+/* gotemplate_tools.c: .Tools and a message's .ToolCalls as Ollama's template package shapes
+ * them (NULL when none); gt_json_sorted: a deep copy with object keys sorted (a Go map). */
+cJSON *gt_tools_for_template(const char *tools_json);
+cJSON *gt_calls_for_template(const char *calls_json);
+cJSON *gt_json_sorted(const cJSON *v);
 
 void *gt_alloc(gotmpl *t, size_t n);                 /* zeroed, lives as long as t */
 /* "gotemplate: line L col C (offset O): msg" into anv_set_error. */

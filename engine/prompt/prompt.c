@@ -4,7 +4,8 @@
  *               prompt is only inserted when the conversation does not start with one;
  *   collate   = consecutive messages of one role (except "tool") merged with "\n\n", and
  *               .System = every system message joined with "\n\n";
- *   Go template using .Messages: rendered once over the collated messages;
+ *   Go template using .Messages: rendered once over the collated messages, with .Tools
+ *               and each message's .ToolCalls / .ToolName / .Thinking;
  *   other Go templates: rendered turn by turn ({System, Prompt, Response} per user turn,
  *               a system message after a turn starts a new one) and the last turn with
  *               the template cut after its first {{ .Response }};
@@ -128,7 +129,7 @@ static int collate(const msg_list *in, msg_list *out, char **system) {
             char *merged = own(out, join2(last->content, "\n\n", m->content));
             if (!merged) goto oom;
             last->content = merged;
-        } else if (list_add(out, m->role, m->content) < 0) {
+        } else if (list_add_msg(out, m) < 0) {   /* thinking, tool calls and tool name go along */
             return -1;
         }
     }
@@ -152,14 +153,15 @@ static int append(char **acc, size_t *len, const char *s) {
 }
 
 /* Ollama's per-turn rendering of a template that does not use .Messages. */
-static char *render_turns(const gotmpl *t, const msg_list *msgs) {
+static char *render_turns(const gotmpl *t, const msg_list *msgs, const prompt_spec *p) {
     char *acc = dup_str("");
     size_t len = 0;
     if (!acc) {
         anv_set_error("prompt: out of memory");
         return NULL;
     }
-    gotmpl_vars v = {.system = "", .prompt = "", .response = ""};
+    gotmpl_vars v = {.system = "", .prompt = "", .response = "", .think = CHAT_THINK_IS_ON(p->think),
+                     .is_think_set = p->think != CHAT_THINK_DEFAULT};
     for (int i = 0; i < msgs->n; i++) {
         const chat_message *m = &msgs->m[i];
         bool is_system = strcmp(m->role, "system") == 0, is_user = strcmp(m->role, "user") == 0;
@@ -182,7 +184,7 @@ static char *render_turns(const gotmpl *t, const msg_list *msgs) {
     return acc;
 }
 
-static char *render_go(const char *text, const msg_list *all) {
+static char *render_go(const char *text, const msg_list *all, const prompt_spec *p) {
     gotmpl *t = gotmpl_parse(text);
     if (!t) return NULL;
     msg_list col = {0};
@@ -191,10 +193,12 @@ static char *render_go(const char *text, const msg_list *all) {
         if (gotmpl_uses_messages(t)) {
             static const chat_message none[1] = {{.role = "", .content = ""}};
             gotmpl_vars v = {.system = system, .prompt = "", .response = "",
-                             .messages = col.n ? col.m : none, .n_messages = col.n};
+                             .messages = col.n ? col.m : none, .n_messages = col.n,
+                             .think = CHAT_THINK_IS_ON(p->think), .is_think_set = p->think != CHAT_THINK_DEFAULT,
+                             .tools_json = p->tools_json && strcmp(p->tools_json, "[]") ? p->tools_json : NULL};
             out = gotmpl_render(t, &v);
         } else {
-            out = render_turns(t, &col);
+            out = render_turns(t, &col, p);
         }
     }
     free(system);
@@ -228,12 +232,7 @@ char *prompt_build(const model *m, const prompt_spec *p) {
         if (list_add_msg(&all, &p->msgs[i]) < 0) goto done;
     }
     if (p->template_go && *p->template_go) {
-        if (p->tools_json && strcmp(p->tools_json, "[]")) {
-            anv_set_error("prompt: tools through a Go TEMPLATE are not supported yet (the model's GGUF chat "
-                          "template renders them)");
-            goto done;
-        }
-        out = render_go(p->template_go, &all);
+        out = render_go(p->template_go, &all, p);   /* tools: .Tools (only where it renders .Messages, as Ollama) */
         goto done;
     }
     chat_format f;
@@ -249,7 +248,7 @@ char *prompt_build(const model *m, const prompt_spec *p) {
             goto done;
         }
         if (prompt_model_is_base(m)) {   /* a base model: Ollama's default TEMPLATE */
-            out = render_go(PROMPT_BASE_TEMPLATE, &all);
+            out = render_go(PROMPT_BASE_TEMPLATE, &all, p);
             goto done;
         }
         f = chat_detect(m->chat_template, m->hp.arch_name);
@@ -263,9 +262,13 @@ done:
 
 void prompt_reply_style(const model *m, const prompt_spec *p, reply_parse_opts *o) {
     o->harmony = false;
+    o->tool_tag[0] = 0;
     if (!p || p->raw) return;
     if (p->template_go && *p->template_go) {
         o->harmony = strstr(p->template_go, "<|start|>") && strstr(p->template_go, "<|channel|>");
+        gotmpl *t = o->harmony ? NULL : gotmpl_parse(p->template_go);
+        if (t) gotmpl_tool_tag(t, o->tool_tag, sizeof o->tool_tag);   /* Ollama's fallback parser's tag */
+        gotmpl_free(t);
         return;
     }
     chat_format f = p->chat_format_override >= 0 ? (chat_format)p->chat_format_override : prompt_detect_format(m);
@@ -274,9 +277,10 @@ void prompt_reply_style(const model *m, const prompt_spec *p, reply_parse_opts *
 
 prompt_caps prompt_capabilities(const model *m, const char *template_go, int chat_format_override) {
     prompt_caps c = {false, false};
-    if (template_go && *template_go) {
+    if (template_go && *template_go) {   /* Ollama: the names the template uses */
         c.thinking = strstr(template_go, ".Think") != NULL;
-        return c;   /* .Tools is not rendered through Go templates yet */
+        c.tools = strstr(template_go, ".Tools") != NULL;
+        return c;
     }
     const char *tmpl = m ? m->chat_template : NULL;
     chat_format f = chat_format_override >= 0 ? (chat_format)chat_format_override

@@ -5,7 +5,8 @@
  *   THINK     thinking up to "</think>";
  *   TAG_CALL  a Hermes call up to "</tool_call>";
  *   MISTRAL   everything after [TOOL_CALLS] (a JSON array, parsed at the end);
- *   JSON_REPLY the whole reply, held, parsed as calls at the end (else content).
+ *   JSON_REPLY the whole reply, held, parsed as calls at the end (else content);
+ *   CUSTOM    everything after a Go template's own tool tag (opts.tool_tag), like MISTRAL.
  * A tail that is a proper prefix of a marker the state looks for is held back. */
 #include "reply_parse.h"
 
@@ -15,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ST_TEXT, ST_THINK, ST_TAG_CALL, ST_MISTRAL, ST_JSON_REPLY };
+enum { ST_TEXT, ST_THINK, ST_TAG_CALL, ST_MISTRAL, ST_JSON_REPLY, ST_CUSTOM };
 
 struct reply_parser {
     reply_parse_opts o;
@@ -25,6 +26,7 @@ struct reply_parser {
     bool trim_leading;        /* drop whitespace before the next content (after </think>) */
     bool trim_think;          /* drop whitespace at the start of the thinking (after <think>) */
     int n_calls;
+    const char *tag;          /* opts.tool_tag when it is a marker of its own, else NULL */
     harmony_parser *h;        /* opts.harmony: every byte goes there */
 };
 
@@ -37,6 +39,9 @@ reply_parser *reply_parser_new(const reply_parse_opts *o) {
     p->o = *o;
     if (o->harmony && !(p->h = harmony_parser_new(o->tools))) { free(p); return NULL; }
     p->state = o->thinking && o->start_in_thinking ? ST_THINK : ST_TEXT;
+    const char *t = p->o.tool_tag;
+    if (o->tools && t[0] && strcmp(t, "{") && strcmp(t, "[") && strcmp(t, CALL_OPEN) && strcmp(t, MISTRAL_OPEN))
+        p->tag = p->o.tool_tag;
     p->trim_think = true;
     return p;
 }
@@ -121,14 +126,50 @@ static int call_from_json(reply_parser *p, reply_delta *d, const cJSON *o) {
     return rc;
 }
 
+static int call_from_json(reply_parser *p, reply_delta *d, const cJSON *o);
+
+static bool is_call(const cJSON *o) {
+    const cJSON *fn = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, "function") : NULL;
+    return cJSON_IsObject(o) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(cJSON_IsObject(fn) ? fn : o, "name"));
+}
+
+/* Objects one after another ({..} {..} or {..}, {..}): all calls, or nothing added. */
+static int calls_from_run(reply_parser *p, reply_delta *d, const char *t) {
+    cJSON *items[64];
+    int n = 0, rc = 1;
+    const char *s = t;
+    for (;;) {
+        while (*s == ' ' || *s == '\n' || *s == '\r' || *s == '\t' || *s == ',') s++;
+        if (!*s) break;
+        const char *end = NULL;
+        cJSON *j = n < 64 ? cJSON_ParseWithOpts(s, &end, false) : NULL;
+        if (!j || !is_call(j)) { cJSON_Delete(j); rc = 0; break; }
+        items[n++] = j;
+        s = end;
+    }
+    if (!n) rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (rc == 1) {
+            int r = call_from_json(p, d, items[i]);
+            if (r <= 0) rc = r;
+        }
+        cJSON_Delete(items[i]);
+    }
+    return rc;
+}
+
 /* A JSON object or array of call objects. All-or-nothing: 1 when every element is a call
  * (all added), 0 when the text is not that (nothing added), -1 out of memory. */
 static int calls_from_text(reply_parser *p, reply_delta *d, const char *text, size_t n) {
     char *t = strndup(text, n);
     if (!t) return -1;
-    cJSON *j = cJSON_Parse(t);
+    cJSON *j = cJSON_ParseWithOpts(t, NULL, true);   /* the whole text: no trailing second object */
+    if (!j) {   /* a run of call objects, spaces or commas between */
+        int rc = calls_from_run(p, d, t);
+        free(t);
+        return rc;
+    }
     free(t);
-    if (!j) return 0;
     int rc = 0;
     if (cJSON_IsObject(j)) {
         rc = call_from_json(p, d, j);
@@ -166,9 +207,9 @@ static void held_drop(reply_parser *p, size_t n) {
 /* Finds the earliest marker of the TEXT state in s[0..n). */
 static const char *first_marker(const reply_parser *p, const char *s, size_t n, const char **which) {
     const char *best = NULL;
-    const char *cands[3] = {p->o.thinking ? THINK_OPEN : NULL, p->o.tools ? CALL_OPEN : NULL,
-                            p->o.tools ? MISTRAL_OPEN : NULL};
-    for (int i = 0; i < 3; i++) {
+    const char *cands[4] = {p->o.thinking ? THINK_OPEN : NULL, p->o.tools ? CALL_OPEN : NULL,
+                            p->o.tools ? MISTRAL_OPEN : NULL, p->tag};
+    for (int i = 0; i < 4; i++) {
         if (!cands[i]) continue;
         const char *hit = memmem(s, n, cands[i], strlen(cands[i]));
         if (hit && (!best || hit < best)) { best = hit; *which = cands[i]; }
@@ -204,7 +245,8 @@ static bool run(reply_parser *p, reply_delta *d, bool at_end) {
                 size_t pre = (size_t)(hit - s);
                 if (!emit_content(p, d, s, pre)) return false;
                 held_drop(p, pre + strlen(which));
-                p->state = which == THINK_OPEN ? ST_THINK : which == CALL_OPEN ? ST_TAG_CALL : ST_MISTRAL;
+                p->state = which == THINK_OPEN ? ST_THINK : which == CALL_OPEN ? ST_TAG_CALL
+                         : which == MISTRAL_OPEN ? ST_MISTRAL : ST_CUSTOM;
                 p->trim_think = which == THINK_OPEN;
                 continue;
             }
@@ -214,6 +256,7 @@ static bool run(reply_parser *p, reply_delta *d, bool at_end) {
                 if (p->o.thinking && (k = partial_tail(s, n, THINK_OPEN)) > keep) keep = k;
                 if (p->o.tools && (k = partial_tail(s, n, CALL_OPEN)) > keep) keep = k;
                 if (p->o.tools && (k = partial_tail(s, n, MISTRAL_OPEN)) > keep) keep = k;
+                if (p->tag && (k = partial_tail(s, n, p->tag)) > keep) keep = k;
             }
             if (!emit_content(p, d, s, n - keep)) return false;
             held_drop(p, n - keep);
@@ -258,12 +301,13 @@ static bool run(reply_parser *p, reply_delta *d, bool at_end) {
             p->trim_leading = rc > 0;
             continue;
         }
-        /* ST_MISTRAL, ST_JSON_REPLY: held to the end */
+        /* ST_MISTRAL, ST_CUSTOM, ST_JSON_REPLY: held to the end */
         if (!at_end) return true;
         int rc = calls_from_text(p, d, s, n);
         if (rc < 0) return false;
         if (rc == 0) {
             if (p->state == ST_MISTRAL && !emit_content(p, d, MISTRAL_OPEN, strlen(MISTRAL_OPEN))) return false;
+            if (p->state == ST_CUSTOM && !emit_content(p, d, p->tag, strlen(p->tag))) return false;
             if (!emit_content(p, d, s, n)) return false;
         }
         held_drop(p, n);

@@ -25,6 +25,9 @@ typedef struct {
     bool tools;              /* the request offered tools: parse calls */
     bool harmony;            /* gpt-oss: the reply is harmony messages (reply_harmony.h); the
                                 analysis channel is thinking whatever .thinking says */
+    char tool_tag[32];       /* a Go TEMPLATE's tool tag (gotmpl_tool_tag): the text after it, to
+                                the end, is a call object, an array or a run of them ("" or "{":
+                                only the built-in markers and a reply that is JSON) */
 } reply_parse_opts;
 
 typedef struct {

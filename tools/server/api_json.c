@@ -305,8 +305,9 @@ static bool gen_on_text(const char *text, int len, void *user) {
     api_req *c = g->c;
     if (c->stream) aj_begin(c);   /* the first call (the model loaded) starts the stream, text or not */
     if (!g->rp) {
-        reply_parse_opts o = {.thinking = g->q.think != CHAT_THINK_OFF, .tools = g->q.tools_json != NULL,
-                              .harmony = g->style.harmony};
+        reply_parse_opts o = g->style;   /* harmony, a Go TEMPLATE's tool tag */
+        o.thinking = g->q.think != CHAT_THINK_OFF;
+        o.tools = g->q.tools_json != NULL;
         if (!(g->rp = reply_parser_new(&o))) return false;
     }
     if (len > 0 && (!reply_parser_feed(g->rp, text, (size_t)len, &g->dl) || !deliver(g))) return false;

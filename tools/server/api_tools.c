@@ -94,6 +94,8 @@ static cJSON *normalize_call(api_req *c, const cJSON *call, const char *field) {
         return NULL;
     }
     cJSON *out = cJSON_CreateObject(), *ofn = cJSON_AddObjectToObject(out, "function");
+    const cJSON *index = aj_any(fn, "index");   /* Ollama keeps it (a TEMPLATE can print .Function.Index) */
+    if (cJSON_IsNumber(index)) cJSON_AddNumberToObject(ofn, "index", index->valueint);
     cJSON_AddStringToObject(ofn, "name", name);
     cJSON_AddItemToObject(ofn, "arguments", parsed ? parsed : args ? cJSON_Duplicate(args, true) : cJSON_CreateObject());
     return out;

@@ -236,7 +236,8 @@ void facts_capabilities(const model_facts *f, const char *template_go, cJSON *ca
     cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
     bool tools = false, thinking = false;
     if (template_go && *template_go) {
-        thinking = strstr(template_go, ".Think") != NULL;   /* .Tools through Go templates: not yet */
+        thinking = strstr(template_go, ".Think") != NULL;   /* Ollama: the names the template uses */
+        tools = strstr(template_go, ".Tools") != NULL;
     } else if (f->file) {
         gguf_str t = {0};
         char *tmpl = NULL;
