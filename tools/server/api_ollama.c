@@ -220,7 +220,8 @@ static void ollama_embed(http_req *r, bool legacy) {
         if (p && *p) aj_embed_inputs(&e, body, "prompt");
         e.q.raw = true;
     } else {
-        aj_embed_inputs(&e, body, "input");
+        const cJSON *in = aj_any(body, "input");
+        if (!(cJSON_IsString(in) && !*in->valuestring)) aj_embed_inputs(&e, body, "input");   /* Ollama: "" embeds nothing */
         e.q.truncate = aj_bool(&c, body, "truncate", true);
         e.q.dimensions = (int)aj_int(&c, body, "dimensions", 0, 0, 1 << 20);
     }
