@@ -20,6 +20,10 @@ Checked, field by field against Ollama's and OpenAI's documented shapes:
 - the ollama npm package (tests/server/node_agents.mjs, `npm ci` of tests/server/node into
   WORKDIR/node; skipped with a message only when npm cannot reach a registry): the tool
   call, its stream, the round trip and /api/generate's thinking, on both models;
+- a Go TEMPLATE with .Tools / .ToolCalls (a store model made by `anvil create` with a
+  Modelfile TEMPLATE): the tools reach the prompt, the reply after the template's own tool
+  tag (<function_calls>, Ollama's parseTag) comes back as tool_calls, the text before it as
+  content, the round trip renders the call and the result, capabilities say tools;
 - gpt-oss's harmony (a qwen3-shaped model with the harmony control tokens and a harmony
   template, make_test_model --chat-template gpt-oss): the analysis channel as thinking /
   reasoning_content, a commentary call to=functions.NAME as tool_calls (the reply stops at
@@ -295,6 +299,55 @@ def harmony_side(anvil, work, node_dir):
         srv.stop()
 
 
+GO_TEMPLATE = (
+    '{{- range $i, $_ := .Messages }}{{- if eq .Role "user" }}{{ if $.Tools }}Tools: {{ $.Tools }}\n{{ end }}'
+    'User: {{ .Content }}\n{{ else if eq .Role "assistant" }}Assistant: {{ if .ToolCalls }}<function_calls>'
+    '{{ range .ToolCalls }}{"name": "{{ .Function.Name }}", "arguments": {{ .Function.Arguments }}}{{ end }}'
+    '{{ else }}{{ .Content }}{{ end }}\n{{ else if eq .Role "tool" }}Result({{ .ToolName }}): {{ .Content }}\n'
+    '{{ end }}{{ end }}Assistant: ')
+GO_REPLY = 'Let me check. <function_calls>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+def go_template_side(anvil, work, gguf):
+    import ollama
+    store = os.path.join(work, "go-store")
+    os.makedirs(store, exist_ok=True)
+    mf = os.path.join(store, "Modelfile")
+    with open(mf, "w") as f:
+        f.write('FROM %s\nTEMPLATE """%s"""\n' % (gguf, GO_TEMPLATE))
+    p = subprocess.run([anvil, "create", "gotools", "-f", mf], env=dict(os.environ, ANVIL_MODELS=store, HOME=store),
+                       capture_output=True, text=True, timeout=120)
+    if not check(p.returncode == 0, "anvil create with a tools TEMPLATE (%s)" % p.stderr[-300:]):
+        return
+    srv = Server(anvil, env={"ANVIL_TEST_REPLAY": GO_REPLY}, models_dir=store)
+    try:
+        cl = ollama.Client(host=srv.base)
+        check(list(cl.show("gotools").capabilities or []) == ["completion", "tools"],
+              "go template: capabilities completion, tools (.Tools in the TEMPLATE)")
+        msgs = [{"role": "user", "content": "Weather in Paris?"}]
+        r = cl.chat(model="gotools", messages=msgs, tools=[TOOL])
+        calls = r.message.tool_calls or []
+        check(r.message.content == "Let me check. " and len(calls) == 1 and calls[0].function.name == "get_weather" and
+              dict(calls[0].function.arguments) == {"city": "Paris"},
+              "go template: the text before the template's tag is content, the call after it a tool call (%r)"
+              % (r.message,))
+        content, got = "", []
+        for ch in cl.chat(model="gotools", messages=msgs, tools=[TOOL], stream=True):
+            content += ch.message.content or ""
+            got += ch.message.tool_calls or []
+        check(content == "Let me check. " and len(got) == 1, "go template stream: same split (%r, %r)" % (content, got))
+        r0 = cl.chat(model="gotools", messages=msgs)
+        check(r0.message.content == GO_REPLY and not r0.message.tool_calls,
+              "go template without tools: the tag stays text (%r)" % (r0.message,))
+        msgs2 = msgs + [{"role": "assistant", "content": "", "tool_calls": [c.model_dump(exclude_none=True) for c in calls]},
+                        {"role": "tool", "content": "18C", "tool_name": "get_weather"}]
+        r2 = cl.chat(model="gotools", messages=msgs2, tools=[TOOL])
+        check(r2.done and r2.prompt_eval_count > 0 and len(r2.message.tool_calls or []) == 1,
+              "go template round trip: the call and Result(get_weather) rendered back, answered (%r)" % r2.done_reason)
+    finally:
+        srv.stop()
+
+
 def main():
     anvil, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -335,6 +388,7 @@ def main():
     finally:
         srv.stop()
     harmony_side(anvil, work, node_dir)
+    go_template_side(anvil, work, qwen)
     finish()
 
 
