@@ -304,6 +304,17 @@ CHAT_TEMPLATES = {
              " enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}",
     # gpt-oss's harmony markers (abridged; Anvil detects the format by <|start|> + <|channel|>): a
     # replay model for harmony parsing (tests/server/agents.py) on the qwen3 shape
+    # Llama 3.1's and Mistral Nemo's markers (abridged; Anvil detects the formats by them and renders
+    # their tool prompts itself): replay models for those tool parsers (tests/server/agents.py)
+    "llama3": "{%- if tools %}{{- 'Environment: ipython' }}{%- endif %}{%- for message in messages %}"
+              "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim +"
+              " '<|eot_id|>' }}{%- endfor %}{%- if add_generation_prompt %}"
+              "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}",
+    "mistral-nemo": "{%- for message in messages %}{%- if message['role'] == 'user' %}{%- if tools is not none %}"
+                    "{{- \"[AVAILABLE_TOOLS][\" }}{{- \"][/AVAILABLE_TOOLS]\" }}{%- endif %}"
+                    "{{- \"[INST]\" + message['content'] + \"[/INST]\" }}{%- elif message.tool_calls is defined %}"
+                    "{{- \"[TOOL_CALLS][\" }}{{- \"]\" + eos_token }}{%- else %}{{- message['content'] + eos_token }}"
+                    "{%- endif %}{%- endfor %}",
     "gpt-oss": "{%- for message in messages %}{{- '<|start|>' + message.role + '<|channel|>final<|message|>' +"
                " message.content + '<|end|>' }}{%- endfor %}{%- if add_generation_prompt %}<|start|>assistant{%- endif %}",
 }

@@ -20,6 +20,9 @@ Checked, field by field against Ollama's and OpenAI's documented shapes:
 - the ollama npm package (tests/server/node_agents.mjs, `npm ci` of tests/server/node into
   WORKDIR/node; skipped with a message only when npm cannot reach a registry): the tool
   call, its stream, the round trip and /api/generate's thinking, on both models;
+- Llama 3.x and Mistral Nemo (qwen3-shaped models with those templates' markers): a bare
+  {"name", "parameters"} reply and a [TOOL_CALLS][...] reply as tool_calls through both
+  clients, and the round trip rendered by those families' tool prompts;
 - a Go TEMPLATE with .Tools / .ToolCalls (a store model made by `anvil create` with a
   Modelfile TEMPLATE): the tools reach the prompt, the reply after the template's own tool
   tag (<function_calls>, Ollama's parseTag) comes back as tool_calls, the text before it as
@@ -299,6 +302,51 @@ def harmony_side(anvil, work, node_dir):
         srv.stop()
 
 
+FAMILY_REPLIES = {
+    "llama3": '{"name": "get_weather", "parameters": {"city": "Paris"}}',
+    "mistral-nemo": '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1b2c3d4e"}]',
+}
+
+
+def families_side(anvil, work):
+    import ollama
+    import openai
+    for family, reply in FAMILY_REPLIES.items():
+        model = make(work, "qwen3", family)
+        srv = Server(anvil, env={"ANVIL_TEST_REPLAY": reply})
+        try:
+            cl = ollama.Client(host=srv.base)
+            check(list(cl.show(model).capabilities or []) == ["completion", "tools"],
+                  "%s: capabilities completion, tools" % family)
+            msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Paris?"}]
+            r = cl.chat(model=model, messages=msgs, tools=[TOOL])
+            calls = r.message.tool_calls or []
+            check(len(calls) == 1 and calls[0].function.name == "get_weather" and
+                  dict(calls[0].function.arguments) == {"city": "Paris"} and r.message.content == "",
+                  "%s ollama chat: the reply is one tool call, no content (%r)" % (family, r.message))
+            msgs2 = msgs + [{"role": "assistant", "content": "", "tool_calls": [c.model_dump(exclude_none=True) for c in calls]},
+                            {"role": "tool", "content": "18C", "tool_name": "get_weather"}]
+            r2 = cl.chat(model=model, messages=msgs2, tools=[TOOL])
+            check(r2.done and r2.prompt_eval_count > 0 and len(r2.message.tool_calls or []) == 1,
+                  "%s round trip: the call and the result rendered by the family's tool prompt (%r)" % (family, r2.done_reason))
+            oc = openai.OpenAI(base_url=srv.base + "/v1", api_key="unused")
+            o = oc.chat.completions.create(model=model, messages=msgs, tools=[TOOL])
+            tc = o.choices[0].message.tool_calls or []
+            check(o.choices[0].finish_reason == "tool_calls" and len(tc) == 1 and
+                  json.loads(tc[0].function.arguments) == {"city": "Paris"},
+                  "%s openai: finish_reason tool_calls, the call (%r)" % (family, o.choices[0].message))
+            st, _, _, raw = post_json(srv, "/api/chat", {"model": model, "stream": False, "tools": [TOOL], "messages": [
+                {"role": "user", "content": "a"},
+                {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "x", "arguments": {}}},
+                                                                    {"function": {"name": "y", "arguments": {}}}]},
+                {"role": "user", "content": "b"}]})
+            if family == "llama3":
+                check(st == 400 and "one tool call" in raw.decode(),
+                      "llama3: two calls in one turn, which its template refuses: 400 saying so (%d %r)" % (st, raw[:200]))
+        finally:
+            srv.stop()
+
+
 GO_TEMPLATE = (
     '{{- range $i, $_ := .Messages }}{{- if eq .Role "user" }}{{ if $.Tools }}Tools: {{ $.Tools }}\n{{ end }}'
     'User: {{ .Content }}\n{{ else if eq .Role "assistant" }}Assistant: {{ if .ToolCalls }}<function_calls>'
@@ -389,6 +437,7 @@ def main():
         srv.stop()
     harmony_side(anvil, work, node_dir)
     go_template_side(anvil, work, qwen)
+    families_side(anvil, work)
     finish()
 
 
