@@ -141,13 +141,15 @@ bool harmony_parser_feed(harmony_parser *h, const char *text, size_t len, bool a
             return true;
         }
         if (h->state == H_HEADER) {
-            const char *hit = memmem(s, n, MSG, strlen(MSG));
-            if (hit) {
+            /* the same decisions however the text is cut: <|start|>, the start, then <|message|> */
+            if (n >= strlen(START) && !memcmp(s, START, strlen(START))) { drop(h, strlen(START)); continue; }
+            const char *hit = plausible_header(s, n) ? memmem(s, n, MSG, strlen(MSG)) : NULL;
+            if (hit && (size_t)(hit - s) <= MAX_HEADER) {
                 begin_body(h, s, (size_t)(hit - s));
                 drop(h, (size_t)(hit - s) + strlen(MSG));
                 continue;
             }
-            if (!plausible_header(s, n) || n > MAX_HEADER || at_end) {
+            if (!plausible_header(s, n) || n > MAX_HEADER + strlen(MSG) || at_end) {
                 /* not harmony (or cut off before its message): the text is content */
                 h->state = H_PLAIN;
                 continue;
@@ -167,7 +169,6 @@ bool harmony_parser_feed(harmony_parser *h, const char *text, size_t len, bool a
             /* <|start|> begins the next header itself */
             drop(h, body + (best_len == strlen(START) && !memcmp(best, START, best_len) ? 0 : best_len));
             h->state = H_HEADER;
-            if (h->held.len >= strlen(START) && !memcmp(h->held.data, START, strlen(START))) drop(h, strlen(START));
             continue;
         }
         if (h->out == OUT_CALL) {

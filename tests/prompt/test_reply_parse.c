@@ -7,6 +7,7 @@
 #include "reply_parse.h"
 #include "testutil.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,35 @@ static void test_harmony(void) {
     reply_parser_free(p);
 }
 
+/* Random replies made of marker pieces: fed whole and byte by byte, the split is the same
+ * (a marker cut anywhere by the stream), and nothing crashes (the sanitizer build). */
+static void test_stream_invariance(void) {
+    static const char *const pieces[] = {"<|channel|>", "analysis", "final", "commentary", " to=functions.f", "<|message|>",
+                                         "<|end|>", "<|start|>", "assistant", "<|constrain|>json", "{\"a\": 1}", "{",
+                                         "}", "[", "]", "\"", "<think>", "</think>", "<tool_call>", "</tool_call>",
+                                         "[TOOL_CALLS]", "<|python_tag|>", "<|", "|>", " ", "\n", "x", "é"};
+    const int np = (int)(sizeof pieces / sizeof pieces[0]);
+    uint32_t seed = 12345;
+    for (int round = 0; round < 2000; round++) {
+        char text[512] = "";
+        int n = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 24;
+        for (int i = 0; i < n; i++) strcat(text, pieces[((seed = seed * 1103515245u + 12345u) >> 16) % (uint32_t)np]);
+        reply_parse_opts o = {.harmony = round % 3 == 0, .thinking = round % 2 == 0, .tools = round % 5 != 0};
+        if (round % 4 == 1) strcpy(o.tool_tag, "<|python_tag|>");
+        result a, b;
+        parse(&o, text, 1, &a);
+        parse(&o, text, strlen(text) + 1, &b);
+        bool same = !strcmp(bytebuf_str(&a.content), bytebuf_str(&b.content)) &&
+                    !strcmp(bytebuf_str(&a.thinking), bytebuf_str(&b.thinking)) && !strcmp(bytebuf_str(&a.calls), bytebuf_str(&b.calls));
+        CHECKF(same, "round %d [%s]: byte by byte [%s|%s|%s], whole [%s|%s|%s]", round, text, bytebuf_str(&a.content),
+               bytebuf_str(&a.thinking), bytebuf_str(&a.calls), bytebuf_str(&b.content), bytebuf_str(&b.thinking),
+               bytebuf_str(&b.calls));
+        result_free(&a);
+        result_free(&b);
+        if (!same) break;
+    }
+}
+
 int main(void) {
     const reply_parse_opts both = {.thinking = true, .tools = true}, think = {.thinking = true},
                            tools = {.tools = true}, none = {0}, opened = {.thinking = true, .start_in_thinking = true};
@@ -140,5 +170,6 @@ int main(void) {
     reply_delta_free(&d);
     reply_parser_free(p);
     test_harmony();
+    test_stream_invariance();
     return tu_finish();
 }
