@@ -126,7 +126,7 @@ static void ts_type(bytebuf *b, const cJSON *spec, int depth) {
         add(b, "boolean");
     } else if (type_is(spec, "object")) {
         const cJSON *props = item(spec, "properties"), *req = item(spec, "required");
-        if (!truthy(props)) { add(b, "object"); return; }
+        if (!cJSON_IsObject(props) || !props->child) { add(b, "object"); return; }   /* names need an object */
         add(b, "{\n");
         for (const cJSON *p = props->child; p; p = p->next) {
             add(b, p->string);
@@ -160,7 +160,7 @@ static int put_namespace(bytebuf *b, const cJSON *tools) {
         add(b, name->valuestring);
         add(b, " = ");
         const cJSON *props = cJSON_IsObject(params) ? item(params, "properties") : NULL;
-        if (!truthy(props)) { add(b, "() => any;\n\n"); continue; }
+        if (!cJSON_IsObject(props) || !props->child) { add(b, "() => any;\n\n"); continue; }
         const cJSON *req = item(params, "required");
         add(b, "(_: {\n");
         for (const cJSON *p = props->child; p; p = p->next) {

@@ -208,6 +208,10 @@ char *chat_mistral_tools_render(const chat_message *m, int n, bool tekken, const
                 for (const cJSON *t = tools->child; t; t = t->next) {
                     const cJSON *fn = item(t, "function");
                     if (!cJSON_IsObject(fn)) fn = t;
+                    if (!cJSON_IsObject(fn)) {
+                        anv_set_error("chat: a tool that is not an object");
+                        goto fail;
+                    }
                     add(&b, "{\"type\": \"function\", \"function\": {");
                     bool firstkey = true;
                     for (const cJSON *k = fn->child; k; k = k->next) {

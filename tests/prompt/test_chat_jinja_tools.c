@@ -8,6 +8,7 @@
 #include "chat.h"
 #include "chat_formats.h"
 #include "error.h"
+#include "prompt.h"
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
@@ -170,8 +171,53 @@ static void test_mistral_v3_and_refusals(void) {
     free(plain);
 }
 
+/* Malformed tools and calls in every tool-aware renderer (and a Go TEMPLATE reading every
+ * field): an answer or a one-line error, never a crash (run under the sanitizers too). */
+static void test_hostile(void) {
+    static const char *const tools[] = {
+        "[1]", "[{}]", "[{\"function\":1}]", "null", "{}", "[", "", "[{\"function\":{\"name\":\"\"}}]",
+        "[{\"function\":{\"name\":\"f\",\"parameters\":{\"properties\":[1,2]}}}]",
+        "[{\"function\":{\"name\":\"f\",\"parameters\":{\"required\":\"a\",\"properties\":{\"a\":1,\"b\":{\"type\":5},"
+        "\"c\":{\"type\":\"array\",\"items\":7},\"d\":{\"oneOf\":3},\"e\":{\"type\":\"object\",\"properties\":{\"x\":null}},"
+        "\"f\":{\"type\":[]},\"g\":{\"enum\":[1,null]},\"h\":{\"type\":\"string\",\"enum\":[]},\"i\":{\"default\":{}}}}}}]",
+        "[{\"function\":{\"name\":\"f\",\"description\":7,\"parameters\":{\"type\":\"object\",\"properties\":{\"n\":"
+        "{\"type\":\"object\",\"properties\":{\"m\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+        "{\"k\":{\"oneOf\":[{\"type\":\"string\",\"default\":1},{\"type\":\"number\"}]}}}}}}}}}}]",
+    };
+    static const char *const calls[] = {
+        "[1]", "[{\"function\":{\"name\":1}}]", "[{\"function\":{\"name\":\"f\",\"arguments\":\"str\"}}]",
+        "[{\"function\":{\"name\":\"f\",\"arguments\":[1]}}]", "[]", "x", "[{\"function\":{\"name\":\"f\"}},{\"name\":\"g\"}]",
+    };
+    chat_format fmts[] = {format_of("gpt-oss"), CHAT_LLAMA3, CHAT_MISTRAL, format_of("mistral-v3-tekken"), CHAT_CHATML};
+    const char *gotmpl_all = "{{ range .Tools }}{{ .Function.Name }}{{ range $k, $p := .Function.Parameters.Properties }}"
+                             "{{ $k }}{{ $p.Type }}{{ json $p.Enum }}{{ json $p.Items }}{{ end }}{{ json . }}{{ end }}"
+                             "{{ range .Messages }}{{ range .ToolCalls }}{{ .Function.Arguments }}{{ end }}{{ end }}";
+    int answered = 0, refused = 0;
+    for (size_t t = 0; t < sizeof tools / sizeof tools[0]; t++)
+        for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
+            const chat_message m[] = {{.role = "user", .content = "hi"},
+                                      {.role = "assistant", .content = "", .tool_calls = calls[c]},
+                                      {.role = "tool", .content = "r"}, {.role = "user", .content = "again"}};
+            for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+                char *got = chat_apply_ex(fmts[f], m, 4, true, &(chat_extras){.tools_json = tools[t], .date = "2026-01-02"});
+                if (got) answered++;
+                else { refused++; CHECK(*anv_last_error() && !strchr(anv_last_error(), '\n')); }
+                free(got);
+            }
+            prompt_spec ps = {.template_go = gotmpl_all, .msgs = m, .n_msgs = 4, .chat_format_override = -1,
+                              .tools_json = tools[t]};
+            char *got = prompt_build(NULL, &ps);
+            if (got) answered++;
+            else refused++;
+            free(got);
+        }
+    fprintf(stderr, "hostile tools/calls: %d rendered, %d refused\n", answered, refused);
+    CHECK(answered > 0 && refused > 0);
+}
+
 int main(void) {
     test_goldens();
+    test_hostile();
     test_mistral_v3_and_refusals();
     test_harmony_refusals();
     return tu_finish();
