@@ -280,6 +280,14 @@ def harmony_side(anvil, work, node_dir):
         r = oc.chat.completions.create(model=model, messages=msgs, tools=[TOOL], reasoning_effort="low")
         ch = r.choices[0]
         tc = ch.message.tool_calls or []
+        st, _, o, raw = post_json(srv, "/v1/chat/completions", {"model": model, "messages": msgs,
+                                                                "reasoning": {"effort": "high"}})
+        check(st == 200 and o["choices"][0]["message"].get("reasoning_content") == "The user wants the weather.",
+              "harmony /v1 reasoning.effort (the newer spelling) accepted (%d %r)" % (st, raw[:200]))
+        st, _, o, raw = post_json(srv, "/v1/chat/completions", {"model": model, "messages": msgs,
+                                                                "reasoning": {"effort": "extreme"}})
+        check(st == 400 and "reasoning.effort" in raw.decode(), "reasoning.effort 'extreme': 400 naming it (%d %r)"
+              % (st, raw[:200]))
         check(ch.finish_reason == "tool_calls" and len(tc) == 1 and tc[0].id.startswith("call_") and
               tc[0].function.name == "get_weather" and json.loads(tc[0].function.arguments) == {"city": "Paris"} and
               (ch.message.model_extra or {}).get("reasoning_content") == "The user wants the weather.",

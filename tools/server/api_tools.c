@@ -54,6 +54,8 @@ void aj_think(aj_gen *g, const cJSON *body) {
     api_req *c = g->c;
     const char *key = c->openai ? "reasoning_effort" : "think";
     const cJSON *v = aj_any(body, key);
+    const cJSON *reasoning = c->openai && !v ? aj_any(body, "reasoning") : NULL;
+    if (cJSON_IsObject(reasoning) && (v = aj_any(reasoning, "effort"))) key = "reasoning.effort";   /* the newer spelling */
     g->q.think = CHAT_THINK_DEFAULT;
     if (c->failed || !v) return;
     if (cJSON_IsBool(v)) {
@@ -70,8 +72,8 @@ void aj_think(aj_gen *g, const cJSON *body) {
         for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++)
             if (!strcmp(s, lv[i].name)) { g->q.think = lv[i].think; return; }
     }
-    aj_fail(c, 400, key, c->openai ? "invalid value for 'reasoning_effort': expected none, minimal, low, medium or high"
-                                   : "invalid value for 'think': expected true, false, \"low\", \"medium\", \"high\" or \"max\"");
+    if (c->openai) aj_fail(c, 400, key, "invalid value for '%s': expected none, minimal, low, medium or high", key);
+    else aj_fail(c, 400, key, "invalid value for 'think': expected true, false, \"low\", \"medium\", \"high\" or \"max\"");
 }
 
 /* One call of a message's tool_calls, in Ollama's shape (a new object); NULL + failure. */
