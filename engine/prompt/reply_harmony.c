@@ -85,9 +85,9 @@ static void begin_body(harmony_parser *h, const char *hdr, size_t n) {
     bool has_to = header_word(hdr, n, " to=", to, sizeof to) || (n >= 3 && !memcmp(hdr, "to=", 3) &&
                                                                  header_word(hdr, n, "to=", to, sizeof to));
     h->state = H_BODY;
-    if (has_to && h->tools && !strncmp(to, "functions.", 10) && to[10]) {
+    if (has_to && h->tools && *to && strcmp(to, "functions.")) {   /* Ollama: any recipient is a call */
         h->out = OUT_CALL;
-        snprintf(h->recipient, sizeof h->recipient, "%s", to + 10);
+        snprintf(h->recipient, sizeof h->recipient, "%s", strncmp(to, "functions.", 10) ? to : to + 10);
     } else {
         h->out = !strcmp(channel, "analysis") ? OUT_THINKING : OUT_CONTENT;
     }

@@ -6,8 +6,9 @@
  *   <|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{..}
  *                                                                  -> a tool call (with tools)
  * (the recipient may also stand before <|channel|>; <|return|> and <|call|> end the
- * generation, so a reply usually stops without them). Commentary without a recipient is
- * content (a preamble); a call whose arguments are not a JSON object, and every call when
+ * generation, so a reply usually stops without them). Any recipient makes the message a
+ * call, on any channel (Ollama's harmonyparser.go; "functions." is cut from the name, a
+ * built-in like browser.search keeps its); commentary without one is content (a preamble); a call whose arguments are not a JSON object, and every call when
  * the request had no tools, come back as content; a reply that does not start like a
  * harmony header is content as it is. Markers cut by a feed boundary are held back. */
 #ifndef ANVIL_REPLY_HARMONY_H

@@ -82,6 +82,8 @@ static void test_harmony(void) {
            "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{oops", "{oops", "", "");
     expect("harmony: without tools a call is content", &hn,
            "<|channel|>commentary to=functions.f json<|message|>{\"a\":1}", "{\"a\":1}", "", "");
+    expect("harmony: a built-in tool on the analysis channel (Ollama: a call named by the recipient)", &h,
+           "<|channel|>analysis to=browser.search<|message|>{\"query\": \"x\"}", "", "", "browser.search({\"query\":\"x\"});");
     expect("harmony: not harmony at all is content", &h, "plain words <b>", "plain words <b>", "", "");
     expect("harmony: cut off inside the header", &h, "<|channel|>analys", "<|channel|>analys", "", "");
     expect("harmony: text that only looks like an end marker", &h,
