@@ -37,12 +37,16 @@ typedef void (*mm_dot4_fn)(int64_t n, const void *w, size_t w_rb, const void *x,
  * tokens of blk_q8s (token t at act + t * act_rb): out[t * out_stride + r] (+)= row r for the
  * rows set in mask. */
 #define PK_MAX_TOK 8
+/* The float kernels' token tile (F16/BF16 weights, F32 activations): act_rb > 0 (at most 3
+ * tokens): the F32 rows; act_rb == 0: the tile transposed, x[t][k] at act[k * PKF_MAX_TOK + t]. */
+#define PKF_MAX_TOK 16
 typedef void (*mm_packed_fn)(int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, int nt, float *out,
                              int64_t out_stride, uint32_t mask, bool accumulate);
 
 typedef struct {
     act_kind act[QT_COUNT];
     mm_packed_fn packed[QT_COUNT]; /* NULL: the type is not repacked for this kernel set */
+    uint8_t packed_nt[QT_COUNT];   /* tokens one packed call takes (0: PK_MAX_TOK) */
     mm_quant_fn quant_q8s;        /* activations of the packed 32-element kernels (NULL: none) */
     mm_quant_fn quant_q8ks;       /* activations of the packed K-quant kernels (NULL: none) */
     mm_dot_fn dot[QT_COUNT];   /* NULL: type not supported by matmul */
@@ -68,6 +72,8 @@ void mm_kernels_iq_scalar(mm_kernels *k);
 void mm_kernels_iq_avx2(mm_kernels *k);
 /* matmul_packed_avx512.c: the kernels on repacked weights (called by mm_kernels_avx512). */
 void mm_packed_install_avx512(mm_kernels *k);
+/* matmul_pkf16_avx512.c: the kernels on repacked F16/BF16 weights (called by mm_kernels_avx512). */
+void mm_packed_float_install_avx512(mm_kernels *k);
 /* vecmath_avx2.c: the vectorized GLU activations (called by mm_kernels_avx2). */
 void vecmath_install_avx2(mm_kernels *k);
 

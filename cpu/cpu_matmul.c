@@ -387,9 +387,10 @@ typedef struct {
     size_t group_bytes;
     int64_t nb, rows, groups_per_chunk;
     const uint8_t *xq;
-    size_t xq_rb;
+    size_t xq_rb;        /* what the kernel gets as act_rb */
+    size_t tile_bytes;   /* activation bytes per token tile */
     float *out;
-    int n_tok;
+    int n_tok, tile;     /* tokens, tokens per kernel call */
     bool accumulate;
 } pk_job;
 
@@ -404,15 +405,15 @@ static void pk_chunk(void *ctx, int64_t chunk, int ith) {
     for (int64_t g = g0; g < g1; g++) {
         const int64_t r0 = g * PK_ROWS, nr = j->rows - r0 < PK_ROWS ? j->rows - r0 : PK_ROWS;
         const uint32_t mask = nr == PK_ROWS ? 0xFFFFu : (1u << nr) - 1u;
-        for (int t0 = 0; t0 < j->n_tok; t0 += PK_MAX_TOK) {
-            const int nt = j->n_tok - t0 < PK_MAX_TOK ? j->n_tok - t0 : PK_MAX_TOK;
-            j->fn(j->nb, j->pk + (size_t)g * j->group_bytes, j->xq + (size_t)t0 * j->xq_rb, j->xq_rb, nt,
+        for (int t0 = 0; t0 < j->n_tok; t0 += j->tile) {
+            const int nt = j->n_tok - t0 < j->tile ? j->n_tok - t0 : j->tile;
+            j->fn(j->nb, j->pk + (size_t)g * j->group_bytes, j->xq + (size_t)(t0 / j->tile) * j->tile_bytes, j->xq_rb, nt,
                   j->out + (int64_t)t0 * j->rows + r0, j->rows, mask, j->accumulate);
         }
     }
 }
 
-typedef struct { mm_quant_fn quant; const float *x; int64_t cols; uint8_t *xq; size_t xq_rb; } pk_quant_job;
+typedef struct { mm_quant_fn quant; const float *x; int64_t cols; uint8_t *xq; size_t xq_rb; int n_tok; } pk_quant_job;
 
 static void pk_quant_chunk(void *ctx, int64_t t, int ith) {
     (void)ith;
@@ -420,24 +421,52 @@ static void pk_quant_chunk(void *ctx, int64_t t, int ith) {
     q->quant(q->x + t * q->cols, q->xq + (size_t)t * q->xq_rb, q->cols);
 }
 
+/* Float kernels: token tile `tile` of the F32 rows transposed to [k][PKF_MAX_TOK]. */
+static void pk_transpose_chunk(void *ctx, int64_t tile, int ith) {
+    (void)ith;
+    const pk_quant_job *q = ctx;
+    float *dst = (float *)(void *)q->xq + (size_t)tile * (size_t)q->cols * PKF_MAX_TOK;
+    const int t0 = (int)tile * PKF_MAX_TOK, nt = q->n_tok - t0 < PKF_MAX_TOK ? q->n_tok - t0 : PKF_MAX_TOK;
+    for (int t = 0; t < nt; t++) {
+        const float *src = q->x + (int64_t)(t0 + t) * q->cols;
+        for (int64_t k = 0; k < q->cols; k++) dst[(size_t)k * PKF_MAX_TOK + (size_t)t] = src[k];
+    }
+}
+
 static int cpu_matmul_packed(cpu_ctx *c, const cpu_packed *p, const float *x, float *out, int n_tok, bool accumulate) {
     const mm_kernels *k = &c->kernels;
     const bool kq = p->type == QT_Q4_K || p->type == QT_Q5_K || p->type == QT_Q6_K; /* 256-element superblocks */
-    const int64_t nb = kq ? p->cols / QK_K : p->cols / 32;
-    pk_quant_job q = {.quant = kq ? k->quant_q8ks : k->quant_q8s, .x = x, .cols = p->cols,
-                      .xq_rb = (size_t)nb * (kq ? sizeof(blk_q8ks) : sizeof(blk_q8s))};
-    q.xq = cpu_scratch(c, q.xq_rb * (size_t)n_tok);
-    if (!q.xq) return -1;
-    if (n_tok <= MM_MAX_TOK) {
-        for (int t = 0; t < n_tok; t++) pk_quant_chunk(&q, t, 0);
+    const bool fl = p->type == QT_F16 || p->type == QT_BF16; /* F32 activations as they are; nb = columns */
+    const int64_t nb = fl ? p->cols : kq ? p->cols / QK_K : p->cols / 32;
+    pk_quant_job q = {.quant = kq ? k->quant_q8ks : k->quant_q8s, .x = x, .cols = p->cols, .n_tok = n_tok,
+                      .xq_rb = fl ? (size_t)p->cols * sizeof(float) : (size_t)nb * (kq ? sizeof(blk_q8ks) : sizeof(blk_q8s))};
+    const int tile = k->packed_nt[p->type] ? k->packed_nt[p->type] : PK_MAX_TOK;
+    size_t tile_bytes = q.xq_rb * (size_t)tile;
+    if (fl && n_tok < 4) {
+        q.xq = (uint8_t *)(uintptr_t)x; /* the rows as they are */
+    } else if (fl) {
+        const int64_t tiles = (n_tok + PKF_MAX_TOK - 1) / PKF_MAX_TOK;
+        tile_bytes = (size_t)p->cols * PKF_MAX_TOK * sizeof(float);
+        q.xq = cpu_scratch(c, tile_bytes * (size_t)tiles);
+        if (!q.xq) return -1;
+        if (tiles == 1) pk_transpose_chunk(&q, 0, 0);
+        else tp_run(c->tp, pk_transpose_chunk, &q, tiles);
+        q.xq_rb = 0;
     } else {
-        tp_run(c->tp, pk_quant_chunk, &q, n_tok);
+        q.xq = cpu_scratch(c, q.xq_rb * (size_t)n_tok);
+        if (!q.xq) return -1;
+        if (n_tok <= MM_MAX_TOK) {
+            for (int t = 0; t < n_tok; t++) pk_quant_chunk(&q, t, 0);
+        } else {
+            tp_run(c->tp, pk_quant_chunk, &q, n_tok);
+        }
     }
     const int64_t n_groups = (p->rows + PK_ROWS - 1) / PK_ROWS;
     int64_t gpc = n_groups / (8 * (int64_t)c->n_threads);
     if (gpc < 1) gpc = 1;
     pk_job j = {.fn = k->packed[p->type], .pk = p->data, .group_bytes = p->group_bytes, .nb = nb, .rows = p->rows,
-                .groups_per_chunk = gpc, .xq = q.xq, .xq_rb = q.xq_rb, .out = out, .n_tok = n_tok, .accumulate = accumulate};
+                .groups_per_chunk = gpc, .xq = q.xq, .xq_rb = q.xq_rb, .tile_bytes = tile_bytes, .out = out, .n_tok = n_tok,
+                .tile = tile, .accumulate = accumulate};
     tp_run(c->tp, pk_chunk, &j, (n_groups + gpc - 1) / gpc);
     return 0;
 }

@@ -9,13 +9,15 @@
 #include <string.h>
 
 bool repack_supported(uint32_t type) {
-    return type == QT_Q4_0 || type == QT_Q8_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
+    return type == QT_Q4_0 || type == QT_Q8_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K ||
+           type == QT_F16 || type == QT_BF16;
 }
 
 size_t repack_group_bytes(uint32_t type, int64_t cols) {
     if (type == QT_Q4_K) return (size_t)(cols / QK_K) * PK_Q4K_BYTES;
     if (type == QT_Q5_K) return (size_t)(cols / QK_K) * PK_Q5K_BYTES;
     if (type == QT_Q6_K) return (size_t)(cols / QK_K) * PK_Q6K_BYTES;
+    if (type == QT_F16 || type == QT_BF16) return (size_t)cols * PK_ROWS * 2;
     return (size_t)PK_ROWS * qtype_row_size((qtype)type, cols);
 }
 
@@ -77,12 +79,27 @@ static void repack_q6k(const void *src, int64_t cols, int64_t rows, uint8_t *dst
         }
 }
 
+/* F16 / BF16 group: [column k][16 rows] of 16-bit values (a transpose of 16 rows). */
+static void repack_f16(const void *src, int64_t cols, int64_t rows, uint8_t *dst) {
+    const int64_t groups = (rows + PK_ROWS - 1) / PK_ROWS;
+    for (int64_t g = 0; g < groups; g++) {
+        uint16_t *gd = (uint16_t *)(void *)(dst + (size_t)g * (size_t)cols * PK_ROWS * 2);
+        const int nr = rows - g * PK_ROWS < PK_ROWS ? (int)(rows - g * PK_ROWS) : PK_ROWS;
+        if (nr < PK_ROWS) memset(gd, 0, (size_t)cols * PK_ROWS * 2);
+        for (int r = 0; r < nr; r++) {
+            const uint16_t *row = (const uint16_t *)src + (size_t)(g * PK_ROWS + r) * (size_t)cols;
+            for (int64_t k = 0; k < cols; k++) gd[(size_t)k * PK_ROWS + (size_t)r] = row[k];
+        }
+    }
+}
+
 /* Q4_0 group block: 16 x fp16 d, then 4 steps k of 16 rows x 4 bytes qs[4k..4k+3] (low
  * nibbles: elements 4k..4k+3, high: 16+4k..). Q8_0: 16 x fp16 d, then 8 steps k of 16 rows
  * x 4 bytes qs[4k..4k+3]. */
 void repack_rows(uint32_t type, const void *src, int64_t cols, int64_t rows, uint8_t *dst) {
     if (type == QT_Q4_K || type == QT_Q5_K) { repack_k45(type == QT_Q5_K, src, cols, rows, dst); return; }
     if (type == QT_Q6_K) { repack_q6k(src, cols, rows, dst); return; }
+    if (type == QT_F16 || type == QT_BF16) { repack_f16(src, cols, rows, dst); return; }
     const int64_t nb = cols / 32, groups = (rows + PK_ROWS - 1) / PK_ROWS;
     const size_t rb = qtype_row_size((qtype)type, cols);
     const bool q4 = type == QT_Q4_0;

@@ -40,6 +40,8 @@
 #define PK_Q6K_QL 288
 #define PK_Q6K_QH 2336
 #define PK_Q6K_BYTES 3360
+/* F16 / BF16: per column k the 16 rows' 16-bit values side by side (32 bytes), so one load
+ * is one column of the group: cols x 32 bytes per 16 rows, the file's size. */
 
 typedef struct {
     const void *orig;  /* the weight's own bytes (the lookup key) */
@@ -56,7 +58,7 @@ typedef struct {
     size_t bytes;       /* packed bytes held (memory cost of repacking) */
 } cpu_packed_set;
 
-/* Whether the packed layout exists for this type (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K). */
+/* Whether the packed layout exists for this type (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16). */
 bool repack_supported(uint32_t type);
 /* Bytes of one packed group of PK_ROWS rows of `cols` elements. */
 size_t repack_group_bytes(uint32_t type, int64_t cols);

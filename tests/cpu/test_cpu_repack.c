@@ -1,9 +1,9 @@
 /* test_cpu_repack: the CPU backend's repacked weights (cpu/repack.h) and their interleaved
  * kernels, against cpu/ref_ops.c and against the same backend with ANVIL_CPU_REPACK=0 (the
  * file-layout kernels, same quantized activations), at 1 and 2 threads, on odd shapes:
- * Q4_0, Q8_0, Q4_K, Q5_K, Q6_K; rows not a multiple of the 16-row group (1, 15, 17, 37, 50), K of
- * 1, 7 and 11 blocks (32 or 256 elements),
- * batches of 1, 2, 3, 7, 8, 9, 17 tokens (every kernel tile width and remainder),
+ * Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16; rows not a multiple of the 16-row group (1, 15, 17, 37,
+ * 50), K of 1, 7 and 11 blocks (32 or 256 elements; F16/BF16: 35, 227, 355 columns),
+ * batches of 1, 2, 3, 4, 7, 8, 9, 16, 17, 33 tokens (every kernel tile width and remainder),
  * accumulate on and off; plus a view of a packed weight (fewer rows: the file-layout path)
  * and the layout itself unpacked by hand. Passes trivially on a CPU without AVX-512 VNNI. */
 #include "cpu_backend.h"
@@ -92,18 +92,39 @@ static void test_layout(uint32_t type) {
     free(wf); free(wq); free(pk); free(deq);
 }
 
+/* F16 / BF16: value (r, k) at group r / 16, column k, lane r % 16; padding rows 0. */
+static void test_layout_f16(uint32_t type) {
+    const int64_t cols = 37, rows = 19;
+    uint16_t *w = malloc((size_t)(cols * rows) * 2);
+    for (int64_t i = 0; i < cols * rows; i++) w[i] = (uint16_t)(0x3c00 + i);
+    const size_t gb = repack_group_bytes(type, cols);
+    uint16_t *pk = calloc(2, gb);
+    memset(pk, 0xff, 2 * gb);
+    repack_rows(type, w, cols, rows, (uint8_t *)pk);
+    int bad = 0;
+    for (int64_t r = 0; r < 2 * PK_ROWS; r++)
+        for (int64_t k = 0; k < cols; k++) {
+            const uint16_t got = pk[(size_t)(r / PK_ROWS) * (gb / 2) + (size_t)k * PK_ROWS + (size_t)(r % PK_ROWS)];
+            if (got != (r < rows ? w[r * cols + k] : 0)) bad++;
+        }
+    CHECKF(bad == 0 && gb == (size_t)cols * 32, "%s packed layout: %d mismatches, group %zu bytes", qtype_get(type)->name, bad, gb);
+    free(w); free(pk);
+}
+
 int main(void) {
     anv_log_enabled = 0;
     test_layout(QT_Q4_0);
     test_layout(QT_Q8_0);
+    test_layout_f16(QT_F16);
+    test_layout_f16(QT_BF16);
     if (strcmp(cpu_backend_simd(), "avx512") != 0) {
         printf("no AVX-512 VNNI here: only the layout is tested\n");
         return tu_finish();
     }
-    static const uint32_t types[] = {QT_Q4_0, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+    static const uint32_t types[] = {QT_Q4_0, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_F16, QT_BF16};
     static const int64_t rows_list[] = {1, 15, 16, 17, 37, 50};
     static const int64_t nb_list[] = {1, 7, 11};
-    static const int ntoks[] = {1, 2, 3, 7, 8, 9, 17};
+    static const int ntoks[] = {1, 2, 3, 4, 7, 8, 9, 16, 17, 33};
     float worst_ref = 0, worst_plain = 0;
     for (int threads = 1; threads <= 2; threads++) {
         setenv("ANVIL_CPU_REPACK", "1", 1);
@@ -117,7 +138,9 @@ int main(void) {
             for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
                 for (size_t bi = 0; bi < sizeof nb_list / sizeof nb_list[0]; bi++) {
                     const uint32_t type = types[ti];
-                    const int64_t rows = rows_list[ri], cols = qtype_get(type)->block_size * nb_list[bi];
+                    const int bs = qtype_get(type)->block_size;
+                    /* float types: odd column counts (35, 227, 355: every unroll remainder) */
+                    const int64_t rows = rows_list[ri], cols = bs > 1 ? bs * nb_list[bi] : 32 * nb_list[bi] + 3;
                     const size_t rb = qtype_row_size(type, cols);
                     float *wf = rand_floats(cols * rows, -1, 1);
                     uint8_t *wq = malloc(rb * (size_t)rows);
