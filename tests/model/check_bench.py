@@ -177,7 +177,7 @@ def main():
 
     for args, what in (([a.model + ".missing"], "missing model"), ([a.model, "-o", "xml"], "bad format"),
                        ([a.model, "-t", "two"], "bad thread count"), ([a.model, "--frobnicate"], "unknown option"),
-                       ([a.model, "-ctk", "q4_0"], "bad KV type"), ([a.model, "-p", "0", "-n", "0"], "no test")):
+                       ([a.model, "-ctk", "q3_K"], "bad KV type"), ([a.model, "-p", "0", "-n", "0"], "no test")):
         p = run(a.anvil, args + ["-dev", "cpu", "-r", "1"], expect_ok=False)
         err = p.stderr.strip().splitlines()
         check(p.returncode not in (0, -6, -11) and p.returncode > 0 and len(err) == 1 and err[0].startswith("anvil:"),
