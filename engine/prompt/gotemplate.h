@@ -47,6 +47,11 @@ typedef struct {
  * any '{' and trimmed; "{" when there is none. Into out (cap bytes, cut to fit). */
 void gotmpl_tool_tag(const gotmpl *t, char *out, size_t cap);
 
+/* Ollama's thinking/template.go InferTags: for each .Thinking field inside a range over
+ * .Messages (the last one wins), the first and last nodes of the list holding it, when
+ * they are text, trimmed: the opening and closing tags ("" when none). */
+void gotmpl_think_tags(const gotmpl *t, char *open, char *close, size_t cap);
+
 /* malloc'd text, or NULL + anv_last_error() (e.g. a field that does not exist). */
 char *gotmpl_render(const gotmpl *t, const gotmpl_vars *v);
 /* Renders the template with everything after its first {{ .Response }} removed, the way

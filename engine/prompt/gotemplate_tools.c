@@ -11,7 +11,8 @@
  *   call       {"ID", "Function": {"Index", "Name", "Arguments"}} (arguments a Go map:
  *              keys sorted at every level).
  * `any` values (items, $defs, enum) decode to Go maps, so their keys are sorted too.
- * Also gotmpl_tool_tag: the tag Ollama's fallback tool parser looks for. */
+ * Also gotmpl_tool_tag and gotmpl_think_tags: the tags Ollama's fallback tool and thinking
+ * parsers look for. */
 #include "gotemplate_impl.h"
 
 #include <stdio.h>
@@ -220,4 +221,59 @@ void gotmpl_tool_tag(const gotmpl *t, char *out, size_t cap) {
     while (n > a && (buf[n - 1] == ' ' || buf[n - 1] == '\t' || buf[n - 1] == '\n' || buf[n - 1] == '\r' ||
                      buf[n - 1] == '\v' || buf[n - 1] == '\f')) n--;
     if (n > a) snprintf(out, cap, "%.*s", (int)(n - a), buf + a);
+}
+
+/* ---- Ollama's thinking tags (thinking/template.go InferTags) -------------------------- */
+
+typedef struct {
+    char *open, *close;
+    size_t cap;
+} think_tags;
+
+static bool pipe_has_field(const gt_pipe *pp, const char *name, bool first_only) {
+    size_t n = strlen(name);
+    for (int c = 0; pp && c < pp->n_cmds; c++)
+        for (int a = 0; a < pp->cmds[c].n_args; a++) {
+            const gt_arg *arg = pp->cmds[c].args[a];
+            if (arg->kind == GT_ARG_PIPE && pipe_has_field(arg->pipe, name, first_only)) return true;
+            if (arg->kind != GT_ARG_FIELD || !arg->n_fields) continue;
+            if (arg->fields[0].n == n && !memcmp(arg->fields[0].s, name, n)) return true;
+        }
+    return false;
+}
+
+static void set_tag(char *out, size_t cap, gt_str s) {
+    size_t a = 0, e = s.n;
+    while (a < e && (s.s[a] == ' ' || s.s[a] == '\t' || s.s[a] == '\n' || s.s[a] == '\r' || s.s[a] == '\v' || s.s[a] == '\f')) a++;
+    while (e > a && (s.s[e - 1] == ' ' || s.s[e - 1] == '\t' || s.s[e - 1] == '\n' || s.s[e - 1] == '\r' ||
+                     s.s[e - 1] == '\v' || s.s[e - 1] == '\f')) e--;
+    snprintf(out, cap, "%.*s", (int)(e - a), s.s + a);
+}
+
+/* The tags from list l (the innermost list holding a .Thinking field). */
+static void take_tags(think_tags *tt, const gt_list *l) {
+    if (!l || !l->n) return;
+    if (l->nodes[0]->kind == GT_N_TEXT) set_tag(tt->open, tt->cap, l->nodes[0]->text);
+    if (l->nodes[l->n - 1]->kind == GT_N_TEXT) set_tag(tt->close, tt->cap, l->nodes[l->n - 1]->text);
+}
+
+/* Visits in Ollama's order: a block's pipe, then its list, then its else list. in_msgs: the
+ * innermost range ranges over .Messages. */
+static void visit(think_tags *tt, const gt_list *l, bool in_msgs, int depth) {
+    for (int i = 0; l && depth < GT_MAX_DEPTH && i < l->n; i++) {
+        const gt_node *n = l->nodes[i];
+        if (n->pipe && in_msgs && pipe_has_field(n->pipe, "Thinking", true)) take_tags(tt, l);
+        if (n->kind == GT_N_IF || n->kind == GT_N_WITH || n->kind == GT_N_RANGE) {
+            bool inner = n->kind == GT_N_RANGE ? pipe_has_field(n->pipe, "Messages", true) : in_msgs;
+            visit(tt, n->list, inner, depth + 1);
+            visit(tt, n->else_list, inner, depth + 1);
+        }
+    }
+}
+
+void gotmpl_think_tags(const gotmpl *t, char *open, char *close, size_t cap) {
+    if (!cap) return;
+    open[0] = close[0] = 0;
+    think_tags tt = {open, close, cap};
+    if (t) visit(&tt, t->root, false, 0);
 }

@@ -262,12 +262,13 @@ done:
 
 void prompt_reply_style(const model *m, const prompt_spec *p, reply_parse_opts *o) {
     o->harmony = false;
-    o->tool_tag[0] = 0;
+    o->tool_tag[0] = o->think_open[0] = o->think_close[0] = 0;
     if (!p || p->raw) return;
     if (p->template_go && *p->template_go) {
         o->harmony = strstr(p->template_go, "<|start|>") && strstr(p->template_go, "<|channel|>");
         gotmpl *t = o->harmony ? NULL : gotmpl_parse(p->template_go);
         if (t) gotmpl_tool_tag(t, o->tool_tag, sizeof o->tool_tag);   /* Ollama's fallback parser's tag */
+        if (t) gotmpl_think_tags(t, o->think_open, o->think_close, sizeof o->think_open);
         gotmpl_free(t);
         return;
     }

@@ -27,6 +27,7 @@ struct reply_parser {
     bool trim_think;          /* drop whitespace at the start of the thinking (after <think>) */
     int n_calls;
     const char *tag;          /* opts.tool_tag when it is a marker of its own, else NULL */
+    const char *think_open, *think_close;   /* <think> </think>, or a Go TEMPLATE's (opts) */
     harmony_parser *h;        /* opts.harmony: every byte goes there */
 };
 
@@ -39,6 +40,8 @@ reply_parser *reply_parser_new(const reply_parse_opts *o) {
     p->o = *o;
     if (o->harmony && !(p->h = harmony_parser_new(o->tools))) { free(p); return NULL; }
     p->state = o->thinking && o->start_in_thinking ? ST_THINK : ST_TEXT;
+    p->think_open = p->o.think_open[0] && p->o.think_close[0] ? p->o.think_open : THINK_OPEN;
+    p->think_close = p->o.think_open[0] && p->o.think_close[0] ? p->o.think_close : THINK_CLOSE;
     const char *t = p->o.tool_tag;
     if (o->tools && t[0] && strcmp(t, "{") && strcmp(t, "[") && strcmp(t, CALL_OPEN) && strcmp(t, MISTRAL_OPEN))
         p->tag = p->o.tool_tag;
@@ -207,7 +210,7 @@ static void held_drop(reply_parser *p, size_t n) {
 /* Finds the earliest marker of the TEXT state in s[0..n). */
 static const char *first_marker(const reply_parser *p, const char *s, size_t n, const char **which) {
     const char *best = NULL;
-    const char *cands[4] = {p->o.thinking ? THINK_OPEN : NULL, p->o.tools ? CALL_OPEN : NULL,
+    const char *cands[4] = {p->o.thinking ? p->think_open : NULL, p->o.tools ? CALL_OPEN : NULL,
                             p->o.tools ? MISTRAL_OPEN : NULL, p->tag};
     for (int i = 0; i < 4; i++) {
         if (!cands[i]) continue;
@@ -245,15 +248,15 @@ static bool run(reply_parser *p, reply_delta *d, bool at_end) {
                 size_t pre = (size_t)(hit - s);
                 if (!emit_content(p, d, s, pre)) return false;
                 held_drop(p, pre + strlen(which));
-                p->state = which == THINK_OPEN ? ST_THINK : which == CALL_OPEN ? ST_TAG_CALL
+                p->state = which == p->think_open ? ST_THINK : which == CALL_OPEN ? ST_TAG_CALL
                          : which == MISTRAL_OPEN ? ST_MISTRAL : ST_CUSTOM;
-                p->trim_think = which == THINK_OPEN;
+                p->trim_think = which == p->think_open;
                 continue;
             }
             size_t keep = 0;
             if (!at_end) {
                 size_t k;
-                if (p->o.thinking && (k = partial_tail(s, n, THINK_OPEN)) > keep) keep = k;
+                if (p->o.thinking && (k = partial_tail(s, n, p->think_open)) > keep) keep = k;
                 if (p->o.tools && (k = partial_tail(s, n, CALL_OPEN)) > keep) keep = k;
                 if (p->o.tools && (k = partial_tail(s, n, MISTRAL_OPEN)) > keep) keep = k;
                 if (p->tag && (k = partial_tail(s, n, p->tag)) > keep) keep = k;
@@ -271,16 +274,16 @@ static bool run(reply_parser *p, reply_delta *d, bool at_end) {
                 p->trim_think = false;
                 continue;
             }
-            const char *hit = memmem(s, n, THINK_CLOSE, strlen(THINK_CLOSE));
+            const char *hit = memmem(s, n, p->think_close, strlen(p->think_close));
             if (hit) {
                 size_t pre = (size_t)(hit - s);
                 if (pre && !bytebuf_add(&d->thinking, s, pre)) return false;
-                held_drop(p, pre + strlen(THINK_CLOSE));
+                held_drop(p, pre + strlen(p->think_close));
                 p->state = ST_TEXT;
                 p->trim_leading = true;
                 continue;
             }
-            size_t keep = at_end ? 0 : partial_tail(s, n, THINK_CLOSE);
+            size_t keep = at_end ? 0 : partial_tail(s, n, p->think_close);
             if (n - keep && !bytebuf_add(&d->thinking, s, n - keep)) return false;
             held_drop(p, n - keep);
             return true;

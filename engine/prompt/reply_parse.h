@@ -28,6 +28,8 @@ typedef struct {
     char tool_tag[32];       /* a Go TEMPLATE's tool tag (gotmpl_tool_tag): the text after it, to
                                 the end, is a call object, an array or a run of them ("" or "{":
                                 only the built-in markers and a reply that is JSON) */
+    char think_open[32], think_close[32];   /* a Go TEMPLATE's thinking tags (gotmpl_think_tags)
+                                instead of <think> </think>; both or neither */
 } reply_parse_opts;
 
 typedef struct {

@@ -2,8 +2,9 @@
  * prompt_build) against Ollama's own code: tests/prompt/gotemplate_tools/main.go ran Ollama
  * v0.17.4's template.Execute (Values{Messages, Tools}) and its tool parser's tag on the same
  * templates and conversations, into prompt/gotemplate_tools.json. Each rendering must equal
- * Ollama's byte for byte (or fail where it fails), each tag must be Ollama's; then a reply
- * parsed with a template's tag: the call after a custom tag, and text when it is not one. */
+ * Ollama's byte for byte (or fail where it fails), each tool tag and thinking tag pair
+ * (thinking.InferTags) must be Ollama's; then replies parsed with a template's tags: the
+ * call after a custom tag, text when it is not one, thinking between the template's tags. */
 #include "error.h"
 #include "gotemplate.h"
 #include "prompt.h"
@@ -31,6 +32,16 @@ static void test_goldens(void) {
         gotmpl_free(g);
         CHECKF(!strcmp(tag, t->valuestring), "template %d: tag [%s], Ollama's [%s]", i, tag, t->valuestring);
         tags_ok += !strcmp(tag, t->valuestring);
+    }
+    i = 0;
+    for (const cJSON *t = cJSON_GetObjectItem(root, "think_tags")->child; t; t = t->next, i++) {
+        gotmpl *g = gotmpl_parse(cJSON_GetArrayItem(tmpls, i)->valuestring);
+        char open[32] = "?", close[32] = "?";
+        if (g) gotmpl_think_tags(g, open, close, sizeof open);
+        gotmpl_free(g);
+        const char *wo = cJSON_GetArrayItem(t, 0)->valuestring, *wc = cJSON_GetArrayItem(t, 1)->valuestring;
+        CHECKF(!strcmp(open, wo) && !strcmp(close, wc), "template %d: thinking tags [%s] [%s], Ollama's [%s] [%s]", i,
+               open, close, wo, wc);
     }
     int compared = 0, differ = 0;
     for (const cJSON *r = cJSON_GetObjectItem(root, "renders")->child; r; r = r->next) {
@@ -114,6 +125,24 @@ static void test_tag_parsing(void) {
     prompt_reply_style(NULL, &(prompt_spec){.template_go = "{{ if .ToolCalls }}<function_calls>{{ end }}{{ .Prompt }}",
                                            .chat_format_override = -1}, &st);
     CHECK(!strcmp(st.tool_tag, "<function_calls>") && !st.harmony);
+    /* a TEMPLATE's thinking tags replace <think> in the reply split */
+    reply_parse_opts th = {.thinking = true};
+    prompt_reply_style(NULL, &(prompt_spec){.template_go = "{{ range .Messages }}{{ if .Thinking }}[THINK]{{ .Thinking }}"
+                                                           "[/THINK]{{ end }}{{ .Content }}{{ end }}",
+                                           .chat_format_override = -1}, &th);
+    CHECK(!strcmp(th.think_open, "[THINK]") && !strcmp(th.think_close, "[/THINK]"));
+    bytebuf tc = {0}, tcalls = {0};
+    reply_parser *rp = reply_parser_new(&th);
+    reply_delta d = {0};
+    const char *reply = "[THINK]hmm[/THINK] Hi <think>x</think>";
+    for (size_t k = 0; reply[k]; k++) CHECK(reply_parser_feed(rp, reply + k, 1, &d));
+    CHECK(reply_parser_finish(rp, &d));
+    CHECKF(!strcmp(bytebuf_str(&d.thinking), "hmm") && !strcmp(bytebuf_str(&d.content), "Hi <think>x</think>"),
+           "template thinking tags: thinking [%s] content [%s]", bytebuf_str(&d.thinking), bytebuf_str(&d.content));
+    reply_delta_free(&d);
+    reply_parser_free(rp);
+    bytebuf_free(&tc);
+    bytebuf_free(&tcalls);
     /* capabilities by the names a template uses */
     prompt_caps c = prompt_capabilities(NULL, "{{ range .Tools }}{{ end }}{{ .Prompt }}", -1);
     CHECK(c.tools && !c.thinking);

@@ -1,6 +1,6 @@
 // gotemplate_tools: Ollama's own code (github.com/ollama/ollama v0.17.4: template.Parse +
-// Execute with template.Values{Messages, Tools}, and the tag tools.NewParser derives from a
-// template) applied to Go TEMPLATEs that use .Tools / .ToolCalls / .ToolName, writing the
+// Execute with template.Values{Messages, Tools}, the tag tools.NewParser derives from a
+// template, and thinking.InferTags) applied to Go TEMPLATEs that use .Tools / .ToolCalls / .ToolName, writing the
 // goldens test_gotemplate_tools.c compares Anvil against (tests/prompt/gotemplate_tools.json).
 // CI has no Go; the JSON is committed. Regenerate (from the repository root):
 //
@@ -15,6 +15,7 @@ import (
 
 	"github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/template"
+	"github.com/ollama/ollama/thinking"
 	"github.com/ollama/ollama/tools"
 )
 
@@ -53,6 +54,11 @@ var templates = []string{
 	"{{ if .System }}{{ else }}{{ range .Messages }}{{ if .ToolCalls }}First{{ if .Content }}inner{{ end }}Second{{ end }}{{ end }}{{ end }}",
 	"{{ range .Messages }}{{ if .ToolCalls }}{{ .Content }}<function_calls>{{ end }}{{ end }}",
 	"{{ range .Messages }}{{ if .ToolCalls }}<|python_tag|>{{ range .ToolCalls }}{{ .Function.Name }}{{ end }}{{ end }}{{ end }}",
+	// thinking tags (thinking.InferTags)
+	"{{ range .Messages }}{{ if eq .Role \"assistant\" }}{{ if .Thinking }}<think>{{ .Thinking }}</think>{{ end }}{{ .Content }}{{ end }}{{ end }}",
+	"{{ range $i, $m := .Messages }}{{ if $m.Thinking }}\n[THINK] {{ .Thinking }} [/THINK]\n{{ end }}{{ .Content }}{{ end }}",
+	"{{ if .Messages }}{{ range .Messages }}<|channel|>{{ .Thinking }}{{ .Content }}<|end|>{{ end }}{{ end }}",
+	"{{ range .Messages }}x{{ end }}{{ range .Tools }}<t>{{ .Thinking }}</t>{{ end }}",
 }
 
 const toolsJSON = `[{"type": "function", "function": {"name": "get_weather", "description": "Weather <now> & later",
@@ -96,6 +102,7 @@ func main() {
 		Tools         json.RawMessage   `json:"tools"` // as written: key order matters
 		Conversations []json.RawMessage `json:"conversations"`
 		Tags          []string          `json:"tags"`
+		ThinkTags     [][2]string       `json:"think_tags"`
 		Renders       []render          `json:"renders"`
 	}{Templates: templates, Tools: json.RawMessage(toolsJSON)}
 	for _, c := range conversations {
@@ -106,6 +113,8 @@ func main() {
 		must(err)
 		p := tools.NewParser(tmpl.Template, ts)
 		out.Tags = append(out.Tags, reflect.ValueOf(p).Elem().FieldByName("tag").String())
+		open, close := thinking.InferTags(tmpl.Template)
+		out.ThinkTags = append(out.ThinkTags, [2]string{open, close})
 		for ci, c := range conversations {
 			for _, withTools := range []bool{false, true} {
 				var msgs []api.Message
