@@ -533,6 +533,8 @@ def write_model(args, hp, path, wtype, quantizer):
         w.add_chat_template(CHAT_TEMPLATES["gemma3"])
     elif fam in ("qwen2", "qwen3"):
         w.add_chat_template(CHAT_TEMPLATES[args.chat_template or "chatml"])
+    elif fam == "gptoss" and args.chat_template:   # --chat-template gpt-oss: a harmony chat model
+        w.add_chat_template(CHAT_TEMPLATES[args.chat_template])
 
     qt_main = NUMPY_TYPES[wtype] if wtype in NUMPY_TYPES else K_TYPES[wtype]
     plan = tensor_plan(args, hp)

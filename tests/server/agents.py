@@ -27,8 +27,8 @@ Checked, field by field against Ollama's and OpenAI's documented shapes:
   Modelfile TEMPLATE): the tools reach the prompt, the reply after the template's own tool
   tag (<function_calls>, Ollama's parseTag) comes back as tool_calls, the text before it as
   content, the round trip renders the call and the result, capabilities say tools;
-- gpt-oss's harmony (a qwen3-shaped model with the harmony control tokens and a harmony
-  template, make_test_model --chat-template gpt-oss): the analysis channel as thinking /
+- gpt-oss's harmony (a tiny gpt-oss model, make_test_model --family gptoss, with the
+  harmony special tokens and a harmony template, --chat-template gpt-oss): the analysis channel as thinking /
   reasoning_content, a commentary call to=functions.NAME as tool_calls (the reply stops at
   <|call|>, an end-of-generation token), the final channel as content, think levels and
   reasoning_effort accepted, the round trip, `anvil run` printing the trace.
@@ -240,7 +240,7 @@ HARMONY_ANSWER = ('<|channel|>analysis<|message|>hmm, a greeting<|end|><|start|>
 def harmony_side(anvil, work, node_dir):
     import ollama
     import openai
-    model = make(work, "qwen3", "gpt-oss")
+    model = make(work, "gptoss", "gpt-oss")   # the gpt-oss family: o200k_harmony's special tokens
     srv = Server(anvil, env={"ANVIL_TEST_REPLAY": HARMONY_CALL})
     try:
         cl = ollama.Client(host=srv.base)
