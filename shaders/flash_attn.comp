@@ -5,6 +5,7 @@
 // h / (n_head / n_kv_head). Keys [lo, pos] are visible (window > 0: pos - j < window);
 // noncausal (encoders): keys [0, n_kv), or |pos - j| <= window / 2 with a window.
 // KV_F32 / KV_F16 / KV_Q8_0 / KV_Q4_0 select the cache type (read as 32-bit words).
+// has_sinks (gpt-oss): head h's logit sf[s_off + h] joins the max and the denominator.
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
@@ -14,11 +15,13 @@ layout(binding = 0) readonly buffer Q { float qf[]; };
 layout(binding = 1) readonly buffer K { uint kw[]; };
 layout(binding = 2) readonly buffer V { uint vw[]; };
 layout(binding = 3) writeonly buffer O { float of[]; };
+layout(binding = 4) readonly buffer S { float sf[]; };
 layout(push_constant) uniform PC {
     uint n_tok, pos0, n_head, n_kv_head, head_dim, window, q_off, q_stride,
          k_off, v_off, kv_stride, o_off, o_stride, groups_x;
     float scale, softcap;
     uint noncausal, n_kv;
+    uint has_sinks, s_off;
 } pc;
 #include "reduce.glsl"
 
@@ -106,6 +109,13 @@ void main() {
             o[i] = acc;
         }
         barrier();
+    }
+    if (pc.has_sinks != 0u) {
+        const float sk = sf[pc.s_off + h];
+        const float m_new = max(m, sk);
+        const float corr = exp(m - m_new);
+        [[unroll]] for (uint i = 0u; i < MAX_DPT; i++) o[i] *= corr;
+        l = l * corr + exp(sk - m_new);
     }
     const uint ob = pc.o_off + t * pc.o_stride + h * D;
     [[unroll]] for (uint i = 0u; i < MAX_DPT; i++) {

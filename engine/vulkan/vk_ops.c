@@ -267,6 +267,7 @@ static void op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_t
     vk_ctx *c = vk_of(be);
     if (be_failed(&c->base) || n <= 0) return;
     if (!f32_tensor(c, gate, "glu") || !f32_tensor(c, up, "glu") || !f32_tensor(c, out, "glu")) return;
+    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH && kind != BE_GLU_SWIGLU_OAI) { be_fail(&c->base, "vulkan glu: unknown activation %d", (int)kind); return; }
     const be_tensor *ts[3] = { gate, up, out };
     int64_t bounds[MAX_RANGES + 1];
     int nr = elem_ranges(c, ts, 3, n, 1, bounds, "glu");
@@ -280,7 +281,8 @@ static void op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_t
         grid2((uint32_t)((m + 255) / 256), &gx, &gy);
         uint32_t pc[5] = { (uint32_t)m, (uint32_t)(gl / 4), (uint32_t)(ul / 4), (uint32_t)(ol / 4), gx };
         vk_binding b[3] = { { gc, false }, { uc, false }, { oc, true } };
-        vk_dispatch(c, kind == BE_GLU_GELU_TANH ? VKP_GLU_GELU : VKP_GLU_SILU, 0, b, 3, pc, gx, gy, 1, (uint64_t)m * 12);
+        vk_dispatch(c, kind == BE_GLU_GELU_TANH ? VKP_GLU_GELU : kind == BE_GLU_SWIGLU_OAI ? VKP_GLU_OAI : VKP_GLU_SILU, 0, b, 3, pc,
+                    gx, gy, 1, (uint64_t)m * 12);
     }
 }
 
@@ -299,6 +301,8 @@ static void op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_d
     if (p->freq_factors && !fc) return;
     if ((int64_t)n_head * head_dim > x->cols) { be_fail(&c->base, "vulkan rope: %d heads x %d > %lld columns", n_head, head_dim, (long long)x->cols); return; }
     const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+    float mscale = p->attn_factor != 0.0f ? p->attn_factor : 1.0f; /* YaRN (backend.h) */
+    if (p->ext_factor != 0.0f) mscale *= 1.0f + 0.1f * logf(1.0f / p->freq_scale);
     const int tok_per = (int)(MAX_GROUPS / (uint32_t)n_head);
     const be_tensor *ts[1] = { x };
     int64_t bounds[MAX_RANGES + 1];
@@ -310,10 +314,11 @@ static void op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_d
         if (!xc) return;
         for (int t0 = tb; t0 < te; t0 += tok_per) {
             int nt = te - t0 < tok_per ? te - t0 : tok_per;
-            struct { uint32_t n_tok, n_head, head_dim, pos0, n_rot, neox, x_off, x_stride, ff_off, has_ff; float theta_scale, freq_scale; } pc = {
+            struct { uint32_t n_tok, n_head, head_dim, pos0, n_rot, neox, x_off, x_stride, ff_off, has_ff; float theta_scale, freq_scale;
+                     float ext_factor, mscale, corr_lo, corr_hi; } pc = {
                 (uint32_t)nt, (uint32_t)n_head, (uint32_t)head_dim, (uint32_t)(pos0 + t0), (uint32_t)p->n_rot,
                 p->mode == BE_ROPE_NEOX ? 1u : 0u, (uint32_t)(xl / 4 + (size_t)(t0 - tb) * (size_t)x->cols), (uint32_t)x->cols,
-                (uint32_t)(fl / 4), fc ? 1u : 0u, theta_scale, p->freq_scale };
+                (uint32_t)(fl / 4), fc ? 1u : 0u, theta_scale, p->freq_scale, p->ext_factor, mscale, p->corr_lo, p->corr_hi };
             vk_binding b[2] = { { xc, true }, { fc ? fc : xc, false } };
             vk_dispatch(c, VKP_ROPE, 0, b, 2, &pc, (uint32_t)((half + 63) / 64), (uint32_t)(nt * n_head), 1,
                         (uint64_t)nt * (uint64_t)n_head * (uint64_t)p->n_rot * 8);
@@ -384,6 +389,16 @@ static void op_attention(backend *be, const be_tensor *q, const be_tensor *k, co
     vk_chunk *kc = span(c, k, 0, (size_t)n_kv * kvrb, &kl, "attention");
     vk_chunk *vc = span(c, v, 0, (size_t)n_kv * kvrb, &vl, "attention");
     if (!kc || !vc) return;
+    size_t sl = 0;
+    vk_chunk *sc = NULL; /* attention sinks [n_head] (gpt-oss) */
+    if (p->sinks) {
+        if (!f32_tensor(c, p->sinks, "attention") || p->sinks->cols * p->sinks->rows < p->n_head) {
+            if (!be_failed(&c->base)) be_fail(&c->base, "vulkan attention: sinks must be f32 with n_head %d elements", p->n_head);
+            return;
+        }
+        sc = span(c, p->sinks, 0, (size_t)p->n_head * 4, &sl, "attention");
+        if (!sc) return;
+    }
     /* query tokens split where q or out change device buffer */
     int64_t bounds[MAX_RANGES + 1] = { 0, (int64_t)p->n_tok * q->cols };
     int nr = 1;
@@ -399,12 +414,13 @@ static void op_attention(backend *be, const be_tensor *q, const be_tensor *k, co
         if (!qc || !oc) return;
         uint32_t gx, gy;
         grid2((uint32_t)(nt * p->n_head), &gx, &gy);
-        struct { uint32_t n_tok, pos0, n_head, n_kv_head, head_dim, window, q_off, q_stride, k_off, v_off, kv_stride, o_off, o_stride, groups_x; float scale, softcap; uint32_t noncausal, n_kv; } pc = {
+        struct { uint32_t n_tok, pos0, n_head, n_kv_head, head_dim, window, q_off, q_stride, k_off, v_off, kv_stride, o_off, o_stride, groups_x; float scale, softcap; uint32_t noncausal, n_kv, has_sinks, s_off; } pc = {
             (uint32_t)nt, (uint32_t)(p->pos0 + tb), (uint32_t)p->n_head, (uint32_t)p->n_kv_head, (uint32_t)p->head_dim,
             (uint32_t)(p->window > 0 ? p->window : 0), (uint32_t)(ql / 4), (uint32_t)q->cols, (uint32_t)kl, (uint32_t)vl, (uint32_t)kvrb,
-            (uint32_t)(ol / 4), (uint32_t)out->cols, gx, p->scale, p->softcap, p->noncausal ? 1u : 0u, (uint32_t)n_kv };
-        vk_binding b[4] = { { qc, false }, { kc, false }, { vc, false }, { oc, true } };
-        vk_dispatch(c, pipe, 0, b, 4, &pc, gx, gy, 1,
+            (uint32_t)(ol / 4), (uint32_t)out->cols, gx, p->scale, p->softcap, p->noncausal ? 1u : 0u, (uint32_t)n_kv,
+            sc ? 1u : 0u, (uint32_t)(sl / 4) };
+        vk_binding b[5] = { { qc, false }, { kc, false }, { vc, false }, { oc, true }, { sc ? sc : qc, false } };
+        vk_dispatch(c, pipe, 0, b, 5, &pc, gx, gy, 1,
                     (uint64_t)nt * (uint64_t)p->n_head * (uint64_t)p->head_dim * 8 + 2 * (uint64_t)(p->noncausal ? n_kv : p->pos0 + te) * kvrb);
     }
 }

@@ -46,15 +46,16 @@ void vkp_describe(int id, vkp_desc *d) {
         case VKP_SCALE: snprintf(d->name, sizeof d->name, "scale"); d->n_bind = 3; d->pc_size = 32; break;
         case VKP_GLU_SILU: snprintf(d->name, sizeof d->name, "glu_silu"); d->n_bind = 3; d->pc_size = 20; break;
         case VKP_GLU_GELU: snprintf(d->name, sizeof d->name, "glu_gelu"); d->n_bind = 3; d->pc_size = 20; break;
-        case VKP_ROPE: snprintf(d->name, sizeof d->name, "rope"); d->n_bind = 2; d->pc_size = 48; break;
+        case VKP_GLU_OAI: snprintf(d->name, sizeof d->name, "glu_oai"); d->n_bind = 3; d->pc_size = 20; break;
+        case VKP_ROPE: snprintf(d->name, sizeof d->name, "rope"); d->n_bind = 2; d->pc_size = 64; break;
         case VKP_STORE_F32: snprintf(d->name, sizeof d->name, "store_f32"); d->n_bind = 2; d->pc_size = 28; break;
         case VKP_STORE_F16: snprintf(d->name, sizeof d->name, "store_f16"); d->n_bind = 2; d->pc_size = 28; break;
         case VKP_STORE_Q8_0: snprintf(d->name, sizeof d->name, "store_q8_0"); d->n_bind = 2; d->pc_size = 28; break;
         case VKP_STORE_Q4_0: snprintf(d->name, sizeof d->name, "store_q4_0"); d->n_bind = 2; d->pc_size = 28; break;
-        case VKP_FA_F32: snprintf(d->name, sizeof d->name, "flash_attn_f32"); d->n_bind = 4; d->pc_size = 72; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
-        case VKP_FA_F16: snprintf(d->name, sizeof d->name, "flash_attn_f16"); d->n_bind = 4; d->pc_size = 72; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
-        case VKP_FA_Q8_0: snprintf(d->name, sizeof d->name, "flash_attn_q8_0"); d->n_bind = 4; d->pc_size = 72; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
-        case VKP_FA_Q4_0: snprintf(d->name, sizeof d->name, "flash_attn_q4_0"); d->n_bind = 4; d->pc_size = 72; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
+        case VKP_FA_F32: snprintf(d->name, sizeof d->name, "flash_attn_f32"); d->n_bind = 5; d->pc_size = 80; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
+        case VKP_FA_F16: snprintf(d->name, sizeof d->name, "flash_attn_f16"); d->n_bind = 5; d->pc_size = 80; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
+        case VKP_FA_Q8_0: snprintf(d->name, sizeof d->name, "flash_attn_q8_0"); d->n_bind = 5; d->pc_size = 80; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
+        case VKP_FA_Q4_0: snprintf(d->name, sizeof d->name, "flash_attn_q4_0"); d->n_bind = 5; d->pc_size = 80; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
         default: break;
         }
     }

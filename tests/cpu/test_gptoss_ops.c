@@ -19,8 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GPTOSS_VK_OPS 0 /* the Vulkan ops land next */
-
 static uint64_t rng = 777;
 
 static float *rnd(int64_t n, float lo, float hi) {
@@ -187,9 +185,11 @@ int main(void) {
         test_sinks_refused(be);
         be->ops->destroy(be);
     }
-#if defined(ANVIL_HAVE_VULKAN) && GPTOSS_VK_OPS
+#ifdef ANVIL_HAVE_VULKAN
     backend *vk = vkt_open_lavapipe();
     if (vk) {
+        const char *v = getenv("ANVIL_VK_VALIDATE");
+        if (v && strcmp(v, "1") == 0) CHECKF(vk_validation_active(), "ANVIL_VK_VALIDATE=1 but no validation messenger");
         run_all(vk, true);
         vk->ops->destroy(vk);
         vk = vkt_open_lavapipe();

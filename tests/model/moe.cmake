@@ -30,8 +30,7 @@ foreach(i RANGE ${_moe_last})
            --base ${_moe_dir}/${_name}.kld.gz --expect-digest ${_digest} --max-kl ${_max_kl})
   add_test(NAME moe_golden_${_name} COMMAND ${_cmp})
   set_tests_properties(moe_golden_${_name} PROPERTIES FIXTURES_REQUIRED anvil_moe_${_name} TIMEOUT 300 LABELS "golden;moe")
-  string(JSON _cpu_only ERROR_VARIABLE _no_flag GET "${_moe_manifest}" models ${_name} cpu_only)
-  if(ANVIL_VULKAN AND EXISTS ${_lvp} AND NOT _cpu_only)
+  if(ANVIL_VULKAN AND EXISTS ${_lvp})
     add_test(NAME moe_golden_vulkan_${_name} COMMAND ${_cmp} --vulkan)
     set_tests_properties(moe_golden_vulkan_${_name} PROPERTIES FIXTURES_REQUIRED anvil_moe_${_name} TIMEOUT 600
                          LABELS "golden;moe" ENVIRONMENT "VK_ICD_FILENAMES=${_lvp};ASAN_OPTIONS=detect_leaks=0")
@@ -41,6 +40,12 @@ add_test(NAME moe_malformed
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/moe_malformed.py --anvil $<TARGET_FILE:anvil>
                  --gen ${CMAKE_SOURCE_DIR}/tools/make_test_model.py --dir ${ANVIL_TEST_MODELS}/moe-malformed)
 set_tests_properties(moe_malformed PROPERTIES TIMEOUT 300 LABELS moe)
+# tests/cpu/test_gptoss_ops (the gpt-oss op extensions vs ref_ops) also runs on lavapipe: the
+# validation layer inserted, zero messages.
+if(TEST test_gptoss_ops AND EXISTS ${_lvp})
+  set_tests_properties(test_gptoss_ops PROPERTIES LABELS moe
+    ENVIRONMENT "ANVIL_VK_VALIDATE=1;VK_ICD_FILENAMES=${_lvp};ANVIL_VK_REQUIRE=1;ASAN_OPTIONS=detect_leaks=0")
+endif()
 # gpt-oss pieces missing or mis-shaped (sinks, biases, sliding window, YaRN): one-line refusals.
 add_test(NAME gptoss_malformed
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/gptoss_malformed.py --anvil $<TARGET_FILE:anvil>
