@@ -8,6 +8,7 @@
 
 #include "encoder.h"
 #include "error.h"
+#include "kv_rot.h"
 #include "model.h"
 #include "moe.h"
 #include "quant.h"
@@ -42,6 +43,7 @@ struct model_ctx {
     int n_ctx, n_past;
     uint32_t kv_type;
     be_tensor **k_cache, **v_cache;   /* per layer, on the layer's backend */
+    kv_rot rot;                       /* quantized caches: the Hadamard rotation (kv_rot.h) */
     scratch_set own;                  /* used unless shared != NULL */
     scratch_set *ss;                  /* &own, or the parent's */
     int32_t *history;                 /* the tokens whose K/V are in the cache [n_ctx] */
@@ -144,6 +146,7 @@ static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *pare
         c->v_cache[il] = be_tensor_new(be, kv_type, kvd, n_ctx);
         if (!c->k_cache[il] || !c->v_cache[il]) goto fail;
     }
+    if (kv_rot_init(&c->rot, kv_type, m) != 0) goto fail;
     if (parent) {
         c->ss = parent->ss;
     } else {
@@ -173,6 +176,7 @@ void model_ctx_free(model_ctx *c) {
     }
     free(c->k_cache);
     free(c->v_cache);
+    kv_rot_free(&c->rot);
     scratch_set_free(&c->own);
     free(c->history);
     free(c);
@@ -238,14 +242,29 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
         }
         op->rope(be, &q, sq->n, hp->n_head, hd, pos0, &rp);
         op->rope(be, &k, sq->n, hp->n_head_kv, hd, pos0, &rp);
-        op->store_rows(be, &k, sq->c->k_cache[il], pos0, sq->n);
-        op->store_rows(be, &v, sq->c->v_cache[il], pos0, sq->n);
+        const kv_rot *kr = &sq->c->rot;
+        if (kr->n_k) { /* quantized cache: q, k, v rotated (kv_rot.h), att the temporary */
+            be_tensor tk = be_view_reshape(&att, kvd, sq->n);
+            kv_rot_apply(kr, be, false, &q, &att, sq->n);
+            op->store_rows(be, &att, &q, 0, sq->n);
+            kv_rot_apply(kr, be, false, &k, &tk, sq->n);
+            op->store_rows(be, &tk, sq->c->k_cache[il], pos0, sq->n);
+            kv_rot_apply(kr, be, true, &v, &tk, sq->n);
+            op->store_rows(be, &tk, sq->c->v_cache[il], pos0, sq->n);
+        } else {
+            op->store_rows(be, &k, sq->c->k_cache[il], pos0, sq->n);
+            op->store_rows(be, &v, sq->c->v_cache[il], pos0, sq->n);
+        }
         be_attn_params ap = {
             .n_tok = sq->n, .pos0 = pos0, .n_head = hp->n_head, .n_kv_head = hp->n_head_kv, .head_dim = hd,
             .scale = hp->attn_scale, .window = swa ? hp->swa_window : 0, .softcap = 0, .noncausal = hp->noncausal,
             .sinks = L->attn_sinks,
         };
         op->attention(be, &q, sq->c->k_cache[il], sq->c->v_cache[il], &att, &ap);
+        if (kr->n_k) { /* the output back from V's rotation */
+            kv_rot_apply(kr, be, true, &att, &q, sq->n);
+            op->store_rows(be, &q, &att, 0, sq->n);
+        }
     }
     if (L->post_attn_norm) {
         op->matmul(be, L->wo, s->att, s->tmp, nt, false);

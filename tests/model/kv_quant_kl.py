@@ -11,8 +11,8 @@ per scored position (the cost of the cache type alone), KL(llama.cpp f16 || Anvi
 greedy tokens. --base is a committed llama-perplexity --kl-divergence-base dump made with an F16
 KV cache (tests/data/golden/kvq/*.kld.gz); --write-base makes it with today's llama.cpp and
 prints llama.cpp's own KL for -ctk/-ctv q4_0 with -fa on against it, with and without its K/V
-rotation (LLAMA_ATTN_ROT_DISABLE; Anvil stores plain Q4_0, so the bound is the unrotated one; the
-committed head_dim-32 model is not rotated by llama.cpp either) (the numbers
+rotation (LLAMA_ATTN_ROT_DISABLE; Anvil rotates where llama.cpp does, so the bound is on the
+default number) (the numbers
 of tests/data/golden/kvq/manifest.json; regen.sh there). Exit 1 when the mean KL(Anvil f16 ||
 Anvil T) exceeds --max-kl-T (x10 for a single position), or when Anvil's f16 run differs from
 llama.cpp's f16 by more than 1e-3 mean KL (then the comparison means nothing).
@@ -37,7 +37,8 @@ TYPES = ("f16", "q8_0", "q4_0")
 def llama_kld(bin_dir, model, txt, ctx, base, kv, rot=True):
     """llama.cpp's mean KL of -ctk/-ctv kv (flash attention on) against base, None if it printed none.
     rot=False sets LLAMA_ATTN_ROT_DISABLE=1: today's llama.cpp rotates K and V (Walsh-Hadamard, when
-    head_dim % 64 == 0) before quantizing them, which Anvil does not; without it both store plain Q4_0."""
+    head_dim % 64 == 0) before quantizing them, as Anvil does (engine/model/kv_rot.h; ANVIL_KV_ROTATION=0
+    is Anvil's switch); without it both store plain Q4_0."""
     log = base + "." + kv + ".log"  # a file: through a pipe the table at the end goes missing
     env = dict(os.environ, LLAMA_ATTN_ROT_DISABLE="0" if rot else "1")
     with open(log, "w") as lf:
