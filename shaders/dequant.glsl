@@ -151,7 +151,9 @@ float dq_elem(uint bb, uint e) {
     float sc = float(int(ld_u8(bb + 192u + e / 16u) << 24) >> 24);
     return ld_f16(bb + 208u) * sc * (float(ql | (qh << 4)) - 32.0);
 }
-#elif defined(DATA_A_MXFP4) || defined(DATA_A_IQ4_NL) || defined(DATA_A_IQ4_XS) || defined(DQ_IQ_TYPES)
+#elif defined(DATA_A_MXFP4) || defined(DATA_A_IQ4_NL) || defined(DATA_A_IQ4_XS) || defined(DATA_A_IQ3_XXS) || \
+    defined(DATA_A_IQ3_S) || defined(DATA_A_IQ2_XXS) || defined(DATA_A_IQ2_XS) || defined(DATA_A_IQ2_S) ||       \
+    defined(DATA_A_IQ1_S) || defined(DATA_A_IQ1_M) || defined(DATA_A_TQ1_0) || defined(DATA_A_TQ2_0)
 #include "dequant_iq.glsl"
 #else
 #error "dequant.glsl: no DATA_A_<type> defined"

@@ -61,6 +61,7 @@ void vkb_destroy(backend *be) {
         vk_profile_report(c);
         vk_tune_shutdown(c);
         vk_storage_free(c, c->scratch_q8);
+        vk_iq_grids_free(c);
         vk_pipelines_shutdown(c);
         vk_cmd_shutdown(c);
         vk_memory_shutdown(c);

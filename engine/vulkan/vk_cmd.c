@@ -203,6 +203,14 @@ static VkDescriptorSet alloc_set(vk_ctx *c, VkDescriptorSetLayout dsl) {
 void vk_dispatch(vk_ctx *c, int p, int variant, const vk_binding *b, int nb, const void *pc,
                  uint32_t gx, uint32_t gy, uint32_t gz, uint64_t bytes) {
     if (be_failed(&c->base) || gx == 0 || gy == 0 || gz == 0) return;
+    vk_binding bg[8];
+    if (c->pipes[p].desc.grid && nb < 8) { /* the i-quant kernels' grid, bound last */
+        memcpy(bg, b, sizeof *b * (size_t)nb);
+        bg[nb].ch = vk_iq_grid(c, c->pipes[p].desc.grid - 1);
+        bg[nb].write = false;
+        if (!bg[nb++].ch) return;
+        b = bg;
+    }
     VkPipeline pipe = vk_pipeline_get(c, p, variant);
     if (!pipe) return;
     if (c->profile && c->n_queries + 2 > MAX_QUERIES) vk_flush(c);

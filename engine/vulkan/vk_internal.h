@@ -106,6 +106,7 @@ typedef struct vk_ctx {
     double prof_bytes[VKP_COUNT];
     uint64_t prof_calls[VKP_COUNT];
     vk_storage *scratch_q8;  /* quantized activations of the integer-dot mat-vec */
+    vk_storage *iq_grid[VK_IQ_N_GRIDS]; /* i-quant lookup grids, uploaded on first use (vk_iq_grids.c) */
     /* autotuning (vk_tune.c) */
     int tune_mode;           /* 0 off (ANVIL_VK_TUNE=0 or ANVIL_VK_MV_ROWS), 1 on first use, 2 re-tune everything */
     vk_tune_entry *tune;
@@ -149,6 +150,12 @@ void vkb_tensor_free(backend *be, be_tensor *t);
 void vkb_upload(backend *be, be_tensor *t, size_t off, const void *src, size_t n);
 void vkb_download(backend *be, const be_tensor *t, size_t off, void *dst, size_t n);
 void vkb_sync(backend *be);
+
+/* vk_iq_grids.c: the i-quant grid of type qtype (index, -1 if none), its device buffer
+ * (uploaded on first use; NULL + sticky error on failure), freed at shutdown */
+int vk_iq_grid_index(uint32_t qtype);
+vk_chunk *vk_iq_grid(vk_ctx *c, int g);
+void vk_iq_grids_free(vk_ctx *c);
 
 /* vk_tune.c: first-use autotuning of the mat-vec rows per workgroup */
 void vk_tune_init(vk_ctx *c);

@@ -12,9 +12,11 @@
 #include "vk_spirv.h"
 
 static const uint32_t k_types[VKP_N_TYPES] = { QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
-                                               QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_MXFP4 };
+                                               QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K,
+                                               QT_MXFP4, QT_IQ4_NL, QT_IQ4_XS, QT_IQ3_XXS, QT_IQ3_S, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ1_S, QT_IQ1_M, QT_TQ1_0, QT_TQ2_0 };
 static const char *k_type_names[VKP_N_TYPES] = { "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1",
-                                                 "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "mxfp4" };
+                                                 "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k",
+                                                 "mxfp4", "iq4_nl", "iq4_xs", "iq3_xxs", "iq3_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq1_s", "iq1_m", "tq1_0", "tq2_0" };
 
 int vkp_type_index(uint32_t qtype) {
     for (int i = 0; i < VKP_N_TYPES; i++)
@@ -35,6 +37,10 @@ void vkp_describe(int id, vkp_desc *d) {
     } else if (id >= VKP_MM && id < VKP_MM + VKP_N_TYPES) {
         snprintf(d->name, sizeof d->name, "mul_mm_%s", k_type_names[id - VKP_MM]);
         d->n_bind = 3; d->pc_size = PC_MAT; d->spec = VKP_SPEC_MM; d->has_f16 = true;
+    }
+    if (id < VKP_MM + VKP_N_TYPES) { /* the i-quant grid types read their grid from one more buffer */
+        const int g = vk_iq_grid_index(k_types[id % VKP_N_TYPES]);
+        if (g >= 0) { d->n_bind = 4; d->grid = g + 1; }
     } else {
         switch (id) {
         case VKP_MMVQ_Q4_0: snprintf(d->name, sizeof d->name, "mul_mat_vecq_q4_0"); d->n_bind = 3; d->pc_size = PC_MAT; d->spec = VKP_SPEC_MV; d->has_sg = true; break;

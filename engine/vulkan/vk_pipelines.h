@@ -10,7 +10,8 @@
 #include <vulkan/vulkan.h>
 
 /* Weight types with shaders, in this order (index = vkp_type_index()). */
-#define VKP_N_TYPES 14
+#define VKP_N_TYPES 25
+#define VK_IQ_N_GRIDS 6 /* i-quant lookup grids (vk_iq_grids.c) */
 int vkp_type_index(uint32_t qtype); /* -1 if the type has no shaders */
 
 enum {
@@ -45,6 +46,7 @@ typedef struct {
     uint32_t pc_size;
     vkp_spec_kind spec;
     bool has_sg, has_f16;   /* variants exist */
+    int grid;               /* 1 + the i-quant grid bound after the n_bind - 1 given bindings (vk_dispatch); 0: none */
 } vkp_desc;
 
 typedef struct {
