@@ -63,6 +63,8 @@ def main():
     ap.add_argument("--n-gen", type=int, default=8)
     ap.add_argument("--vulkan", action="store_true", help="run Anvil on vulkan0 (lavapipe in the tests)")
     ap.add_argument("--max-kl", type=float, default=None)
+    ap.add_argument("--greedy-margin", type=float, default=0.0,
+                    help="check the first greedy token only where llama.cpp's top-1 leads by more (near ties may flip)")
     ap.add_argument("--out")
     ap.add_argument("--base", help="llama-perplexity --kl-divergence-base dump (gzipped) to compare against")
     ap.add_argument("--write-base", help="run llama.cpp and write its dump here (gzipped)")
@@ -130,11 +132,12 @@ def main():
     res = {"kl_per_position": [float("%.3g" % v) for v in kl], "model": os.path.basename(a.model), "backend": "vulkan" if a.vulkan else "cpu", "positions": len(kl),
            "kl_mean": float(kl.mean()), "kl_max": float(kl.max()), "top1_mismatch_confident": mism,
            "greedy_first_anvil": greedy_first, "greedy_first_llamacpp": int(top[-1, 0]),
-           "greedy_first_match": greedy_first == int(top[-1, 0]), "anvil_greedy": d["generated"]}
+           "greedy_first_match": greedy_first == int(top[-1, 0]), "anvil_greedy": d["generated"],
+           "greedy_first_margin": float(pr[-1, top[-1, 0]] - pr[-1, top[-1, 1]])}
     print(json.dumps(res))
     if a.out:
         json.dump(res, open(a.out, "w"))
-    ok = mism == 0 and res["greedy_first_match"]
+    ok = mism == 0 and (res["greedy_first_match"] or res["greedy_first_margin"] <= a.greedy_margin)
     if a.max_kl is not None:
         ok = ok and res["kl_mean"] <= a.max_kl and res["kl_max"] <= 10 * a.max_kl
     return 0 if ok else 1
