@@ -379,7 +379,7 @@ static void mm_chunk(void *ctx, int64_t chunk, int ith) {
 
 /* ---- driver for repacked weights (repack.h): chunks of whole 16-row groups ---- */
 
-#define PK_MIN_TOK_Q56 4
+#define PK_MIN_TOK_Q5 4
 
 typedef struct {
     mm_packed_fn fn;
@@ -484,10 +484,10 @@ int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t 
     }
     if (n_tok == 0 || rows == 0) return 0;
     cpu_packed p;
-    /* Q5_K/Q6_K's packed kernels rebuild the 5/6-bit weights per group, which a single token
-     * does not amortize: below PK_MIN_TOK_Q56 tokens the file-layout kernels (measured ~2x
-     * faster at 1 token on a 500M model) read the original bytes, which stay mapped anyway. */
-    const bool q56_small = (wtype == QT_Q5_K || wtype == QT_Q6_K) && n_tok < PK_MIN_TOK_Q56;
+    /* Q5_K's packed kernel below PK_MIN_TOK_Q5 tokens is no faster from DRAM than the
+     * file-layout one (which reads the original bytes, mapped anyway); Q6_K's matvec
+     * (pk_q6k_gemv_body) is. */
+    const bool q56_small = wtype == QT_Q5_K && n_tok < PK_MIN_TOK_Q5;
     if (c->packed.n > 0 && !q56_small && packed_set_find(&c->packed, w, wtype, cols, rows, &p))
         return cpu_matmul_packed(c, &p, x, out, n_tok, accumulate);
     /* Up to MM_MAX_TOK tokens (decode steps of a few batched sequences: memory-bound) one

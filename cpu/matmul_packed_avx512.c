@@ -182,8 +182,8 @@ PK_INLINE void pk_q6k_body(int64_t nb, const uint8_t *grp, const void *act, size
                     __m512i w[4];
                     PK_UNROLL for (int kk = 0; kk < 4; kk++) {
                         const int k = 4 * kh + kk;
-                        const __m512i ql = _mm512_loadu_si512((const void *)(pb + PK_Q6K_QL + (size_t)(16 * h + 8 * (m & 1) + k) * 64));
-                        const __m512i qh = _mm512_loadu_si512((const void *)(pb + PK_Q6K_QH + (size_t)(8 * h + k) * 64));
+                        const __m512i ql = _mm512_loadu_si512((const void *)(pb + PK_Q6K_QL(h, m & 1, k)));
+                        const __m512i qh = _mm512_loadu_si512((const void *)(pb + PK_Q6K_QH(h, k)));
                         const __m512i lo = m < 2 ? _mm512_and_si512(ql, m4) : _mm512_and_si512(_mm512_srli_epi16(ql, 4), m4);
                         /* bits 2m, 2m+1 of each qh byte to bits 4, 5 (the 0x30 mask drops what crossed bytes) */
                         const __m512i hb = m == 0 ? _mm512_slli_epi16(qh, 4) : m == 1 ? _mm512_slli_epi16(qh, 2)
@@ -212,6 +212,63 @@ PK_INLINE void pk_q6k_body(int64_t nb, const uint8_t *grp, const void *act, size
     }
 }
 
+/* Q6_K for 1-3 tokens (decode): the same exact sums as pk_q6k_body, but the superblock is
+ * read once in storage order: per half h and step k the three adjacent lines (two ql, one
+ * qh) give the four weight vectors of m = 0..3 (sub-block 8h + 2m + k / 4), summed into 8
+ * per-sub-block accumulators per token; no line is loaded twice. (In cache 2.4x the
+ * file-layout kernel; from DRAM about even with it only since the lines are in this
+ * order: three interleaved 8-line streams per superblock ran at half speed.) */
+PK_INLINE void pk_q6k_gemv_body(int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, const int NT, float *out,
+                                int64_t out_stride, __mmask16 mask, bool accumulate) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    __m512 acc[3];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *pb = grp + (size_t)i * PK_Q6K_BYTES;
+        __m512i isum[3];
+        for (int t = 0; t < NT; t++) isum[t] = _mm512_setzero_si512();
+        PK_UNROLL for (int h = 0; h < 2; h++) {
+            __m512i s[3][8];
+            for (int t = 0; t < NT; t++) {
+                const blk_q8ks *y = (const blk_q8ks *)(const void *)((const uint8_t *)act + (size_t)t * act_rb) + i;
+                PK_UNROLL for (int q = 0; q < 8; q++) s[t][q] = _mm512_set1_epi32(-32 * (int32_t)y->bs16[8 * h + q]);
+            }
+            PK_UNROLL for (int k = 0; k < 8; k++) {
+                const __m512i qh = _mm512_loadu_si512((const void *)(pb + PK_Q6K_QH(h, k)));
+                const __m512i qa = _mm512_loadu_si512((const void *)(pb + PK_Q6K_QL(h, 0, k)));
+                const __m512i qb = _mm512_loadu_si512((const void *)(pb + PK_Q6K_QL(h, 1, k)));
+                __m512i w[4];
+                w[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(qa, m4), _mm512_slli_epi16(qh, 4), m30, 0xF8);
+                w[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(qb, m4), _mm512_slli_epi16(qh, 2), m30, 0xF8);
+                w[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(qa, 4), m4), qh, m30, 0xF8);
+                w[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(qb, 4), m4), _mm512_srli_epi16(qh, 2), m30, 0xF8);
+                for (int t = 0; t < NT; t++) {
+                    const blk_q8ks *y = (const blk_q8ks *)(const void *)((const uint8_t *)act + (size_t)t * act_rb) + i;
+                    PK_UNROLL for (int m = 0; m < 4; m++) {
+                        const int8_t *yq = y->qs + 128 * h + 32 * m + 4 * k; /* step k of m: element 32m + 4k */
+                        s[t][2 * m + k / 4] = _mm512_dpbusd_epi32(s[t][2 * m + k / 4], w[m], _mm512_set1_epi32(pk_load4(yq)));
+                    }
+                }
+            }
+            PK_UNROLL for (int q = 0; q < 8; q++) {
+                const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(pb + PK_Q6K_SC + 16 * (8 * h + q))));
+                for (int t = 0; t < NT; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t][q], sc));
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(pb + PK_Q6K_D)));
+        for (int t = 0; t < NT; t++) {
+            const blk_q8ks *y = (const blk_q8ks *)(const void *)((const uint8_t *)act + (size_t)t * act_rb) + i;
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(dw, _mm512_set1_ps(y->d)), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) {
+        float *o = out + (int64_t)t * out_stride;
+        __m512 v = acc[t];
+        if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, o));
+        _mm512_mask_storeu_ps(o, mask, v);
+    }
+}
+
 PK_ATTR static void pk_q6_K_vnni(int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, int nt, float *out,
                                  int64_t out_stride, uint32_t mask, bool accumulate) {
     const __mmask16 m = (__mmask16)mask;
@@ -221,9 +278,9 @@ PK_ATTR static void pk_q6_K_vnni(int64_t nb, const uint8_t *grp, const void *act
     case 6: pk_q6k_body(nb, grp, act, act_rb, 6, out, out_stride, m, accumulate); break;
     case 5: pk_q6k_body(nb, grp, act, act_rb, 5, out, out_stride, m, accumulate); break;
     case 4: pk_q6k_body(nb, grp, act, act_rb, 4, out, out_stride, m, accumulate); break;
-    case 3: pk_q6k_body(nb, grp, act, act_rb, 3, out, out_stride, m, accumulate); break;
-    case 2: pk_q6k_body(nb, grp, act, act_rb, 2, out, out_stride, m, accumulate); break;
-    default: pk_q6k_body(nb, grp, act, act_rb, 1, out, out_stride, m, accumulate); break;
+    case 3: pk_q6k_gemv_body(nb, grp, act, act_rb, 3, out, out_stride, m, accumulate); break;
+    case 2: pk_q6k_gemv_body(nb, grp, act, act_rb, 2, out, out_stride, m, accumulate); break;
+    default: pk_q6k_gemv_body(nb, grp, act, act_rb, 1, out, out_stride, m, accumulate); break;
     }
 }
 

@@ -72,8 +72,8 @@ static void repack_q6k(const void *src, int64_t cols, int64_t rows, uint8_t *dst
                 memcpy(pb + PK_Q6K_D + 2 * r, &b->d, 2);
                 for (int j = 0; j < 16; j++) pb[PK_Q6K_SC + 16 * j + r] = (uint8_t)b->scales[j];
                 for (int h = 0; h < 2; h++) {
-                    for (int k = 0; k < 16; k++) memcpy(pb + PK_Q6K_QL + (size_t)(16 * h + k) * 64 + 4 * r, b->ql + 64 * h + 4 * k, 4);
-                    for (int k = 0; k < 8; k++) memcpy(pb + PK_Q6K_QH + (size_t)(8 * h + k) * 64 + 4 * r, b->qh + 32 * h + 4 * k, 4);
+                    for (int k = 0; k < 16; k++) memcpy(pb + PK_Q6K_QL(h, k / 8, k % 8) + 4 * r, b->ql + 64 * h + 4 * k, 4);
+                    for (int k = 0; k < 8; k++) memcpy(pb + PK_Q6K_QH(h, k) + 4 * r, b->qh + 32 * h + 4 * k, 4);
                 }
             }
         }

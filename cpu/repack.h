@@ -31,15 +31,18 @@
 #define PK_Q5K_QH 2368
 #define PK_Q5K_BYTES 2880
 /* Q6_K: per superblock of a group: 16 fp16 d, the int8 scales as bytes [sub-block j][row],
- * ql [half h][step k 0..15][row][4 bytes of ql 64h+4k..] (low nibbles of steps k < 8:
- * elements 128h+4k.., of k >= 8: 128h+32+4(k-8)..; high nibbles: +64), then qh [half h]
- * [step k 0..7][row][4 bytes of qh 32h+4k..] (bits 2m..2m+1: element 128h+32m+4k..).
- * 3360 bytes per 16 rows, the file's size. */
+ * 32 bytes of padding (the quant lines start on a cache line), then per half h and step
+ * k 0..7 three 64-byte lines, [row][4 bytes] each: ql bytes 64h+4k.. (low nibbles:
+ * elements 128h+4k.., high: +64), ql bytes 64h+32+4k.. (low: 128h+32+4k.., high: +64), qh
+ * bytes 32h+4k.. (bits 2m..2m+1: element 128h+32m+4k..). A matvec reads the superblock in
+ * storage order. 3360 bytes of data per 16 rows (the file's size) in 3392 (+1 %). */
 #define PK_Q6K_D 0
 #define PK_Q6K_SC 32
-#define PK_Q6K_QL 288
-#define PK_Q6K_QH 2336
-#define PK_Q6K_BYTES 3360
+#define PK_Q6K_Q 320
+/* Byte offsets of step k of half h: ql line b (0: ql 64h+4k.., 1: ql 64h+32+4k..), qh. */
+#define PK_Q6K_QL(h, b, k) (PK_Q6K_Q + (size_t)(3 * (8 * (h) + (k)) + (b)) * 64)
+#define PK_Q6K_QH(h, k) (PK_Q6K_Q + (size_t)(3 * (8 * (h) + (k)) + 2) * 64)
+#define PK_Q6K_BYTES 3392
 /* F16 / BF16: per column k the 16 rows' 16-bit values side by side (32 bytes), so one load
  * is one column of the group: cols x 32 bytes per 16 rows, the file's size. */
 
