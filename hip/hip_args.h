@@ -29,12 +29,13 @@ typedef struct { uint64_t table, ids, out; int64_t cols, row_bytes; int32_t n_id
 typedef struct { uint64_t x, w, out; int64_t n_rows, row_len; float eps; int32_t has_w; } anv_rms_norm_args;
 /* matvec and matmul share one block: out[t][r] (+)= sum_c W[r][c] * x[t][c]. */
 typedef struct { uint64_t w, x, out; int64_t cols, rows, row_bytes; int32_t n_tok, accumulate, type, pad; } anv_matmul_args;
-/* op: 0 add, 1 mul, 2 scale (b unused, s), 3 glu silu, 4 glu gelu-tanh (b = up). */
+/* op: 0 add, 1 mul, 2 scale (b unused, s), 3 glu silu, 4 glu gelu-tanh, 5 glu swiglu-oai (b = up). */
 typedef struct { uint64_t a, b, out; int64_t n, b_n; float s; int32_t op; } anv_ew_args;
 typedef struct {
     uint64_t x, freq_factors;
     int32_t n_tok, n_head, head_dim, pos0, n_rot, mode, has_ff, pad;
     float freq_base, freq_scale;
+    float ext_factor, attn_factor, corr_lo, corr_hi; /* YaRN, as be_rope_params (backend.h) */
 } anv_rope_args;
 typedef struct { uint64_t src, dst; int64_t cols, row0, n_rows, dst_row_bytes; int32_t dst_type, pad; } anv_store_rows_args;
 typedef struct {
@@ -42,5 +43,7 @@ typedef struct {
     int64_t kv_row_bytes;
     int32_t n_tok, pos0, n_head, n_kv_head, head_dim, window, kv_type, noncausal;
     float scale, softcap;
+    uint64_t sinks;            /* F32 [n_head] attention sinks (gpt-oss) if has_sinks */
+    int32_t has_sinks, pad;
 } anv_attention_args;
 #endif

@@ -259,9 +259,9 @@ static void hip_op_mul(backend *be, const be_tensor *a, const be_tensor *b, be_t
 static void hip_op_scale(backend *be, be_tensor *x, int64_t n, float s) { ew(be, "scale", 2, x, NULL, x, n, 0, s); }
 
 static void hip_op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind) {
-    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH) { be_fail(be, "%s glu: unknown activation %d", ctx_of(be)->name, (int)kind); return; }
+    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH && kind != BE_GLU_SWIGLU_OAI) { be_fail(be, "%s glu: unknown activation %d", ctx_of(be)->name, (int)kind); return; }
     if (!need_f32(be, up, n, "glu", "up")) return;
-    ew(be, "glu", kind == BE_GLU_SILU ? 3 : 4, gate, up, out, n, n, 0);
+    ew(be, "glu", kind == BE_GLU_SILU ? 3 : kind == BE_GLU_GELU_TANH ? 4 : 5, gate, up, out, n, n, 0);
 }
 
 static void hip_op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p) {
@@ -275,7 +275,8 @@ static void hip_op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int he
     if (p->freq_factors && !need_f32(be, p->freq_factors, p->n_rot / 2, "rope", "freq_factors")) return;
     anv_rope_args a = {.x = addr_of(x), .freq_factors = p->freq_factors ? addr_of(p->freq_factors) : 0, .n_tok = n_tok, .n_head = n_head,
                        .head_dim = head_dim, .pos0 = pos0, .n_rot = p->n_rot, .mode = (int32_t)p->mode, .has_ff = p->freq_factors != NULL,
-                       .freq_base = p->freq_base, .freq_scale = p->freq_scale};
+                       .freq_base = p->freq_base, .freq_scale = p->freq_scale, .ext_factor = p->ext_factor,
+                       .attn_factor = p->attn_factor, .corr_lo = p->corr_lo, .corr_hi = p->corr_hi};
     launch(be, "rope", c->rope, blocks_for((int64_t)n_tok * n_head * (p->n_rot / 2), ANV_EW_BLOCK), 1, ANV_EW_BLOCK, &a);
 }
 
@@ -325,6 +326,11 @@ static void hip_op_attention(backend *be, const be_tensor *q, const be_tensor *k
                             .n_tok = p->n_tok, .pos0 = p->pos0, .n_head = p->n_head, .n_kv_head = p->n_kv_head, .head_dim = p->head_dim,
                             .window = p->window, .kv_type = (int32_t)k->type, .noncausal = p->noncausal,
                             .scale = p->scale, .softcap = p->softcap};
+    if (p->sinks) { /* gpt-oss attention sinks */
+        if (!need_f32(be, p->sinks, p->n_head, "attention", "sinks")) return;
+        a.sinks = addr_of(p->sinks);
+        a.has_sinks = 1;
+    }
     launch(be, "attention", f, (unsigned)p->n_tok, (unsigned)p->n_head, ANV_ATT_BLOCK, &a);
 }
 

@@ -139,6 +139,11 @@ ANV_KERNEL void anv_ew(const anv_ew_args a) {
         case 1: o[i] = g * b[i % a.b_n]; break;
         case 2: o[i] = g * a.s; break;
         case 3: o[i] = g / (1.0f + expf(-g)) * b[i]; break;
+        case 5: { // ggml_swiglu_oai: alpha 1.702, limit 7
+            const float xc = fminf(g, 7.0f);
+            o[i] = xc / (1.0f + expf(-1.702f * xc)) * (fminf(fmaxf(b[i], -7.0f), 7.0f) + 1.0f);
+            break;
+        }
         default: o[i] = 0.5f * g * (1.0f + tanhf(0.79788456080286535587989211986876f * g * (1.0f + 0.044715f * g * g))) * b[i]; break;
         }
     }
@@ -156,8 +161,16 @@ ANV_KERNEL void anv_rope(const anv_rope_args a) {
     float theta = (float)(a.pos0 + t);
     for (int k = 0; k < i; k++) theta *= theta_scale;
     const float f = a.has_ff ? ((const float *)a.freq_factors)[i] : 1.0f;
-    const float ang = a.freq_scale * (theta / f);
-    const float cs = cosf(ang), sn = sinf(ang);
+    const float extrap = theta / f;
+    float ang = a.freq_scale * extrap;
+    float mscale = a.attn_factor != 0.0f ? a.attn_factor : 1.0f;
+    if (a.ext_factor != 0.0f) { // YaRN (ggml's rope_yarn)
+        const float y = ((float)i - a.corr_lo) / fmaxf(0.001f, a.corr_hi - a.corr_lo);
+        const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * a.ext_factor;
+        ang = ang * (1.0f - mix) + extrap * mix;
+        mscale *= 1.0f + 0.1f * logf(1.0f / a.freq_scale);
+    }
+    const float cs = cosf(ang) * mscale, sn = sinf(ang) * mscale;
     float *v = (float *)a.x + th * a.head_dim;
     const int i0 = a.mode == 2 ? i : 2 * i, i1 = a.mode == 2 ? i + half : 2 * i + 1;
     const float x0 = v[i0], x1 = v[i1];
@@ -249,6 +262,13 @@ template <int KT> __device__ void attention(const anv_attention_args a) {
         }
         m = mnew;
         __syncthreads();
+    }
+    if (a.has_sinks) { // the sink's logit joins the max and the denominator
+        const float sk = ((const float *)a.sinks)[h], mnew = fmaxf(m, sk);
+        const float corr = m == -INFINITY ? 0.0f : expf(m - mnew);
+        acc0 *= corr;
+        acc1 *= corr;
+        l = l * corr + expf(sk - mnew);
     }
     float *o = (float *)a.out + t * q_cols + (int64_t)h * hd;
     if (tid < hd) o[tid] = acc0 / l;

@@ -246,15 +246,16 @@ EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
         case 0: ref_add(PTR(a->a), PTR(a->b), PTR(a->out), a->n, a->b_n); break;
         case 1: ref_mul(PTR(a->a), PTR(a->b), PTR(a->out), a->n, a->b_n); break;
         case 2: ref_scale(PTR(a->a), a->n, a->s); break;
-        default: ref_glu(PTR(a->a), PTR(a->b), PTR(a->out), a->n, a->op == 3 ? BE_GLU_SILU : BE_GLU_GELU_TANH); break;
+        default: ref_glu(PTR(a->a), PTR(a->b), PTR(a->out), a->n, a->op == 3 ? BE_GLU_SILU : a->op == 5 ? BE_GLU_SWIGLU_OAI : BE_GLU_GELU_TANH); break;
         }
         return OK;
     }
     if (!strcmp(n, "anv_rope")) {
         const anv_rope_args *a = params[0];
         if (gxs * bx < (uint64_t)a->n_tok * a->n_head * (a->n_rot / 2)) return need(0);
-        return ref_rope(PTR(a->x), a->n_tok, a->n_head, a->head_dim, a->pos0, a->n_rot, (be_rope_mode)a->mode, a->freq_base, a->freq_scale,
-                        a->has_ff ? PTR(a->freq_factors) : NULL) ? E_OOM : OK;
+        be_rope_params p = {.n_rot = a->n_rot, .mode = (be_rope_mode)a->mode, .freq_base = a->freq_base, .freq_scale = a->freq_scale,
+                            .ext_factor = a->ext_factor, .attn_factor = a->attn_factor, .corr_lo = a->corr_lo, .corr_hi = a->corr_hi};
+        return ref_rope_ext(PTR(a->x), a->n_tok, a->n_head, a->head_dim, a->pos0, &p, a->has_ff ? PTR(a->freq_factors) : NULL) ? E_OOM : OK;
     }
     if (!strcmp(n, "anv_store_rows")) {
         const anv_store_rows_args *a = params[0];
@@ -268,7 +269,8 @@ EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
         if (gxs < (uint64_t)a->n_tok || gys < (uint64_t)a->n_head || a->head_dim > ANV_ATT_MAX_HEAD_DIM) return need(0);
         be_attn_params p = {.n_tok = a->n_tok, .pos0 = a->pos0, .n_head = a->n_head, .n_kv_head = a->n_kv_head, .head_dim = a->head_dim,
                             .scale = a->scale, .window = a->window, .softcap = a->softcap, .noncausal = a->noncausal != 0};
-        return ref_attention(PTR(a->q), (uint32_t)a->kv_type, PTR(a->k), PTR(a->v), PTR(a->out), &p) ? E_OOM : OK;
+        return ref_attention_sinks(PTR(a->q), (uint32_t)a->kv_type, PTR(a->k), PTR(a->v), a->has_sinks ? PTR(a->sinks) : NULL, PTR(a->out), &p)
+                   ? E_OOM : OK;
     }
     return E_NOT_FOUND;
 }

@@ -10,6 +10,7 @@
  *    byte given back), out-of-memory as a NULL with a one-line error;
  *  - placed model loads (ANVIL_HIP_LIBRARY): layers on hip0 agree with the CPU; a GPU that
  *    runs out of memory mid-load gets fewer layers (never a crash).
+ *  - gpt-oss's op extensions (SWIGLU_OAI glu, YaRN rope, attention sinks) reach the kernels;
  *  - the Q4_0 KV cache: the shared cases of tests/cpu/kv_q4_0_cases.h (store, attention on
  *    head_dim 64/128/256, the head_dim-80 refusal);
  *  - doctor --verify on HIP (gpu_verify with gv_hip): passes on the fake, reports a
@@ -366,6 +367,62 @@ static void test_small_ops(backend *be) {
     be_tensor_free(ab); be_tensor_free(bb); be_tensor_free(ob); be_tensor_free(wb); be_tensor_free(fb);
 }
 
+/* gpt-oss's op extensions reach the kernels (here: the reference): SWIGLU_OAI glu, YaRN rope,
+ * attention sinks; a sinks tensor too short is refused with one line. */
+static void test_gptoss_ops(backend *be) {
+    enum { N = 3 * 97 };
+    float g[N], u[N], want[N], got[N];
+    for (int i = 0; i < N; i++) { g[i] = tu_rand_f32(&g_rng, -12, 12); u[i] = tu_rand_f32(&g_rng, -12, 12); }
+    be_tensor *gb, *ub, *ob;
+    be_tensor gv = view_of(be, g, 97, 3, &gb), uv = view_of(be, u, 97, 3, &ub), ov = view_of(be, NULL, 97, 3, &ob);
+    ref_glu(g, u, want, N, BE_GLU_SWIGLU_OAI);
+    be->ops->glu(be, &gv, &uv, &ov, N, BE_GLU_SWIGLU_OAI);
+    be_download(&ov, 0, got, sizeof got);
+    CHECKF(same(got, want, N), "glu swiglu-oai");
+    enum { T = 5, H = 3, D = 40 };
+    float x[T * H * D], xw[T * H * D];
+    rand_fill(x, T * H * D);
+    memcpy(xw, x, sizeof x);
+    be_rope_params rp = {.n_rot = 24, .mode = BE_ROPE_NEOX, .freq_base = 150000.0f, .freq_scale = 1.0f / 32, .ext_factor = 1.0f,
+                         .attn_factor = 0.9f, .corr_lo = 2.0f, .corr_hi = 7.0f};
+    be_tensor *xb;
+    be_tensor xv = view_of(be, x, H * D, T, &xb);
+    ref_rope_ext(xw, T, H, D, 9, &rp, NULL);
+    be->ops->rope(be, &xv, T, H, D, 9, &rp);
+    be_download(&xv, 0, x, sizeof x);
+    CHECKF(same(x, xw, T * H * D), "rope yarn");
+    enum { NT = 4, NH = 4, NKV = 2, HD = 32, CTX = 9 };
+    float q[NT * NH * HD], kf[CTX * NKV * HD], vf[CTX * NKV * HD], sk[NH] = {40.0f, -3.0f, 0.5f, 1.5f}, ow[NT * NH * HD], og[NT * NH * HD];
+    rand_fill(q, NT * NH * HD); rand_fill(kf, CTX * NKV * HD); rand_fill(vf, CTX * NKV * HD);
+    be_tensor *qb, *kb, *vb, *sb, *aob;
+    be_tensor qv = view_of(be, q, NH * HD, NT, &qb), kv = view_of(be, kf, NKV * HD, CTX, &kb), vv = view_of(be, vf, NKV * HD, CTX, &vb);
+    be_tensor sv = view_of(be, sk, NH, 1, &sb), aov = view_of(be, NULL, NH * HD, NT, &aob);
+    be_attn_params ap = {.n_tok = NT, .pos0 = CTX - NT, .n_head = NH, .n_kv_head = NKV, .head_dim = HD, .scale = 0.2f, .window = 4, .sinks = &sv};
+    ref_attention_sinks(q, QT_F32, kf, vf, sk, ow, &ap);
+    be->ops->attention(be, &qv, &kv, &vv, &aov, &ap);
+    be_download(&aov, 0, og, sizeof og);
+    CHECKF(!be_error(be) && same(og, ow, NT * NH * HD), "attention sinks: %s", be_error(be) ? be_error(be) : "differs");
+    ref_attention(q, QT_F32, kf, vf, ow, &ap);
+    CHECK(!same(og, ow, NT * NH * HD)); /* the sinks made a difference */
+    be_tensor_free(gb); be_tensor_free(ub); be_tensor_free(ob); be_tensor_free(xb);
+    be_tensor_free(qb); be_tensor_free(kb); be_tensor_free(vb); be_tensor_free(aob);
+    /* too short (3 of 4 heads), on a fresh backend: the sticky error names the sinks */
+    backend *b2 = hip_backend_new(0, "gfx1100");
+    CHECK(b2 != NULL);
+    if (b2) {
+        be_tensor *qb2, *kb2, *vb2, *ob2, *sb2;
+        be_tensor q2 = view_of(b2, q, NH * HD, NT, &qb2), k2 = view_of(b2, kf, NKV * HD, CTX, &kb2), v2 = view_of(b2, vf, NKV * HD, CTX, &vb2);
+        be_tensor o2 = view_of(b2, NULL, NH * HD, NT, &ob2), s2 = view_of(b2, sk, 3, 1, &sb2);
+        ap.sinks = &s2;
+        b2->ops->attention(b2, &q2, &k2, &v2, &o2, &ap);
+        CHECKF(be_error(b2) && strstr(be_error(b2), "sinks has 3 elements, needs 4") && !strchr(be_error(b2), '\n'), "%s",
+               be_error(b2) ? be_error(b2) : "(none)");
+        be_tensor_free(qb2); be_tensor_free(kb2); be_tensor_free(vb2); be_tensor_free(ob2); be_tensor_free(sb2);
+        b2->ops->destroy(b2);
+    }
+    be_tensor_free(sb);
+}
+
 static void test_backend(void) {
     runtime(g_fake, NULL);
     backend *be = hip_backend_new(0, "gfx1100");
@@ -377,6 +434,7 @@ static void test_backend(void) {
     fake_stats(&launches0, &used, &live);
     test_matmul(be);
     test_small_ops(be);
+    test_gptoss_ops(be);
     long launches;
     fake_stats(&launches, &used, &live);
     printf("fake runtime: %ld kernel launches\n", launches - launches0);
