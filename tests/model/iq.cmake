@@ -1,6 +1,6 @@
 # iq.cmake: the i-quant and ternary weight types (IQ4_NL ... IQ1_M, TQ1_0, TQ2_0) on a whole
-# model against today's llama.cpp. Owns one CPU and one lavapipe test per model of
-# tests/data/golden/iq/manifest.json: the committed GGUF (a synthetic llama quantized by
+# model against today's llama.cpp. Owns one CPU and two lavapipe tests (mat-mat, mat-vec) per
+# model of tests/data/golden/iq/manifest.json: the committed GGUF (a synthetic llama quantized by
 # llama-quantize with an importance matrix; regen.sh) against its committed llama-perplexity
 # --kl-divergence-base dump (tests/model/moe_vs_llamacpp.py --base: KL per position, confident
 # top-1, first greedy token where llama.cpp's top-1 leads by > 0.05; on Vulkan the Khronos
@@ -25,6 +25,10 @@ foreach(i RANGE ${_iq_last})
       add_test(NAME iq_golden_vulkan_${_name} COMMAND ${_cmp} --vulkan)
       set_tests_properties(iq_golden_vulkan_${_name} PROPERTIES TIMEOUT 600 LABELS "golden;iq"
                            ENVIRONMENT "VK_ICD_FILENAMES=${_iq_lvp};ASAN_OPTIONS=detect_leaks=0")
+      # the 63-token prompt through the mat-vec kernels (8 tokens per pass) instead of mat-mat
+      add_test(NAME iq_golden_vulkan_mv_${_name} COMMAND ${_cmp} --vulkan)
+      set_tests_properties(iq_golden_vulkan_mv_${_name} PROPERTIES TIMEOUT 600 LABELS "golden;iq"
+                           ENVIRONMENT "VK_ICD_FILENAMES=${_iq_lvp};ASAN_OPTIONS=detect_leaks=0;ANVIL_VK_MV_MAX_TOK=64")
     endif()
   endforeach()
 endforeach()
