@@ -69,14 +69,7 @@ static be_tensor **place_bias_rows(model *m, backend *be, int il, const char *su
         *failed = true;
         return NULL;
     }
-    be_tensor **w = calloc((size_t)ne, sizeof *w);
-    if (!w) { anv_set_error("out of memory"); *failed = true; return NULL; }
-    for (int e = 0; e < ne; e++) {
-        w[e] = be->ops->weight_new(be, QT_F32, cols, 1, (const uint8_t *)t->data + (size_t)e * cols * sizeof(float));
-        if (!w[e]) { *failed = true; break; }
-    }
-    m->weight_bytes += t->nbytes;
-    return w;
+    return moe_split_experts(m, be, t, cols, 1, ne, failed);
 }
 
 int gptoss_load_layer(model *m, int il, backend *be) {

@@ -95,6 +95,18 @@ int64_t moe_ff_width(const model_hparams *hp) {
     return w;
 }
 
+be_tensor **moe_split_experts(model *m, backend *be, const gguf_tensor *t, int64_t cols, int64_t rows, int ne, bool *failed) {
+    const size_t eb = qtype_row_size((qtype)t->type, cols) * (size_t)rows;
+    be_tensor **w = calloc((size_t)ne, sizeof *w);
+    if (!w) { anv_set_error("out of memory"); *failed = true; return NULL; }
+    for (int e = 0; e < ne; e++) {
+        w[e] = be->ops->weight_new(be, t->type, cols, rows, (const uint8_t *)t->data + (size_t)e * eb);
+        if (!w[e]) { *failed = true; break; }
+    }
+    m->weight_bytes += t->nbytes;
+    return w;
+}
+
 /* blk.il.<suffix> as n_expert 2-D weights [rows][cols] cut from one [cols, rows, n_expert]
  * tensor; NULL + error if missing, mis-shaped or of a type that is not a weight. */
 static be_tensor **place_experts(model *m, backend *be, int il, const char *suffix, int64_t cols, int64_t rows, bool *failed) {
@@ -123,14 +135,7 @@ static be_tensor **place_experts(model *m, backend *be, int il, const char *suff
         *failed = true;
         return NULL;
     }
-    be_tensor **w = calloc((size_t)ne, sizeof *w);
-    if (!w) { anv_set_error("out of memory"); *failed = true; return NULL; }
-    for (int e = 0; e < ne; e++) {
-        w[e] = be->ops->weight_new(be, t->type, cols, rows, (const uint8_t *)t->data + (size_t)e * eb);
-        if (!w[e]) { *failed = true; break; }
-    }
-    m->weight_bytes += t->nbytes;
-    return w;
+    return moe_split_experts(m, be, t, cols, rows, ne, failed);
 }
 
 int moe_load_layer(model *m, int il, backend *be) {

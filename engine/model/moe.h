@@ -10,6 +10,9 @@ int moe_read_hparams(const gguf_file *f, const char *arch, model_hparams *hp);
 /* Loads layer il's router, experts and shared expert onto be; -1 + error (missing or
  * mis-shaped tensor, wrong expert count). */
 int moe_load_layer(model *m, int il, backend *be);
+/* t (already checked: n_expert slices of rows x cols of its type) as ne backend weights, one
+ * per expert, counted in m->weight_bytes; NULL (and *failed) on error. */
+be_tensor **moe_split_experts(model *m, backend *be, const gguf_tensor *t, int64_t cols, int64_t rows, int ne, bool *failed);
 void moe_free_layer(model_layer *L);
 /* Widest feed-forward activation the MoE block needs (scratch sizing). */
 int64_t moe_ff_width(const model_hparams *hp);

@@ -52,20 +52,6 @@ static size_t partial_tail(const char *s, size_t n, const char *marker) {
     return 0;
 }
 
-static bool add_call(reply_delta *d, const char *name, const char *args) {
-    if (d->n_calls == d->cap_calls) {
-        int nc = d->cap_calls ? d->cap_calls * 2 : 4;
-        reply_tool_call *c = realloc(d->calls, (size_t)nc * sizeof *c);
-        if (!c) return false;
-        d->calls = c;
-        d->cap_calls = nc;
-    }
-    char *n = strdup(name), *a = strdup(args);
-    if (!n || !a) { free(n); free(a); return false; }
-    d->calls[d->n_calls++] = (reply_tool_call){n, a};
-    return true;
-}
-
 /* The word after key in the header (up to a space, '<' or the end). */
 static bool header_word(const char *hdr, size_t n, const char *key, char *out, size_t cap) {
     const char *k = memmem(hdr, n, key, strlen(key));
@@ -120,7 +106,7 @@ static bool finish_call(harmony_parser *h, reply_delta *d, const char *s, size_t
     bool ok;
     if (cJSON_IsObject(j)) {
         char *args = cJSON_PrintUnformatted(j);
-        ok = args && add_call(d, h->recipient, args);
+        ok = args && reply_delta_add_call(d, h->recipient, args);
         free(args);
     } else {
         ok = bytebuf_add(&d->content, s, n);

@@ -86,7 +86,7 @@ static bool emit_content(reply_parser *p, reply_delta *d, const char *s, size_t 
     return !n || bytebuf_add(&d->content, s, n);
 }
 
-static bool add_call(reply_parser *p, reply_delta *d, const char *name, const char *args) {
+bool reply_delta_add_call(reply_delta *d, const char *name, const char *args) {
     if (d->n_calls == d->cap_calls) {
         int nc = d->cap_calls ? d->cap_calls * 2 : 4;
         reply_tool_call *c = realloc(d->calls, (size_t)nc * sizeof *c);
@@ -97,6 +97,11 @@ static bool add_call(reply_parser *p, reply_delta *d, const char *name, const ch
     char *n = strdup(name), *a = strdup(args);
     if (!n || !a) { free(n); free(a); return false; }
     d->calls[d->n_calls++] = (reply_tool_call){n, a};
+    return true;
+}
+
+static bool add_call(reply_parser *p, reply_delta *d, const char *name, const char *args) {
+    if (!reply_delta_add_call(d, name, args)) return false;
     p->n_calls++;
     return true;
 }

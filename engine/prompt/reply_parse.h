@@ -56,5 +56,7 @@ bool reply_parser_finish(reply_parser *p, reply_delta *d);
 int reply_parser_n_calls(const reply_parser *p);
 
 void reply_delta_reset(reply_delta *d);   /* empties it for the next feed, keeps buffers */
+/* Appends a tool call (copies of name and args); false when out of memory. */
+bool reply_delta_add_call(reply_delta *d, const char *name, const char *args);
 void reply_delta_free(reply_delta *d);
 #endif
