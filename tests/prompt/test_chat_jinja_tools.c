@@ -6,6 +6,7 @@
  * call, channel tags in content) and its capabilities; Mistral v0.3 (the Nemo template with
  * spaces, written out by hand); the Llama 3 and Mistral templates' refusals. */
 #include "chat.h"
+#include "chat_golden.h"
 #include "chat_formats.h"
 #include "error.h"
 #include "prompt.h"
@@ -50,16 +51,7 @@ static void test_goldens(void) {
         const cJSON *conv = cJSON_GetArrayItem(convs, cJSON_GetObjectItem(c, "conv")->valueint);
         chat_message msgs[16] = {0};
         char *owned[16] = {0};
-        int n = 0;
-        for (const cJSON *m = conv->child; m && n < 16; m = m->next, n++) {
-            msgs[n].role = cJSON_GetObjectItem(m, "role")->valuestring;
-            msgs[n].content = cJSON_GetObjectItem(m, "content")->valuestring;
-            const cJSON *th = cJSON_GetObjectItem(m, "thinking"), *tn = cJSON_GetObjectItem(m, "tool_name");
-            if (th) msgs[n].thinking = th->valuestring;
-            if (tn) msgs[n].tool_name = tn->valuestring;
-            const cJSON *calls = cJSON_GetObjectItem(m, "tool_calls");
-            if (calls) msgs[n].tool_calls = owned[n] = cJSON_PrintUnformatted(calls);
-        }
+        const int n = chat_golden_messages(conv, msgs, owned, 16);
         const cJSON *tt = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "templates"),
                                               cJSON_GetObjectItem(c, "template")->valuestring);
         chat_extras x = {.tools_json = cJSON_IsTrue(cJSON_GetObjectItem(c, "tools")) ? tools : NULL,

@@ -5,6 +5,7 @@
  * Ollama's byte for byte (or fail where it fails), each tool tag and thinking tag pair
  * (thinking.InferTags) must be Ollama's; then replies parsed with a template's tags: the
  * call after a custom tag, text when it is not one, thinking between the template's tags. */
+#include "chat_golden.h"
 #include "error.h"
 #include "gotemplate.h"
 #include "prompt.h"
@@ -51,16 +52,7 @@ static void test_goldens(void) {
         bool want_err = cJSON_IsTrue(cJSON_GetObjectItem(r, "error"));
         chat_message msgs[16] = {0};
         char *owned[16] = {0};
-        int n = 0;
-        for (const cJSON *m = conv->child; m && n < 16; m = m->next, n++) {
-            msgs[n].role = cJSON_GetObjectItem(m, "role")->valuestring;
-            msgs[n].content = cJSON_GetObjectItem(m, "content")->valuestring;
-            const cJSON *th = cJSON_GetObjectItem(m, "thinking"), *tn = cJSON_GetObjectItem(m, "tool_name");
-            if (th) msgs[n].thinking = th->valuestring;
-            if (tn) msgs[n].tool_name = tn->valuestring;
-            if (cJSON_GetObjectItem(m, "tool_calls"))
-                msgs[n].tool_calls = owned[n] = cJSON_PrintUnformatted(cJSON_GetObjectItem(m, "tool_calls"));
-        }
+        const int n = chat_golden_messages(conv, msgs, owned, 16);
         prompt_spec ps = {.template_go = cJSON_GetArrayItem(tmpls, ti)->valuestring, .msgs = msgs, .n_msgs = n,
                           .chat_format_override = -1, .tools_json = with_tools ? tools : NULL};
         char *got = prompt_build(NULL, &ps);
