@@ -164,6 +164,20 @@ void vk_tune_shutdown(vk_ctx *c);
  * use of a (kernel, K class) times every variant on b/pc (output to a scratch buffer). */
 uint32_t vk_tune_mv_rows(vk_ctx *c, int pipe, const vk_binding *b, const uint32_t *pc, uint32_t nrows, uint64_t w_bytes);
 
+/* vk_ops.c: argument checks shared with vk_attention.c (sticky error on failure). vk_span:
+ * the one chunk holding bytes [t->offset + off, + n) of t, its local offset; vk_elem_ranges:
+ * elements [0, n) of F32 tensors split where any of them changes chunk, range ends multiples
+ * of g (bounds[0..count], at most VK_MAX_RANGES); vk_grid2: groups as x (<= 65535) by y. */
+#define VK_MAX_RANGES 256
+vk_chunk *vk_span(vk_ctx *c, const be_tensor *t, size_t off, size_t n, size_t *local, const char *op);
+bool vk_same_be(vk_ctx *c, const be_tensor *t, const char *op);
+bool vk_f32_tensor(vk_ctx *c, const be_tensor *t, const char *op);
+void vk_grid2(uint32_t groups, uint32_t *gx, uint32_t *gy);
+int vk_elem_ranges(vk_ctx *c, const be_tensor *const *ts, int nt, int64_t n, int64_t g, int64_t *bounds, const char *op);
+
+/* vk_attention.c: the attention op (single-pass flash attention; split-K at decode) */
+void vk_op_attention(backend *be, const be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *out, const be_attn_params *p);
+
 /* vk_pipelines.c */
 bool vk_pipelines_init(vk_ctx *c);
 void vk_pipelines_shutdown(vk_ctx *c);

@@ -65,7 +65,7 @@ static void grid2(uint32_t groups, uint32_t *gx, uint32_t *gy) {
 /* Splits elements [0, n) (F32, 4 bytes each) into ranges whose bytes lie in one chunk of
  * every tensor in ts (NULL entries skipped); range ends are multiples of g. Returns the
  * number of ranges (bounds[0..count]) or -1 (sticky error). */
-#define MAX_RANGES 256
+#define MAX_RANGES VK_MAX_RANGES
 static int elem_ranges(vk_ctx *c, const be_tensor *const *ts, int nt, int64_t n, int64_t g, int64_t *bounds, const char *op) {
     int count = 0;
     bounds[0] = 0;
@@ -366,63 +366,13 @@ static void op_store_rows(backend *be, const be_tensor *src, be_tensor *dst, int
     }
 }
 
-/* ---- attention ---- */
-static void op_attention(backend *be, const be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *out, const be_attn_params *p) {
-    vk_ctx *c = vk_of(be);
-    if (be_failed(&c->base) || p->n_tok <= 0) return;
-    if (!f32_tensor(c, q, "attention") || !f32_tensor(c, out, "attention") || !same_be(c, k, "attention") || !same_be(c, v, "attention")) return;
-    if (k->type != v->type || k->cols != v->cols) { be_fail(&c->base, "vulkan attention: K and V caches differ in type or shape"); return; }
-    int pipe = k->type == QT_F32 ? VKP_FA_F32 : k->type == QT_F16 ? VKP_FA_F16 : k->type == QT_Q8_0 ? VKP_FA_Q8_0
-             : k->type == QT_Q4_0 ? VKP_FA_Q4_0 : -1;
-    if (pipe < 0) { be_fail(&c->base, "vulkan attention: KV type %u unsupported (F16/F32/Q8_0/Q4_0)", k->type); return; }
-    if (p->n_head <= 0 || p->n_kv_head <= 0 || p->n_head % p->n_kv_head || p->head_dim <= 0 || p->head_dim > 512 || p->pos0 < 0 ||
-        ((k->type == QT_Q8_0 || k->type == QT_Q4_0) && p->head_dim % 32) || (int64_t)p->n_kv_head * p->head_dim != k->cols ||
-        (int64_t)p->n_head * p->head_dim > q->cols || (int64_t)p->n_head * p->head_dim > out->cols) {
-        be_fail(&c->base, "vulkan attention: bad parameters (n_head %d, n_kv_head %d, head_dim %d, cache cols %lld)",
-                p->n_head, p->n_kv_head, p->head_dim, (long long)k->cols);
-        return;
-    }
-    const int64_t n_kv = (int64_t)p->pos0 + p->n_tok;
-    if (n_kv > k->rows) { be_fail(&c->base, "vulkan attention: %lld positions exceed the cache (%lld rows)", (long long)n_kv, (long long)k->rows); return; }
-    const size_t kvrb = be_row_bytes(k);
-    size_t kl, vl;
-    vk_chunk *kc = span(c, k, 0, (size_t)n_kv * kvrb, &kl, "attention");
-    vk_chunk *vc = span(c, v, 0, (size_t)n_kv * kvrb, &vl, "attention");
-    if (!kc || !vc) return;
-    size_t sl = 0;
-    vk_chunk *sc = NULL; /* attention sinks [n_head] (gpt-oss) */
-    if (p->sinks) {
-        if (!f32_tensor(c, p->sinks, "attention") || p->sinks->cols * p->sinks->rows < p->n_head) {
-            if (!be_failed(&c->base)) be_fail(&c->base, "vulkan attention: sinks must be f32 with n_head %d elements", p->n_head);
-            return;
-        }
-        sc = span(c, p->sinks, 0, (size_t)p->n_head * 4, &sl, "attention");
-        if (!sc) return;
-    }
-    /* query tokens split where q or out change device buffer */
-    int64_t bounds[MAX_RANGES + 1] = { 0, (int64_t)p->n_tok * q->cols };
-    int nr = 1;
-    if (q->cols == out->cols) {
-        const be_tensor *ts[2] = { q, out };
-        nr = elem_ranges(c, ts, 2, (int64_t)p->n_tok * q->cols, q->cols, bounds, "attention");
-    }
-    for (int r = 0; r < nr; r++) {
-        const int tb = (int)(bounds[r] / q->cols), te = (int)(bounds[r + 1] / q->cols), nt = te - tb;
-        size_t ql, ol;
-        vk_chunk *qc = span(c, q, (size_t)tb * (size_t)q->cols * 4, (size_t)nt * (size_t)q->cols * 4, &ql, "attention");
-        vk_chunk *oc = span(c, out, (size_t)tb * (size_t)out->cols * 4, (size_t)nt * (size_t)out->cols * 4, &ol, "attention");
-        if (!qc || !oc) return;
-        uint32_t gx, gy;
-        grid2((uint32_t)(nt * p->n_head), &gx, &gy);
-        struct { uint32_t n_tok, pos0, n_head, n_kv_head, head_dim, window, q_off, q_stride, k_off, v_off, kv_stride, o_off, o_stride, groups_x; float scale, softcap; uint32_t noncausal, n_kv, has_sinks, s_off; } pc = {
-            (uint32_t)nt, (uint32_t)(p->pos0 + tb), (uint32_t)p->n_head, (uint32_t)p->n_kv_head, (uint32_t)p->head_dim,
-            (uint32_t)(p->window > 0 ? p->window : 0), (uint32_t)(ql / 4), (uint32_t)q->cols, (uint32_t)kl, (uint32_t)vl, (uint32_t)kvrb,
-            (uint32_t)(ol / 4), (uint32_t)out->cols, gx, p->scale, p->softcap, p->noncausal ? 1u : 0u, (uint32_t)n_kv,
-            sc ? 1u : 0u, (uint32_t)(sl / 4) };
-        vk_binding b[5] = { { qc, false }, { kc, false }, { vc, false }, { oc, true }, { sc ? sc : qc, false } };
-        vk_dispatch(c, pipe, 0, b, 5, &pc, gx, gy, 1,
-                    (uint64_t)nt * (uint64_t)p->n_head * (uint64_t)p->head_dim * 8 + 2 * (uint64_t)(p->noncausal ? n_kv : p->pos0 + te) * kvrb);
-    }
+/* ---- argument helpers shared with vk_attention.c (vk_internal.h) ---- */
+vk_chunk *vk_span(vk_ctx *c, const be_tensor *t, size_t off, size_t n, size_t *local, const char *op) { return span(c, t, off, n, local, op); }
+bool vk_same_be(vk_ctx *c, const be_tensor *t, const char *op) { return same_be(c, t, op); }
+bool vk_f32_tensor(vk_ctx *c, const be_tensor *t, const char *op) { return f32_tensor(c, t, op); }
+void vk_grid2(uint32_t groups, uint32_t *gx, uint32_t *gy) { grid2(groups, gx, gy); }
+int vk_elem_ranges(vk_ctx *c, const be_tensor *const *ts, int nt, int64_t n, int64_t g, int64_t *bounds, const char *op) {
+    return elem_ranges(c, ts, nt, n, g, bounds, op);
 }
 
 const backend_ops vk_backend_ops = {
@@ -443,5 +393,5 @@ const backend_ops vk_backend_ops = {
     .rope = op_rope,
     .glu = op_glu,
     .store_rows = op_store_rows,
-    .attention = op_attention,
+    .attention = vk_op_attention, /* vk_attention.c */
 };
