@@ -2,6 +2,9 @@
 // mul_mat_vec: out[t][r] (+)= sum_c W[r][c] * x[t][c] for few tokens (NTOK <= 8, spec
 // constant): each weight byte is read once for all tokens. ROWS rows per workgroup;
 // the partial sums are reduced with subgroup adds (USE_SUBGROUP) or in shared memory.
+// MV_GLU (mul_mat_vec_glu_*, vk_fused.c): out[t][r] = act(gate[r] . x[t]) * (up[r] . x[t]);
+// binding 0 is then an array of the two weights (gate at w_off, up at wu_off, same layout),
+// each row summed and reduced exactly as without MV_GLU (act = pc.accumulate, be_glu_kind).
 #extension GL_EXT_control_flow_attributes : enable
 #ifdef USE_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -10,11 +13,23 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint ROWS = 2;
 layout(constant_id = 2) const uint NTOK = 1;
+#ifdef MV_GLU
+layout(binding = 0) readonly buffer W { uint d[]; } wb[2];
+uint wsel = 0u;
+#define wq wb[wsel].d
+#define MV_NW 2u
+#include "glu.glsl"
+#else
 layout(binding = 0) readonly buffer W { uint wq[]; };
+#define MV_NW 1u
+#endif
 layout(binding = 1) readonly buffer X { float xf[]; };
 layout(binding = 2) buffer D { float dst[]; };
 layout(push_constant) uniform PC {
     uint ncols, nrows, ntok, w_off, w_stride, x_off, x_stride, d_off, d_stride, accumulate, groups_x;
+#ifdef MV_GLU
+    uint wu_off;
+#endif
 } pc;
 #define DQ_UNITS
 #include "dequant.glsl"
@@ -28,8 +43,8 @@ void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint row0 = (gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x) * ROWS;
     if (row0 >= pc.nrows) return;
-    float acc[ROWS * NTOK];
-    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) acc[i] = 0.0;
+    float acc[MV_NW * ROWS * NTOK];
+    [[unroll]] for (uint i = 0u; i < MV_NW * ROWS * NTOK; i++) acc[i] = 0.0;
     const uint nblk = (pc.ncols + MV_QK - 1u) / MV_QK;
     for (uint i = tid; i < nblk * MV_UNITS; i += WG) {
         const uint b = i / MV_UNITS, u = i % MV_UNITS;
@@ -37,11 +52,19 @@ void main() {
 #ifdef IS_FLOAT_TYPE
         if (c0 + MV_QK > pc.ncols) { // ragged tail of a float row
             for (uint c = c0; c < pc.ncols; c++) {
+                [[unroll]] for (uint g = 0u; g < MV_NW; g++) {
+#ifdef MV_GLU
+                wsel = g;
+                const uint wo = g == 0u ? pc.w_off : pc.wu_off;
+#else
+                const uint wo = pc.w_off;
+#endif
                 [[unroll]] for (uint r = 0u; r < ROWS; r++) {
                     if (row0 + r >= pc.nrows) break;
-                    float w = dq_elem(pc.w_off + (row0 + r) * pc.w_stride + c * BLOCK_BYTES, 0u);
+                    float w = dq_elem(wo + (row0 + r) * pc.w_stride + c * BLOCK_BYTES, 0u);
                     [[unroll]] for (uint t = 0u; t < NTOK; t++)
-                        if (t < pc.ntok) acc[r * NTOK + t] += w * xf[pc.x_off + t * pc.x_stride + c];
+                        if (t < pc.ntok) acc[(g * ROWS + r) * NTOK + t] += w * xf[pc.x_off + t * pc.x_stride + c];
+                }
                 }
             }
             continue;
@@ -51,43 +74,60 @@ void main() {
         [[unroll]] for (uint t = 0u; t < NTOK; t++)
             [[unroll]] for (uint k = 0u; k < MV_RUNS; k++)
                 xv[t * MV_RUNS + k] = t < pc.ntok ? ldx(pc.x_off + t * pc.x_stride + c0 + mv_pos(u, k)) : vec4(0.0);
+        [[unroll]] for (uint g = 0u; g < MV_NW; g++) {
+#ifdef MV_GLU
+        wsel = g;
+        const uint wo = g == 0u ? pc.w_off : pc.wu_off;
+#else
+        const uint wo = pc.w_off;
+#endif
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {
             if (row0 + r >= pc.nrows) break;
             vec4 v[MV_RUNS];
-            dq_unit(pc.w_off + (row0 + r) * pc.w_stride + b * MV_BLOCK_BYTES, u, v);
+            dq_unit(wo + (row0 + r) * pc.w_stride + b * MV_BLOCK_BYTES, u, v);
             [[unroll]] for (uint t = 0u; t < NTOK; t++) {
                 float s = 0.0;
                 [[unroll]] for (uint k = 0u; k < MV_RUNS; k++) s += dot(v[k], xv[t * MV_RUNS + k]);
-                acc[r * NTOK + t] += s;
+                acc[(g * ROWS + r) * NTOK + t] += s;
             }
         }
+        }
     }
+    float res[MV_NW]; // weight g's sum for row tid / NTOK, token tid % NTOK
+    [[unroll]] for (uint g = 0u; g < MV_NW; g++) {
+    if (g > 0u) barrier(); // red is reused
+    res[g] = 0.0;
 #ifdef USE_SUBGROUP
     [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) {
-        float s = subgroupAdd(acc[i]);
+        float s = subgroupAdd(acc[g * ROWS * NTOK + i]);
         if (subgroupElect()) red[i * WG + gl_SubgroupID] = s;
     }
     barrier();
     if (tid < ROWS * NTOK) {
         float s = 0.0;
         for (uint k = 0u; k < gl_NumSubgroups; k++) s += red[tid * WG + k];
-        acc[0] = s;
+        res[g] = s;
     }
 #else
-    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] = acc[i];
+    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] = acc[g * ROWS * NTOK + i];
     barrier();
     for (uint s = WG / 2u; s > 0u; s >>= 1) {
         if (tid < s)
             [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] += red[i * WG + tid + s];
         barrier();
     }
-    if (tid < ROWS * NTOK) acc[0] = red[tid * WG];
+    if (tid < ROWS * NTOK) res[g] = red[tid * WG];
 #endif
+    }
     if (tid < ROWS * NTOK) {
         const uint r = tid / NTOK, t = tid % NTOK;
         if (row0 + r < pc.nrows && t < pc.ntok) {
             const uint di = pc.d_off + t * pc.d_stride + row0 + r;
-            dst[di] = (pc.accumulate != 0u ? dst[di] : 0.0) + acc[0];
+#ifdef MV_GLU
+            dst[di] = glu_out(pc.accumulate, res[0], res[1]);
+#else
+            dst[di] = (pc.accumulate != 0u ? dst[di] : 0.0) + res[0];
+#endif
         }
     }
 }

@@ -220,12 +220,14 @@ void vk_dispatch(vk_ctx *c, int p, int variant, const vk_binding *b, int nb, con
     if (!ds) return;
     VkDescriptorBufferInfo bi[8];
     VkWriteDescriptorSet w[8];
-    for (int i = 0; i < nb; i++) {
+    const int a0 = pl->desc.arr0 ? 1 : 0; /* b[0], b[1] fill the 2-buffer array at binding 0 */
+    for (int i = 0; i < nb; i++)
         bi[i] = (VkDescriptorBufferInfo){ .buffer = b[i].ch ? b[i].ch->buf : c->staging, .offset = 0, .range = VK_WHOLE_SIZE };
+    for (int i = 0; i < nb - a0; i++)
         w[i] = (VkWriteDescriptorSet){ .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = ds, .dstBinding = (uint32_t)i,
-                                       .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &bi[i] };
-    }
-    c->fn.vkUpdateDescriptorSets(c->dev, (uint32_t)nb, w, 0, NULL);
+                                       .descriptorCount = i == 0 ? 1u + (uint32_t)a0 : 1u, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                       .pBufferInfo = &bi[i == 0 ? 0 : i + a0] };
+    c->fn.vkUpdateDescriptorSets(c->dev, (uint32_t)(nb - a0), w, 0, NULL);
     hazards(c, b, nb);
     c->fn.vkCmdBindPipeline(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
     c->fn.vkCmdBindDescriptorSets(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0, 1, &ds, 0, NULL);

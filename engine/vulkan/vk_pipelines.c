@@ -37,9 +37,12 @@ void vkp_describe(int id, vkp_desc *d) {
     } else if (id >= VKP_MM && id < VKP_MM + VKP_N_TYPES) {
         snprintf(d->name, sizeof d->name, "mul_mm_%s", k_type_names[id - VKP_MM]);
         d->n_bind = 3; d->pc_size = PC_MAT; d->spec = VKP_SPEC_MM; d->has_f16 = true;
+    } else if (id >= VKP_MMV_GLU && id < VKP_MMV_GLU + VKP_N_TYPES) { /* vk_fused.c: gate and up weights at binding 0 */
+        snprintf(d->name, sizeof d->name, "mul_mat_vec_glu_%s", k_type_names[id - VKP_MMV_GLU]);
+        d->n_bind = 3; d->pc_size = PC_MAT + 4; d->spec = VKP_SPEC_MV; d->has_sg = true; d->arr0 = true;
     }
-    if (id < VKP_MM + VKP_N_TYPES) { /* the i-quant grid types read their grid from one more buffer */
-        const int g = vk_iq_grid_index(k_types[id % VKP_N_TYPES]);
+    if (id < VKP_MM + VKP_N_TYPES || (id >= VKP_MMV_GLU && id < VKP_MMV_GLU + VKP_N_TYPES)) { /* the i-quant grid types read their grid from one more buffer */
+        const int g = vk_iq_grid_index(k_types[(id - (id >= VKP_MMV_GLU ? VKP_MMV_GLU : 0)) % VKP_N_TYPES]);
         if (g >= 0) { d->n_bind = 4; d->grid = g + 1; }
     } else {
         switch (id) {
@@ -62,6 +65,10 @@ void vkp_describe(int id, vkp_desc *d) {
         case VKP_FA_F16: snprintf(d->name, sizeof d->name, "flash_attn_f16"); d->n_bind = 5; d->pc_size = 80; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
         case VKP_FA_Q8_0: snprintf(d->name, sizeof d->name, "flash_attn_q8_0"); d->n_bind = 5; d->pc_size = 80; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
         case VKP_FA_Q4_0: snprintf(d->name, sizeof d->name, "flash_attn_q4_0"); d->n_bind = 5; d->pc_size = 80; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
+        case VKP_ROPE_STORE_F32: snprintf(d->name, sizeof d->name, "rope_store_f32"); d->n_bind = 6; d->pc_size = 96; break;
+        case VKP_ROPE_STORE_F16: snprintf(d->name, sizeof d->name, "rope_store_f16"); d->n_bind = 6; d->pc_size = 96; break;
+        case VKP_ROPE_STORE_Q8_0: snprintf(d->name, sizeof d->name, "rope_store_q8_0"); d->n_bind = 6; d->pc_size = 96; break;
+        case VKP_ROPE_STORE_Q4_0: snprintf(d->name, sizeof d->name, "rope_store_q4_0"); d->n_bind = 6; d->pc_size = 96; break;
         default: break;
         }
     }
@@ -156,7 +163,7 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
         VkDescriptorSetLayoutBinding b[8];
         for (int i = 0; i < d->n_bind; i++)
             b[i] = (VkDescriptorSetLayoutBinding){ .binding = (uint32_t)i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                   .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT };
+                                                   .descriptorCount = i == 0 && d->arr0 ? 2u : 1u, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT };
         VkDescriptorSetLayoutCreateInfo li = { .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, .bindingCount = (uint32_t)d->n_bind, .pBindings = b };
         if (c->fn.vkCreateDescriptorSetLayout(c->dev, &li, NULL, &p->dsl) != VK_SUCCESS) { be_fail(&c->base, "Vulkan: descriptor set layout for %s failed", d->name); return VK_NULL_HANDLE; }
         VkPushConstantRange pr = { VK_SHADER_STAGE_COMPUTE_BIT, 0, d->pc_size };

@@ -27,6 +27,8 @@ enum {
     VKP_ROPE,
     VKP_STORE_F32, VKP_STORE_F16, VKP_STORE_Q8_0, VKP_STORE_Q4_0,
     VKP_FA_F32, VKP_FA_F16, VKP_FA_Q8_0, VKP_FA_Q4_0,
+    VKP_MMV_GLU, /* fused gate/up mat-vec + glu per weight type (vk_fused.c) */
+    VKP_ROPE_STORE_F32 = VKP_MMV_GLU + VKP_N_TYPES, VKP_ROPE_STORE_F16, VKP_ROPE_STORE_Q8_0, VKP_ROPE_STORE_Q4_0,
     VKP_COUNT
 };
 
@@ -47,6 +49,7 @@ typedef struct {
     vkp_spec_kind spec;
     bool has_sg, has_f16;   /* variants exist */
     int grid;               /* 1 + the i-quant grid bound after the n_bind - 1 given bindings (vk_dispatch); 0: none */
+    bool arr0;              /* binding 0 is an array of 2 buffers: vk_dispatch's b[0], b[1] (n_bind counts bindings) */
 } vkp_desc;
 
 typedef struct {
