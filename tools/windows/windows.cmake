@@ -37,14 +37,20 @@ add_link_options(-static)
 
 # Vulkan's headers are platform-neutral: the host's (libvulkan-dev), seen through a folder
 # of their own so that -isystem never brings the host's libc headers into the cross build.
+# So is volk, the meta-loader: libvulkan-volk-dev ships only its source (volk.h, volk.c),
+# which engine/vulkan/CMakeLists.txt compiles with this toolchain like any source file (its
+# Windows half opens vulkan-1.dll with LoadLibraryA): one file, nothing for build-deps.sh.
 set(vkinc ${CMAKE_BINARY_DIR}/vulkan-headers)
 file(MAKE_DIRECTORY ${vkinc})
-foreach(d vulkan vk_video)
+foreach(d vulkan vk_video volk.h volk.c)
   if(EXISTS /usr/include/${d} AND NOT EXISTS ${vkinc}/${d})
     file(CREATE_LINK /usr/include/${d} ${vkinc}/${d} SYMBOLIC)
   endif()
 endforeach()
 set(ANVIL_VULKAN_INCLUDE ${vkinc} CACHE PATH "Vulkan headers (host copy)")
+if(EXISTS ${vkinc}/volk.c)
+  set(ANVIL_VOLK_DIR ${vkinc} CACHE PATH "volk's source (host copy, libvulkan-volk-dev)")
+endif()
 
 # Every file sees anvil_win.h first (the POSIX names mingw lacks); libcrypto's six calls
 # are BCrypt (engine/base/win32/openssl/evp.h). printf formats are checked by the Linux
