@@ -73,12 +73,11 @@ void vkb_destroy(backend *be) {
 
 /* Queue: a compute family, preferring one without graphics. false with anv_last_error(). */
 static bool pick_queue(vk_ctx *c) {
-    const vk_instance *vi = c->vi;
     uint32_t nq = 0;
-    vi->fn.vkGetPhysicalDeviceQueueFamilyProperties(c->pdev, &nq, NULL);
+    vkGetPhysicalDeviceQueueFamilyProperties(c->pdev, &nq, NULL);
     VkQueueFamilyProperties *qf = calloc(nq ? nq : 1, sizeof *qf);
     if (!qf) { anv_set_error("out of host memory"); return false; }
-    vi->fn.vkGetPhysicalDeviceQueueFamilyProperties(c->pdev, &nq, qf);
+    vkGetPhysicalDeviceQueueFamilyProperties(c->pdev, &nq, qf);
     int fam = -1;
     for (uint32_t i = 0; i < nq && fam < 0; i++)
         if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) fam = (int)i;
@@ -142,7 +141,7 @@ static bool choose_paths(vk_ctx *c) {
     c->mv_max_tok = mt;
     c->profile = env_on("ANVIL_VK_PROFILE") && c->timestamp_valid_bits > 0;
     VkPhysicalDeviceProperties props;
-    c->vi->fn.vkGetPhysicalDeviceProperties(c->pdev, &props);
+    vkGetPhysicalDeviceProperties(c->pdev, &props);
     c->timestamp_period = props.limits.timestampPeriod;
     c->max_alloc = c->info.max_allocation;
     unsigned long long v = 0;
@@ -174,16 +173,14 @@ static bool create_device(vk_ctx *c) {
     if (c->info.has_budget) exts[n_ext++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     VkDeviceCreateInfo di = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f11, .queueCreateInfoCount = 1,
                               .pQueueCreateInfos = &qi, .enabledExtensionCount = n_ext, .ppEnabledExtensionNames = exts };
-    VkResult r = vi->fn.vkCreateDevice(c->pdev, &di, NULL, &c->dev);
+    VkResult r = vkCreateDevice(c->pdev, &di, NULL, &c->dev);
     if (r != VK_SUCCESS) {
         c->dev = VK_NULL_HANDLE;
         anv_set_error("Vulkan device %d (%s): vkCreateDevice failed (%s)", c->index, c->info.name, vkl_result_name(r));
         return false;
     }
-    if (!vkl_load_device(&vi->fn, c->dev, &c->fn)) {
-        vi->fn.vkGetDeviceProcAddr(c->dev, "vkDestroyDevice");
-        PFN_vkDestroyDevice dd = (PFN_vkDestroyDevice)vi->fn.vkGetDeviceProcAddr(c->dev, "vkDestroyDevice");
-        if (dd) dd(c->dev, NULL);
+    if (!vkl_load_device(c->dev, &c->fn)) {
+        if (c->fn.vkDestroyDevice) c->fn.vkDestroyDevice(c->dev, NULL);
         c->dev = VK_NULL_HANDLE;
         return false;
     }

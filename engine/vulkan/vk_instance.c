@@ -1,6 +1,6 @@
-/* vk_instance: the process-wide VkInstance (reference counted), the validation layer and
- * its message counter (ANVIL_VK_VALIDATE=1), physical-device enumeration and the
- * device-info query of vk_backend.h. */
+/* vk_instance: the process-wide VkInstance (reference counted; volk's instance functions
+ * point at it), the validation layer and its message counter (ANVIL_VK_VALIDATE=1),
+ * physical-device enumeration and the device-info query of vk_backend.h. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -33,35 +33,33 @@ static bool env_on(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-static bool has_instance_ext(const vkl_global_fns *g, const char *name) {
+static bool has_instance_ext(const char *name) {
     uint32_t n = 0;
-    if (g->vkEnumerateInstanceExtensionProperties(NULL, &n, NULL) != VK_SUCCESS || !n) return false;
+    if (vkEnumerateInstanceExtensionProperties(NULL, &n, NULL) != VK_SUCCESS || !n) return false;
     VkExtensionProperties *p = calloc(n, sizeof *p);
     if (!p) return false;
     bool found = false;
-    if (g->vkEnumerateInstanceExtensionProperties(NULL, &n, p) == VK_SUCCESS)
+    if (vkEnumerateInstanceExtensionProperties(NULL, &n, p) == VK_SUCCESS)
         for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].extensionName, name) == 0;
     free(p);
     return found;
 }
 
-static bool has_layer(const vkl_global_fns *g, const char *name) {
+static bool has_layer(const char *name) {
     uint32_t n = 0;
-    if (!g->vkEnumerateInstanceLayerProperties || g->vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || !n) return false;
+    if (!vkEnumerateInstanceLayerProperties || vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || !n) return false;
     VkLayerProperties *p = calloc(n, sizeof *p);
     if (!p) return false;
     bool found = false;
-    if (g->vkEnumerateInstanceLayerProperties(&n, p) == VK_SUCCESS)
+    if (vkEnumerateInstanceLayerProperties(&n, p) == VK_SUCCESS)
         for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].layerName, name) == 0;
     free(p);
     return found;
 }
 
 static bool create_instance(char *why, size_t why_len) {
-    const vkl_global_fns *g = vkl_load(why, why_len);
-    if (!g) return false;
-    uint32_t api = VK_API_VERSION_1_0;
-    if (g->vkEnumerateInstanceVersion) g->vkEnumerateInstanceVersion(&api);
+    if (!vkl_load(why, why_len)) return false;
+    uint32_t api = volkGetInstanceVersion();
     if (api < VK_API_VERSION_1_2) {
         snprintf(why, why_len, "Vulkan unavailable: the Vulkan loader supports only %u.%u (1.2 needed)",
                  VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
@@ -73,16 +71,16 @@ static bool create_instance(char *why, size_t why_len) {
     uint32_t n_layers = 0, n_exts = 0;
     bool validate = env_on("ANVIL_VK_VALIDATE");
     if (validate) {
-        if (has_layer(g, "VK_LAYER_KHRONOS_validation")) layers[n_layers++] = "VK_LAYER_KHRONOS_validation";
+        if (has_layer("VK_LAYER_KHRONOS_validation")) layers[n_layers++] = "VK_LAYER_KHRONOS_validation";
         else anv_log("ANVIL_VK_VALIDATE: VK_LAYER_KHRONOS_validation not installed (vulkan-validationlayers)");
-        if (has_instance_ext(g, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) || n_layers) exts[n_exts++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+        if (has_instance_ext(VK_EXT_DEBUG_UTILS_EXTENSION_NAME) || n_layers) exts[n_exts++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
     }
     VkApplicationInfo app = { .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "anvil",
                               .pEngineName = "anvil", .apiVersion = api >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2 };
     VkInstanceCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app,
                                 .enabledLayerCount = n_layers, .ppEnabledLayerNames = layers,
                                 .enabledExtensionCount = n_exts, .ppEnabledExtensionNames = exts };
-    VkResult r = g->vkCreateInstance(&ci, NULL, &g_vi.instance);
+    VkResult r = vkCreateInstance(&ci, NULL, &g_vi.instance);
     if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
         snprintf(why, why_len, "no Vulkan driver (ICD) found: install mesa-vulkan-drivers or your GPU vendor's driver");
         anv_set_error("%s", why);
@@ -93,35 +91,34 @@ static bool create_instance(char *why, size_t why_len) {
         anv_set_error("%s", why);
         return false;
     }
-    if (!vkl_load_instance(g_vi.instance, &g_vi.fn)) {
+    if (!vkl_load_instance(g_vi.instance)) {
         snprintf(why, why_len, "%s", anv_last_error());
         return false;
     }
-    g_vi.g = g;
     g_vi.api_version = api >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
-    if (n_exts && g_vi.fn.vkCreateDebugUtilsMessengerEXT) {
+    if (n_exts && vkCreateDebugUtilsMessengerEXT) {
         VkDebugUtilsMessengerCreateInfoEXT mi = {
             .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
             .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
             .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                            VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
             .pfnUserCallback = debug_cb };
-        g_vi.fn.vkCreateDebugUtilsMessengerEXT(g_vi.instance, &mi, NULL, &g_messenger);
+        vkCreateDebugUtilsMessengerEXT(g_vi.instance, &mi, NULL, &g_messenger);
     }
     uint32_t n = 0;
-    g_vi.fn.vkEnumeratePhysicalDevices(g_vi.instance, &n, NULL);
+    vkEnumeratePhysicalDevices(g_vi.instance, &n, NULL);
     g_vi.pdev = n ? calloc(n, sizeof *g_vi.pdev) : NULL;
     if (n && !g_vi.pdev) n = 0;
-    if (n) g_vi.fn.vkEnumeratePhysicalDevices(g_vi.instance, &n, g_vi.pdev);
+    if (n) vkEnumeratePhysicalDevices(g_vi.instance, &n, g_vi.pdev);
     g_vi.n_pdev = n;
     return true;
 }
 
 static void destroy_instance(void) {
-    if (g_messenger && g_vi.fn.vkDestroyDebugUtilsMessengerEXT)
-        g_vi.fn.vkDestroyDebugUtilsMessengerEXT(g_vi.instance, g_messenger, NULL);
+    if (g_messenger && vkDestroyDebugUtilsMessengerEXT)
+        vkDestroyDebugUtilsMessengerEXT(g_vi.instance, g_messenger, NULL);
     g_messenger = VK_NULL_HANDLE;
-    if (g_vi.instance) g_vi.fn.vkDestroyInstance(g_vi.instance, NULL);
+    if (g_vi.instance && vkDestroyInstance) vkDestroyInstance(g_vi.instance, NULL);
     free(g_vi.pdev);
     memset(&g_vi, 0, sizeof g_vi);
 }
@@ -147,12 +144,13 @@ void vk_instance_release(void) {
 }
 
 bool vk_has_device_extension(const vk_instance *vi, VkPhysicalDevice pd, const char *name) {
+    (void)vi; /* the caller's reference keeps the instance (and volk's instance functions) alive */
     uint32_t n = 0;
-    if (vi->fn.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || !n) return false;
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || !n) return false;
     VkExtensionProperties *p = calloc(n, sizeof *p);
     if (!p) return false;
     bool found = false;
-    if (vi->fn.vkEnumerateDeviceExtensionProperties(pd, NULL, &n, p) == VK_SUCCESS)
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, p) == VK_SUCCESS)
         for (uint32_t i = 0; i < n && !found; i++) found = strcmp(p[i].extensionName, name) == 0;
     free(p);
     return found;
@@ -178,13 +176,13 @@ const char *vk_device_type_name(anv_vk_device_type t) {
 }
 
 /* Features: 16-bit storage, fp16 arithmetic, integer dot product (Vulkan 1.2 / 1.3 devices). */
-static void fill_features(const vk_instance *vi, VkPhysicalDevice pd, bool v12, bool v13, anv_vk_device_info *out) {
+static void fill_features(VkPhysicalDevice pd, bool v12, bool v13, anv_vk_device_info *out) {
     VkPhysicalDeviceVulkan13Features f13 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES };
     VkPhysicalDeviceVulkan12Features f12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = v13 ? &f13 : NULL };
     VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, .pNext = &f12 };
     VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11 };
     if (v12) {
-        vi->fn.vkGetPhysicalDeviceFeatures2(pd, &f2);
+        vkGetPhysicalDeviceFeatures2(pd, &f2);
         out->storage16 = f11.storageBuffer16BitAccess;
         out->fp16 = f12.shaderFloat16;
         out->int8_dot = v13 && f13.shaderIntegerDotProduct;
@@ -193,11 +191,11 @@ static void fill_features(const vk_instance *vi, VkPhysicalDevice pd, bool v12, 
 }
 
 /* Memory heaps (+ budget with VK_EXT_memory_budget); out->uma must be set. */
-static void fill_heaps(const vk_instance *vi, VkPhysicalDevice pd, bool has_budget, anv_vk_device_info *out) {
+static void fill_heaps(VkPhysicalDevice pd, bool has_budget, anv_vk_device_info *out) {
     VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT };
     VkPhysicalDeviceMemoryProperties2 mp = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
                                              .pNext = has_budget ? &budget : NULL };
-    vi->fn.vkGetPhysicalDeviceMemoryProperties2(pd, &mp);
+    vkGetPhysicalDeviceMemoryProperties2(pd, &mp);
     out->has_budget = has_budget;
     out->n_heaps = (int)(mp.memoryProperties.memoryHeapCount < ANV_VK_MAX_HEAPS ? mp.memoryProperties.memoryHeapCount : ANV_VK_MAX_HEAPS);
     for (int i = 0; i < out->n_heaps; i++) {
@@ -223,7 +221,7 @@ void vk_fill_device_info(const vk_instance *vi, int index, anv_vk_device_info *o
     bool has_m4 = vk_has_device_extension(vi, pd, VK_KHR_MAINTENANCE_4_EXTENSION_NAME);
 
     VkPhysicalDeviceProperties base;
-    vi->fn.vkGetPhysicalDeviceProperties(pd, &base);
+    vkGetPhysicalDeviceProperties(pd, &base);
     bool v12 = base.apiVersion >= VK_API_VERSION_1_2;
     bool v13 = base.apiVersion >= VK_API_VERSION_1_3;
 
@@ -240,7 +238,7 @@ void vk_fill_device_info(const vk_instance *vi, int index, anv_vk_device_info *o
     if (has_pci) { pci.pNext = chain; chain = &pci; }
     if (has_m4 || v13) { m4.pNext = chain; chain = &m4; }
     VkPhysicalDeviceProperties2 props = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = chain };
-    vi->fn.vkGetPhysicalDeviceProperties2(pd, &props);
+    vkGetPhysicalDeviceProperties2(pd, &props);
     const VkPhysicalDeviceProperties *p = &props.properties;
 
     snprintf(out->name, sizeof out->name, "%s", p->deviceName);
@@ -284,10 +282,10 @@ void vk_fill_device_info(const vk_instance *vi, int index, anv_vk_device_info *o
     out->min_storage_align = (uint32_t)p->limits.minStorageBufferOffsetAlignment;
     out->int8_dot_accelerated = v13 && idp.integerDotProduct4x8BitPackedSignedAccelerated;
 
-    fill_features(vi, pd, v12, v13, out);
+    fill_features(pd, v12, v13, out);
     out->sg_size_control = out->sg_size_control && (ssc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                            ssc.minSubgroupSize && ssc.maxSubgroupSize;
-    fill_heaps(vi, pd, has_budget, out);
+    fill_heaps(pd, has_budget, out);
     if (!v12) snprintf(out->unsupported_why, sizeof out->unsupported_why, "Vulkan %u.%u device (1.2 needed)",
                        VK_API_VERSION_MAJOR(p->apiVersion), VK_API_VERSION_MINOR(p->apiVersion));
     else if (!out->storage16) snprintf(out->unsupported_why, sizeof out->unsupported_why, "no 16-bit storage buffer access");

@@ -10,8 +10,6 @@
 /* ---- instance (vk_instance.c) ---- */
 typedef struct {
     VkInstance instance;
-    vkl_instance_fns fn;
-    const vkl_global_fns *g;
     uint32_t api_version;   /* instance API version used */
     uint32_t n_pdev;
     VkPhysicalDevice *pdev;
@@ -54,7 +52,7 @@ typedef struct vk_ctx {
     anv_vk_device_info info;
     VkPhysicalDevice pdev;
     VkDevice dev;
-    vkl_device_fns fn;
+    struct VolkDeviceTable fn; /* this device's functions (volk) */
     VkQueue queue;
     uint32_t queue_family;
     /* paths */

@@ -1,5 +1,5 @@
-/* vk_loader: dlopen/LoadLibrary of the system Vulkan loader and function-table filling
- * (see vk_loader.h). Nothing here links against libvulkan. */
+/* vk_loader: volk's initialization, once per process, and the checks of the function
+ * pointers it loaded (see vk_loader.h). Nothing here links against libvulkan. */
 #include "vk_loader.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,46 +12,80 @@
 #include <pthread.h>
 #endif
 
-static vkl_global_fns g_fns;
+/* The functions Anvil calls (the ones a conforming 1.2 loader and driver always have;
+ * checked so that a broken one gives an error instead of a call through NULL). */
+#define VKL_INSTANCE_FUNCS(X) \
+    X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties) \
+    X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2) \
+    X(vkGetPhysicalDeviceMemoryProperties) X(vkGetPhysicalDeviceMemoryProperties2) \
+    X(vkGetPhysicalDeviceQueueFamilyProperties) X(vkEnumerateDeviceExtensionProperties) \
+    X(vkCreateDevice) X(vkGetDeviceProcAddr)
+
+#define VKL_DEVICE_FUNCS(X) \
+    X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkDeviceWaitIdle) X(vkQueueSubmit) \
+    X(vkAllocateMemory) X(vkFreeMemory) X(vkMapMemory) X(vkUnmapMemory) \
+    X(vkCreateBuffer) X(vkDestroyBuffer) X(vkGetBufferMemoryRequirements) X(vkBindBufferMemory) \
+    X(vkCreateShaderModule) X(vkDestroyShaderModule) \
+    X(vkCreatePipelineCache) X(vkDestroyPipelineCache) X(vkGetPipelineCacheData) \
+    X(vkCreateComputePipelines) X(vkDestroyPipeline) \
+    X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout) \
+    X(vkCreateDescriptorSetLayout) X(vkDestroyDescriptorSetLayout) \
+    X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(vkResetDescriptorPool) \
+    X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets) \
+    X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) \
+    X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkResetCommandBuffer) \
+    X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences) \
+    X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch) \
+    X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCmdFillBuffer) \
+    X(vkCreateQueryPool) X(vkDestroyQueryPool) X(vkCmdResetQueryPool) X(vkCmdWriteTimestamp) \
+    X(vkGetQueryPoolResults)
+
 static bool g_loaded;
 static char g_why[256];
 
-static void load_once(void) {
+/* ANVIL_VK_LOADER: our own dlopen/LoadLibrary of that file, handed to volk. */
+static bool load_override(const char *path) {
 #ifdef _WIN32
-    HMODULE lib = LoadLibraryA("vulkan-1.dll");
-    if (!lib) {
-        snprintf(g_why, sizeof g_why, "Vulkan unavailable: vulkan-1.dll not found (install a GPU driver with Vulkan support)");
-        return;
-    }
-    g_fns.vkGetInstanceProcAddr = (PFN_vkGetInstanceProcAddr)(void (*)(void))GetProcAddress(lib, "vkGetInstanceProcAddr");
+    HMODULE lib = LoadLibraryA(path);
+    void (*sym)(void) = lib ? (void (*)(void))GetProcAddress(lib, "vkGetInstanceProcAddr") : NULL;
 #else
-    const char *override = getenv("ANVIL_VK_LOADER"); /* tests: point at a missing library */
-    const char *names[] = { override ? override : "libvulkan.so.1", override ? NULL : "libvulkan.so" };
-    void *lib = NULL;
-    for (int i = 0; i < 2 && !lib; i++)
-        if (names[i]) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        snprintf(g_why, sizeof g_why, "Vulkan unavailable: %s not found (install libvulkan1)", names[0]);
-        return;
-    }
-    void *sym = dlsym(lib, "vkGetInstanceProcAddr");
-    memcpy(&g_fns.vkGetInstanceProcAddr, &sym, sizeof sym);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *sym = lib ? dlsym(lib, "vkGetInstanceProcAddr") : NULL;
 #endif
-    if (!g_fns.vkGetInstanceProcAddr) {
-        snprintf(g_why, sizeof g_why, "Vulkan unavailable: the Vulkan loader has no vkGetInstanceProcAddr");
+    if (!lib) {
+        snprintf(g_why, sizeof g_why, "Vulkan unavailable: ANVIL_VK_LOADER=%.160s not found", path);
+        return false;
+    }
+    if (!sym) {
+        snprintf(g_why, sizeof g_why, "Vulkan unavailable: ANVIL_VK_LOADER=%.160s has no vkGetInstanceProcAddr", path);
+        return false;
+    }
+    PFN_vkGetInstanceProcAddr gipa;
+    memcpy(&gipa, &sym, sizeof gipa);
+    volkInitializeCustom(gipa);
+    return true;
+}
+
+static void load_once(void) {
+    const char *override = getenv("ANVIL_VK_LOADER"); /* tests: point at a missing library */
+    if (override && *override) {
+        if (!load_override(override)) return;
+    } else if (volkInitialize() != VK_SUCCESS) {
+#ifdef _WIN32
+        snprintf(g_why, sizeof g_why, "Vulkan unavailable: vulkan-1.dll not found (install a GPU driver with Vulkan support)");
+#else
+        snprintf(g_why, sizeof g_why, "Vulkan unavailable: libvulkan.so.1 not found (install libvulkan1)");
+#endif
         return;
     }
-#define VKL_LOAD_GLOBAL(name) g_fns.name = (PFN_##name)g_fns.vkGetInstanceProcAddr(VK_NULL_HANDLE, #name);
-    VKL_GLOBAL_FUNCS(VKL_LOAD_GLOBAL)
-#undef VKL_LOAD_GLOBAL
-    if (!g_fns.vkCreateInstance || !g_fns.vkEnumerateInstanceExtensionProperties) {
+    if (!vkCreateInstance || !vkEnumerateInstanceExtensionProperties) {
         snprintf(g_why, sizeof g_why, "Vulkan unavailable: the Vulkan loader is incomplete (no vkCreateInstance)");
         return;
     }
     g_loaded = true;
 }
 
-const vkl_global_fns *vkl_load(char *why, size_t why_len) {
+bool vkl_load(char *why, size_t why_len) {
 #ifdef _WIN32
     static INIT_ONCE once = INIT_ONCE_STATIC_INIT;
     BOOL pending;
@@ -64,31 +98,26 @@ const vkl_global_fns *vkl_load(char *why, size_t why_len) {
     if (!g_loaded) {
         if (why && why_len) snprintf(why, why_len, "%s", g_why);
         anv_set_error("%s", g_why);
-        return NULL;
+        return false;
     }
-    return &g_fns;
-}
-
-bool vkl_load_instance(VkInstance inst, vkl_instance_fns *out) {
-    memset(out, 0, sizeof *out);
-#define VKL_LOAD_INST(name) \
-    out->name = (PFN_##name)g_fns.vkGetInstanceProcAddr(inst, #name); \
-    if (!out->name) { anv_set_error("Vulkan: instance function %s missing", #name); return false; }
-    VKL_INSTANCE_FUNCS(VKL_LOAD_INST)
-#undef VKL_LOAD_INST
-#define VKL_LOAD_OPT(name) out->name = (PFN_##name)g_fns.vkGetInstanceProcAddr(inst, #name);
-    VKL_INSTANCE_OPT_FUNCS(VKL_LOAD_OPT)
-#undef VKL_LOAD_OPT
     return true;
 }
 
-bool vkl_load_device(const vkl_instance_fns *ifn, VkDevice dev, vkl_device_fns *out) {
-    memset(out, 0, sizeof *out);
-#define VKL_LOAD_DEV(name) \
-    out->name = (PFN_##name)ifn->vkGetDeviceProcAddr(dev, #name); \
+bool vkl_load_instance(VkInstance inst) {
+    volkLoadInstanceOnly(inst);
+#define VKL_CHECK_INST(name) \
+    if (!name) { anv_set_error("Vulkan: instance function %s missing", #name); return false; }
+    VKL_INSTANCE_FUNCS(VKL_CHECK_INST)
+#undef VKL_CHECK_INST
+    return true;
+}
+
+bool vkl_load_device(VkDevice dev, struct VolkDeviceTable *out) {
+    volkLoadDeviceTable(out, dev);
+#define VKL_CHECK_DEV(name) \
     if (!out->name) { anv_set_error("Vulkan: device function %s missing", #name); return false; }
-    VKL_DEVICE_FUNCS(VKL_LOAD_DEV)
-#undef VKL_LOAD_DEV
+    VKL_DEVICE_FUNCS(VKL_CHECK_DEV)
+#undef VKL_CHECK_DEV
     return true;
 }
 

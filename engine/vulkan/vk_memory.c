@@ -36,7 +36,7 @@ static int tensor_type(const vk_ctx *c, uint32_t bits) {
 }
 
 bool vk_memory_init(vk_ctx *c) {
-    c->vi->fn.vkGetPhysicalDeviceMemoryProperties(c->pdev, &c->memprops);
+    vkGetPhysicalDeviceMemoryProperties(c->pdev, &c->memprops);
     c->block_size = 256ull << 20;
     if (c->block_size > c->max_alloc) c->block_size = c->max_alloc;
     return true;

@@ -93,7 +93,7 @@ bool vk_pipelines_init(vk_ctx *c) {
     if (!(no && *no && strcmp(no, "0"))) {
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
         VkPhysicalDeviceProperties p;
-        c->vi->fn.vkGetPhysicalDeviceProperties(c->pdev, &p);
+        vkGetPhysicalDeviceProperties(c->pdev, &p);
         char uuid[33];
         for (int i = 0; i < 16; i++) snprintf(uuid + 2 * i, 3, "%02x", p.pipelineCacheUUID[i]);
         if (xdg && *xdg) snprintf(c->pcache_path, sizeof c->pcache_path, "%s/anvil/vk-pipelines-%04x-%04x-%s.bin", xdg, p.vendorID, p.deviceID, uuid);

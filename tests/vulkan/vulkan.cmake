@@ -40,6 +40,15 @@ foreach(t test_vulkan_large test_vulkan_loader test_vulkan_model test_vulkan_kv)
     set_tests_properties(${t} PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
   endif()
 endforeach()
+# The loader library opened by us instead of volk (ANVIL_VK_LOADER): one that is no Vulkan
+# loader (libm: a one-line reason, no crash), and the real one (volkInitializeCustom: lavapipe
+# opens, the validation layer stays silent). test_vulkan_loader alone: a missing file.
+if(TEST test_vulkan_loader)
+  foreach(m nosym custom)
+    add_test(NAME test_vulkan_loader_${m} COMMAND test_vulkan_loader ${m} WORKING_DIRECTORY ${ANVIL_TESTS})
+    set_tests_properties(test_vulkan_loader_${m} PROPERTIES TIMEOUT 120 ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
+  endforeach()
+endif()
 
 # Whole models on lavapipe vs the CPU backend. test_vulkan_model without arguments runs the
 # synthetic models made by the fixtures of tests/model/models.cmake (every family and weight type;
