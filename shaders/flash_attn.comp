@@ -6,6 +6,10 @@
 // noncausal (encoders): keys [0, n_kv), or |pos - j| <= window / 2 with a window.
 // KV_F32 / KV_F16 / KV_Q8_0 / KV_Q4_0 select the cache type (read as 32-bit words).
 // has_sinks (gpt-oss): head h's logit sf[s_off + h] joins the max and the denominator.
+// SPLIT (split-K decode, vk_attention.c): workgroup z of the grid scores only keys
+// [kv_lo0 + z * chunk, + chunk) of its visible range and writes the partial (m, l, o[D]),
+// o unnormalised, to of[(qi * n_split + z) * (D + 2)]; a chunk with no visible key writes
+// l = 0 (m = 0, o = 0). flash_attn_merge.comp combines the partials and adds the sink.
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
@@ -22,6 +26,9 @@ layout(push_constant) uniform PC {
     float scale, softcap;
     uint noncausal, n_kv;
     uint has_sinks, s_off;
+#ifdef SPLIT
+    uint kv_lo0, chunk, n_split;
+#endif
 } pc;
 #include "reduce.glsl"
 
@@ -62,6 +69,11 @@ void main() {
         lo = (pc.window > 0u && pos > half_w) ? pos - half_w : 0u;
         hi = (pc.window > 0u && pos + half_w < pc.n_kv - 1u) ? pos + half_w : pc.n_kv - 1u;
     }
+#ifdef SPLIT
+    const uint z = gl_WorkGroupID.z, c_lo = pc.kv_lo0 + z * pc.chunk;
+    lo = max(lo, c_lo);
+    hi = min(hi, c_lo + pc.chunk - 1u); // lo > hi: no visible key in this chunk, the loop below is skipped
+#endif
     const uint qb = pc.q_off + t * pc.q_stride + h * D;
     for (uint d = tid; d < D; d += WG) q_sh[d] = qf[qb + d];
     barrier();
@@ -110,6 +122,15 @@ void main() {
         }
         barrier();
     }
+#ifdef SPLIT
+    const uint pb = pc.o_off + (qi * pc.n_split + z) * (D + 2u);
+    if (tid == 0u) { of[pb] = lo <= hi ? m : 0.0; of[pb + 1u] = l; }
+    [[unroll]] for (uint i = 0u; i < MAX_DPT; i++) {
+        const uint d = tid + i * WG;
+        if (d >= D) break;
+        of[pb + 2u + d] = o[i];
+    }
+#else
     if (pc.has_sinks != 0u) {
         const float sk = sf[pc.s_off + h];
         const float m_new = max(m, sk);
@@ -123,4 +144,5 @@ void main() {
         if (d >= D) break;
         of[ob + d] = o[i] / l;
     }
+#endif
 }

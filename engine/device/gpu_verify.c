@@ -415,6 +415,7 @@ static backend *retry_backend(retry_be *rb, int *n_rb, int vk_index, const char 
 /* The optional paths the kernels belong to, most specific first. */
 static int candidates(const char *kernels, bool sgsize, const char **out) {
     int n = 0;
+    if (strstr(kernels, "flash_attn_split") || strstr(kernels, "flash_attn_merge")) out[n++] = "splitk"; /* the single-pass kernel instead */
     if (strstr(kernels, "_sg")) { if (sgsize) out[n++] = "sgsize"; out[n++] = "subgroup"; }
     if (strstr(kernels, "vecq") || strstr(kernels, "quantize_q8_1")) out[n++] = "int8";
     if (strstr(kernels, "_f16")) out[n++] = "fp16";
@@ -491,7 +492,7 @@ int gpu_verify_run(backend *gpu, gv_target t, const model *m, gv_report *r) {
                 r->n_fail++;
                 fmt(c->fix, sizeof c->fix, "%s", no_fix_advice(t));
 #ifdef ANVIL_HAVE_VULKAN
-                const char *cand[4];
+                const char *cand[5];
                 int nc = t.kind == DEV_BACKEND_VULKAN && vk_backend_is(gpu) ? candidates(c->kernels, paths.sgsize, cand) : 0;
                 for (int k = 0; k < nc; k++) {
                     char dis[160];

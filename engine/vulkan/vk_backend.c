@@ -16,9 +16,9 @@ static bool env_on(const char *name) {
 }
 
 /* The optional paths ANVIL_VK_DISABLE names (vk_backend.h). */
-static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", NULL };
+static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", "splitk", NULL };
 
-const char *vk_optional_paths(void) { return "fp16,subgroup,int8,sgsize"; }
+const char *vk_optional_paths(void) { return "fp16,subgroup,int8,sgsize,splitk"; }
 
 /* Checks a disable list ("fp16,subgroup", "all", spaces or commas); 0, or -1 with a
  * one-line anv_last_error() naming the unknown entry. */
@@ -61,6 +61,7 @@ void vkb_destroy(backend *be) {
         vk_profile_report(c);
         vk_tune_shutdown(c);
         vk_storage_free(c, c->scratch_q8);
+        vk_storage_free(c, c->scratch_fa);
         vk_iq_grids_free(c);
         vk_pipelines_shutdown(c);
         vk_cmd_shutdown(c);
@@ -131,9 +132,10 @@ static bool choose_paths(vk_ctx *c) {
     c->mv_rows = c->info.type == ANV_VK_DEVICE_CPU ? 8 : 2;
     /* and their tiled kernel is slow on short batches: mat-vec up to 32 tokens there */
     c->mv_max_tok = c->info.type == ANV_VK_DEVICE_CPU ? 32 : 8;
+    c->use_splitk = !disabled(c, "splitk");
     int rows = (int)c->mv_rows, mt = c->mv_max_tok, tune = 0;
     if (!env_int("ANVIL_VK_MV_ROWS", 1, 8, &rows) || !env_int("ANVIL_VK_MV_MAX_TOK", 1, 64, &mt) ||
-        !env_int("ANVIL_VK_TUNE", 0, 1, &tune))
+        !env_int("ANVIL_VK_TUNE", 0, 1, &tune) || !env_int("ANVIL_VK_SPLITK", 1, 256, &c->splitk_forced))
         return false;
     if (rows != 1 && rows != 2 && rows != 4 && rows != 8) { anv_set_error("ANVIL_VK_MV_ROWS: %d is not 1, 2, 4 or 8", rows); return false; }
     c->mv_rows = (uint32_t)rows;
@@ -247,6 +249,7 @@ anv_vk_paths vk_backend_paths(const backend *be) {
     const vk_ctx *c = (const vk_ctx *)be;
     p.fp16 = c->use_fp16; p.subgroup = c->use_subgroup; p.int8 = c->use_int8;
     p.sgsize = c->use_sgsize; p.sg_required = c->sg_required;
+    p.splitk = c->use_splitk; p.splitk_forced = c->splitk_forced;
     p.subgroup_size = c->info.subgroup_size;
     p.max_allocation = c->max_alloc; p.max_binding = c->max_binding;
     p.mv_max_tok = c->mv_max_tok;

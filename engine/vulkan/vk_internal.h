@@ -57,6 +57,10 @@ typedef struct vk_ctx {
     uint32_t queue_family;
     /* paths */
     bool use_fp16, use_subgroup, use_int8, use_sgsize;
+    bool use_splitk;         /* split-K decode attention (vk_attention.c) */
+    int splitk_forced;       /* ANVIL_VK_SPLITK: the split count whenever n_tok is small; 0 = chosen per call */
+    uint32_t n_cu;           /* compute units (vk_attention.c, on first use; 0 = not yet known) */
+    vk_storage *scratch_fa;  /* split-K partials */
     uint32_t sg_required;    /* requiredSubgroupSize of the subgroup kernels (use_sgsize) */
     char disable[128];       /* ANVIL_VK_DISABLE (or vk_backend_new_opts) */
     char test_break[64];     /* ANVIL_VK_TEST_BREAK: the kernel whose dispatches are skipped (tests) */

@@ -65,6 +65,12 @@ void vkp_describe(int id, vkp_desc *d) {
         case VKP_FA_F16: snprintf(d->name, sizeof d->name, "flash_attn_f16"); d->n_bind = 5; d->pc_size = 80; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
         case VKP_FA_Q8_0: snprintf(d->name, sizeof d->name, "flash_attn_q8_0"); d->n_bind = 5; d->pc_size = 80; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
         case VKP_FA_Q4_0: snprintf(d->name, sizeof d->name, "flash_attn_q4_0"); d->n_bind = 5; d->pc_size = 80; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
+        case VKP_FA_SPLIT_F32: case VKP_FA_SPLIT_F16: case VKP_FA_SPLIT_Q8_0: case VKP_FA_SPLIT_Q4_0: {
+            static const char *const kv[4] = { "f32", "f16", "q8_0", "q4_0" };
+            snprintf(d->name, sizeof d->name, "flash_attn_split_%s", kv[id - VKP_FA_SPLIT_F32]);
+            d->n_bind = 5; d->pc_size = 92; d->spec = VKP_SPEC_WG; d->has_sg = true; break;
+        }
+        case VKP_FA_MERGE: snprintf(d->name, sizeof d->name, "flash_attn_merge"); d->n_bind = 3; d->pc_size = 36; break;
         case VKP_ROPE_STORE_F32: snprintf(d->name, sizeof d->name, "rope_store_f32"); d->n_bind = 6; d->pc_size = 96; break;
         case VKP_ROPE_STORE_F16: snprintf(d->name, sizeof d->name, "rope_store_f16"); d->n_bind = 6; d->pc_size = 96; break;
         case VKP_ROPE_STORE_Q8_0: snprintf(d->name, sizeof d->name, "rope_store_q8_0"); d->n_bind = 6; d->pc_size = 96; break;
