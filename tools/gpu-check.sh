@@ -93,7 +93,7 @@ for g in $gpus; do
   export ANVIL_VK_TEST_DEVICE=$g ANVIL_VK_VALIDATE=$validate ANVIL_VK_REQUIRE=1 ANVIL_TEST_MODELS="$BUILD/test-models"
   export XDG_CACHE_HOME="$OUT/cache-vulkan$g"
   step "vulkan$g op tests (all paths)" "$OUT/ops-$g.txt" "$T/test_vulkan_ops"
-  for p in all fp16 subgroup int8 sgsize; do
+  for p in all fp16 subgroup int8 sgsize splitk; do
     step "vulkan$g op tests (ANVIL_VK_DISABLE=$p)" "$OUT/ops-$g-no-$p.txt" env ANVIL_VK_DISABLE=$p "$T/test_vulkan_ops"
   done
   for r in 1 2 4 8; do step "vulkan$g op tests (ANVIL_VK_MV_ROWS=$r)" "$OUT/ops-$g-rows$r.txt" env ANVIL_VK_MV_ROWS=$r "$T/test_vulkan_ops"; done

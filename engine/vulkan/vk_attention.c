@@ -39,11 +39,7 @@ static uint32_t compute_units(vk_ctx *c) {
         const bool has_nv = vk_has_device_extension(c->vi, c->pdev, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
         if (has_amd) { amd.pNext = p2.pNext; p2.pNext = &amd; }
         if (has_nv) { nv.pNext = p2.pNext; p2.pNext = &nv; }
-#ifdef VOLK_HEADER_VERSION /* the loader is volk (vk_loader.h) */
         if (has_amd || has_nv) vkGetPhysicalDeviceProperties2(c->pdev, &p2);
-#else
-        if (has_amd || has_nv) c->vi->fn.vkGetPhysicalDeviceProperties2(c->pdev, &p2);
-#endif
         if (has_amd) n = amd.shaderEngineCount * amd.shaderArraysPerEngineCount * amd.computeUnitsPerShaderArray;
         if (!n && has_nv) n = nv.shaderSMCount;
         if (!n || n > 4096) n = 32;

@@ -48,6 +48,7 @@ static void test_device_info(backend *be) {
     if (all || strstr(dis, "subgroup")) CHECK(!paths.subgroup && !paths.sgsize);
     if (all || strstr(dis, "int8")) CHECK(!paths.int8);
     if (all || strstr(dis, "sgsize")) CHECK(!paths.sgsize);
+    CHECK(paths.splitk == !(all || strstr(dis, "splitk"))); /* split-K decode attention unless turned off */
     if (!dis[0]) CHECK(paths.fp16 == info.fp16 && paths.int8 == info.int8_dot && paths.sgsize == info.sg_size_control);
     if (paths.sgsize) CHECK(paths.sg_required >= info.subgroup_min && paths.sg_required <= info.subgroup_max);
 }
@@ -274,6 +275,8 @@ static void test_attention(backend *be) {
         { 9, 0, 4, 2, 64, 0, 0, true },    /* noncausal (encoders) */
         { 5, 3, 4, 4, 64, 0, 0, true },    /* noncausal after a prefix */
         { 70, 0, 2, 1, 32, 6, 0, true },   /* noncausal, symmetric window, > WG keys */
+        { 1, 600, 2, 1, 64, 0, 0, false }, /* long decode, 2 heads: split-K (vk_attention.c) unless ANVIL_VK_DISABLE=splitk */
+        { 2, 1000, 2, 2, 32, 300, 20.0f, false }, /* the same with a window and softcap */
     };
     const uint32_t types[] = { QT_F32, QT_F16, QT_Q8_0 };
     for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++)

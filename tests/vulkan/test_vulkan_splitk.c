@@ -9,6 +9,7 @@
  * runs it with every path and with ANVIL_VK_DISABLE=subgroup (the non-subgroup variants),
  * under the validation layer: zero messages. */
 #include <math.h>
+#include <time.h>
 #include "ref_ops.h"
 #include "vk_testlib.h"
 
@@ -112,11 +113,54 @@ static void run_all(const char *forced, const char *disable, int split_expected)
     CHECKF(be_error(be) == NULL, "sticky error: %s", be_error(be));
     be->ops->destroy(be);
 }
+
+/* --bench N_KV SPLITK|off [REPS]: decode attention of a 32-head model (Llama 2 7B: 32/32
+ * heads x 128, F16 cache) at N_KV positions, REPS calls (default 20), one sync each; run with
+ * ANVIL_VK_PROFILE=1 for the per-kernel us/call at exit. SPLITK: 0 = as the backend chooses,
+ * N = ANVIL_VK_SPLITK=N, off = ANVIL_VK_DISABLE=splitk. Prints wall us per call. No checks:
+ * a benchmark (README "Profiling and the bandwidth model"). */
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int bench(int argc, char **argv) {
+    const int n_kv = argc > 2 ? atoi(argv[2]) : 0, reps = argc > 4 ? atoi(argv[4]) : 20;
+    const char *mode = argc > 3 ? argv[3] : "0";
+    if (n_kv < 1 || n_kv > 65536 || reps < 1) { fprintf(stderr, "usage: test_vulkan_splitk --bench N_KV SPLITK|off [REPS]\n"); return 2; }
+    const bool off = !strcmp(mode, "off");
+    if (!off && strcmp(mode, "0")) setenv("ANVIL_VK_SPLITK", mode, 1);
+    backend *be = vk_backend_new_opts(vkt_device_index(), off ? "splitk" : NULL);
+    if (!be) { fprintf(stderr, "bench: %s\n", anv_last_error()); return 1; }
+    const int nh = 32, hd = 128, kvc = nh * hd;
+    float *x = malloc(sizeof(float) * (size_t)kvc * 64);
+    vkt_fill(&seed, x, (int64_t)kvc * 64, -1, 1);
+    be_tensor *kt = be->ops->tensor_new(be, QT_F16, kvc, n_kv), *vt = be->ops->tensor_new(be, QT_F16, kvc, n_kv);
+    be_tensor *xt = vkt_upload_new(be, QT_F32, kvc, 64, x), *qt = vkt_upload_new(be, QT_F32, kvc, 1, x);
+    be_tensor *ot = be->ops->tensor_new(be, QT_F32, kvc, 1);
+    for (int r0 = 0; r0 < n_kv; r0 += 64) be->ops->store_rows(be, xt, kt, r0, n_kv - r0 < 64 ? n_kv - r0 : 64);
+    for (int r0 = 0; r0 < n_kv; r0 += 64) be->ops->store_rows(be, xt, vt, r0, n_kv - r0 < 64 ? n_kv - r0 : 64);
+    be_sync(be);
+    be_attn_params p = { .n_tok = 1, .pos0 = n_kv - 1, .n_head = nh, .n_kv_head = nh, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd) };
+    char kern[256];
+    vk_backend_take_kernels(be, kern, sizeof kern);
+    const double t0 = now_ms();
+    for (int i = 0; i < reps; i++) { be->ops->attention(be, qt, kt, vt, ot, &p); be_sync(be); }
+    const double us = (now_ms() - t0) * 1e3 / reps;
+    vk_backend_take_kernels(be, kern, sizeof kern);
+    printf("bench: n_kv %d splitk %s: %.1f us/call wall (%s)%s%s\n", n_kv, mode, us, kern, be_error(be) ? " error: " : "", be_error(be) ? be_error(be) : "");
+    be_tensor_free(kt); be_tensor_free(vt); be_tensor_free(xt); be_tensor_free(qt); be_tensor_free(ot);
+    free(x);
+    be->ops->destroy(be);
+    return 0;
+}
 #endif
 
-int main(void) {
+int main(int argc, char **argv) {
 #ifdef ANVIL_HAVE_VULKAN
     anv_log_enabled = 1;
+    if (argc > 1 && !strcmp(argv[1], "--bench")) return bench(argc, argv);
     backend *probe = vkt_open_lavapipe();
     if (probe) {
         probe->ops->destroy(probe);
@@ -144,6 +188,7 @@ int main(void) {
         if (val && strcmp(val, "1") == 0) CHECKF(vk_validation_messages() == 0, "%d validation messages", vk_validation_messages());
     }
 #else
+    (void)argc; (void)argv;
     CHECK(1); /* built without Vulkan: nothing to test */
 #endif
     return tu_finish();

@@ -19,7 +19,7 @@ set_tests_properties(test_vulkan_ops_fallback PROPERTIES TIMEOUT 600
   ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=all")
 # Each optional path forced off alone (the others on): fp16 tiles, subgroup reductions,
 # 8-bit integer dot, the required subgroup size (Vulkan 1.3 subgroup size control).
-foreach(p fp16 subgroup int8 sgsize)
+foreach(p fp16 subgroup int8 sgsize splitk)
   add_test(NAME test_vulkan_ops_no_${p} COMMAND test_vulkan_ops WORKING_DIRECTORY ${ANVIL_TESTS})
   set_tests_properties(test_vulkan_ops_no_${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=${p}")
 endforeach()
@@ -34,6 +34,12 @@ endforeach()
 if(TEST test_vulkan_verify)
   set_tests_properties(test_vulkan_verify PROPERTIES FIXTURES_REQUIRED anvil_model_llama-tiny-q4_0
     ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
+endif()
+# Split-K decode attention (test_vulkan_splitk): every path on, then the non-subgroup variants.
+if(TEST test_vulkan_splitk)
+  set_tests_properties(test_vulkan_splitk PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
+  add_test(NAME test_vulkan_splitk_no_subgroup COMMAND test_vulkan_splitk WORKING_DIRECTORY ${ANVIL_TESTS})
+  set_tests_properties(test_vulkan_splitk_no_subgroup PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=subgroup")
 endif()
 foreach(t test_vulkan_large test_vulkan_loader test_vulkan_model test_vulkan_kv)
   if(TEST ${t})
