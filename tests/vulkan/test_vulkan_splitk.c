@@ -5,11 +5,17 @@
  * split count forced (ANVIL_VK_SPLITK = 1, 2, 3, 7 and 64, more than the chunks there are),
  * chosen by the backend, and with ANVIL_VK_DISABLE=splitk. Each run checks which kernels ran
  * (a split run that silently took the single-pass kernel fails), that n_tok > 4 and short
- * contexts stay single-pass, and that a malformed ANVIL_VK_SPLITK is a one-line error. ctest
+ * contexts stay single-pass, that a malformed ANVIL_VK_SPLITK is a one-line error, and that
+ * doctor --verify (gpu_verify_run on $ANVIL_TEST_MODELS/llama-tiny-q4_0.gguf's kernels, S
+ * forced to 2) runs the split kernels at its decode case (256 positions) and reports a planted
+ * wrong one with the checked fix ANVIL_VK_DISABLE=splitk. ctest
  * runs it with every path and with ANVIL_VK_DISABLE=subgroup (the non-subgroup variants),
  * under the validation layer: zero messages. */
 #include <math.h>
 #include <time.h>
+#include <unistd.h>
+#include "gpu_verify.h"
+#include "model_place.h"
 #include "ref_ops.h"
 #include "vk_testlib.h"
 
@@ -114,6 +120,54 @@ static void run_all(const char *forced, const char *disable, int split_expected)
     be->ops->destroy(be);
 }
 
+/* doctor --verify with a planted wrong split kernel (ANVIL_VK_TEST_BREAK): the decode case of
+ * that cache type fails with the fix ANVIL_VK_DISABLE=splitk, checked; the other types' decode
+ * cases ran the split kernels and pass; the overall fix is splitk. */
+static gv_report rep;
+static void doctor_planted(const char *base) {
+    char path[1024];
+    const char *dir = getenv("ANVIL_TEST_MODELS");
+    snprintf(path, sizeof path, "%s/llama-tiny-q4_0.gguf", dir ? dir : ".");
+    model *m = model_load_with(path, 1, NULL, 0);
+    CHECKF(m != NULL, "%s: %s", path, anv_last_error());
+    if (!m) return;
+    char tmpl[] = "/tmp/anvil-splitk-XXXXXX";
+    CHECK(mkdtemp(tmpl) != NULL);
+    setenv("XDG_CACHE_HOME", tmpl, 1);
+    setenv("ANVIL_VK_SPLITK", "2", 1);
+    backend *be = vk_backend_new_opts(vkt_device_index(), base);
+    CHECKF(be != NULL, "%s", anv_last_error());
+    if (!be) { model_free(m); return; }
+    char victim[64];
+    snprintf(victim, sizeof victim, "flash_attn_split_f16%s", vk_backend_paths(be).subgroup ? "_sg" : "");
+    be->ops->destroy(be);
+    setenv("ANVIL_VK_TEST_BREAK", victim, 1);
+    be = vk_backend_new_opts(vkt_device_index(), base);
+    CHECKF(be != NULL, "%s", anv_last_error());
+    if (be) {
+        const int nf = gpu_verify_run(be, gv_vulkan(vkt_device_index()), m, &rep);
+        gpu_verify_print(stdout, &rep, false);
+        CHECKF(nf > 0, "the planted %s was not reported", victim);
+        int n_victim = 0, n_split_ok = 0;
+        for (int i = 0; i < rep.n; i++) {
+            const gv_case *c = &rep.c[i];
+            if (strstr(c->kernels, victim)) {
+                n_victim++;
+                CHECKF(!c->pass && strstr(c->fix, "ANVIL_VK_DISABLE=splitk") && strstr(c->fix, "checked"), "%s: fix %s", c->shape, c->fix);
+            } else {
+                CHECKF(c->pass, "%s %s failed too", c->op, c->shape);
+                if (strstr(c->kernels, "flash_attn_split_") && strstr(c->kernels, "flash_attn_merge")) n_split_ok++;
+            }
+        }
+        CHECKF(n_victim == 1 && n_split_ok == 3, "%d cases ran %s, %d other split cases", n_victim, victim, n_split_ok);
+        CHECKF(rep.fix_complete && !strcmp(rep.fix, "splitk"), "overall fix '%s'", rep.fix);
+        be->ops->destroy(be);
+    }
+    unsetenv("ANVIL_VK_TEST_BREAK");
+    unsetenv("ANVIL_VK_SPLITK");
+    model_free(m);
+}
+
 /* --bench N_KV SPLITK|off [REPS]: decode attention of a 32-head model (Llama 2 7B: 32/32
  * heads x 128, F16 cache) at N_KV positions, REPS calls (default 20), one sync each; run with
  * ANVIL_VK_PROFILE=1 for the per-kernel us/call at exit. SPLITK: 0 = as the backend chooses,
@@ -184,6 +238,7 @@ int main(int argc, char **argv) {
         }
         unsetenv("ANVIL_VK_SPLITK");
         CHECK(vk_disable_check("splitk") == 0 && strstr(vk_optional_paths(), "splitk"));
+        if (!all_off) doctor_planted(base);
         const char *val = getenv("ANVIL_VK_VALIDATE");
         if (val && strcmp(val, "1") == 0) CHECKF(vk_validation_messages() == 0, "%d validation messages", vk_validation_messages());
     }

@@ -35,11 +35,14 @@ if(TEST test_vulkan_verify)
   set_tests_properties(test_vulkan_verify PROPERTIES FIXTURES_REQUIRED anvil_model_llama-tiny-q4_0
     ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
 endif()
-# Split-K decode attention (test_vulkan_splitk): every path on, then the non-subgroup variants.
+# Split-K decode attention (test_vulkan_splitk): every path on, then the non-subgroup variants;
+# its doctor --verify part checks the kernels of llama-tiny-q4_0.
 if(TEST test_vulkan_splitk)
-  set_tests_properties(test_vulkan_splitk PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
+  set_tests_properties(test_vulkan_splitk PROPERTIES FIXTURES_REQUIRED anvil_model_llama-tiny-q4_0
+    ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
   add_test(NAME test_vulkan_splitk_no_subgroup COMMAND test_vulkan_splitk WORKING_DIRECTORY ${ANVIL_TESTS})
-  set_tests_properties(test_vulkan_splitk_no_subgroup PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=subgroup")
+  set_tests_properties(test_vulkan_splitk_no_subgroup PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED anvil_model_llama-tiny-q4_0
+    ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS};ANVIL_VK_DISABLE=subgroup")
 endif()
 foreach(t test_vulkan_large test_vulkan_loader test_vulkan_model test_vulkan_kv)
   if(TEST ${t})
