@@ -110,6 +110,20 @@ typedef struct backend_ops {
     /* Causal (or p->noncausal) attention of q [n_tok][n_head*head_dim] over cache rows
      * [0, pos0 + n_tok) of k, v ([ctx][n_kv_head*head_dim]); out [n_tok][n_head*head_dim]. */
     void (*attention)(backend *be, const be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *out, const be_attn_params *p);
+
+    /* Optional fused ops (NULL in backends without them): fewer dispatches per decoded token.
+     * Each returns false, having done nothing, where it does not cover its arguments or its
+     * path is off (Vulkan: ANVIL_VK_DISABLE=fuse); the caller then issues the unfused ops. */
+    /* = matmul(w_gate, x, out), matmul(w_up, x, up), glu(out, up, out) in one pass over both
+     * weights (same type and shape): out[t][r] = act(sum_c w_gate[r][c] x[t][c]) *
+     * (sum_c w_up[r][c] x[t][c]), t < n_tok. */
+    bool (*matmul_glu)(backend *be, const be_tensor *w_gate, const be_tensor *w_up, const be_tensor *x, be_tensor *out,
+                       int n_tok, be_glu_kind kind);
+    /* = rope(q), rope(k), store_rows(k, k_cache, pos0), store_rows(v, v_cache, pos0), except that
+     * k is left as it is: q [n_tok][n_head * head_dim] is roped in place, k_cache rows
+     * [pos0, pos0 + n_tok) = convert(rope(k)), v_cache rows = convert(v) (k, v: [n_tok][n_kv_head * head_dim]). */
+    bool (*rope_store)(backend *be, be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *k_cache, be_tensor *v_cache,
+                       int n_tok, int n_head, int n_kv_head, int head_dim, int pos0, const be_rope_params *p);
 } backend_ops;
 
 struct backend {

@@ -22,16 +22,18 @@
 #define MV_ROWS_CAP 4096 /* rows of a weight checked at mat-vec batch sizes */
 #define MM_ROWS_CAP 256  /* ... at the prefill batch size (the scalar reference is slow) */
 
-typedef enum { K_MATMUL, K_RMS, K_ROPE, K_ADD, K_GLU, K_STORE, K_ATTN } kind;
+typedef enum { K_MATMUL, K_RMS, K_ROPE, K_ADD, K_GLU, K_STORE, K_ATTN, K_MMGLU, K_ROPESTORE } kind; /* the last two: backend.h's fused ops */
 
 typedef struct {
     kind k;
     uint32_t type;        /* matmul: weight type; store, attention: KV type */
     const void *wdata;    /* matmul: weight rows; rms: F32 weight or NULL; rope: F32 freq factors or NULL */
+    const void *wdata2;   /* matmul_glu: the up weight's rows (wdata the gate's) */
     int64_t a, b;         /* matmul: cols, rows; rms: row_len, n_rows; add: n, b_n; glu: n; store: cols, rows */
     int n_tok;            /* matmul, rope */
     bool accumulate;
     int n_head, head_dim, pos0; /* rope */
+    int n_kv_head;        /* rope_store */
     be_rope_params rp;    /* rope (freq_factors unused: wdata) */
     be_attn_params ap;    /* attention */
     float eps;
@@ -74,6 +76,8 @@ static int64_t out_elems(const spec *s) {
     case K_ADD: case K_GLU: return s->a;
     case K_STORE: return s->a * s->b;
     case K_ATTN: return (int64_t)s->ap.n_tok * s->ap.n_head * s->ap.head_dim;
+    case K_MMGLU: return s->b * s->n_tok;
+    case K_ROPESTORE: return (int64_t)s->n_tok * (s->n_head + 2 * s->n_kv_head) * s->head_dim; /* q, then k and v rows */
     }
     return 0;
 }
@@ -98,6 +102,11 @@ static bool make_inputs(const spec *s, inputs *in) {
         in->x = rnd_array(&st, s->a, -4, 4); in->y = rnd_array(&st, s->a, -2, 2);
         return in->x && in->y;
     case K_STORE: in->x = rnd_array(&st, s->a * s->b, -3, 3); return in->x != NULL;
+    case K_MMGLU: in->x = rnd_array(&st, s->a * s->n_tok, -1, 1); return in->x != NULL;
+    case K_ROPESTORE: /* x: q; y: k then v */
+        in->x = rnd_array(&st, (int64_t)s->n_tok * s->n_head * s->head_dim, -1, 1);
+        in->y = rnd_array(&st, 2 * (int64_t)s->n_tok * s->n_kv_head * s->head_dim, -3, 3);
+        return in->x && in->y;
     case K_ATTN: {
         in->kvc = (int64_t)s->ap.n_kv_head * s->ap.head_dim;
         in->ctx = s->ap.pos0 + s->ap.n_tok + 1;
@@ -127,10 +136,12 @@ static void dequant_rows(uint32_t type, const uint8_t *buf, int64_t cols, int64_
 
 #define STORE_ROW0 3
 
+#include "gpu_verify_fused.h" /* the fused ops' cases (run as the forward pass issues them) */
+
 /* Runs the case on be; out receives out_elems floats. 0, or -1 (backend or memory error). */
 static int run_gpu(backend *be, const spec *s, const inputs *in, float *out) {
     const backend_ops *op = be->ops;
-    be_tensor *t[5] = { 0 };
+    be_tensor *t[8] = { 0 };
     int rc = -1;
     const int64_t n_out = out_elems(s);
     float *zeros = calloc((size_t)n_out + 1, sizeof(float));
@@ -186,8 +197,10 @@ static int run_gpu(backend *be, const spec *s, const inputs *in, float *out) {
         t[3] = up(be, QT_F32, (int64_t)s->ap.n_head * s->ap.head_dim, s->ap.n_tok, zeros);
         if (t[0] && t[1] && t[2] && t[3]) { op->attention(be, t[0], t[1], t[2], t[3], &s->ap); be_download(t[3], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
         break;
+    case K_MMGLU: rc = gvf_run_matmul_glu(be, s, in, zeros, out, t); break;
+    case K_ROPESTORE: rc = gvf_run_rope_store(be, s, in, out, t); break;
     }
-    for (int i = 0; i < 5; i++) be_tensor_free(t[i]);
+    for (int i = 0; i < 8; i++) be_tensor_free(t[i]);
     free(zeros);
     if (be_failed(be)) rc = -1;
     return rc;
@@ -215,6 +228,8 @@ static int run_ref(const spec *s, const inputs *in, float *out) {
         return 0;
     }
     case K_ATTN: return ref_attention(in->x, s->type, in->kq, in->vq, out, &s->ap);
+    case K_MMGLU: return gvf_ref_matmul_glu(s, in, out);
+    case K_ROPESTORE: return gvf_ref_rope_store(s, in, out);
     }
     return -1;
 }
@@ -243,6 +258,8 @@ static double tolerance(const spec *s, const char *kernels) {
     case K_GLU: return 1e-3;    /* exp/tanh precision */
     case K_STORE: return s->type == QT_Q8_0 || s->type == QT_Q4_0 ? 1e-2 : s->type == QT_F16 ? 1e-3 : 1e-6;
     case K_ATTN: return 2e-3;
+    case K_MMGLU: return strstr(kernels, "vecq") ? 3e-2 : 1e-3; /* unfused on the 8-bit path; exp/tanh */
+    case K_ROPESTORE: return s->type == QT_Q8_0 || s->type == QT_Q4_0 ? 1e-2 : 2e-3;
     }
     return 0;
 }
@@ -294,6 +311,33 @@ static void add_simple(spec_list *l, kind k, int64_t n, int64_t b_n, be_glu_kind
     if (!s) return;
     s->a = n; s->b = b_n; s->glu = g;
     fmt(s->shape, sizeof s->shape, "%s n %lld%s", what, (long long)n, k == K_ADD && b_n < n ? " (broadcast row)" : "");
+}
+
+/* backend.h's fused ops (gpu_verify_fused.h): the decode gate+up mat-vec with its glu, and rope of
+ * q and k with the stores of k and v into a cache of type kv (decode at 256 positions). */
+static void add_matmul_glu(spec_list *l, uint32_t type, const void *gate, const void *upw, int64_t K, int64_t N, be_glu_kind g) {
+    for (int i = 0; i < 2; i++) {
+        spec *s = add_spec(l, K_MMGLU);
+        if (!s) return;
+        const int64_t rows = N < MV_ROWS_CAP ? N : MV_ROWS_CAP;
+        s->type = type; s->wdata = gate; s->wdata2 = upw; s->a = K; s->b = rows; s->n_tok = i ? 3 : 1; s->glu = g;
+        fmt(s->shape, sizeof s->shape, "%s gate+up %lldx%lld%s n_tok %d %s", tname(type), (long long)N, (long long)K,
+            rows < N ? " (rows capped)" : "", s->n_tok, g == BE_GLU_GELU_TANH ? "gelu_tanh" : g == BE_GLU_SWIGLU_OAI ? "swiglu_oai" : "silu");
+    }
+}
+
+static void add_rope_store(spec_list *l, int n_head, int n_kv, int hd, const be_rope_params *rp, const float *ff) {
+    const uint32_t kvt[4] = { QT_F16, QT_Q8_0, QT_Q4_0, QT_F32 };
+    for (int i = 0; i < 4; i++) {
+    const uint32_t kv = kvt[i];
+    if ((kv == QT_Q8_0 || kv == QT_Q4_0) && hd % 32) continue;
+    spec *s = add_spec(l, K_ROPESTORE);
+    if (!s) return;
+    s->type = kv; s->n_tok = 1; s->pos0 = 255; s->n_head = n_head; s->n_kv_head = n_kv; s->head_dim = hd;
+    s->rp = *rp; s->rp.freq_factors = NULL; s->wdata = ff;
+    fmt(s->shape, sizeof s->shape, "kv %s n_head %d/%d head_dim %d %s n_rot %d pos 255%s", tname(kv), n_head, n_kv, hd,
+        rp->mode == BE_ROPE_NEOX ? "neox" : "normal", rp->n_rot, ff ? " freq_factors" : "");
+    }
 }
 
 static void add_kv(spec_list *l, int n_head, int n_kv, int hd, float scale, int window) {
@@ -351,10 +395,15 @@ static void model_cases(spec_list *l, const model *m, int mm_tok) {
     add_simple(l, K_ADD, nt * hp->n_embd, nt * hp->n_embd, BE_GLU_SILU, "residual");
     add_simple(l, K_GLU, nt * hp->n_ff, 0, hp->arch == ARCH_GEMMA3 ? BE_GLU_GELU_TANH : BE_GLU_SILU,
                hp->arch == ARCH_GEMMA3 ? "gelu_tanh" : "silu");
+    if (L0->w_gate && L0->w_up && L0->w_gate->type == L0->w_up->type && L0->w_gate->cols == L0->w_up->cols &&
+        L0->w_gate->rows == L0->w_up->rows)
+        add_matmul_glu(l, L0->w_gate->type, host_data(L0->w_gate), host_data(L0->w_up), L0->w_gate->cols, L0->w_gate->rows,
+                       hp->arch == ARCH_GEMMA3 ? BE_GLU_GELU_TANH : BE_GLU_SILU);
     const float *ff = m->rope_freqs ? host_data(m->rope_freqs) : NULL;
     be_rope_params rp = { .n_rot = hp->n_rot, .mode = hp->rope_mode, .freq_base = hp->rope_base, .freq_scale = hp->rope_scale };
     add_rope(l, nt, hp->n_head, hd, 37, &rp, ff);
     add_rope(l, 1, hp->n_head_kv, hd, 1000, &rp, ff);
+    add_rope_store(l, hp->n_head, hp->n_head_kv, hd, &rp, ff);
     bool has_swa = false;
     for (int il = 0; il < hp->n_layer; il++) has_swa |= model_layer_is_swa(hp, il);
     if (has_swa && hp->rope_base_swa != hp->rope_base) {
@@ -392,8 +441,17 @@ static void standard_cases(spec_list *l, int mm_tok, void **owned, int *n_owned)
     be_rope_params rx = { .n_rot = 128, .mode = BE_ROPE_NEOX, .freq_base = 1000000.0f, .freq_scale = 1.0f };
     add_rope(l, 4, 32, 128, 37, &rn, NULL);
     add_rope(l, 4, 32, 128, 37, &rx, NULL);
+    add_rope_store(l, 32, 8, 128, &rx, NULL);
     add_kv(l, 32, 8, 128, 1.0f / sqrtf(128.0f), 0);
     add_kv(l, 8, 4, 256, 1.0f / 16.0f, 64);
+    { /* the fused gate+up mat-vec on two Q4_K weights */
+        float *wf = rnd_array(&st, 2 * 2048 * 96, -0.05f, 0.05f);
+        void *g = wf ? quantize_rows(QT_Q4_K, wf, 2048, 96) : NULL, *u = wf ? quantize_rows(QT_Q4_K, wf + 2048 * 96, 2048, 96) : NULL;
+        if (g) owned[(*n_owned)++] = g;
+        if (u) owned[(*n_owned)++] = u;
+        if (g && u) add_matmul_glu(l, QT_Q4_K, g, u, 2048, 96, BE_GLU_SILU);
+        free(wf);
+    }
 }
 
 /* ---------------------------------------------------------------- fixes */
@@ -415,6 +473,7 @@ static backend *retry_backend(retry_be *rb, int *n_rb, int vk_index, const char 
 /* The optional paths the kernels belong to, most specific first. */
 static int candidates(const char *kernels, bool sgsize, const char **out) {
     int n = 0;
+    if (strstr(kernels, "_glu_") || strstr(kernels, "rope_store")) out[n++] = "fuse"; /* the unfused ops instead */
     if (strstr(kernels, "flash_attn_split") || strstr(kernels, "flash_attn_merge")) out[n++] = "splitk"; /* the single-pass kernel instead */
     if (strstr(kernels, "_sg")) { if (sgsize) out[n++] = "sgsize"; out[n++] = "subgroup"; }
     if (strstr(kernels, "vecq") || strstr(kernels, "quantize_q8_1")) out[n++] = "int8";
@@ -472,7 +531,7 @@ int gpu_verify_run(backend *gpu, gv_target t, const model *m, gv_report *r) {
     for (int i = 0; i < l.n && rc == 0; i++) {
         const spec *s = &l.v[i];
         gv_case *c = &r->c[r->n++];
-        static const char *const names[] = { "matmul", "rms_norm", "rope", "add", "glu", "store_rows", "attention" };
+        static const char *const names[] = { "matmul", "rms_norm", "rope", "add", "glu", "store_rows", "attention", "matmul_glu", "rope_store" };
         fmt(c->op, sizeof c->op, "%s", names[s->k]);
         fmt(c->shape, sizeof c->shape, "%s", s->shape);
         const int64_t n = out_elems(s);
@@ -492,7 +551,7 @@ int gpu_verify_run(backend *gpu, gv_target t, const model *m, gv_report *r) {
                 r->n_fail++;
                 fmt(c->fix, sizeof c->fix, "%s", no_fix_advice(t));
 #ifdef ANVIL_HAVE_VULKAN
-                const char *cand[5];
+                const char *cand[8];
                 int nc = t.kind == DEV_BACKEND_VULKAN && vk_backend_is(gpu) ? candidates(c->kernels, paths.sgsize, cand) : 0;
                 for (int k = 0; k < nc; k++) {
                     char dis[160];

@@ -240,9 +240,14 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
             v = be_view_rows(s->v, sq->row0, sq->n);
             att = be_view_rows(s->att, sq->row0, sq->n);
         }
-        op->rope(be, &q, sq->n, hp->n_head, hd, pos0, &rp);
-        op->rope(be, &k, sq->n, hp->n_head_kv, hd, pos0, &rp);
         const kv_rot *kr = &sq->c->rot;
+        /* fused (backend.h rope_store) where the cache is not rotated: rope q, k + both stores */
+        const bool fused = !kr->n_k && op->rope_store &&
+                           op->rope_store(be, &q, &k, &v, sq->c->k_cache[il], sq->c->v_cache[il], sq->n, hp->n_head, hp->n_head_kv, hd, pos0, &rp);
+        if (!fused) {
+            op->rope(be, &q, sq->n, hp->n_head, hd, pos0, &rp);
+            op->rope(be, &k, sq->n, hp->n_head_kv, hd, pos0, &rp);
+        }
         if (kr->n_k) { /* quantized cache: q, k, v rotated (kv_rot.h), att the temporary */
             be_tensor tk = be_view_reshape(&att, kvd, sq->n);
             kv_rot_apply(kr, be, false, &q, &att, sq->n);
@@ -251,7 +256,7 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
             op->store_rows(be, &tk, sq->c->k_cache[il], pos0, sq->n);
             kv_rot_apply(kr, be, true, &v, &tk, sq->n);
             op->store_rows(be, &tk, sq->c->v_cache[il], pos0, sq->n);
-        } else {
+        } else if (!fused) {
             op->store_rows(be, &k, sq->c->k_cache[il], pos0, sq->n);
             op->store_rows(be, &v, sq->c->v_cache[il], pos0, sq->n);
         }
@@ -282,9 +287,12 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
         moe_ffn(m, L, &mb, nt);
         return;
     }
-    op->matmul(be, L->w_gate, s->xn, s->gate, nt, false);
-    op->matmul(be, L->w_up, s->xn, s->up, nt, false);
-    op->glu(be, s->gate, s->up, s->gate, (int64_t)nt * hp->n_ff, hp->arch == ARCH_GEMMA3 ? BE_GLU_GELU_TANH : BE_GLU_SILU);
+    const be_glu_kind act = hp->arch == ARCH_GEMMA3 ? BE_GLU_GELU_TANH : BE_GLU_SILU;
+    if (!op->matmul_glu || !op->matmul_glu(be, L->w_gate, L->w_up, s->xn, s->gate, nt, act)) {
+        op->matmul(be, L->w_gate, s->xn, s->gate, nt, false);
+        op->matmul(be, L->w_up, s->xn, s->up, nt, false);
+        op->glu(be, s->gate, s->up, s->gate, (int64_t)nt * hp->n_ff, act);
+    }
     if (L->post_ffn_norm) {
         op->matmul(be, L->w_down, s->gate, s->tmp, nt, false);
         op->rms_norm(be, s->tmp, L->post_ffn_norm, s->tmp, nt, e, hp->norm_eps);

@@ -16,9 +16,9 @@ static bool env_on(const char *name) {
 }
 
 /* The optional paths ANVIL_VK_DISABLE names (vk_backend.h). */
-static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", "splitk", NULL };
+static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", "fuse", "splitk", NULL };
 
-const char *vk_optional_paths(void) { return "fp16,subgroup,int8,sgsize,splitk"; }
+const char *vk_optional_paths(void) { return "fp16,subgroup,int8,sgsize,fuse,splitk"; }
 
 /* Checks a disable list ("fp16,subgroup", "all", spaces or commas); 0, or -1 with a
  * one-line anv_last_error() naming the unknown entry. */
@@ -121,6 +121,7 @@ static bool choose_paths(vk_ctx *c) {
     c->use_fp16 = c->info.fp16 && !disabled(c, "fp16");
     c->use_subgroup = c->info.subgroup_arith && c->info.subgroup_size >= 4 && c->info.subgroup_size <= 64 && !disabled(c, "subgroup");
     c->use_int8 = c->info.int8_dot && !disabled(c, "int8");
+    c->use_fuse = !disabled(c, "fuse"); /* vk_fused.c (create_device checks its feature) */
     /* Vulkan 1.3 subgroupSizeControl + computeFullSubgroups: the subgroup kernels are
      * created with the device's widest subgroup as their required size and full
      * subgroups (wave64 on RDNA where it is the widest, 32 on NVIDIA, 8 on lavapipe);
@@ -173,8 +174,14 @@ static bool create_device(vk_ctx *c) {
     const char *exts[2];
     uint32_t n_ext = 0;
     if (c->info.has_budget) exts[n_ext++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    /* vk_fused.c's gate+up mat-vec indexes its 2-buffer array with a dynamically uniform index */
+    VkPhysicalDeviceFeatures2 have = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2 };
+    vkGetPhysicalDeviceFeatures2(c->pdev, &have);
+    if (!have.features.shaderStorageBufferArrayDynamicIndexing) c->use_fuse = false;
+    VkPhysicalDeviceFeatures want = { .shaderStorageBufferArrayDynamicIndexing = c->use_fuse };
     VkDeviceCreateInfo di = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f11, .queueCreateInfoCount = 1,
-                              .pQueueCreateInfos = &qi, .enabledExtensionCount = n_ext, .ppEnabledExtensionNames = exts };
+                              .pQueueCreateInfos = &qi, .enabledExtensionCount = n_ext, .ppEnabledExtensionNames = exts,
+                              .pEnabledFeatures = &want };
     VkResult r = vkCreateDevice(c->pdev, &di, NULL, &c->dev);
     if (r != VK_SUCCESS) {
         c->dev = VK_NULL_HANDLE;
@@ -249,6 +256,7 @@ anv_vk_paths vk_backend_paths(const backend *be) {
     const vk_ctx *c = (const vk_ctx *)be;
     p.fp16 = c->use_fp16; p.subgroup = c->use_subgroup; p.int8 = c->use_int8;
     p.sgsize = c->use_sgsize; p.sg_required = c->sg_required;
+    p.fuse = c->use_fuse;
     p.splitk = c->use_splitk; p.splitk_forced = c->splitk_forced;
     p.subgroup_size = c->info.subgroup_size;
     p.max_allocation = c->max_alloc; p.max_binding = c->max_binding;

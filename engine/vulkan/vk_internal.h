@@ -57,6 +57,7 @@ typedef struct vk_ctx {
     uint32_t queue_family;
     /* paths */
     bool use_fp16, use_subgroup, use_int8, use_sgsize;
+    bool use_fuse;           /* the fused decode ops (vk_fused.c) */
     bool use_splitk;         /* split-K decode attention (vk_attention.c) */
     int splitk_forced;       /* ANVIL_VK_SPLITK: the split count whenever n_tok is small; 0 = chosen per call */
     uint32_t n_cu;           /* compute units (vk_attention.c, on first use; 0 = not yet known) */
@@ -179,6 +180,12 @@ int vk_elem_ranges(vk_ctx *c, const be_tensor *const *ts, int nt, int64_t n, int
 
 /* vk_attention.c: the attention op (single-pass flash attention; split-K at decode) */
 void vk_op_attention(backend *be, const be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *out, const be_attn_params *p);
+
+/* vk_fused.c: the optional fused ops (backend.h matmul_glu, rope_store) */
+bool vk_op_matmul_glu(backend *be, const be_tensor *wg, const be_tensor *wu, const be_tensor *x, be_tensor *out, int n_tok,
+                      be_glu_kind kind);
+bool vk_op_rope_store(backend *be, be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *kc, be_tensor *vc, int n_tok,
+                      int n_head, int n_kv_head, int head_dim, int pos0, const be_rope_params *p);
 
 /* vk_pipelines.c */
 bool vk_pipelines_init(vk_ctx *c);

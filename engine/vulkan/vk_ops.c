@@ -394,4 +394,6 @@ const backend_ops vk_backend_ops = {
     .glu = op_glu,
     .store_rows = op_store_rows,
     .attention = vk_op_attention, /* vk_attention.c */
+    .matmul_glu = vk_op_matmul_glu, /* vk_fused.c */
+    .rope_store = vk_op_rope_store,
 };

@@ -46,6 +46,7 @@ int main(int argc, char **argv) {
     gpu_verify_print(stdout, &rep, true);
     CHECK(rep.n > 60);
     CHECK(find_case(&rep, "mul_mm_q4_k") >= 0 && find_case(&rep, "flash_attn_q8_0") >= 0);
+    if (paths.fuse) CHECK(find_case(&rep, "mul_mat_vec_glu_q4_k") >= 0 && find_case(&rep, "rope_store_q4_0") >= 0); /* fused ops */
     char path[1024];
     const char *dir = getenv("ANVIL_TEST_MODELS");
     snprintf(path, sizeof path, "%s/llama-tiny-q4_0.gguf", dir ? dir : ".");
@@ -56,6 +57,7 @@ int main(int argc, char **argv) {
         CHECKF(gpu_verify_run(be, gv_vulkan(idx), m, &rep) == 0, "model kernels: %d failed", rep.n_fail);
         gpu_verify_print(stdout, &rep, true);
         CHECK(rep.n >= 20);
+        if (paths.fuse) CHECKF(find_case(&rep, "rope_store_f16") >= 0, "the fused rope_store is not among the model's cases");
     }
     be->ops->destroy(be);
 
@@ -103,6 +105,19 @@ int main(int argc, char **argv) {
         }
     }
     if (be) be->ops->destroy(be);
+
+    /* a planted wrong fused kernel (the model's F16 cache): reported, ANVIL_VK_DISABLE=fuse the checked fix */
+    if (paths.fuse && m) {
+        setenv("ANVIL_VK_TEST_BREAK", "rope_store_f16", 1);
+        be = open_idx(idx);
+        if (be) {
+            CHECK(gpu_verify_run(be, gv_vulkan(idx), m, &rep) > 0);
+            int ci = find_case(&rep, "rope_store_f16");
+            CHECK(ci >= 0 && !rep.c[ci].pass && rep.c[ci].err > 0.1);
+            if (ci >= 0) CHECKF(strstr(rep.c[ci].fix, "ANVIL_VK_DISABLE=fuse") && strstr(rep.c[ci].fix, "checked"), "fix: %s", rep.c[ci].fix);
+            be->ops->destroy(be);
+        }
+    }
 
     /* a kernel without an optional path: the advice, no disable */
     setenv("ANVIL_VK_TEST_BREAK", "add", 1);
