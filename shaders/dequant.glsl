@@ -6,6 +6,15 @@
 //   Mat-vec units: MV_QK elements per unit-block, MV_UNITS units per block, MV_RUNS runs of
 //   4 consecutive elements per unit, mv_pos(u, r) the block position of run r of unit u,
 //   dq_unit(bb, u, v) the dequantized runs (F types: one unit = 8 elements, v masked by caller).
+// Kernels address blocks through the layout-neutral accessors dq_at(rb, nb, b, e) and
+// dq_unit_at(rb, nb, b, u, v) (rb: the row's first byte, nb: QK-blocks per row, b: block).
+// DQ_WIDE selects the repacked layout of engine/vulkan/vk_wide.c (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0):
+// per row the quants of every block (QBYTES each, 16-byte aligned), then the rest of each
+// block (the scales / mins / high bits, SIDE_BYTES each); the mat-vec units then read one
+// uvec4 (16 bytes) of quants per lane, adjacent lanes adjacent.
+#if defined(DQ_WIDE) && !defined(DQ_WQ4_DECLARED) // (a shader binding an array of weights declares its own wq4)
+layout(binding = 0) readonly buffer W4 { uvec4 wq4[]; };
+#endif
 
 uint ld_u16(uint b) { return (wq[b >> 2] >> ((b & 2u) << 3)) & 0xffffu; }
 uint ld_u8(uint b) { return (wq[b >> 2] >> ((b & 3u) << 3)) & 0xffu; }
@@ -60,46 +69,53 @@ float dq_elem(uint bb, uint e) { return ld_f16(bb); }
 #define BLOCK_BYTES 2u
 #define IS_FLOAT_TYPE 1
 float dq_elem(uint bb, uint e) { return uintBitsToFloat(ld_u16(bb) << 16); }
+// The 32-element types: dq_split(sb, qb, e) reads the block's side bytes (scale, min, high
+// bits) at sb and its quants at qb (adjacent in the GGUF layout, apart in the repacked one).
 #elif defined(DATA_A_Q4_0)
 #define QK 32u
 #define BLOCK_BYTES 18u
-float dq_elem(uint bb, uint e) {
-    uint q = ld_u8(bb + 2u + (e & 15u));
+#define QBYTES 16u
+float dq_split(uint sb, uint qb, uint e) {
+    uint q = ld_u8(qb + (e & 15u));
     q = e < 16u ? (q & 0xfu) : (q >> 4);
-    return ld_f16(bb) * (float(q) - 8.0);
+    return ld_f16(sb) * (float(q) - 8.0);
 }
 #elif defined(DATA_A_Q4_1)
 #define QK 32u
 #define BLOCK_BYTES 20u
-float dq_elem(uint bb, uint e) {
-    uint q = ld_u8(bb + 4u + (e & 15u));
+#define QBYTES 16u
+float dq_split(uint sb, uint qb, uint e) {
+    uint q = ld_u8(qb + (e & 15u));
     q = e < 16u ? (q & 0xfu) : (q >> 4);
-    return ld_f16(bb) * float(q) + ld_f16(bb + 2u);
+    return ld_f16(sb) * float(q) + ld_f16(sb + 2u);
 }
 #elif defined(DATA_A_Q5_0)
 #define QK 32u
 #define BLOCK_BYTES 22u
-float dq_elem(uint bb, uint e) {
-    uint qh = ld_u16(bb + 2u) | (ld_u16(bb + 4u) << 16);
-    uint q = ld_u8(bb + 6u + (e & 15u));
+#define QBYTES 16u
+float dq_split(uint sb, uint qb, uint e) {
+    uint qh = ld_u16(sb + 2u) | (ld_u16(sb + 4u) << 16);
+    uint q = ld_u8(qb + (e & 15u));
     q = (e < 16u ? (q & 0xfu) : (q >> 4)) | (((qh >> e) & 1u) << 4);
-    return ld_f16(bb) * (float(q) - 16.0);
+    return ld_f16(sb) * (float(q) - 16.0);
 }
 #elif defined(DATA_A_Q5_1)
 #define QK 32u
 #define BLOCK_BYTES 24u
-float dq_elem(uint bb, uint e) {
-    uint qh = ld_u32(bb + 4u);
-    uint q = ld_u8(bb + 8u + (e & 15u));
+#define QBYTES 16u
+float dq_split(uint sb, uint qb, uint e) {
+    uint qh = ld_u32(sb + 4u);
+    uint q = ld_u8(qb + (e & 15u));
     q = (e < 16u ? (q & 0xfu) : (q >> 4)) | (((qh >> e) & 1u) << 4);
-    return ld_f16(bb) * float(q) + ld_f16(bb + 2u);
+    return ld_f16(sb) * float(q) + ld_f16(sb + 2u);
 }
 #elif defined(DATA_A_Q8_0)
 #define QK 32u
 #define BLOCK_BYTES 34u
-float dq_elem(uint bb, uint e) {
-    int q = int(ld_u8(bb + 2u + e) << 24) >> 24;
-    return ld_f16(bb) * float(q);
+#define QBYTES 32u
+float dq_split(uint sb, uint qb, uint e) {
+    int q = int(ld_u8(qb + e) << 24) >> 24;
+    return ld_f16(sb) * float(q);
 }
 #elif defined(DATA_A_Q2_K)
 #define QK 256u
@@ -159,9 +175,70 @@ float dq_elem(uint bb, uint e) {
 #error "dequant.glsl: no DATA_A_<type> defined"
 #endif
 
+// ---- block addressing, one interface for both layouts ----
+#ifdef QBYTES
+#define SIDE_BYTES (BLOCK_BYTES - QBYTES)
+float dq_elem(uint bb, uint e) { return dq_split(bb, bb + SIDE_BYTES, e); }
+#ifdef DQ_WIDE
+uint dq_qb(uint rb, uint nb, uint b) { return rb + b * QBYTES; }
+uint dq_sb(uint rb, uint nb, uint b) { return rb + nb * QBYTES + b * SIDE_BYTES; }
+#else
+uint dq_qb(uint rb, uint nb, uint b) { return rb + b * BLOCK_BYTES + SIDE_BYTES; }
+uint dq_sb(uint rb, uint nb, uint b) { return rb + b * BLOCK_BYTES; }
+#endif
+float dq_at(uint rb, uint nb, uint b, uint e) { return dq_split(dq_sb(rb, nb, b), dq_qb(rb, nb, b), e); }
+#else
+#ifdef DQ_WIDE
+#error "dequant.glsl: DQ_WIDE for a type without a repacked layout"
+#endif
+float dq_at(uint rb, uint nb, uint b, uint e) { return dq_elem(rb + b * BLOCK_BYTES, e); }
+#endif
+
 #ifdef DQ_UNITS
 // ---- mat-vec units: runs of 4 consecutive elements ----
-#if defined(IS_FLOAT_TYPE)
+#if defined(DQ_WIDE) && defined(DATA_A_Q8_0)
+// one uvec4 = 16 of the block's 32 quants; two units per block
+#define MV_QK 32u
+#define MV_UNITS 2u
+#define MV_RUNS 4
+uint mv_pos(uint u, uint r) { return 16u * u + 4u * r; }
+void dq_unit_at(uint rb, uint nb, uint b, uint u, out vec4 v[MV_RUNS]) {
+    const float d = ld_f16(dq_sb(rb, nb, b));
+    const uvec4 q = wq4[(dq_qb(rb, nb, b) >> 4) + u];
+    v[0] = d * bytes_s8(q.x); v[1] = d * bytes_s8(q.y); v[2] = d * bytes_s8(q.z); v[3] = d * bytes_s8(q.w);
+}
+#elif defined(DQ_WIDE)
+// Q4_0/Q4_1/Q5_0/Q5_1: one uvec4 = the block's 32 nibbles; one unit per block
+#define MV_QK 32u
+#define MV_UNITS 1u
+#define MV_RUNS 8
+uint mv_pos(uint u, uint r) { return r < 4u ? 4u * r : 16u + 4u * (r - 4u); }
+void dq_unit_at(uint rb, uint nb, uint b, uint u, out vec4 v[MV_RUNS]) {
+    const uint sb = dq_sb(rb, nb, b);
+    const uvec4 q = wq4[dq_qb(rb, nb, b) >> 4];
+    const float d = ld_f16(sb);
+#if defined(DATA_A_Q4_0)
+    const float off = -8.0, m = 0.0;
+#elif defined(DATA_A_Q4_1)
+    const float off = 0.0, m = ld_f16(sb + 2u);
+#elif defined(DATA_A_Q5_0)
+    const float off = -16.0, m = 0.0;
+    const uint qh = ld_u16(sb + 2u) | (ld_u16(sb + 4u) << 16);
+#else
+    const float off = 0.0, m = ld_f16(sb + 2u);
+    const uint qh = ld_u32(sb + 4u);
+#endif
+    [[unroll]] for (uint k = 0u; k < 4u; k++) {
+        vec4 lo = nib_lo(q[k]), hi = nib_hi(q[k]);
+#if defined(DATA_A_Q5_0) || defined(DATA_A_Q5_1)
+        lo += 16.0 * bits4(qh, 4u * k);
+        hi += 16.0 * bits4(qh, 16u + 4u * k);
+#endif
+        v[k] = d * (lo + off) + m;
+        v[4u + k] = d * (hi + off) + m;
+    }
+}
+#elif defined(IS_FLOAT_TYPE)
 #define MV_QK 8u
 #define MV_UNITS 1u
 #define MV_RUNS 2
@@ -275,5 +352,8 @@ void dq_unit(uint bb, uint u, out vec4 v[MV_RUNS]) {
     }
 #endif
 }
+#endif
+#ifndef DQ_WIDE
+void dq_unit_at(uint rb, uint nb, uint b, uint u, out vec4 v[MV_RUNS]) { dq_unit(rb + b * ((MV_QK / QK) * BLOCK_BYTES), u, v); }
 #endif
 #endif

@@ -2,6 +2,9 @@
 // mul_mat_vec: out[t][r] (+)= sum_c W[r][c] * x[t][c] for few tokens (NTOK <= 8, spec
 // constant): each weight byte is read once for all tokens. ROWS rows per workgroup;
 // the partial sums are reduced with subgroup adds (USE_SUBGROUP) or in shared memory.
+// DQ_WIDE: W in the repacked layout, each lane reading one uvec4 of quants per unit and
+// the units of a subgroup adjacent (dequant.glsl). The per-row sum order depends only on
+// the lane and WG, never on ROWS (the autotuner's variants give identical results).
 // MV_GLU (mul_mat_vec_glu_*, vk_fused.c): out[t][r] = act(gate[r] . x[t]) * (up[r] . x[t]);
 // binding 0 is then an array of the two weights (gate at w_off, up at wu_off, same layout),
 // each row summed and reduced exactly as without MV_GLU (act = pc.accumulate, be_glu_kind).
@@ -84,7 +87,7 @@ void main() {
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {
             if (row0 + r >= pc.nrows) break;
             vec4 v[MV_RUNS];
-            dq_unit(wo + (row0 + r) * pc.w_stride + b * MV_BLOCK_BYTES, u, v);
+            dq_unit_at(wo + (row0 + r) * pc.w_stride, pc.ncols / QK, b, u, v);
             [[unroll]] for (uint t = 0u; t < NTOK; t++) {
                 float s = 0.0;
                 [[unroll]] for (uint k = 0u; k < MV_RUNS; k++) s += dot(v[k], xv[t * MV_RUNS + k]);

@@ -1,7 +1,9 @@
 #version 450
 // mul_mat_vecq: mat-vec on Q4_0 / Q8_0 weights with 8-bit integer dot products against
 // an activation quantized by quantize_q8_1 (used when the device has shaderIntegerDotProduct).
-// Same workgroup layout and reductions as mul_mat_vec.
+// Same workgroup layout and reductions as mul_mat_vec. DQ_WIDE: the repacked layout
+// (dequant.glsl): each lane reads one uvec4 of quants per unit (Q4_0: the whole block,
+// Q8_0: half of it), adjacent lanes adjacent 16 bytes; the block's f16 scale beside them.
 #extension GL_EXT_control_flow_attributes : enable
 #ifdef USE_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -19,6 +21,13 @@ layout(push_constant) uniform PC {
 #include "dequant.glsl"
 #include "int_dot.glsl"
 shared float red[ROWS * NTOK * WG];
+#if defined(DQ_WIDE) && defined(DATA_A_Q4_0)
+#define VQ_UNITS 1u
+#elif defined(DQ_WIDE)
+#define VQ_UNITS 2u
+#else
+#define VQ_UNITS 4u
+#endif
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -27,8 +36,47 @@ void main() {
     float acc[ROWS * NTOK];
     [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) acc[i] = 0.0;
     const uint nblk = pc.ncols / 32u;
-    for (uint i = tid; i < nblk * 4u; i += WG) {
-        const uint b = i / 4u, u = i % 4u;
+    for (uint i = tid; i < nblk * VQ_UNITS; i += WG) {
+        const uint b = i / VQ_UNITS, u = i % VQ_UNITS;
+#ifdef DQ_WIDE
+        uvec4 xa[NTOK];  // Q4_0: elements 0..15 (low nibbles), Q8_0: elements 16u..16u+15
+#if defined(DATA_A_Q4_0)
+        uvec4 xb[NTOK];  // elements 16..31 (high nibbles)
+#endif
+        float xd[NTOK];
+        [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+            const uint qb = pc.x_off + (t * nblk + b) * 10u;
+            const bool ok = t < pc.ntok;
+#if defined(DATA_A_Q4_0)
+            xa[t] = ok ? uvec4(xq[qb], xq[qb + 1u], xq[qb + 2u], xq[qb + 3u]) : uvec4(0u);
+            xb[t] = ok ? uvec4(xq[qb + 4u], xq[qb + 5u], xq[qb + 6u], xq[qb + 7u]) : uvec4(0u);
+#else
+            const uint q0 = qb + 4u * u;
+            xa[t] = ok ? uvec4(xq[q0], xq[q0 + 1u], xq[q0 + 2u], xq[q0 + 3u]) : uvec4(0u);
+#endif
+            xd[t] = ok ? uintBitsToFloat(xq[qb + 8u]) : 0.0;
+        }
+        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+            if (row0 + r >= pc.nrows) break;
+            const uint rb = pc.w_off + (row0 + r) * pc.w_stride;
+            const float d = ld_f16(dq_sb(rb, nblk, b));
+            const uvec4 q = wq4[(dq_qb(rb, nblk, b) >> 4) + u];
+            [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+                int si = 0;
+#if defined(DATA_A_Q4_0)
+                int sx = 0;
+                [[unroll]] for (uint k = 0u; k < 4u; k++) {
+                    si += dot4(q[k] & 0x0f0f0f0fu, xa[t][k]) + dot4((q[k] >> 4) & 0x0f0f0f0fu, xb[t][k]);
+                    sx += dot4(0x01010101u, xa[t][k]) + dot4(0x01010101u, xb[t][k]);
+                }
+                acc[r * NTOK + t] += d * xd[t] * float(si - 8 * sx);
+#else
+                [[unroll]] for (uint k = 0u; k < 4u; k++) si += dot4(q[k], xa[t][k]);
+                acc[r * NTOK + t] += d * xd[t] * float(si);
+#endif
+            }
+        }
+#else
         uint xa[NTOK], xb[NTOK];
         float xd[NTOK], xs[NTOK];
         [[unroll]] for (uint t = 0u; t < NTOK; t++) {
@@ -64,6 +112,7 @@ void main() {
 #error "mul_mat_vecq: Q4_0 or Q8_0"
 #endif
         }
+#endif
     }
 #ifdef USE_SUBGROUP
     [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) {

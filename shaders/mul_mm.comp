@@ -3,6 +3,7 @@
 // A BM x BK tile of W is dequantized into shared memory and a BN x BK tile of x is
 // staged next to it; 256 invocations (16 x 16) each compute (BM/16) x (BN/16) outputs.
 // FLOAT16: the shared tiles are fp16 (half the shared memory), accumulation stays fp32.
+// DQ_WIDE: W is in the repacked layout (dequant.glsl, engine/vulkan/vk_wide.c).
 #extension GL_EXT_control_flow_attributes : enable
 #ifdef FLOAT16
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -42,7 +43,7 @@ void main() {
                 const uint col = k0 + cc + e;
                 float v = 0.0;
                 if (row < pc.nrows && col < pc.ncols)
-                    v = dq_elem(pc.w_off + row * pc.w_stride + (col / QK) * BLOCK_BYTES, col % QK);
+                    v = dq_at(pc.w_off + row * pc.w_stride, pc.ncols / QK, col / QK, col % QK);
                 sa[rr * (BK + 1u) + cc + e] = SH_T(v);
             }
         }

@@ -93,8 +93,11 @@ for g in $gpus; do
   export ANVIL_VK_TEST_DEVICE=$g ANVIL_VK_VALIDATE=$validate ANVIL_VK_REQUIRE=1 ANVIL_TEST_MODELS="$BUILD/test-models"
   export XDG_CACHE_HOME="$OUT/cache-vulkan$g"
   step "vulkan$g op tests (all paths)" "$OUT/ops-$g.txt" "$T/test_vulkan_ops"
-  for p in all fp16 subgroup int8 sgsize splitk fuse; do
+  for p in all fp16 subgroup int8 sgsize splitk fuse wide; do
     step "vulkan$g op tests (ANVIL_VK_DISABLE=$p)" "$OUT/ops-$g-no-$p.txt" env ANVIL_VK_DISABLE=$p "$T/test_vulkan_ops"
+  done
+  for p in "" wide all; do
+    step "vulkan$g repacked layout (ANVIL_VK_DISABLE=$p)" "$OUT/wide-$g-no-${p:-none}.txt" env ANVIL_VK_DISABLE=$p "$T/test_vulkan_wide"
   done
   for p in "" fuse subgroup; do # the fused decode ops (vk_fused.c): bit-identical to the unfused ones
     step "vulkan$g fused ops (ANVIL_VK_DISABLE=$p)" "$OUT/fused-$g-no-${p:-none}.txt" env ANVIL_VK_DISABLE=$p "$T/test_vulkan_fused"

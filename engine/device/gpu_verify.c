@@ -470,6 +470,13 @@ static backend *retry_backend(retry_be *rb, int *n_rb, int vk_index, const char 
     return r->be;
 }
 
+/* A repacked-layout kernel ("_w" variant: mul_mat_vec_q4_0_w_sg, get_rows_q8_0_w, ...) in the list. */
+static bool has_wide_kernel(const char *k) {
+    for (const char *p = strstr(k, "_w"); p; p = strstr(p + 1, "_w"))
+        if (p[2] == 0 || p[2] == ',' || p[2] == '_') return true;
+    return false;
+}
+
 /* The optional paths the kernels belong to, most specific first. */
 static int candidates(const char *kernels, bool sgsize, const char **out) {
     int n = 0;
@@ -478,6 +485,7 @@ static int candidates(const char *kernels, bool sgsize, const char **out) {
     if (strstr(kernels, "_sg")) { if (sgsize) out[n++] = "sgsize"; out[n++] = "subgroup"; }
     if (strstr(kernels, "vecq") || strstr(kernels, "quantize_q8_1")) out[n++] = "int8";
     if (strstr(kernels, "_f16")) out[n++] = "fp16";
+    if (has_wide_kernel(kernels)) out[n++] = "wide";
     return n;
 }
 #endif

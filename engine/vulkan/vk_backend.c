@@ -7,6 +7,7 @@
 #include "quant.h"
 #include "vk_internal.h"
 #include "vk_spirv.h"
+#include "vk_wide.h"
 
 extern const backend_ops vk_backend_ops; /* vk_ops.c */
 
@@ -16,9 +17,9 @@ static bool env_on(const char *name) {
 }
 
 /* The optional paths ANVIL_VK_DISABLE names (vk_backend.h). */
-static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", "fuse", "splitk", NULL };
+static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", "fuse", "splitk", "wide", NULL };
 
-const char *vk_optional_paths(void) { return "fp16,subgroup,int8,sgsize,fuse,splitk"; }
+const char *vk_optional_paths(void) { return "fp16,subgroup,int8,sgsize,fuse,splitk,wide"; }
 
 /* Checks a disable list ("fp16,subgroup", "all", spaces or commas); 0, or -1 with a
  * one-line anv_last_error() naming the unknown entry. */
@@ -121,6 +122,7 @@ static bool choose_paths(vk_ctx *c) {
     c->use_fp16 = c->info.fp16 && !disabled(c, "fp16");
     c->use_subgroup = c->info.subgroup_arith && c->info.subgroup_size >= 4 && c->info.subgroup_size <= 64 && !disabled(c, "subgroup");
     c->use_int8 = c->info.int8_dot && !disabled(c, "int8");
+    c->use_wide = !disabled(c, "wide"); /* repacked weights + 16-byte-load kernels (vk_wide.c) */
     c->use_fuse = !disabled(c, "fuse"); /* vk_fused.c (create_device checks its feature) */
     /* Vulkan 1.3 subgroupSizeControl + computeFullSubgroups: the subgroup kernels are
      * created with the device's widest subgroup as their required size and full
@@ -256,6 +258,7 @@ anv_vk_paths vk_backend_paths(const backend *be) {
     const vk_ctx *c = (const vk_ctx *)be;
     p.fp16 = c->use_fp16; p.subgroup = c->use_subgroup; p.int8 = c->use_int8;
     p.sgsize = c->use_sgsize; p.sg_required = c->sg_required;
+    p.wide = c->use_wide;
     p.fuse = c->use_fuse;
     p.splitk = c->use_splitk; p.splitk_forced = c->splitk_forced;
     p.subgroup_size = c->info.subgroup_size;
@@ -312,6 +315,7 @@ be_tensor *vkb_tensor_new(backend *be, uint32_t type, int64_t cols, int64_t rows
 
 void vkb_upload(backend *be, be_tensor *t, size_t off, const void *src, size_t n) {
     vk_ctx *c = vk_of(be);
+    if (vkw_is_wide(t)) { vkw_upload(c, t, off, src, n); return; }
     vk_storage *s = t->storage;
     size_t lo = t->offset + off, hi = lo + n;
     if (hi > s->total) { be_fail(&c->base, "vulkan: upload of %zu bytes at %zu past the end of a %zu-byte tensor", n, lo, s->total); return; }
@@ -324,6 +328,7 @@ void vkb_upload(backend *be, be_tensor *t, size_t off, const void *src, size_t n
 
 void vkb_download(backend *be, const be_tensor *t, size_t off, void *dst, size_t n) {
     vk_ctx *c = vk_of(be);
+    if (vkw_is_wide(t)) { vkw_download(c, t, off, dst, n); return; }
     vk_storage *s = t->storage;
     size_t lo = t->offset + off, hi = lo + n;
     if (hi > s->total) { be_fail(&c->base, "vulkan: download of %zu bytes at %zu past the end of a %zu-byte tensor", n, lo, s->total); memset(dst, 0, n); return; }
@@ -337,6 +342,7 @@ void vkb_download(backend *be, const be_tensor *t, size_t off, void *dst, size_t
 }
 
 be_tensor *vkb_weight_new(backend *be, uint32_t type, int64_t cols, int64_t rows, const void *host_data) {
+    if (vk_of(be)->use_wide && vkw_row_stride(type, cols)) return vkw_weight_new(vk_of(be), type, cols, rows, host_data);
     be_tensor *t = vkb_tensor_new(be, type, cols, rows);
     if (!t) return NULL;
     vkb_upload(be, t, 0, host_data, be_nbytes(t));

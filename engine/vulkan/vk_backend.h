@@ -3,7 +3,7 @@
  * implementation for one device. Without a loader, driver or device every call fails
  * with a one-line reason and the CPU backend keeps working.
  * Environment: ANVIL_VK_VALIDATE=1 (validation layer; messages counted and printed),
- * ANVIL_VK_DISABLE=fp16,subgroup,int8,sgsize,fuse,splitk|all (force fallback paths; an unknown name is an error),
+ * ANVIL_VK_DISABLE=fp16,subgroup,int8,sgsize,fuse,splitk,wide|all (force fallback paths; an unknown name is an error),
  * ANVIL_VK_SPLITK=1..256 (split-K decode attention: that many KV chunks whenever it applies; tests),
  * ANVIL_VK_TEST_BREAK=<kernel> (tests: dispatches of that kernel are skipped, a planted wrong kernel), ANVIL_VK_MAX_ALLOCATION=<bytes>
  * (lower the per-allocation limit), ANVIL_VK_PROFILE=1 (per-kernel GPU times at destroy),
@@ -87,7 +87,7 @@ int vk_device_find(anv_vk_device_type type);
 backend *vk_backend_new(int device_index);
 /* The same with an explicit ANVIL_VK_DISABLE list (NULL = the environment's; "" = none). */
 backend *vk_backend_new_opts(int device_index, const char *disable);
-/* "fp16,subgroup,int8,sgsize,fuse,splitk": every optional path ANVIL_VK_DISABLE can name. */
+/* "fp16,subgroup,int8,sgsize,fuse,splitk,wide": every optional path ANVIL_VK_DISABLE can name. */
 const char *vk_optional_paths(void);
 /* 0 if every entry of list names an optional path (or "all"); -1 + anv_last_error(). */
 int vk_disable_check(const char *list);
@@ -103,6 +103,7 @@ bool vk_backend_is(const backend *be);
 /* Which optional paths this backend uses (after ANVIL_VK_DISABLE): for tests and logs. */
 typedef struct {
     bool fp16, subgroup, int8, sgsize;
+    bool wide;               /* repacked weight layout + 16-byte-load kernels (vk_wide.c) */
     bool fuse;               /* the fused decode ops (vk_fused.c) */
     bool splitk;             /* split-K decode attention (vk_attention.c) */
     int splitk_forced;       /* ANVIL_VK_SPLITK, 0 = the split count is chosen per call */

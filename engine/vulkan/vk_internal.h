@@ -37,6 +37,8 @@ typedef struct {
 typedef struct {
     int n_chunks;
     size_t total;
+    size_t wide_stride;      /* vk_wide.c: row stride of a repacked weight; 0: the GGUF layout */
+    int64_t wide_cols;       /* its columns (views must keep them) */
     vk_chunk chunk[];
 } vk_storage;
 
@@ -57,6 +59,7 @@ typedef struct vk_ctx {
     uint32_t queue_family;
     /* paths */
     bool use_fp16, use_subgroup, use_int8, use_sgsize;
+    bool use_wide;           /* repacked weight layout + 16-byte-load kernels (vk_wide.c) */
     bool use_fuse;           /* the fused decode ops (vk_fused.c) */
     bool use_splitk;         /* split-K decode attention (vk_attention.c) */
     int splitk_forced;       /* ANVIL_VK_SPLITK: the split count whenever n_tok is small; 0 = chosen per call */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "quant.h"
 #include "vk_internal.h"
+#include "vk_wide.h"
 
 #define MAX_SEGS 64
 #define MAX_GROUPS 65535u
@@ -17,11 +18,12 @@ typedef struct { vk_chunk *ch; int64_t r0, r1; size_t local; } row_seg; /* rows 
  * two chunks (a reshape view across a chunk boundary). */
 static int row_segments(const be_tensor *t, int64_t n_rows, row_seg *segs) {
     vk_storage *s = t->storage;
-    size_t rb = be_row_bytes(t);
+    size_t rb = vkw_stride(t), base = vkw_base(t); /* repacked weights (vk_wide.c): their own row stride */
+    if (base == SIZE_MAX) return -1;
     int n = 0;
     int64_t r = 0;
     while (r < n_rows) {
-        size_t off = t->offset + (size_t)r * rb;
+        size_t off = base + (size_t)r * rb;
         vk_chunk *ch = vk_storage_find(s, off, rb);
         if (!ch || n == MAX_SEGS) return -1;
         int64_t fit = (int64_t)((ch->begin + ch->size - off) / rb);
@@ -102,7 +104,7 @@ static void op_get_rows(backend *be, const be_tensor *table, const int32_t *ids,
     row_seg segs[MAX_SEGS];
     int ns = row_segments(table, table->rows, segs);
     if (ns < 0) { be_fail(&c->base, "vulkan get_rows: table rows straddle device buffers"); return; }
-    const size_t rb = be_row_bytes(table);
+    const size_t rb = vkw_stride(table);
     const size_t ids_off = vk_staging_put(c, ids, (size_t)n_ids * sizeof(int32_t));
     size_t d_local;
     vk_chunk *dch = span(c, out, 0, (size_t)n_ids * (size_t)out->cols * 4, &d_local, "get_rows");
@@ -114,7 +116,7 @@ static void op_get_rows(backend *be, const be_tensor *table, const int32_t *ids,
                                 (uint32_t)rb, (uint32_t)(ids_off / 4 + (size_t)i0),
                                 (uint32_t)(d_local / 4 + (size_t)i0 * (size_t)out->cols), (uint32_t)out->cols, 0 };
             vk_binding b[3] = { { segs[s].ch, false }, { NULL, false }, { dch, true } };
-            vk_dispatch(c, VKP_GET_ROWS + ti, 0, b, 3, pc, (uint32_t)((table->cols + 255) / 256), n, 1,
+            vk_dispatch(c, vkw_pick(table, VKP_GET_ROWS + ti), 0, b, 3, pc, (uint32_t)((table->cols + 255) / 256), n, 1,
                         (uint64_t)n * (rb + (uint64_t)table->cols * 4) / (uint64_t)ns);
         }
     }
@@ -148,8 +150,9 @@ static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_te
     }
     row_seg ws[MAX_SEGS], xs[MAX_SEGS], os[MAX_SEGS];
     int nw = row_segments(w, N, ws), nx = row_segments(x, n_tok, xs), no = row_segments(out, n_tok, os);
+    if (vkw_base(w) == SIZE_MAX) { be_fail(&c->base, "vulkan matmul: a view of a repacked weight must select whole rows"); return; }
     if (nw < 0 || nx < 0 || no < 0) { be_fail(&c->base, "vulkan matmul: rows straddle device buffers"); return; }
-    const size_t rb = be_row_bytes(w);
+    const size_t rb = vkw_stride(w);
     const bool int8 = c->use_int8 && (w->type == QT_Q4_0 || w->type == QT_Q8_0) && K % 32 == 0;
     /* token ranges inside one x chunk and one out chunk */
     int ix = 0, io = 0;
@@ -182,7 +185,7 @@ static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_te
                                     accumulate ? 1u : 0u, 0 };
                 const uint64_t bytes = (uint64_t)nrows * rb + (uint64_t)nt * (uint64_t)K * 4 + (uint64_t)nt * nrows * 4;
                 if (vec) {
-                    const int pipe = int8 ? (w->type == QT_Q4_0 ? VKP_MMVQ_Q4_0 : VKP_MMVQ_Q8_0) : VKP_MMV + ti;
+                    const int pipe = vkw_pick(w, int8 ? (w->type == QT_Q4_0 ? VKP_MMVQ_Q4_0 : VKP_MMVQ_Q8_0) : VKP_MMV + ti);
                     vk_binding b[3] = { { ws[s].ch, false }, { int8 ? qch : xs[ix].ch, false }, { os[io].ch, true } };
                     if (int8) pc[5] = 0, pc[6] = 0;
                     const uint32_t rows = vk_tune_mv_rows(c, pipe, b, pc, nrows, (uint64_t)nrows * rb);
@@ -192,7 +195,7 @@ static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_te
                     vk_dispatch(c, pipe, vkp_mv_variant((int)nt, rows), b, 3, pc, gx, gy, 1, bytes);
                 } else {
                     vk_binding b[3] = { { ws[s].ch, false }, { xs[ix].ch, false }, { os[io].ch, true } };
-                    vk_dispatch(c, VKP_MM + ti, 0, b, 3, pc, (nrows + 63) / 64, (uint32_t)((nt + 63) / 64), 1, bytes);
+                    vk_dispatch(c, vkw_pick(w, VKP_MM + ti), 0, b, 3, pc, (nrows + 63) / 64, (uint32_t)((nt + 63) / 64), 1, bytes);
                 }
             }
             ta += nt;

@@ -10,6 +10,7 @@
 #include "quant.h"
 #include "vk_internal.h"
 #include "vk_spirv.h"
+#include "vk_wide.h"
 
 static const uint32_t k_types[VKP_N_TYPES] = { QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
                                                QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K,
@@ -75,7 +76,7 @@ void vkp_describe(int id, vkp_desc *d) {
         case VKP_ROPE_STORE_F16: snprintf(d->name, sizeof d->name, "rope_store_f16"); d->n_bind = 6; d->pc_size = 96; break;
         case VKP_ROPE_STORE_Q8_0: snprintf(d->name, sizeof d->name, "rope_store_q8_0"); d->n_bind = 6; d->pc_size = 96; break;
         case VKP_ROPE_STORE_Q4_0: snprintf(d->name, sizeof d->name, "rope_store_q4_0"); d->n_bind = 6; d->pc_size = 96; break;
-        default: break;
+        default: vkw_describe(id, d); break; /* the repacked-layout kernels */
         }
     }
 }

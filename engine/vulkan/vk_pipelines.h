@@ -13,6 +13,7 @@
 #define VKP_N_TYPES 25
 #define VK_IQ_N_GRIDS 6 /* i-quant lookup grids (vk_iq_grids.c) */
 int vkp_type_index(uint32_t qtype); /* -1 if the type has no shaders */
+#define VKW_N_TYPES 5 /* weight types with a repacked layout (vk_wide.c) */
 
 enum {
     VKP_GET_ROWS = 0,
@@ -25,6 +26,10 @@ enum {
     VKP_ADD, VKP_MUL, VKP_SCALE,
     VKP_GLU_SILU, VKP_GLU_GELU, VKP_GLU_OAI,
     VKP_ROPE,
+    VKP_GET_ROWS_W, /* the kernels reading the repacked layout (vk_wide.c), VKW_N_TYPES of each */
+    VKP_MMV_W = VKP_GET_ROWS_W + VKW_N_TYPES,
+    VKP_MM_W = VKP_MMV_W + VKW_N_TYPES,
+    VKP_MMVQ_Q4_0_W = VKP_MM_W + VKW_N_TYPES, VKP_MMVQ_Q8_0_W,
     VKP_STORE_F32, VKP_STORE_F16, VKP_STORE_Q8_0, VKP_STORE_Q4_0,
     VKP_FA_F32, VKP_FA_F16, VKP_FA_Q8_0, VKP_FA_Q4_0,
     VKP_FA_SPLIT_F32, VKP_FA_SPLIT_F16, VKP_FA_SPLIT_Q8_0, VKP_FA_SPLIT_Q4_0, VKP_FA_MERGE, /* split-K decode */

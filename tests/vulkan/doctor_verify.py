@@ -39,10 +39,10 @@ with tempfile.TemporaryDirectory() as c1:
         check(open(cached[0]).readline().strip() == "result: pass", "cached result: pass")
 
 with tempfile.TemporaryDirectory() as c2:
-    rc, out, err = run(["doctor", "--verify", model], c2, ANVIL_VK_TEST_BREAK="mul_mat_vecq_q4_0_sg")
+    rc, out, err = run(["doctor", "--verify", model], c2, ANVIL_VK_TEST_BREAK="mul_mat_vecq_q4_0_w_sg")
     print(out)
     check(rc == 1, "planted wrong kernel: exit 1 (rc %d)" % rc)
-    check(any(l.startswith("  FAIL") and "mul_mat_vecq_q4_0_sg" in l for l in out.splitlines()), "a FAIL line names the kernel")
+    check(any(l.startswith("  FAIL") and "mul_mat_vecq_q4_0_w_sg" in l for l in out.splitlines()), "a FAIL line names the kernel")
     check("fix: ANVIL_VK_DISABLE=subgroup (checked" in out, "the checked fix is printed")
 
 ref_rc, ref_out, _ = run(["run", model, "Hello", "-n", "8", "--temp", "0"], tempfile.gettempdir(), ANVIL_VK_VISIBLE_DEVICES="-1")
@@ -53,7 +53,7 @@ with tempfile.TemporaryDirectory() as c3:
     rc, out, err = run(["run", model, "Hello", "-n", "8", "--temp", "0"], c3)
     check(rc == 0 and "checking its kernels" not in err, "second run: the cached verdict, no check")
 with tempfile.TemporaryDirectory() as c4:
-    rc, out, err = run(["run", model, "Hello", "-n", "8", "--temp", "0"], c4, ANVIL_VK_TEST_BREAK="mul_mat_vecq_q4_0_sg")
+    rc, out, err = run(["run", model, "Hello", "-n", "8", "--temp", "0"], c4, ANVIL_VK_TEST_BREAK="mul_mat_vecq_q4_0_w_sg")
     print(err)
     check(rc == 0 and "self-check FAILED" in err and "applying ANVIL_VK_DISABLE=subgroup" in err, "planted kernel: fix applied with a log line")
     check(out == ref_out, "and the text is the CPU's")

@@ -1,7 +1,7 @@
 /* test_vulkan_ops: every Vulkan op against cpu/ref_ops on odd shapes, every weight type,
  * views with non-zero offsets, on lavapipe. ctest runs it twice: with every optional
  * path the device has, with ANVIL_VK_DISABLE=all (the fallbacks) and with each optional
- * path (fp16, subgroup, int8, sgsize) off alone; always with ANVIL_VK_VALIDATE=1, and zero
+ * path (fp16, subgroup, int8, sgsize, wide) off alone; always with ANVIL_VK_VALIDATE=1, and zero
  * validation messages are required. The paths in use must follow ANVIL_VK_DISABLE. The
  * i-quant/ternary types run every batch size only with all paths on (one_path_run). */
 #include <math.h>
@@ -48,6 +48,7 @@ static void test_device_info(backend *be) {
     if (all || strstr(dis, "subgroup")) CHECK(!paths.subgroup && !paths.sgsize);
     if (all || strstr(dis, "int8")) CHECK(!paths.int8);
     if (all || strstr(dis, "sgsize")) CHECK(!paths.sgsize);
+    CHECK(paths.wide == !(all || strstr(dis, "wide"))); /* weights: the repacked layout unless turned off */
     CHECK(paths.splitk == !(all || strstr(dis, "splitk"))); /* split-K decode attention unless turned off */
     if (!dis[0]) CHECK(paths.fp16 == info.fp16 && paths.int8 == info.int8_dot && paths.sgsize == info.sg_size_control);
     if (paths.sgsize) CHECK(paths.sg_required >= info.subgroup_min && paths.sg_required <= info.subgroup_max);
@@ -60,7 +61,7 @@ static void test_get_rows(backend *be) {
         float *w = malloc(sizeof(float) * cols * (rows + 1));
         vkt_fill(&seed, w, cols * (rows + 1), -2, 2);
         void *q = vkt_quantize(type, w, cols, rows + 1);
-        be_tensor *t = vkt_upload_new(be, type, cols, rows + 1, q);
+        be_tensor *t = be->ops->weight_new(be, type, cols, rows + 1, q); /* repacked where the type has a wide layout */
         be_tensor view = be_view_rows(t, 1, rows); /* offset view */
         int32_t ids[9] = { 0, 36, 5, 5, 17, 1, 35, 2, 20 };
         const int n_ids = 9;
@@ -106,7 +107,7 @@ static void test_matmul(backend *be) {
         float *w = malloc(sizeof(float) * K * (N + 2));
         vkt_fill(&seed, w, K * (N + 2), -1, 1);
         void *q = vkt_quantize(type, w, K, N + 2);
-        be_tensor *wt = vkt_upload_new(be, type, K, N + 2, q);
+        be_tensor *wt = be->ops->weight_new(be, type, K, N + 2, q);
         be_tensor wv = be_view_rows(wt, 2, N);
         const void *qv = (uint8_t *)q + 2 * qtype_row_size(type, K);
         for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {

@@ -62,8 +62,8 @@ int main(int argc, char **argv) {
     be->ops->destroy(be);
 
     /* 2. a planted wrong kernel: the decode mat-vec of the model's Q4_0 weights */
-    const char *victim = paths.int8 ? (paths.subgroup ? "mul_mat_vecq_q4_0_sg" : "mul_mat_vecq_q4_0")
-                                    : (paths.subgroup ? "mul_mat_vec_q4_0_sg" : "mul_mat_vec_q4_0");
+    char victim[64]; /* e.g. mul_mat_vecq_q4_0_w_sg: 8-bit dot, repacked weights, subgroup sums */
+    snprintf(victim, sizeof victim, "mul_mat_vec%s_q4_0%s%s", paths.int8 ? "q" : "", paths.wide ? "_w" : "", paths.subgroup ? "_sg" : "");
     setenv("ANVIL_VK_TEST_BREAK", victim, 1);
     be = open_idx(idx);
     if (be && m) {

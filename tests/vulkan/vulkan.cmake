@@ -18,8 +18,9 @@ add_test(NAME test_vulkan_ops_fallback COMMAND test_vulkan_ops WORKING_DIRECTORY
 set_tests_properties(test_vulkan_ops_fallback PROPERTIES TIMEOUT 600
   ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=all")
 # Each optional path forced off alone (the others on): fp16 tiles, subgroup reductions,
-# 8-bit integer dot, the required subgroup size (Vulkan 1.3 subgroup size control).
-foreach(p fp16 subgroup int8 sgsize splitk)
+# 8-bit integer dot, the required subgroup size (Vulkan 1.3 subgroup size control), the
+# repacked weight layout with its 16-byte-load kernels (wide).
+foreach(p fp16 subgroup int8 sgsize wide splitk)
   add_test(NAME test_vulkan_ops_no_${p} COMMAND test_vulkan_ops WORKING_DIRECTORY ${ANVIL_TESTS})
   set_tests_properties(test_vulkan_ops_no_${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=${p}")
 endforeach()
@@ -52,6 +53,17 @@ if(TEST test_vulkan_splitk)
   add_test(NAME test_vulkan_splitk_no_subgroup COMMAND test_vulkan_splitk WORKING_DIRECTORY ${ANVIL_TESTS})
   set_tests_properties(test_vulkan_splitk_no_subgroup PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED anvil_model_llama-tiny-q4_0
     ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS};ANVIL_VK_DISABLE=subgroup")
+endif()
+# The repacked weight layout (test_vulkan_wide): every path on, wide off (the GGUF layout),
+# all off, and 64 KiB allocations (its tall weights split into row chunks).
+if(TEST test_vulkan_wide)
+  set_tests_properties(test_vulkan_wide PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
+  foreach(v "no_wide;ANVIL_VK_DISABLE=wide" "fallback;ANVIL_VK_DISABLE=all" "maxalloc;ANVIL_VK_MAX_ALLOCATION=64K")
+    list(GET v 0 _n)
+    list(GET v 1 _e)
+    add_test(NAME test_vulkan_wide_${_n} COMMAND test_vulkan_wide WORKING_DIRECTORY ${ANVIL_TESTS})
+    set_tests_properties(test_vulkan_wide_${_n} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};${_e}")
+  endforeach()
 endif()
 foreach(t test_vulkan_large test_vulkan_loader test_vulkan_model test_vulkan_kv)
   if(TEST ${t})
@@ -95,7 +107,7 @@ if(TARGET test_vulkan_model)
   # Whole-model agreement with each optional path forced off (and on: the runs above), and
   # with the tiled mat-mat kernels on the 24-token prompt (ANVIL_VK_MV_MAX_TOK=4: fp16 tiles),
   # then the same with every path off.
-  foreach(p int8 subgroup sgsize fuse)
+  foreach(p int8 subgroup sgsize wide fuse)
     add_test(NAME test_vulkan_model_no_${p} COMMAND test_vulkan_model WORKING_DIRECTORY ${ANVIL_TESTS})
     set_tests_properties(test_vulkan_model_no_${p} PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "${_anvil_vk_fixtures}"
       ENVIRONMENT "${_env};ANVIL_VK_DISABLE=${p}")
