@@ -119,6 +119,23 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* a planted wrong repacked-layout kernel with the subgroup and int8 paths off, so that the
+     * layout is its only optional path: reported, ANVIL_VK_DISABLE=wide the checked fix */
+    if (paths.wide && m && !getenv("ANVIL_VK_DISABLE")) {
+        setenv("ANVIL_VK_TEST_BREAK", "mul_mat_vec_q4_0_w", 1);
+        setenv("ANVIL_VK_DISABLE", "subgroup,int8", 1);
+        be = open_idx(idx);
+        if (be) {
+            CHECK(gpu_verify_run(be, gv_vulkan(idx), m, &rep) > 0);
+            gpu_verify_print(stdout, &rep, false);
+            int ci = find_case(&rep, "mul_mat_vec_q4_0_w");
+            CHECK(ci >= 0 && !rep.c[ci].pass && rep.c[ci].err > 0.1);
+            if (ci >= 0) CHECKF(strstr(rep.c[ci].fix, "ANVIL_VK_DISABLE=wide") && strstr(rep.c[ci].fix, "checked"), "fix: %s", rep.c[ci].fix);
+            be->ops->destroy(be);
+        }
+        unsetenv("ANVIL_VK_DISABLE");
+    }
+
     /* a kernel without an optional path: the advice, no disable */
     setenv("ANVIL_VK_TEST_BREAK", "add", 1);
     be = open_idx(idx);
