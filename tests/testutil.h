@@ -24,4 +24,9 @@ float tu_max_abs_diff(const float *a, const float *b, int64_t n);
 float tu_rel_err(const float *a, const float *b, int64_t n);
 /* The whole file, NUL-terminated (malloc'd; *len = its size if len), or NULL. */
 char *tu_read_file(const char *path, size_t *len);
+/* Temporary folders of a test: removed with everything in them when no check failed so far
+ * (a failing run keeps its folder for debugging and names it on stderr); -1 if something
+ * could not be removed. tu_rmtree is rm -r without a shell (also under Wine). */
+int tu_tmpdir_done(const char *dir);
+int tu_rmtree(const char *path);
 #endif

@@ -326,8 +326,11 @@ int main(void) {
     if (fd >= 0) close(fd);
     int rc = load_vocab(path);
     CHECKF(rc == 0, "vocabulary: %s", anv_last_error());
-    unlink(path);
-    if (rc != 0) return tu_finish();
+    if (rc != 0) {
+        if (tok_file) gguf_close(tok_file);
+        unlink(path);
+        return tu_finish();
+    }
     test_stop_split_across_tokens();
     test_num_predict();
     test_eog_and_context();
@@ -337,5 +340,6 @@ int main(void) {
     test_grammar();
     tokenizer_free(tok);
     gguf_close(tok_file);
+    unlink(path); /* after the close: Windows keeps a mapped file */
     return tu_finish();
 }

@@ -766,7 +766,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "--bench") == 0) {
         int rc = bench(argv[2], argc >= 4 ? atoi(argv[3]) : 64);
         store_close(st);
-        rmdir(root);
+        tu_tmpdir_done(root);
         return rc;
     }
     test_config();
@@ -775,7 +775,7 @@ int main(int argc, char **argv) {
     if (!model1 || access(model1, R_OK) != 0) {
         fprintf(stderr, "ANVIL_SCHED_MODEL not set or unreadable: model tests skipped\n");
         store_close(st);
-        rmdir(root);
+        tu_tmpdir_done(root);
         tu_finish();
         return 77;
     }
@@ -790,6 +790,6 @@ int main(int argc, char **argv) {
     test_embed();
     test_shutdown();
     store_close(st);
-    rmdir(root);
+    tu_tmpdir_done(root);
     return tu_finish();
 }

@@ -318,8 +318,6 @@ int main(void) {
     test_parse_errors();
     test_render_roundtrip();
     test_create();
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);
+    tu_tmpdir_done(tmp_root);
     return tu_finish();
 }

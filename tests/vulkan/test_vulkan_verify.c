@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
     setenv("XDG_CACHE_HOME", tmpl, 1);
     unsetenv("ANVIL_VK_TEST_BREAK");
     backend *be = vkt_open_lavapipe();
-    if (!be) return tu_finish();
+    if (!be) { tu_tmpdir_done(tmpl); return tu_finish(); }
     const int idx = vkt_device_index();
     const anv_vk_paths paths = vk_backend_paths(be);
 
@@ -177,10 +177,7 @@ int main(int argc, char **argv) {
     unsetenv("ANVIL_VK_DISABLE");
     if (m) model_free(m);
     CHECKF(vk_validation_messages() == 0 || !vk_validation_active(), "%d validation messages", vk_validation_messages());
-    char sub[600];
-    snprintf(sub, sizeof sub, "%s/anvil", tmpl);
-    rmdir(sub);
-    rmdir(tmpl);
+    tu_tmpdir_done(tmpl); /* the verdict and pipeline caches, the layer's and Mesa's shader caches */
     return tu_finish();
 }
 #else
