@@ -188,15 +188,50 @@ uint dq_sb(uint rb, uint nb, uint b) { return rb + b * BLOCK_BYTES; }
 #endif
 float dq_at(uint rb, uint nb, uint b, uint e) { return dq_split(dq_sb(rb, nb, b), dq_qb(rb, nb, b), e); }
 #else
-#ifdef DQ_WIDE
-#error "dequant.glsl: DQ_WIDE for a type without a repacked layout"
+#if defined(DQ_WIDE) && !defined(DATA_A_Q4_K) && !defined(DATA_A_Q5_K)
+#error "dequant.glsl: DQ_WIDE for a type without a repacked layout or 16-byte blocks"
 #endif
 float dq_at(uint rb, uint nb, uint b, uint e) { return dq_elem(rb + b * BLOCK_BYTES, e); }
 #endif
 
 #ifdef DQ_UNITS
 // ---- mat-vec units: runs of 4 consecutive elements ----
-#if defined(DQ_WIDE) && defined(DATA_A_Q8_0)
+#if defined(DQ_WIDE) && (defined(DATA_A_Q4_K) || defined(DATA_A_Q5_K))
+// GGUF layout (144 / 176-byte blocks, 16-byte multiples): unit u = 16 bytes of quants (group
+// u / 2, half u % 2), read as one uvec4, with the block's 16-byte header (d, dmin, 12 scale
+// bytes) as another; Q5_K adds the uvec4 of high bits of the same 16 elements.
+#define MV_QK 256u
+#define MV_UNITS 8u
+#define MV_RUNS 8
+uint mv_pos(uint u, uint r) { return 64u * (u / 2u) + 16u * (u % 2u) + (r < 4u ? 4u * r : 32u + 4u * (r - 4u)); }
+uint hdr_byte(uvec4 h, uint i) { return (h[1u + i / 4u] >> (8u * (i % 4u))) & 0xffu; }
+vec2 scale_min_hdr(uvec4 h, uint j) { // scale_min_k4 on the header's scale bytes
+    if (j < 4u) return vec2(hdr_byte(h, j) & 63u, hdr_byte(h, j + 4u) & 63u);
+    const uint a = hdr_byte(h, j + 4u), lo = hdr_byte(h, j - 4u), hi = hdr_byte(h, j);
+    return vec2((a & 0xfu) | ((lo >> 6) << 4), (a >> 4) | ((hi >> 6) << 4));
+}
+void dq_unit_at(uint rb, uint nb, uint b, uint u, out vec4 v[MV_RUNS]) {
+    const uint bb = rb + b * BLOCK_BYTES, g = u / 2u, hf = u % 2u;
+    const uvec4 hd = wq4[bb >> 4];
+    const vec2 dm = unpackHalf2x16(hd.x);
+    const vec2 sm0 = scale_min_hdr(hd, 2u * g), sm1 = scale_min_hdr(hd, 2u * g + 1u);
+#if defined(DATA_A_Q4_K)
+    const uvec4 q = wq4[(bb >> 4) + 1u + u];
+#else
+    const uvec4 q = wq4[(bb >> 4) + 3u + u];
+    const uvec4 qh = wq4[(bb >> 4) + 1u + hf];
+#endif
+    [[unroll]] for (uint k = 0u; k < 4u; k++) {
+#if defined(DATA_A_Q4_K)
+        const vec4 h0 = vec4(0.0), h1 = vec4(0.0);
+#else
+        const vec4 h0 = 16.0 * bytebit(qh[k], 2u * g), h1 = 16.0 * bytebit(qh[k], 2u * g + 1u);
+#endif
+        v[k] = dm.x * sm0.x * (nib_lo(q[k]) + h0) - dm.y * sm0.y;
+        v[4u + k] = dm.x * sm1.x * (nib_hi(q[k]) + h1) - dm.y * sm1.y;
+    }
+}
+#elif defined(DQ_WIDE) && defined(DATA_A_Q8_0)
 // one uvec4 = 16 of the block's 32 quants; two units per block
 #define MV_QK 32u
 #define MV_UNITS 2u

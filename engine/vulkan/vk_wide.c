@@ -1,6 +1,7 @@
 /* vk_wide: the repacked ("wide") weight layout (see vk_wide.h): the row stride helper,
  * packing and unpacking rows, weight creation and uploads / downloads of repacked tensors,
- * the mapping from a kernel to its "_w" twin and the descriptions of those pipelines.
+ * the mapping from a kernel to its "_w" twin (also the uvec4 mat-vec of Q4_K / Q5_K, which
+ * keep the GGUF layout) and the descriptions of those pipelines.
  * Row layout for nb = cols / 32 blocks of B bytes, Q quant bytes each (S = B - Q side bytes):
  *   [quants of block 0 .. nb-1: nb * Q][side bytes of block 0 .. nb-1: nb * S][0..15 zeros]
  * so every block's quants start 16-byte aligned (Q is 16 or 32) and the row stride is
@@ -80,6 +81,11 @@ size_t vkw_base(const be_tensor *t) {
 }
 
 int vkw_pick(const be_tensor *t, int pipe) {
+    /* Q4_K / Q5_K: the GGUF layout, already 16-byte aligned (blocks of 144 / 176 bytes, every
+     * row and chunk offset a multiple of them): the uvec4 mat-vec where the path is on */
+    if ((t->type == QT_Q4_K || t->type == QT_Q5_K) && pipe == VKP_MMV + vkp_type_index(t->type) &&
+        vk_of(t->be)->use_wide && vkw_base(t) % 16 == 0)
+        return t->type == QT_Q4_K ? VKP_MMV_Q4_K_W : VKP_MMV_Q5_K_W;
     if (!vkw_is_wide(t)) return pipe;
     const int wi = vkw_type_index(t->type);
     if (pipe == VKP_MMVQ_Q4_0) return VKP_MMVQ_Q4_0_W;
@@ -100,6 +106,9 @@ void vkw_describe(int id, vkp_desc *d) {
     } else if (id >= VKP_MM_W && id < VKP_MM_W + VKW_N_TYPES) {
         snprintf(d->name, sizeof d->name, "mul_mm_%s_w", k_wide[id - VKP_MM_W].name);
         d->n_bind = 3; d->pc_size = 44; d->spec = VKP_SPEC_MM; d->has_f16 = true;
+    } else if (id == VKP_MMV_Q4_K_W || id == VKP_MMV_Q5_K_W) {
+        snprintf(d->name, sizeof d->name, "mul_mat_vec_%s_w", id == VKP_MMV_Q4_K_W ? "q4_k" : "q5_k");
+        d->n_bind = 3; d->pc_size = 44; d->spec = VKP_SPEC_MV; d->has_sg = true;
     } else if (id == VKP_MMVQ_Q4_0_W || id == VKP_MMVQ_Q8_0_W) {
         snprintf(d->name, sizeof d->name, "mul_mat_vecq_%s_w", id == VKP_MMVQ_Q4_0_W ? "q4_0" : "q8_0");
         d->n_bind = 3; d->pc_size = 44; d->spec = VKP_SPEC_MV; d->has_sg = true;

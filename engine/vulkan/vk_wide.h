@@ -2,7 +2,8 @@
  * 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) are stored per row as the quants
  * of every block (16 or 32 bytes each, contiguous and 16-byte aligned), then the rest of
  * each block (f16 scale, min, high bits), the row padded to 16 bytes; the "_w" kernels
- * (dequant.glsl DQ_WIDE) read it with 16-byte loads. Chosen at weight upload, unless
+ * (dequant.glsl DQ_WIDE) read it with 16-byte loads; Q4_K / Q5_K keep the GGUF layout (their
+ * blocks are 16-byte multiples) and get a uvec4 mat-vec. Chosen at weight upload, unless
  * ANVIL_VK_DISABLE=wide; tensors made with tensor_new keep the GGUF layout. */
 #ifndef ANVIL_VK_WIDE_H
 #define ANVIL_VK_WIDE_H
@@ -30,7 +31,8 @@ size_t vkw_base(const be_tensor *t);
 /* True if t's storage is repacked. */
 bool vkw_is_wide(const be_tensor *t);
 /* The pipeline reading t: pipe itself for the GGUF layout, its "_w" twin for a repacked t
- * (pipe is VKP_GET_ROWS/VKP_MMV/VKP_MM + type index or VKP_MMVQ_Q4_0/Q8_0). */
+ * (pipe is VKP_GET_ROWS/VKP_MMV/VKP_MM + type index or VKP_MMVQ_Q4_0/Q8_0); Q4_K / Q5_K
+ * (GGUF layout, 16-byte blocks) get their uvec4 mat-vec unless ANVIL_VK_DISABLE=wide. */
 int vkw_pick(const be_tensor *t, int pipe);
 
 /* Description of the "_w" pipelines (vkp_describe's entries for them). */
