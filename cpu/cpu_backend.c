@@ -187,6 +187,19 @@ static void cpu_op_matmul(backend *be, const be_tensor *w, const be_tensor *x, b
     if (cpu_matmul(ctx_of(be), w->type, data_of(w), w->cols, w->rows, f32_of(x), f32_of(out), n_tok, accumulate) != 0) be_record_error(be);
 }
 
+static bool cpu_op_matmul_many(backend *be, const be_matmul_item *items, int n) {
+    if (n > CPU_MM_MANY_MAX) return false;
+    cpu_mm_item it[CPU_MM_MANY_MAX];
+    for (int i = 0; i < n; i++) {
+        const be_matmul_item *m = &items[i];
+        if (m->n_tok < 0 || !need_f32(m->x, (int64_t)m->n_tok * m->w->cols, "matmul", "x") ||
+            !need_f32(m->out, (int64_t)m->n_tok * m->w->rows, "matmul", "out")) { be_record_error(be); return true; }
+        it[i] = (cpu_mm_item){m->w->type, data_of(m->w), m->w->cols, m->w->rows, f32_of(m->x), f32_of(m->out), m->n_tok};
+    }
+    if (cpu_matmul_many(ctx_of(be), it, n) != 0) be_record_error(be);
+    return true;
+}
+
 static void cpu_op_add(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n) {
     if (n < 0 || b_n <= 0 || !need_f32(a, n, "add", "a") || !need_f32(b, b_n, "add", "b") || !need_f32(out, n, "add", "out")) { be_record_error(be); return; }
     cpu_add(ctx_of(be), f32_of(a), f32_of(b), f32_of(out), n, b_n);
@@ -278,6 +291,7 @@ static const backend_ops cpu_ops_table = {
     .get_rows = cpu_op_get_rows,
     .rms_norm = cpu_op_rms_norm,
     .matmul = cpu_op_matmul,
+    .matmul_many = cpu_op_matmul_many,
     .add = cpu_op_add,
     .mul = cpu_op_mul,
     .scale = cpu_op_scale,

@@ -32,6 +32,11 @@ void *cpu_scratch(cpu_ctx *c, size_t n);
 
 /* Ops on host data (pointers already include the tensor offsets); -1 + error on bad input. */
 int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok, bool accumulate);
+/* One of cpu_matmul_many's matmuls (no accumulate). */
+typedef struct { uint32_t wtype; const void *w; int64_t cols, rows; const float *x; float *out; int n_tok; } cpu_mm_item;
+#define CPU_MM_MANY_MAX 64
+/* The n (<= CPU_MM_MANY_MAX) matmuls as one pool job: the same results as cpu_matmul on each. */
+int cpu_matmul_many(cpu_ctx *c, const cpu_mm_item *items, int n);
 int cpu_attention(cpu_ctx *c, const float *q, uint32_t kv_type, const void *k, const void *v, float *out, const be_attn_params *p);
 void cpu_rms_norm(cpu_ctx *c, const float *x, const float *w, float *out, int64_t n_rows, int64_t row_len, float eps);
 void cpu_add(cpu_ctx *c, const float *a, const float *b, float *out, int64_t n, int64_t b_n);

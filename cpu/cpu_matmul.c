@@ -433,9 +433,23 @@ static void pk_transpose_chunk(void *ctx, int64_t tile, int ith) {
     }
 }
 
-static int cpu_matmul_packed(cpu_ctx *c, const cpu_packed *p, const float *x, float *out, int n_tok, bool accumulate) {
-    const mm_kernels *k = &c->kernels;
+/* Scratch bytes a packed matmul's activations take (0: the kernel reads x as it is). */
+static size_t pk_scratch_bytes(const cpu_packed *p, int n_tok) {
     const bool kq = p->type == QT_Q4_K || p->type == QT_Q5_K || p->type == QT_Q6_K; /* 256-element superblocks */
+    if (p->type == QT_F16 || p->type == QT_BF16) {
+        if (n_tok < 4) return 0;
+        return (size_t)p->cols * PKF_MAX_TOK * sizeof(float) * (size_t)((n_tok + PKF_MAX_TOK - 1) / PKF_MAX_TOK);
+    }
+    const int64_t nb = kq ? p->cols / QK_K : p->cols / 32;
+    return (size_t)nb * (kq ? sizeof(blk_q8ks) : sizeof(blk_q8s)) * (size_t)n_tok;
+}
+
+/* Converts the activations into xq (pk_scratch_bytes of them) and fills *j; returns the
+ * chunk count (about `chunks` of them, whole groups). */
+static int64_t pk_prepare(cpu_ctx *c, const cpu_packed *p, const float *x, float *out, int n_tok, bool accumulate, uint8_t *xq,
+                          int64_t chunks, pk_job *j) {
+    const mm_kernels *k = &c->kernels;
+    const bool kq = p->type == QT_Q4_K || p->type == QT_Q5_K || p->type == QT_Q6_K;
     const bool fl = p->type == QT_F16 || p->type == QT_BF16; /* F32 activations as they are; nb = columns */
     const int64_t nb = fl ? p->cols : kq ? p->cols / QK_K : p->cols / 32;
     pk_quant_job q = {.quant = kq ? k->quant_q8ks : k->quant_q8s, .x = x, .cols = p->cols, .n_tok = n_tok,
@@ -447,14 +461,12 @@ static int cpu_matmul_packed(cpu_ctx *c, const cpu_packed *p, const float *x, fl
     } else if (fl) {
         const int64_t tiles = (n_tok + PKF_MAX_TOK - 1) / PKF_MAX_TOK;
         tile_bytes = (size_t)p->cols * PKF_MAX_TOK * sizeof(float);
-        q.xq = cpu_scratch(c, tile_bytes * (size_t)tiles);
-        if (!q.xq) return -1;
+        q.xq = xq;
         if (tiles == 1) pk_transpose_chunk(&q, 0, 0);
         else tp_run(c->tp, pk_transpose_chunk, &q, tiles);
         q.xq_rb = 0;
     } else {
-        q.xq = cpu_scratch(c, q.xq_rb * (size_t)n_tok);
-        if (!q.xq) return -1;
+        q.xq = xq;
         if (n_tok <= MM_MAX_TOK) {
             for (int t = 0; t < n_tok; t++) pk_quant_chunk(&q, t, 0);
         } else {
@@ -462,17 +474,26 @@ static int cpu_matmul_packed(cpu_ctx *c, const cpu_packed *p, const float *x, fl
         }
     }
     const int64_t n_groups = (p->rows + PK_ROWS - 1) / PK_ROWS;
-    int64_t gpc = n_groups / (8 * (int64_t)c->n_threads);
+    int64_t gpc = n_groups / (chunks > 0 ? chunks : 1);
     if (gpc < 1) gpc = 1;
-    pk_job j = {.fn = k->packed[p->type], .pk = p->data, .group_bytes = p->group_bytes, .nb = nb, .rows = p->rows,
-                .groups_per_chunk = gpc, .xq = q.xq, .xq_rb = q.xq_rb, .tile_bytes = tile_bytes, .out = out, .n_tok = n_tok,
-                .tile = tile, .accumulate = accumulate};
-    tp_run(c->tp, pk_chunk, &j, (n_groups + gpc - 1) / gpc);
+    *j = (pk_job){.fn = k->packed[p->type], .pk = p->data, .group_bytes = p->group_bytes, .nb = nb, .rows = p->rows,
+                  .groups_per_chunk = gpc, .xq = q.xq, .xq_rb = q.xq_rb, .tile_bytes = tile_bytes, .out = out, .n_tok = n_tok,
+                  .tile = tile, .accumulate = accumulate};
+    return (n_groups + gpc - 1) / gpc;
+}
+
+static int cpu_matmul_packed(cpu_ctx *c, const cpu_packed *p, const float *x, float *out, int n_tok, bool accumulate) {
+    const size_t sb = pk_scratch_bytes(p, n_tok);
+    uint8_t *xq = sb ? cpu_scratch(c, sb) : NULL;
+    if (sb && !xq) return -1;
+    pk_job j;
+    const int64_t n_chunks = pk_prepare(c, p, x, out, n_tok, accumulate, xq, 8 * (int64_t)c->n_threads, &j);
+    tp_run(c->tp, pk_chunk, &j, n_chunks);
     return 0;
 }
 
-int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok, bool accumulate) {
-    const mm_kernels *k = &c->kernels;
+/* Checks a matmul's type and shape: 0, or -1 + error. */
+static int mm_check(const mm_kernels *k, uint32_t wtype, int64_t cols, int n_tok) {
     const qtype_info *qi = qtype_get(wtype);
     if (!qi || wtype >= QT_COUNT || !k->dot[wtype]) {
         anv_set_error("cpu matmul: weight type %s not supported", qi ? qi->name : "(unknown id)");
@@ -482,37 +503,124 @@ int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t 
         anv_set_error("cpu matmul: %lld columns is not a multiple of the %s block size %d", (long long)cols, qi->name, qi->block_size);
         return -1;
     }
-    if (n_tok == 0 || rows == 0) return 0;
-    cpu_packed p;
-    /* Q5_K's packed kernel below PK_MIN_TOK_Q5 tokens is no faster from DRAM than the
-     * file-layout one (which reads the original bytes, mapped anyway); Q6_K's matvec
-     * (pk_q6k_gemv_body) is. */
+    return 0;
+}
+
+/* Whether the matmul goes through the packed weight (found into *p). Q5_K's packed kernel
+ * below PK_MIN_TOK_Q5 tokens is no faster from DRAM than the file-layout one (which reads
+ * the original bytes, mapped anyway); Q6_K's matvec (pk_q6k_gemv_body) is. */
+static bool mm_use_packed(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t rows, int n_tok, cpu_packed *p) {
     const bool q56_small = wtype == QT_Q5_K && n_tok < PK_MIN_TOK_Q5;
-    if (c->packed.n > 0 && !q56_small && packed_set_find(&c->packed, w, wtype, cols, rows, &p))
-        return cpu_matmul_packed(c, &p, x, out, n_tok, accumulate);
+    return c->packed.n > 0 && !q56_small && packed_set_find(&c->packed, w, wtype, cols, rows, p);
+}
+
+/* Scratch bytes the file-layout matmul's quantized activations take. */
+static size_t mm_scratch_bytes(const mm_kernels *k, uint32_t wtype, int64_t cols, int n_tok) {
+    return k->act[wtype] == ACT_F32 ? 0 : mm_act_row_bytes(k->act[wtype], cols) * (size_t)n_tok;
+}
+
+/* The file-layout matmul: quantizes the activations into xq (mm_scratch_bytes) and fills
+ * *j; returns the chunk count (about `chunks`, whole row tiles). */
+static int64_t mm_prepare(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok,
+                          bool accumulate, uint8_t *xq, int64_t chunks, mm_job *j) {
+    const mm_kernels *k = &c->kernels;
     /* Up to MM_MAX_TOK tokens (decode steps of a few batched sequences: memory-bound) one
      * sequential weight stream with the tokens in registers beats four interleaved rows. */
     const bool rows4 = n_tok > 2 * MM_MAX_TOK && k->dot4_nt[wtype] > 0;
-    mm_job j = {.dot = k->dot[wtype], .dot4 = rows4 ? k->dot4[wtype] : NULL, .dot4_nt = k->dot4_nt[wtype], .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
-                .x = x, .out = out, .n_tok = n_tok, .accumulate = accumulate};
+    *j = (mm_job){.dot = k->dot[wtype], .dot4 = rows4 ? k->dot4[wtype] : NULL, .dot4_nt = k->dot4_nt[wtype], .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
+                  .x = x, .out = out, .n_tok = n_tok, .accumulate = accumulate};
     const act_kind a = k->act[wtype];
     if (a != ACT_F32) {
-        j.quant = a == ACT_Q8X ? k->quant_q8x : k->quant_q8k;
-        j.xq_rb = mm_act_row_bytes(a, cols);
-        j.xq = cpu_scratch(c, j.xq_rb * (size_t)n_tok);
-        if (!j.xq) return -1;
+        j->quant = a == ACT_Q8X ? k->quant_q8x : k->quant_q8k;
+        j->xq_rb = mm_act_row_bytes(a, cols);
+        j->xq = xq;
         if (n_tok <= MM_MAX_TOK) {   /* a few rows: waking the pool costs more than it saves */
-            for (int t = 0; t < n_tok; t++) mm_quant_chunk(&j, t, 0);
+            for (int t = 0; t < n_tok; t++) mm_quant_chunk(j, t, 0);
         } else {
-            tp_run(c->tp, mm_quant_chunk, &j, n_tok);
+            tp_run(c->tp, mm_quant_chunk, j, n_tok);
         }
     }
+    const int64_t tiles = (rows + MM_ROW_TILE - 1) / MM_ROW_TILE;
+    int64_t tiles_per_chunk = tiles / (chunks > 0 ? chunks : 1);
+    if (tiles_per_chunk < 1) tiles_per_chunk = 1;
+    j->rows_per_chunk = tiles_per_chunk * MM_ROW_TILE;
+    return (rows + j->rows_per_chunk - 1) / j->rows_per_chunk;
+}
+
+int cpu_matmul(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t rows, const float *x, float *out, int n_tok, bool accumulate) {
+    const mm_kernels *k = &c->kernels;
+    if (mm_check(k, wtype, cols, n_tok) != 0) return -1;
+    if (n_tok == 0 || rows == 0) return 0;
+    cpu_packed p;
+    if (mm_use_packed(c, wtype, w, cols, rows, n_tok, &p)) return cpu_matmul_packed(c, &p, x, out, n_tok, accumulate);
+    const size_t sb = mm_scratch_bytes(k, wtype, cols, n_tok);
+    uint8_t *xq = sb ? cpu_scratch(c, sb) : NULL;
+    if (sb && !xq) return -1;
+    mm_job j;
     /* ~8 chunks per thread (whole row tiles): enough to rebalance when a thread is slow or
      * descheduled, few enough that claiming them costs nothing. */
-    const int64_t tiles = (rows + MM_ROW_TILE - 1) / MM_ROW_TILE;
-    int64_t tiles_per_chunk = tiles / (8 * (int64_t)c->n_threads);
-    if (tiles_per_chunk < 1) tiles_per_chunk = 1;
-    j.rows_per_chunk = tiles_per_chunk * MM_ROW_TILE;
-    tp_run(c->tp, mm_chunk, &j, (rows + j.rows_per_chunk - 1) / j.rows_per_chunk);
+    const int64_t n_chunks = mm_prepare(c, wtype, w, cols, rows, x, out, n_tok, accumulate, xq, 8 * (int64_t)c->n_threads, &j);
+    tp_run(c->tp, mm_chunk, &j, n_chunks);
+    return 0;
+}
+
+/* ---- several independent matmuls in one pool job (cpu_matmul_many) ---- */
+
+typedef struct {
+    bool packed;
+    pk_job pk;
+    mm_job mm;
+    int64_t first; /* the job's first chunk */
+} mm_part;
+
+typedef struct { mm_part *parts; int n; } mm_multi;
+
+static void multi_chunk(void *ctx, int64_t chunk, int ith) {
+    const mm_multi *m = ctx;
+    int i = 0;
+    while (i + 1 < m->n && chunk >= m->parts[i + 1].first) i++;
+    mm_part *p = &m->parts[i];
+    if (p->packed) pk_chunk(&p->pk, chunk - p->first, ith);
+    else mm_chunk(&p->mm, chunk - p->first, ith);
+}
+
+int cpu_matmul_many(cpu_ctx *c, const cpu_mm_item *items, int n) {
+    const mm_kernels *k = &c->kernels;
+    if (n <= 0) return 0;
+    if (n > CPU_MM_MANY_MAX) { anv_set_error("cpu matmul_many: %d matmuls (at most %d)", n, CPU_MM_MANY_MAX); return -1; }
+    mm_part parts[CPU_MM_MANY_MAX];
+    cpu_packed pk[CPU_MM_MANY_MAX];
+    size_t off[CPU_MM_MANY_MAX + 1];
+    int64_t total_rows = 0;
+    off[0] = 0;
+    for (int i = 0; i < n; i++) {
+        const cpu_mm_item *it = &items[i];
+        if (mm_check(k, it->wtype, it->cols, it->n_tok) != 0) return -1;
+        parts[i].packed = mm_use_packed(c, it->wtype, it->w, it->cols, it->rows, it->n_tok, &pk[i]);
+        const size_t sb = parts[i].packed ? pk_scratch_bytes(&pk[i], it->n_tok) : mm_scratch_bytes(k, it->wtype, it->cols, it->n_tok);
+        off[i + 1] = off[i] + (sb + 63) / 64 * 64;
+        total_rows += it->n_tok > 0 ? it->rows : 0;
+    }
+    uint8_t *scratch = off[n] ? cpu_scratch(c, off[n]) : NULL;
+    if (off[n] && !scratch) return -1;
+    /* ~8 chunks per thread over all of them, each matmul's share by its rows */
+    int64_t n_chunks = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        const cpu_mm_item *it = &items[i];
+        if (it->n_tok == 0 || it->rows == 0) continue;
+        const int64_t want = 8 * (int64_t)c->n_threads * it->rows / (total_rows > 0 ? total_rows : 1);
+        mm_part *p = &parts[m];
+        p->packed = parts[i].packed;
+        if (p->packed && m != i) pk[m] = pk[i];
+        const int64_t nc = p->packed ? pk_prepare(c, &pk[m], it->x, it->out, it->n_tok, false, scratch + off[i], want, &p->pk)
+                                     : mm_prepare(c, it->wtype, it->w, it->cols, it->rows, it->x, it->out, it->n_tok, false,
+                                                  scratch + off[i], want, &p->mm);
+        p->first = n_chunks;
+        n_chunks += nc;
+        m++;
+    }
+    mm_multi job = {parts, m};
+    tp_run(c->tp, multi_chunk, &job, n_chunks);
     return 0;
 }

@@ -73,6 +73,9 @@ static inline bool be_attn_visible(const be_attn_params *p, int pos, int j) {
     return j <= pos && (p->window <= 0 || pos - j < p->window);
 }
 
+/* One matmul of backend_ops.matmul_many: out[t][r] = sum_c w[r][c] * x[t][c], t < n_tok. */
+typedef struct { const be_tensor *w, *x; be_tensor *out; int n_tok; } be_matmul_item;
+
 typedef struct backend_ops {
     void (*destroy)(backend *be);
     /* Memory. weight_new may alias host_data (the caller keeps it alive: the mmap) or copy it. */
@@ -96,6 +99,11 @@ typedef struct backend_ops {
     void (*rms_norm)(backend *be, const be_tensor *x, const be_tensor *w, be_tensor *out, int64_t n_rows, int64_t row_len, float eps);
     /* out[t][r] (+)= sum_c w[r][c] * x[t][c] for t < n_tok; accumulate adds to out (residual fusion). */
     void (*matmul)(backend *be, const be_tensor *w, const be_tensor *x, be_tensor *out, int n_tok, bool accumulate);
+    /* Optional (NULL = none): the n independent matmuls items[i] (no accumulate) in one
+     * dispatch, e.g. a MoE layer's few small experts of one decode step, split over the CPU
+     * pool all at once. Returns false, having done nothing, where it does not cover them
+     * (the caller then issues them one by one); true when done or its error recorded. */
+    bool (*matmul_many)(backend *be, const be_matmul_item *items, int n);
     /* out[i] = a[i] + b[i % b_n] and a[i] * b[i % b_n], i < n (broadcast a row of b). out may alias a. */
     void (*add)(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n);
     void (*mul)(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n);

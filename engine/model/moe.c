@@ -253,6 +253,54 @@ static void expert_ffn(backend *be, const be_tensor *wg, const be_tensor *wu, co
     if (eb) op->add(be, b->out, eb->d, b->out, (int64_t)n * b->out->cols, b->out->cols);
 }
 
+/* The routed experts of a few rows as one pass (backend_ops.matmul_many): every (row,
+ * expert) pair gathered into b->in in expert order, all gate and up matmuls as one
+ * dispatch, one glu, all down matmuls as one dispatch, then the weighted scatter. The same
+ * arithmetic as the per-expert loop (same kernels, same summation order), fewer pool
+ * round-trips: a decode step's k small experts would otherwise be 3k dispatches per layer.
+ * False (nothing done) where the backend has no matmul_many, there are biases, or the
+ * pairs do not fit the buffers. */
+static bool experts_at_once(backend *be, const model_layer *L, const moe_bufs *b, int64_t n_ff, int64_t n_embd, const int *count,
+                            int ne, const int32_t *rows, const float *rw, int n_pairs, be_glu_kind kind) {
+    const backend_ops *op = be->ops;
+    if (!op->matmul_many || L->exp_gate_b || n_pairs > b->in->rows || n_pairs > b->out->rows) return false;
+    const int64_t cap = b->gate->rows * b->gate->cols / n_ff;
+    if (n_pairs > cap || n_pairs > b->up->rows * b->up->cols / n_ff) return false;
+    int used = 0;
+    for (int x = 0; x < ne; x++) used += count[x] > 0;
+    if (2 * used > 64) return false;
+    be_matmul_item items[64];
+    be_tensor in[32], g[32], u[32], o[32];
+    be_tensor gall = be_view_reshape(b->gate, n_ff, cap), uall = be_view_reshape(b->up, n_ff, cap);
+    op->get_rows(be, b->xn, rows, n_pairs, b->in);
+    int n = 0;
+    for (int x = 0, s = 0, i = 0; x < ne; s += count[x], x++) {
+        if (count[x] == 0) continue;
+        in[i] = be_view_rows(b->in, s, count[x]);
+        g[i] = be_view_rows(&gall, s, count[x]);
+        u[i] = be_view_rows(&uall, s, count[x]);
+        o[i] = be_view_rows(b->out, s, count[x]);
+        items[n++] = (be_matmul_item){L->exp_gate[x], &in[i], &g[i], count[x]};
+        items[n++] = (be_matmul_item){L->exp_up[x], &in[i], &u[i], count[x]};
+        i++;
+    }
+    if (!op->matmul_many(be, items, n)) {
+        for (int i = 0; i < n; i++) op->matmul(be, items[i].w, items[i].x, items[i].out, items[i].n_tok, false);
+    }
+    op->glu(be, &gall, &uall, &gall, (int64_t)n_pairs * n_ff, kind);
+    n = 0;
+    for (int x = 0, i = 0; x < ne; x++) {
+        if (count[x] == 0) continue;
+        items[n++] = (be_matmul_item){L->exp_down[x], &g[i], &o[i], count[x]};
+        i++;
+    }
+    if (!op->matmul_many(be, items, n)) {
+        for (int i = 0; i < n; i++) op->matmul(be, items[i].w, items[i].x, items[i].out, items[i].n_tok, false);
+    }
+    scatter_add(be, b, n_embd, rows, rw, n_pairs);
+    return true;
+}
+
 void moe_ffn(const model *m, const model_layer *L, const moe_bufs *b, int nt) {
     const model_hparams *hp = &m->hp;
     backend *be = L->be;
@@ -286,14 +334,15 @@ void moe_ffn(const model *m, const model_layer *L, const moe_bufs *b, int nt) {
             rows[at] = t;
             rw[at] = tw[t * k + j];
         }
-    for (int x = 0, s = 0; x < ne; x++) {
+    const be_glu_kind kind = hp->arch == ARCH_GPTOSS ? BE_GLU_SWIGLU_OAI : BE_GLU_SILU;
+    const bool done = experts_at_once(be, L, b, hp->n_ff_exp, e, count, ne, rows, rw, nt * k, kind);
+    for (int x = 0, s = 0; x < ne && !done; x++) {
         const int n = count[x];
         if (n > 0) {
             op->get_rows(be, b->xn, rows + s, n, b->in);
             const expert_bias eb = {L->exp_gate_b ? L->exp_gate_b[x] : NULL, L->exp_up_b ? L->exp_up_b[x] : NULL,
                                     L->exp_down_b ? L->exp_down_b[x] : NULL};
-            expert_ffn(be, L->exp_gate[x], L->exp_up[x], L->exp_down[x], b->in, b, hp->n_ff_exp, n, L->exp_gate_b ? &eb : NULL,
-                       hp->arch == ARCH_GPTOSS ? BE_GLU_SWIGLU_OAI : BE_GLU_SILU);
+            expert_ffn(be, L->exp_gate[x], L->exp_up[x], L->exp_down[x], b->in, b, hp->n_ff_exp, n, L->exp_gate_b ? &eb : NULL, kind);
             scatter_add(be, b, e, rows + s, rw + s, n);
         }
         s += n;
