@@ -32,3 +32,10 @@ endforeach()
 # No library code ends the process (exit, abort, anv_die): errors go to the caller.
 add_test(NAME layering_no_exit COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/layering/check_no_exit.py ${CMAKE_SOURCE_DIR})
 set_tests_properties(layering_no_exit PROPERTIES TIMEOUT 120 LABELS layering)
+
+# Every Vulkan function the backend calls is in vk_loader.c's checked lists (volk would load
+# it anyway; the lists make a driver without it an error, not a call through NULL).
+if(TARGET anvil_vulkan)
+  add_test(NAME layering_vk_calls COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/layering/check_vk_calls.py ${CMAKE_SOURCE_DIR})
+  set_tests_properties(layering_vk_calls PROPERTIES TIMEOUT 120 LABELS layering)
+endif()
