@@ -131,19 +131,22 @@ static void doctor_planted(const char *base) {
     model *m = model_load_with(path, 1, NULL, 0);
     CHECKF(m != NULL, "%s: %s", path, anv_last_error());
     if (!m) return;
-    char tmpl[] = "/tmp/anvil-splitk-XXXXXX";
+    char tmpl[] = "/tmp/anvil-splitk-XXXXXX", saved[1024] = "";
     CHECK(mkdtemp(tmpl) != NULL);
-    setenv("XDG_CACHE_HOME", tmpl, 1);
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    if (xdg) snprintf(saved, sizeof saved, "%s", xdg);
+    setenv("XDG_CACHE_HOME", tmpl, 1); /* the pipeline and tuning caches of these backends */
     setenv("ANVIL_VK_SPLITK", "2", 1);
     backend *be = vk_backend_new_opts(vkt_device_index(), base);
     CHECKF(be != NULL, "%s", anv_last_error());
-    if (!be) { model_free(m); return; }
-    char victim[64];
-    snprintf(victim, sizeof victim, "flash_attn_split_f16%s", vk_backend_paths(be).subgroup ? "_sg" : "");
-    be->ops->destroy(be);
-    setenv("ANVIL_VK_TEST_BREAK", victim, 1);
-    be = vk_backend_new_opts(vkt_device_index(), base);
-    CHECKF(be != NULL, "%s", anv_last_error());
+    char victim[64] = "";
+    if (be) {
+        snprintf(victim, sizeof victim, "flash_attn_split_f16%s", vk_backend_paths(be).subgroup ? "_sg" : "");
+        be->ops->destroy(be);
+        setenv("ANVIL_VK_TEST_BREAK", victim, 1);
+        be = vk_backend_new_opts(vkt_device_index(), base);
+        CHECKF(be != NULL, "%s", anv_last_error());
+    }
     if (be) {
         const int nf = gpu_verify_run(be, gv_vulkan(vkt_device_index()), m, &rep);
         gpu_verify_print(stdout, &rep, false);
@@ -166,6 +169,9 @@ static void doctor_planted(const char *base) {
     unsetenv("ANVIL_VK_TEST_BREAK");
     unsetenv("ANVIL_VK_SPLITK");
     model_free(m);
+    if (saved[0]) setenv("XDG_CACHE_HOME", saved, 1);
+    else unsetenv("XDG_CACHE_HOME");
+    CHECK(tu_tmpdir_done(tmpl) == 0);
 }
 
 /* --bench N_KV SPLITK|off [REPS]: decode attention of a 32-head model (Llama 2 7B: 32/32
