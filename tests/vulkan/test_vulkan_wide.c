@@ -154,6 +154,44 @@ static void test_rows_identical(void) {
     else unsetenv("ANVIL_VK_MV_ROWS");
 }
 
+/* Rows uploaded into a weight that a recorded (not yet run) matmul reads: the chunk is busy,
+ * so the rows are packed into host memory and copied through the staging ring (the discrete
+ * GPU path, which lavapipe's mapped memory otherwise skips); both matmuls see their data. */
+static void test_upload_busy(backend *be) {
+    const uint32_t types[2] = { QT_Q4_0, QT_Q8_0 };
+    for (int ti = 0; ti < 2; ti++) {
+        const uint32_t type = types[ti];
+        const int64_t K = 224, N = 37, r0 = 5, nr = 10;
+        const size_t rb = qtype_row_size(type, K);
+        float *w = malloc(sizeof(float) * K * N * 2), *x = malloc(sizeof(float) * K);
+        vkt_fill(&seed, w, K * N * 2, -1, 1);
+        vkt_fill(&seed, x, K, -1, 1);
+        uint8_t *q1 = vkt_quantize(type, w, K, N), *q2 = vkt_quantize(type, w + K * N, K, N);
+        be_tensor *wt = be->ops->weight_new(be, type, K, N, q1);
+        be_tensor *xt = vkt_upload_new(be, QT_F32, K, 1, x);
+        be_tensor *o1 = be->ops->tensor_new(be, QT_F32, N, 1), *o2 = be->ops->tensor_new(be, QT_F32, N, 1);
+        be->ops->matmul(be, wt, xt, o1, 1, false);
+        be_upload(wt, (size_t)r0 * rb, q2 + (size_t)r0 * rb, (size_t)nr * rb);
+        be->ops->matmul(be, wt, xt, o2, 1, false);
+        float g1[37], g2[37], r1[37], r2[37];
+        be_download(o1, 0, g1, sizeof g1);
+        be_download(o2, 0, g2, sizeof g2);
+        ref_matmul(type, q1, K, N, x, r1, 1, false);                           /* before the upload */
+        memcpy(q1 + (size_t)r0 * rb, q2 + (size_t)r0 * rb, (size_t)nr * rb); /* q1 as it is now */
+        ref_matmul(type, q1, K, N, x, r2, 1, false);
+        const float tol = tol_for(type, 1);
+        CHECKF(tu_rel_err(g1, r1, N) < tol, "%s: matmul before a busy upload rel err %g", qtype_get(type)->name, tu_rel_err(g1, r1, N));
+        CHECKF(tu_rel_err(g2, r2, N) < tol, "%s: matmul after a busy upload rel err %g", qtype_get(type)->name, tu_rel_err(g2, r2, N));
+        CHECKF(memcmp(g1, g2, sizeof g1) != 0, "%s: the upload changed nothing", qtype_get(type)->name);
+        uint8_t *dl = malloc(rb * N);
+        be_download(wt, 0, dl, rb * N);
+        CHECKF(!memcmp(dl, q1, rb * N), "%s: download after the busy upload", qtype_get(type)->name);
+        free(dl);
+        be_tensor_free(wt); be_tensor_free(xt); be_tensor_free(o1); be_tensor_free(o2);
+        free(w); free(x); free(q1); free(q2);
+    }
+}
+
 /* A reshaped view of a repacked weight (not whole rows): a clear sticky error. */
 static void test_bad_view(void) {
     backend *be = vkt_open_lavapipe();
@@ -169,6 +207,8 @@ static void test_bad_view(void) {
         be->ops->matmul(be, &rv, xt, ot, 1, false);
         const char *e = be_error(be);
         CHECKF(e && strstr(e, "repacked weight"), "%s", e ? e : "(none)");
+        be_upload(wt, 3, q, 10); /* part of a row: reported (the first error stays) */
+        CHECKF(strstr(anv_last_error(), "whole rows"), "%s", anv_last_error());
     }
     be_tensor_free(wt); be_tensor_free(xt); be_tensor_free(ot);
     be->ops->destroy(be);
@@ -193,6 +233,7 @@ int main(void) {
         test_type(be, QT_Q5_K, 1280, 101);         /* 5 blocks: 880-byte rows, 2 chunks under 64 KiB */
         test_type(be, QT_Q8_0, 224, 461);          /* tall: row chunks under 64 KiB allocations */
         test_type(be, QT_Q4_0, 480, 301);
+        if (paths.wide) test_upload_busy(be);
         CHECKF(be_error(be) == NULL, "sticky error: %s", be_error(be));
         be->ops->destroy(be);
         test_rows_identical();
