@@ -3,7 +3,8 @@
 # (apt-get source; a deb-src line is added when there is none) into a cache, static
 # libraries only: PCRE2, cJSON and libmicrohttpd as they are, libcurl with Schannel (the
 # Windows TLS stack: no OpenSSL to cross-build, the system's certificate store). SHA-256
-# is not built: the Windows build uses BCrypt (engine/base/digest_win.c).
+# is not built: the Windows build uses BCrypt (engine/base/digest_win.c). Nor is volk (the
+# Vulkan meta-loader): libvulkan-volk-dev ships its source, compiled by the build itself.
 # Usage: tools/windows/build-deps.sh   -> prints the prefix (ANVIL_WIN_DEPS, default
 #        ~/.cache/anvil-win-deps/<versions>/prefix); returns at once when it is cached.
 set -euo pipefail
