@@ -273,7 +273,7 @@ static void check_loader_and_icds(const doctor_facts *f, finding_sink *s, bool *
     if (!f->vulkan_built) {
         doctor_finding *d = add(s, DOC_INFO, "This anvil was built without the Vulkan backend");
         dev_fmt(d->explain, sizeof d->explain, "Only the CPU backend is compiled in, so no GPU can be used.");
-        dev_fmt(d->fix, sizeof d->fix, "rebuild with -DANVIL_VULKAN=ON (needs libvulkan-dev and glslc)");
+        dev_fmt(d->fix, sizeof d->fix, "rebuild with -DANVIL_VULKAN=ON (needs libvulkan-dev, libvulkan-volk-dev and glslc)");
     }
     if (!f->loader_found) {
         doctor_finding *d = add(s, DOC_PROBLEM, "No Vulkan loader (%s)", f->loader_name);
