@@ -47,6 +47,7 @@ typedef struct {
     act_kind act[QT_COUNT];
     mm_packed_fn packed[QT_COUNT]; /* NULL: the type is not repacked for this kernel set */
     uint8_t packed_nt[QT_COUNT];   /* tokens one packed call takes (0: PK_MAX_TOK) */
+    bool packed_gemv[QT_COUNT];    /* Q5_K: the packed kernel is also the faster one below 4 tokens */
     mm_quant_fn quant_q8s;        /* activations of the packed 32-element kernels (NULL: none) */
     mm_quant_fn quant_q8ks;       /* activations of the packed K-quant kernels (NULL: none) */
     mm_dot_fn dot[QT_COUNT];   /* NULL: type not supported by matmul */
@@ -72,6 +73,9 @@ void mm_kernels_iq_scalar(mm_kernels *k);
 void mm_kernels_iq_avx2(mm_kernels *k);
 /* matmul_packed_avx512.c: the kernels on repacked weights (called by mm_kernels_avx512). */
 void mm_packed_install_avx512(mm_kernels *k);
+/* matmul_pkq5_avx512.c: the Q5_K mat-vec (1-3 tokens) on repacked weights (called by
+ * mm_kernels_avx512 after mm_packed_install_avx512). */
+void mm_packed_q5_install_avx512(mm_kernels *k);
 /* matmul_pkf16_avx512.c: the kernels on repacked F16/BF16 weights (called by mm_kernels_avx512). */
 void mm_packed_float_install_avx512(mm_kernels *k);
 /* vecmath_avx2.c: the vectorized GLU activations (called by mm_kernels_avx2). */

@@ -506,11 +506,12 @@ static int mm_check(const mm_kernels *k, uint32_t wtype, int64_t cols, int n_tok
     return 0;
 }
 
-/* Whether the matmul goes through the packed weight (found into *p). Q5_K's packed kernel
- * below PK_MIN_TOK_Q5 tokens is no faster from DRAM than the file-layout one (which reads
- * the original bytes, mapped anyway); Q6_K's matvec (pk_q6k_gemv_body) is. */
+/* Whether the matmul goes through the packed weight (found into *p). The general packed
+ * Q5_K kernel below PK_MIN_TOK_Q5 tokens is no faster than the file-layout one (which
+ * reads the original bytes, mapped anyway); the 1-3 token mat-vec (matmul_pkq5_avx512.c,
+ * packed_gemv) and Q6_K's (pk_q6k_gemv_body) are. */
 static bool mm_use_packed(cpu_ctx *c, uint32_t wtype, const void *w, int64_t cols, int64_t rows, int n_tok, cpu_packed *p) {
-    const bool q56_small = wtype == QT_Q5_K && n_tok < PK_MIN_TOK_Q5;
+    const bool q56_small = wtype == QT_Q5_K && n_tok < PK_MIN_TOK_Q5 && !c->kernels.packed_gemv[QT_Q5_K];
     return c->packed.n > 0 && !q56_small && packed_set_find(&c->packed, w, wtype, cols, rows, p);
 }
 

@@ -24,5 +24,6 @@ void mm_kernels_avx512(mm_kernels *k) {
     k32_install(k);
     kq_install(k);
     mm_packed_install_avx512(k);
+    mm_packed_q5_install_avx512(k);
     mm_packed_float_install_avx512(k);
 }
