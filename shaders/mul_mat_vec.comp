@@ -20,6 +20,11 @@ layout(constant_id = 2) const uint NTOK = 1;
 layout(binding = 0) readonly buffer W { uint d[]; } wb[2];
 uint wsel = 0u;
 #define wq wb[wsel].d
+#ifdef DQ_WIDE
+layout(binding = 0) readonly buffer W4 { uvec4 d4[]; } wb4[2];
+#define wq4 wb4[wsel].d4
+#define DQ_WQ4_DECLARED
+#endif
 #define MV_NW 2u
 #include "glu.glsl"
 #else
@@ -42,11 +47,31 @@ shared float red[ROWS * NTOK * WG];
 
 vec4 ldx(uint i) { return vec4(xf[i], xf[i + 1u], xf[i + 2u], xf[i + 3u]); }
 
+float acc[MV_NW * ROWS * NTOK]; // weight g, row r, token t at (g * ROWS + r) * NTOK + t
+vec4 xv[NTOK * MV_RUNS];        // the x runs of the current unit
+
+// Adds weight g's rows (at byte wo) times the unit of xv into acc. A function called with a
+// constant g: once inlined, MV_GLU's buffer index wsel is a constant at every load.
+void mv_unit(const uint g, const uint wo, const uint row0, const uint b, const uint u) {
+#ifdef MV_GLU
+    wsel = g;
+#endif
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        if (row0 + r >= pc.nrows) break;
+        vec4 v[MV_RUNS];
+        dq_unit_at(wo + (row0 + r) * pc.w_stride, pc.ncols / QK, b, u, v);
+        [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+            float s = 0.0;
+            [[unroll]] for (uint k = 0u; k < MV_RUNS; k++) s += dot(v[k], xv[t * MV_RUNS + k]);
+            acc[(g * ROWS + r) * NTOK + t] += s;
+        }
+    }
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint row0 = (gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x) * ROWS;
     if (row0 >= pc.nrows) return;
-    float acc[MV_NW * ROWS * NTOK];
     [[unroll]] for (uint i = 0u; i < MV_NW * ROWS * NTOK; i++) acc[i] = 0.0;
     const uint nblk = (pc.ncols + MV_QK - 1u) / MV_QK;
     for (uint i = tid; i < nblk * MV_UNITS; i += WG) {
@@ -73,28 +98,13 @@ void main() {
             continue;
         }
 #endif
-        vec4 xv[NTOK * MV_RUNS];
         [[unroll]] for (uint t = 0u; t < NTOK; t++)
             [[unroll]] for (uint k = 0u; k < MV_RUNS; k++)
                 xv[t * MV_RUNS + k] = t < pc.ntok ? ldx(pc.x_off + t * pc.x_stride + c0 + mv_pos(u, k)) : vec4(0.0);
-        [[unroll]] for (uint g = 0u; g < MV_NW; g++) {
+        mv_unit(0u, pc.w_off, row0, b, u);
 #ifdef MV_GLU
-        wsel = g;
-        const uint wo = g == 0u ? pc.w_off : pc.wu_off;
-#else
-        const uint wo = pc.w_off;
+        mv_unit(1u, pc.wu_off, row0, b, u);
 #endif
-        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-            if (row0 + r >= pc.nrows) break;
-            vec4 v[MV_RUNS];
-            dq_unit_at(wo + (row0 + r) * pc.w_stride, pc.ncols / QK, b, u, v);
-            [[unroll]] for (uint t = 0u; t < NTOK; t++) {
-                float s = 0.0;
-                [[unroll]] for (uint k = 0u; k < MV_RUNS; k++) s += dot(v[k], xv[t * MV_RUNS + k]);
-                acc[(g * ROWS + r) * NTOK + t] += s;
-            }
-        }
-        }
     }
     float res[MV_NW]; // weight g's sum for row tid / NTOK, token tid % NTOK
     [[unroll]] for (uint g = 0u; g < MV_NW; g++) {

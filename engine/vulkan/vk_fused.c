@@ -2,11 +2,12 @@
  * matmul_glu: gate and up weights in one mat-vec dispatch (mul_mat_vec.comp MV_GLU), the glu
  * applied on the two row sums; each sum is the one the plain mat-vec kernel makes (same
  * order, same rows-per-workgroup choice), so results equal matmul, matmul, glu bit for bit.
- * Covered: every weight type with a mat-vec kernel, n_tok <= the mat-vec limit, both weights
- * of one type and shape split into the same row chunks, x and out each in one buffer.
- * Not covered (returns false: the caller issues the unfused ops): Q4_0/Q8_0 where the
- * integer-dot path is on (its quantized activations differ from the float kernel's), the
- * tiled mat-mat sizes, weights in vk_wide.c's repacked layout, devices without
+ * Covered: every weight type with a mat-vec kernel (the GGUF layout and vk_wide.c's repacked
+ * one, "_w"), n_tok <= the mat-vec limit, both weights of one type, shape and layout split
+ * into the same row chunks, x and out each in one buffer. Not covered (returns false: the
+ * caller issues the unfused ops): Q4_0/Q8_0 where the integer-dot path is on (its quantized
+ * activations differ from the float kernel's), a "_w" kernel without a fused twin (the uvec4
+ * Q4_K/Q5_K mat-vec), the tiled mat-mat sizes, devices without
  * shaderStorageBufferArrayDynamicIndexing.
  * rope_store: rope of q in place, rope of k into the K cache and v into the V cache in one
  * dispatch (rope_store.comp), F32/F16/Q8_0/Q4_0 caches as store_rows; the rope angles and
@@ -16,19 +17,22 @@
 #include <math.h>
 #include "quant.h"
 #include "vk_internal.h"
+#include "vk_wide.h"
 
 #define FUSE_MAX_SEGS 64
 #define FUSE_MAX_GROUPS 65535u
 
 typedef struct { vk_chunk *ch; int64_t r0, r1; size_t local; } fuse_seg;
 
-/* Rows [0, n_rows) of t as pieces inside one chunk each; -1 if a row straddles chunks. */
+/* Rows [0, n_rows) of weight t as pieces inside one chunk each (storage rows: vk_wide.c's
+ * stride for a repacked weight); -1 if a row straddles chunks. */
 static int segments(const be_tensor *t, int64_t n_rows, fuse_seg *segs) {
     vk_storage *s = t->storage;
-    const size_t rb = be_row_bytes(t);
+    const size_t rb = vkw_stride(t), base = vkw_base(t);
+    if (base == SIZE_MAX) return -1;
     int n = 0;
     for (int64_t r = 0; r < n_rows;) {
-        const size_t off = t->offset + (size_t)r * rb;
+        const size_t off = base + (size_t)r * rb;
         vk_chunk *ch = vk_storage_find(s, off, rb);
         if (!ch || n == FUSE_MAX_SEGS) return -1;
         const int64_t fit = (int64_t)((ch->begin + ch->size - off) / rb);
@@ -53,6 +57,15 @@ static bool f32_of(const vk_ctx *c, const be_tensor *t) {
     return t && t->be == &c->base && t->type == QT_F32 && t->offset % 4 == 0;
 }
 
+/* The fused twin of the mat-vec kernel the unfused matmul runs on w (vkw_pick: the "_w"
+ * kernels of the repacked layout), or -1: none (declined). */
+static int glu_pipe(const be_tensor *w, int ti) {
+    const int plain = vkw_pick(w, VKP_MMV + ti);
+    if (plain == VKP_MMV + ti) return VKP_MMV_GLU + ti;
+    if (plain >= VKP_MMV_W && plain < VKP_MMV_W + VKW_N_TYPES) return VKP_MMV_GLU_W + (plain - VKP_MMV_W);
+    return -1;
+}
+
 bool vk_op_matmul_glu(backend *be, const be_tensor *wg, const be_tensor *wu, const be_tensor *x, be_tensor *out, int n_tok,
                       be_glu_kind kind) {
     vk_ctx *c = vk_of(be);
@@ -62,6 +75,8 @@ bool vk_op_matmul_glu(backend *be, const be_tensor *wg, const be_tensor *wu, con
     const int64_t K = wg->cols, N = wg->rows;
     const int ti = vkp_type_index(wg->type);
     if (ti < 0 || wu->type != wg->type || wu->cols != K || wu->rows != N) return false;
+    const int pipe = glu_pipe(wg, ti), plain = vkw_pick(wg, VKP_MMV + ti);
+    if (pipe < 0 || glu_pipe(wu, ti) != pipe || vkw_stride(wu) != vkw_stride(wg)) return false;
     if (c->use_int8 && (wg->type == QT_Q4_0 || wg->type == QT_Q8_0) && K % 32 == 0) return false;
     if (x->cols < K || out->cols < N || x->rows < n_tok || out->rows < n_tok) return false;
     fuse_seg gs[FUSE_MAX_SEGS], us[FUSE_MAX_SEGS];
@@ -73,7 +88,7 @@ bool vk_op_matmul_glu(backend *be, const be_tensor *wg, const be_tensor *wu, con
     vk_chunk *xc = one_chunk(x, 0, (size_t)n_tok * be_row_bytes(x), &x_local);
     vk_chunk *oc = one_chunk(out, 0, (size_t)n_tok * be_row_bytes(out), &o_local);
     if (!xc || !oc) return false;
-    const size_t rb = be_row_bytes(wg);
+    const size_t rb = vkw_stride(wg);
     for (int t0 = 0; t0 < n_tok; t0 += 8) { /* the mat-vec kernels take 8 tokens per pass */
         const int nt = n_tok - t0 < 8 ? n_tok - t0 : 8;
         const size_t xl = x_local + (size_t)t0 * be_row_bytes(x), ol = o_local + (size_t)t0 * be_row_bytes(out);
@@ -84,7 +99,7 @@ bool vk_op_matmul_glu(backend *be, const be_tensor *wg, const be_tensor *wu, con
                                 (uint32_t)us[s].local };
             /* the plain kernel's rows per workgroup (autotuned on it; the sums do not depend on it) */
             vk_binding pb[3] = { { gs[s].ch, false }, { xc, false }, { oc, true } };
-            const uint32_t rows = vk_tune_mv_rows(c, VKP_MMV + ti, pb, pc, nrows, (uint64_t)nrows * rb);
+            const uint32_t rows = vk_tune_mv_rows(c, plain, pb, pc, nrows, (uint64_t)nrows * rb);
             uint32_t gx, gy;
             const uint32_t groups = (nrows + rows - 1) / rows;
             gx = groups < FUSE_MAX_GROUPS ? groups : FUSE_MAX_GROUPS;
@@ -92,7 +107,7 @@ bool vk_op_matmul_glu(backend *be, const be_tensor *wg, const be_tensor *wu, con
             pc[9] = (uint32_t)kind;
             pc[10] = gx;
             vk_binding b[4] = { { gs[s].ch, false }, { us[s].ch, false }, { xc, false }, { oc, true } };
-            vk_dispatch(c, VKP_MMV_GLU + ti, vkp_mv_variant(nt, rows), b, 4, pc, gx, gy, 1,
+            vk_dispatch(c, pipe, vkp_mv_variant(nt, rows), b, 4, pc, gx, gy, 1,
                         2 * (uint64_t)nrows * rb + (uint64_t)nt * (uint64_t)K * 4 + (uint64_t)nt * nrows * 4);
         }
     }

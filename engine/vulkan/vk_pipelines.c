@@ -41,8 +41,13 @@ void vkp_describe(int id, vkp_desc *d) {
     } else if (id >= VKP_MMV_GLU && id < VKP_MMV_GLU + VKP_N_TYPES) { /* vk_fused.c: gate and up weights at binding 0 */
         snprintf(d->name, sizeof d->name, "mul_mat_vec_glu_%s", k_type_names[id - VKP_MMV_GLU]);
         d->n_bind = 3; d->pc_size = PC_MAT + 4; d->spec = VKP_SPEC_MV; d->has_sg = true; d->arr0 = true;
+    } else if (id >= VKP_MMV_GLU_W && id <= VKP_MMV_GLU_W_LAST) { /* ... on the repacked layout (vk_wide.c) */
+        for (int i = 0; i < VKP_N_TYPES; i++)
+            if (vkw_type_index(k_types[i]) == id - VKP_MMV_GLU_W) snprintf(d->name, sizeof d->name, "mul_mat_vec_glu_%s_w", k_type_names[i]);
+        d->n_bind = 3; d->pc_size = PC_MAT + 4; d->spec = VKP_SPEC_MV; d->has_sg = true; d->arr0 = true;
     }
-    if (id < VKP_MM + VKP_N_TYPES || (id >= VKP_MMV_GLU && id < VKP_MMV_GLU + VKP_N_TYPES)) { /* the i-quant grid types read their grid from one more buffer */
+    if (id >= VKP_MMV_GLU_W && id <= VKP_MMV_GLU_W_LAST) { /* described above (no grid types) */
+    } else if (id < VKP_MM + VKP_N_TYPES || (id >= VKP_MMV_GLU && id < VKP_MMV_GLU + VKP_N_TYPES)) { /* the i-quant grid types read their grid from one more buffer */
         const int g = vk_iq_grid_index(k_types[(id - (id >= VKP_MMV_GLU ? VKP_MMV_GLU : 0)) % VKP_N_TYPES]);
         if (g >= 0) { d->n_bind = 4; d->grid = g + 1; }
     } else {

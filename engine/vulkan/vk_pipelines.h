@@ -36,6 +36,7 @@ enum {
     VKP_FA_SPLIT_F32, VKP_FA_SPLIT_F16, VKP_FA_SPLIT_Q8_0, VKP_FA_SPLIT_Q4_0, VKP_FA_MERGE, /* split-K decode */
     VKP_MMV_GLU, /* fused gate/up mat-vec + glu per weight type (vk_fused.c) */
     VKP_ROPE_STORE_F32 = VKP_MMV_GLU + VKP_N_TYPES, VKP_ROPE_STORE_F16, VKP_ROPE_STORE_Q8_0, VKP_ROPE_STORE_Q4_0,
+    VKP_MMV_GLU_W, VKP_MMV_GLU_W_LAST = VKP_MMV_GLU_W + VKW_N_TYPES - 1, /* their "_w" twins (vk_wide.c's types) */
     VKP_COUNT
 };
 

@@ -27,10 +27,10 @@ static int64_t cols_for(uint32_t type) {
     return 256 * 3;
 }
 
-/* Types the op may decline even with the path on: the integer-dot path's (its activations are
- * quantized) and the legacy types a repacked layout may hold. */
+/* Types the op may decline even with the path on: Q4_0/Q8_0 on the integer-dot path (its
+ * activations are quantized), Q4_K/Q5_K where their uvec4 mat-vec (vk_wide.c) has no fused twin. */
 static bool may_decline(uint32_t type) {
-    return type == QT_Q4_0 || type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_Q8_0;
+    return (paths.int8 && (type == QT_Q4_0 || type == QT_Q8_0)) || type == QT_Q4_K || type == QT_Q5_K;
 }
 
 static void test_matmul_glu(backend *be) {
