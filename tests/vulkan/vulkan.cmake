@@ -25,15 +25,6 @@ foreach(p fp16 subgroup int8 sgsize wide splitk)
   set_tests_properties(test_vulkan_ops_no_${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=${p}")
 endforeach()
 # The fused decode ops (test_vulkan_fused.c): with every path, with fuse off (the ops decline),
-# with subgroup off (the shared-memory sums of the fused mat-vec) and int8 off (Q4_0/Q8_0 fused).
-if(TEST test_vulkan_fused)
-  set_tests_properties(test_vulkan_fused PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
-  foreach(p fuse subgroup int8)
-    add_test(NAME test_vulkan_fused_no_${p} COMMAND test_vulkan_fused WORKING_DIRECTORY ${ANVIL_TESTS})
-    set_tests_properties(test_vulkan_fused_no_${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=${p}")
-  endforeach()
-endif()
-# The fused decode ops (test_vulkan_fused.c): with every path, with fuse off (the ops decline),
 # with subgroup off (the shared-memory sums of the fused mat-vec), int8 off (Q4_0/Q8_0 fused)
 # and wide off (the GGUF-layout twins instead of the "_w" ones).
 if(TEST test_vulkan_fused)
@@ -117,7 +108,7 @@ if(TARGET test_vulkan_model)
   # Whole-model agreement with each optional path forced off (and on: the runs above), and
   # with the tiled mat-mat kernels on the 24-token prompt (ANVIL_VK_MV_MAX_TOK=4: fp16 tiles),
   # then the same with every path off.
-  foreach(p int8 subgroup sgsize wide fuse fuse)
+  foreach(p int8 subgroup sgsize wide fuse)
     add_test(NAME test_vulkan_model_no_${p} COMMAND test_vulkan_model WORKING_DIRECTORY ${ANVIL_TESTS})
     set_tests_properties(test_vulkan_model_no_${p} PROPERTIES TIMEOUT 600 FIXTURES_REQUIRED "${_anvil_vk_fixtures}"
       ENVIRONMENT "${_env};ANVIL_VK_DISABLE=${p}")
