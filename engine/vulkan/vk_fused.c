@@ -5,8 +5,8 @@
  * Covered: every weight type with a mat-vec kernel (the GGUF layout and vk_wide.c's repacked
  * one, "_w"), n_tok <= the mat-vec limit, both weights of one type, shape and layout split
  * into the same row chunks, x and out each in one buffer. Not covered (returns false: the
- * caller issues the unfused ops): Q4_0/Q8_0 where the integer-dot path is on (its quantized
- * activations differ from the float kernel's), a "_w" kernel without a fused twin (the uvec4
+ * caller issues the unfused ops): a weight the unfused matmul gives the integer-dot mat-vec
+ * (its quantized activations differ from the float kernel's), a "_w" kernel without a fused twin (the uvec4
  * Q4_K/Q5_K mat-vec), the tiled mat-mat sizes, devices without
  * shaderStorageBufferArrayDynamicIndexing.
  * rope_store: rope of q in place, rope of k into the K cache and v into the V cache in one

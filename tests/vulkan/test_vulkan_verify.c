@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
     gpu_verify_print(stdout, &rep, true);
     CHECK(rep.n > 60);
     CHECK(find_case(&rep, "mul_mm_q4_k") >= 0 && find_case(&rep, "flash_attn_q8_0") >= 0);
-    if (paths.fuse) CHECK(find_case(&rep, "mul_mat_vec_glu_q4_k") >= 0 && find_case(&rep, "rope_store_q4_0") >= 0); /* fused ops */
+    if (paths.fuse) CHECK(find_case(&rep, "mul_mat_vec_glu_f16") >= 0 && find_case(&rep, "rope_store_q4_0") >= 0); /* fused ops */
     char path[1024];
     const char *dir = getenv("ANVIL_TEST_MODELS");
     snprintf(path, sizeof path, "%s/llama-tiny-q4_0.gguf", dir ? dir : ".");
