@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "quant.h"
+#include "vk_int8.h"
 #include "vk_internal.h"
 #include "vk_wide.h"
 
@@ -153,7 +154,8 @@ static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_te
     if (vkw_base(w) == SIZE_MAX) { be_fail(&c->base, "vulkan matmul: a view of a repacked weight must select whole rows"); return; }
     if (nw < 0 || nx < 0 || no < 0) { be_fail(&c->base, "vulkan matmul: rows straddle device buffers"); return; }
     const size_t rb = vkw_stride(w);
-    const bool int8 = c->use_int8 && (w->type == QT_Q4_0 || w->type == QT_Q8_0) && K % 32 == 0;
+    const int qpipe = vkq_matmul_pipe(c, w, K); /* vk_int8.c: the integer-dot mat-vec, or -1 */
+    const bool int8 = qpipe >= 0;
     /* token ranges inside one x chunk and one out chunk */
     int ix = 0, io = 0;
     for (int64_t t0 = 0; t0 < n_tok;) {
@@ -185,7 +187,7 @@ static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_te
                                     accumulate ? 1u : 0u, 0 };
                 const uint64_t bytes = (uint64_t)nrows * rb + (uint64_t)nt * (uint64_t)K * 4 + (uint64_t)nt * nrows * 4;
                 if (vec) {
-                    const int pipe = vkw_pick(w, int8 ? (w->type == QT_Q4_0 ? VKP_MMVQ_Q4_0 : VKP_MMVQ_Q8_0) : VKP_MMV + ti);
+                    const int pipe = int8 ? qpipe : vkw_pick(w, VKP_MMV + ti);
                     vk_binding b[3] = { { ws[s].ch, false }, { int8 ? qch : xs[ix].ch, false }, { os[io].ch, true } };
                     if (int8) pc[5] = 0, pc[6] = 0;
                     const uint32_t rows = vk_tune_mv_rows(c, pipe, b, pc, nrows, (uint64_t)nrows * rb);

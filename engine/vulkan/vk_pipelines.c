@@ -10,6 +10,7 @@
 #include "quant.h"
 #include "vk_internal.h"
 #include "vk_spirv.h"
+#include "vk_int8.h"
 #include "vk_wide.h"
 
 static const uint32_t k_types[VKP_N_TYPES] = { QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
@@ -81,7 +82,7 @@ void vkp_describe(int id, vkp_desc *d) {
         case VKP_ROPE_STORE_F16: snprintf(d->name, sizeof d->name, "rope_store_f16"); d->n_bind = 6; d->pc_size = 96; break;
         case VKP_ROPE_STORE_Q8_0: snprintf(d->name, sizeof d->name, "rope_store_q8_0"); d->n_bind = 6; d->pc_size = 96; break;
         case VKP_ROPE_STORE_Q4_0: snprintf(d->name, sizeof d->name, "rope_store_q4_0"); d->n_bind = 6; d->pc_size = 96; break;
-        default: vkw_describe(id, d); break; /* the repacked-layout kernels */
+        default: if (!vkq_describe(id, d)) vkw_describe(id, d); break; /* integer-dot (vk_int8.c), repacked-layout kernels */
         }
     }
 }

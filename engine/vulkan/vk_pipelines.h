@@ -14,6 +14,7 @@
 #define VK_IQ_N_GRIDS 6 /* i-quant lookup grids (vk_iq_grids.c) */
 int vkp_type_index(uint32_t qtype); /* -1 if the type has no shaders */
 #define VKW_N_TYPES 5 /* weight types with a repacked layout (vk_wide.c) */
+#define VKQ_N_IDS 9 /* integer-dot mat-vec kernels of mul_mat_vecq_x.comp (vk_int8.c) */
 
 enum {
     VKP_GET_ROWS = 0,
@@ -37,6 +38,7 @@ enum {
     VKP_MMV_GLU, /* fused gate/up mat-vec + glu per weight type (vk_fused.c) */
     VKP_ROPE_STORE_F32 = VKP_MMV_GLU + VKP_N_TYPES, VKP_ROPE_STORE_F16, VKP_ROPE_STORE_Q8_0, VKP_ROPE_STORE_Q4_0,
     VKP_MMV_GLU_W, VKP_MMV_GLU_W_LAST = VKP_MMV_GLU_W + VKW_N_TYPES - 1, /* their "_w" twins (vk_wide.c's types) */
+    VKP_MMVQ_X, VKP_MMVQ_X_LAST = VKP_MMVQ_X + VKQ_N_IDS - 1, /* integer-dot mat-vec of Q4_1..Q6_K (vk_int8.c) */
     VKP_COUNT
 };
 

@@ -9,6 +9,7 @@
 #include "vk_testlib.h"
 
 #ifdef ANVIL_HAVE_VULKAN
+#include "vk_int8.h"
 static uint64_t seed = 12345;
 static anv_vk_paths paths;
 
@@ -80,7 +81,7 @@ static void test_get_rows(backend *be) {
 
 static float matmul_tol(uint32_t type, int n_tok) {
     const bool vec = n_tok <= paths.mv_max_tok;
-    if (vec && paths.int8 && (type == QT_Q4_0 || type == QT_Q8_0)) return 3e-2f; /* activation quantized to 8 bits */
+    if (vec && paths.int8 && vkq_covers(type)) return 3e-2f; /* activation quantized to 8 bits */
     if (!vec && paths.fp16) return 4e-3f;                                        /* fp16 shared tiles */
     return 2e-5f;
 }

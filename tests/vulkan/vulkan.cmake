@@ -34,6 +34,18 @@ if(TEST test_vulkan_fused)
     set_tests_properties(test_vulkan_fused_no_${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=${p}")
   endforeach()
 endif()
+# The integer-dot mat-vec of Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K (test_vulkan_int8): every path, int8
+# off (the float kernels run), subgroup off, wide off (the GGUF layout), each forced ROWS.
+if(TEST test_vulkan_int8)
+  set_tests_properties(test_vulkan_int8 PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
+  foreach(v "no_int8;ANVIL_VK_DISABLE=int8" "no_subgroup;ANVIL_VK_DISABLE=subgroup" "no_wide;ANVIL_VK_DISABLE=wide"
+            "rows1;ANVIL_VK_MV_ROWS=1" "rows2;ANVIL_VK_MV_ROWS=2" "rows4;ANVIL_VK_MV_ROWS=4")
+    list(GET v 0 _n)
+    list(GET v 1 _e)
+    add_test(NAME test_vulkan_int8_${_n} COMMAND test_vulkan_int8 WORKING_DIRECTORY ${ANVIL_TESTS})
+    set_tests_properties(test_vulkan_int8_${_n} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};${_e}")
+  endforeach()
+endif()
 # Each autotuner variant (mat-vec rows per workgroup) against the reference: lavapipe's
 # default is 8, the others forced.
 foreach(r 1 2 4)
