@@ -18,6 +18,7 @@
 #include "quant.h"
 #include "vk_internal.h"
 #include "vk_wide.h"
+#include "vk_int8.h"
 
 #define FUSE_MAX_SEGS 64
 #define FUSE_MAX_GROUPS 65535u
@@ -77,7 +78,7 @@ bool vk_op_matmul_glu(backend *be, const be_tensor *wg, const be_tensor *wu, con
     if (ti < 0 || wu->type != wg->type || wu->cols != K || wu->rows != N) return false;
     const int pipe = glu_pipe(wg, ti), plain = vkw_pick(wg, VKP_MMV + ti);
     if (pipe < 0 || glu_pipe(wu, ti) != pipe || vkw_stride(wu) != vkw_stride(wg)) return false;
-    if (c->use_int8 && (wg->type == QT_Q4_0 || wg->type == QT_Q8_0) && K % 32 == 0) return false;
+    if (vkq_matmul_pipe(c, wg, K) >= 0) return false; /* the unfused matmul takes the integer-dot path (vk_int8.c) */
     if (x->cols < K || out->cols < N || x->rows < n_tok || out->rows < n_tok) return false;
     fuse_seg gs[FUSE_MAX_SEGS], us[FUSE_MAX_SEGS];
     const int ng = segments(wg, N, gs), nu = segments(wu, N, us);
