@@ -8,9 +8,9 @@
 //   dq_unit(bb, u, v) the dequantized runs (F types: one unit = 8 elements, v masked by caller).
 // Kernels address blocks through the layout-neutral accessors dq_at(rb, nb, b, e) and
 // dq_unit_at(rb, nb, b, u, v) (rb: the row's first byte, nb: QK-blocks per row, b: block).
-// DQ_WIDE selects the repacked layout of engine/vulkan/vk_wide.c (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0):
-// per row the quants of every block (QBYTES each, 16-byte aligned), then the rest of each
-// block (the scales / mins / high bits, SIDE_BYTES each); the mat-vec units then read one
+// DQ_WIDE selects the repacked layout of engine/vulkan/vk_wide.c (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/
+// Q6_K): per row the quants of every block (QBYTES each, 16-byte aligned), then the rest of
+// each block (the scales / mins / high bits, SIDE_BYTES each); the mat-vec units then read one
 // uvec4 (16 bytes) of quants per lane, adjacent lanes adjacent.
 #if defined(DQ_WIDE) && !defined(DQ_WQ4_DECLARED) // (a shader binding an array of weights declares its own wq4)
 layout(binding = 0) readonly buffer W4 { uvec4 wq4[]; };
@@ -157,15 +157,20 @@ float dq_elem(uint bb, uint e) {
     return ld_f16(bb) * sm.x * float(q) - ld_f16(bb + 2u) * sm.y;
 }
 #elif defined(DATA_A_Q6_K)
+// quants (ql[128], qh[64]) at qb, side bytes (scales[16] int8, d f16) at sb; in the GGUF
+// block the quants come first (QOFF 0), the repacked layout has the 32-element types' form
 #define QK 256u
 #define BLOCK_BYTES 210u
-float dq_elem(uint bb, uint e) {
+#define QBYTES 192u
+#define QOFF 0u
+#define SOFF 192u
+float dq_split(uint sb, uint qb, uint e) {
     uint n = e / 128u, k = (e % 128u) / 32u, l = e % 32u;
-    uint ql = ld_u8(bb + 64u * n + l + 32u * (k & 1u));
+    uint ql = ld_u8(qb + 64u * n + l + 32u * (k & 1u));
     ql = (k >> 1) == 0u ? (ql & 0xfu) : (ql >> 4);
-    uint qh = (ld_u8(bb + 128u + 32u * n + l) >> (2u * k)) & 3u;
-    float sc = float(int(ld_u8(bb + 192u + e / 16u) << 24) >> 24);
-    return ld_f16(bb + 208u) * sc * (float(ql | (qh << 4)) - 32.0);
+    uint qh = (ld_u8(qb + 128u + 32u * n + l) >> (2u * k)) & 3u;
+    float sc = float(int(ld_u8(sb + e / 16u) << 24) >> 24);
+    return ld_f16(sb + 16u) * sc * (float(ql | (qh << 4)) - 32.0);
 }
 #elif defined(DATA_A_MXFP4) || defined(DATA_A_IQ4_NL) || defined(DATA_A_IQ4_XS) || defined(DATA_A_IQ3_XXS) || \
     defined(DATA_A_IQ3_S) || defined(DATA_A_IQ2_XXS) || defined(DATA_A_IQ2_XS) || defined(DATA_A_IQ2_S) ||       \
@@ -178,13 +183,17 @@ float dq_elem(uint bb, uint e) {
 // ---- block addressing, one interface for both layouts ----
 #ifdef QBYTES
 #define SIDE_BYTES (BLOCK_BYTES - QBYTES)
-float dq_elem(uint bb, uint e) { return dq_split(bb, bb + SIDE_BYTES, e); }
+#ifndef QOFF // the 32-element types: side bytes, then the quants
+#define QOFF SIDE_BYTES
+#define SOFF 0u
+#endif
+float dq_elem(uint bb, uint e) { return dq_split(bb + SOFF, bb + QOFF, e); }
 #ifdef DQ_WIDE
 uint dq_qb(uint rb, uint nb, uint b) { return rb + b * QBYTES; }
 uint dq_sb(uint rb, uint nb, uint b) { return rb + nb * QBYTES + b * SIDE_BYTES; }
 #else
-uint dq_qb(uint rb, uint nb, uint b) { return rb + b * BLOCK_BYTES + SIDE_BYTES; }
-uint dq_sb(uint rb, uint nb, uint b) { return rb + b * BLOCK_BYTES; }
+uint dq_qb(uint rb, uint nb, uint b) { return rb + b * BLOCK_BYTES + QOFF; }
+uint dq_sb(uint rb, uint nb, uint b) { return rb + b * BLOCK_BYTES + SOFF; }
 #endif
 float dq_at(uint rb, uint nb, uint b, uint e) { return dq_split(dq_sb(rb, nb, b), dq_qb(rb, nb, b), e); }
 #else
@@ -229,6 +238,25 @@ void dq_unit_at(uint rb, uint nb, uint b, uint u, out vec4 v[MV_RUNS]) {
 #endif
         v[k] = dm.x * sm0.x * (nib_lo(q[k]) + h0) - dm.y * sm0.y;
         v[4u + k] = dm.x * sm1.x * (nib_hi(q[k]) + h1) - dm.y * sm1.y;
+    }
+}
+#elif defined(DQ_WIDE) && defined(DATA_A_Q6_K)
+// repacked: unit u = 16 bytes of ql at 16u (half n = u / 4, ql run j = (u / 2) % 2, lanes
+// h = u % 2) read as one uvec4 with the uvec4 of the same 16 lanes' qh (shared by the two
+// units of a lane pair); low nibbles are elements 128n + 32j + 16h + i, high nibbles 64 on
+#define MV_QK 256u
+#define MV_UNITS 8u
+#define MV_RUNS 8
+uint mv_pos(uint u, uint r) { return 128u * (u / 4u) + 16u * (u % 4u) + (r < 4u ? 4u * r : 64u + 4u * (r - 4u)); }
+void dq_unit_at(uint rb, uint nb, uint b, uint u, out vec4 v[MV_RUNS]) {
+    const uint q4 = dq_qb(rb, nb, b) >> 4, sb = dq_sb(rb, nb, b), j = (u / 2u) % 2u;
+    const uvec4 q = wq4[q4 + u], qh = wq4[q4 + 8u + 2u * (u / 4u) + u % 2u];
+    const uint is = 8u * (u / 4u) + 2u * j + u % 2u; // scale of the low runs; +4 the high ones
+    const float d = ld_f16(sb + 16u);
+    const float s0 = d * float(int(ld_u8(sb + is) << 24) >> 24), s1 = d * float(int(ld_u8(sb + is + 4u) << 24) >> 24);
+    [[unroll]] for (uint k = 0u; k < 4u; k++) {
+        v[k] = s0 * (nib_lo(q[k]) + 16.0 * byte2(qh[k], 2u * j) - 32.0);
+        v[4u + k] = s1 * (nib_hi(q[k]) + 16.0 * byte2(qh[k], 2u * j + 4u) - 32.0);
     }
 }
 #elif defined(DQ_WIDE) && defined(DATA_A_Q8_0)

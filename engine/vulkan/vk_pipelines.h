@@ -13,7 +13,7 @@
 #define VKP_N_TYPES 25
 #define VK_IQ_N_GRIDS 6 /* i-quant lookup grids (vk_iq_grids.c) */
 int vkp_type_index(uint32_t qtype); /* -1 if the type has no shaders */
-#define VKW_N_TYPES 5 /* weight types with a repacked layout (vk_wide.c) */
+#define VKW_N_TYPES 6 /* weight types with a repacked layout (vk_wide.c) */
 #define VKQ_N_IDS 9 /* integer-dot mat-vec kernels of mul_mat_vecq_x.comp (vk_int8.c) */
 
 enum {

@@ -2,10 +2,12 @@
  * packing and unpacking rows, weight creation and uploads / downloads of repacked tensors,
  * the mapping from a kernel to its "_w" twin (also the uvec4 mat-vec of Q4_K / Q5_K, which
  * keep the GGUF layout) and the descriptions of those pipelines.
- * Row layout for nb = cols / 32 blocks of B bytes, Q quant bytes each (S = B - Q side bytes):
+ * Row layout for nb = cols / QK blocks of B bytes, Q quant bytes each (S = B - Q side bytes):
  *   [quants of block 0 .. nb-1: nb * Q][side bytes of block 0 .. nb-1: nb * S][0..15 zeros]
- * so every block's quants start 16-byte aligned (Q is 16 or 32) and the row stride is
- * nb * B rounded up to 16: row splitting (vk_memory.c) keeps every chunk row-aligned. */
+ * so every block's quants start 16-byte aligned (Q is 16, 32 or 192) and the row stride is
+ * nb * B rounded up to 16: row splitting (vk_memory.c) keeps every chunk row-aligned.
+ * The 32-element types' quants end their GGUF block (side bytes first: scale, min, high
+ * bits); Q6_K's 192 quant bytes (ql[128], qh[64]) start it (side bytes: scales[16], d). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +15,13 @@
 #include "vk_internal.h"
 #include "vk_wide.h"
 
-typedef struct { uint32_t type; uint32_t block, quants; const char *name; } wide_type;
+/* qk: elements per block; qoff: the quants' offset in the GGUF block (the side bytes are
+ * the block's other bytes, contiguous: [0, qoff) or [quants, block)). */
+typedef struct { uint32_t type; uint32_t qk, block, quants, qoff; const char *name; } wide_type;
 /* The order of the "_w" kernel ranges and of engine/vulkan/CMakeLists.txt. */
 static const wide_type k_wide[VKW_N_TYPES] = {
-    { QT_Q4_0, 18, 16, "q4_0" }, { QT_Q4_1, 20, 16, "q4_1" }, { QT_Q5_0, 22, 16, "q5_0" },
-    { QT_Q5_1, 24, 16, "q5_1" }, { QT_Q8_0, 34, 32, "q8_0" },
+    { QT_Q4_0, 32, 18, 16, 2, "q4_0" }, { QT_Q4_1, 32, 20, 16, 4, "q4_1" }, { QT_Q5_0, 32, 22, 16, 6, "q5_0" },
+    { QT_Q5_1, 32, 24, 16, 8, "q5_1" }, { QT_Q8_0, 32, 34, 32, 2, "q8_0" }, { QT_Q6_K, 256, 210, 192, 0, "q6_k" },
 };
 
 #define PIECE_BYTES (4u << 20) /* host staging of one pack / unpack step */
@@ -30,21 +34,22 @@ int vkw_type_index(uint32_t qtype) {
 
 size_t vkw_row_stride(uint32_t qtype, int64_t cols) {
     const int i = vkw_type_index(qtype);
-    if (i < 0 || cols <= 0 || cols % 32) return 0;
-    return ((size_t)(cols / 32) * k_wide[i].block + 15) & ~(size_t)15;
+    if (i < 0 || cols <= 0 || cols % k_wide[i].qk) return 0;
+    return ((size_t)(cols / k_wide[i].qk) * k_wide[i].block + 15) & ~(size_t)15;
 }
 
 void vkw_pack_rows(uint32_t qtype, int64_t cols, const uint8_t *src, uint8_t *dst, int64_t n_rows) {
     const int wi = vkw_type_index(qtype);
     if (wi < 0) return;
     const wide_type *w = &k_wide[wi];
-    const size_t nb = (size_t)(cols / 32), B = w->block, Q = w->quants, S = B - Q, stride = vkw_row_stride(qtype, cols);
+    const size_t nb = (size_t)(cols / w->qk), B = w->block, Q = w->quants, S = B - Q, stride = vkw_row_stride(qtype, cols);
+    const size_t so = w->qoff ? 0 : Q; /* the side bytes' offset in the GGUF block */
     for (int64_t r = 0; r < n_rows; r++) {
         const uint8_t *s = src + (size_t)r * nb * B;
         uint8_t *d = dst + (size_t)r * stride;
         for (size_t b = 0; b < nb; b++) {
-            memcpy(d + b * Q, s + b * B + S, Q);
-            memcpy(d + nb * Q + b * S, s + b * B, S);
+            memcpy(d + b * Q, s + b * B + w->qoff, Q);
+            memcpy(d + nb * Q + b * S, s + b * B + so, S);
         }
         memset(d + nb * B, 0, stride - nb * B);
     }
@@ -54,13 +59,14 @@ void vkw_unpack_rows(uint32_t qtype, int64_t cols, const uint8_t *src, uint8_t *
     const int wi = vkw_type_index(qtype);
     if (wi < 0) return;
     const wide_type *w = &k_wide[wi];
-    const size_t nb = (size_t)(cols / 32), B = w->block, Q = w->quants, S = B - Q, stride = vkw_row_stride(qtype, cols);
+    const size_t nb = (size_t)(cols / w->qk), B = w->block, Q = w->quants, S = B - Q, stride = vkw_row_stride(qtype, cols);
+    const size_t so = w->qoff ? 0 : Q; /* the side bytes' offset in the GGUF block */
     for (int64_t r = 0; r < n_rows; r++) {
         const uint8_t *s = src + (size_t)r * stride;
         uint8_t *d = dst + (size_t)r * nb * B;
         for (size_t b = 0; b < nb; b++) {
-            memcpy(d + b * B + S, s + b * Q, Q);
-            memcpy(d + b * B, s + nb * Q + b * S, S);
+            memcpy(d + b * B + w->qoff, s + b * Q, Q);
+            memcpy(d + b * B + so, s + nb * Q + b * S, S);
         }
     }
 }

@@ -1,7 +1,8 @@
 /* vk_wide: the repacked ("wide") weight layout of the Vulkan backend. Weights of the
- * 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) are stored per row as the quants
- * of every block (16 or 32 bytes each, contiguous and 16-byte aligned), then the rest of
- * each block (f16 scale, min, high bits), the row padded to 16 bytes; the "_w" kernels
+ * 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) and Q6_K are stored per row as the
+ * quants of every block (16 or 32 bytes each; Q6_K: ql + qh, 192 bytes; contiguous and
+ * 16-byte aligned), then the rest of each block (f16 scale, min, high bits; Q6_K: its 16
+ * int8 scales and d), the row padded to 16 bytes; the "_w" kernels
  * (dequant.glsl DQ_WIDE) read it with 16-byte loads; Q4_K / Q5_K keep the GGUF layout (their
  * blocks are 16-byte multiples) and get a uvec4 mat-vec. Chosen at weight upload, unless
  * ANVIL_VK_DISABLE=wide; tensors made with tensor_new keep the GGUF layout. */
@@ -17,7 +18,7 @@ struct vk_ctx;
 /* Index of qtype among the repacked types (the "_w" kernel ranges), or -1. */
 int vkw_type_index(uint32_t qtype);
 /* Bytes of one repacked row (the GGUF row rounded up to 16); 0 if not a repacked type or cols
- * not a multiple of 32. */
+ * not a multiple of its block (32; Q6_K 256). */
 size_t vkw_row_stride(uint32_t qtype, int64_t cols);
 /* GGUF rows -> repacked rows (dst stride vkw_row_stride, padding zeroed) and back. */
 void vkw_pack_rows(uint32_t qtype, int64_t cols, const uint8_t *src, uint8_t *dst, int64_t n_rows);
