@@ -12,6 +12,7 @@
 #include "ref_ops.h"
 #include "vk_testlib.h"
 #ifdef ANVIL_HAVE_VULKAN
+#include "vk_int8.h"
 #include "vk_wide.h"
 
 static uint64_t seed = 777;
@@ -21,7 +22,7 @@ static const uint32_t k_types[] = { QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0 
 
 static float tol_for(uint32_t type, int n_tok) {
     const bool vec = n_tok <= paths.mv_max_tok;
-    if (vec && paths.int8 && (type == QT_Q4_0 || type == QT_Q8_0)) return 3e-2f;
+    if (vec && paths.int8 && vkq_covers(type)) return 3e-2f;
     if (!vec && paths.fp16) return 4e-3f;
     return 2e-5f;
 }
