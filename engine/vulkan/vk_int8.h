@@ -2,8 +2,8 @@
  * weight gets: mul_mat_vecq_q4_0 / _q8_0 (shaders/mul_mat_vecq.comp) and the kernels of
  * shaders/mul_mat_vecq_x.comp (Q4_1, Q5_0, Q5_1 in both weight layouts; Q4_K, Q5_K, Q6_K),
  * all against the activation quantized once by quantize_q8_1; their pipeline descriptions.
- * Off with ANVIL_VK_DISABLE=int8 or on devices without 8-bit packed dot products; Q5_K's only
- * with ANVIL_VK_INT8_Q5_K=1 (see vk_int8.c). */
+ * Off with ANVIL_VK_DISABLE=int8 or on devices without 8-bit packed dot products; Q4_K's and
+ * Q5_K's only with ANVIL_VK_INT8_K=1 (see vk_int8.c). */
 #ifndef ANVIL_VK_INT8_H
 #define ANVIL_VK_INT8_H
 #include <stdbool.h>
