@@ -6,6 +6,7 @@
 #include <string.h>
 #include "quant.h"
 #include "vk_internal.h"
+#include "vk_int8.h"
 #include "vk_spirv.h"
 #include "vk_wide.h"
 
@@ -122,6 +123,7 @@ static bool choose_paths(vk_ctx *c) {
     c->use_fp16 = c->info.fp16 && !disabled(c, "fp16");
     c->use_subgroup = c->info.subgroup_arith && c->info.subgroup_size >= 4 && c->info.subgroup_size <= 64 && !disabled(c, "subgroup");
     c->use_int8 = c->info.int8_dot && !disabled(c, "int8");
+    c->use_int8_k = vkq_kquants_requested();
     c->use_wide = !disabled(c, "wide"); /* repacked weights + 16-byte-load kernels (vk_wide.c) */
     c->use_fuse = !disabled(c, "fuse"); /* vk_fused.c (create_device checks its feature) */
     /* Vulkan 1.3 subgroupSizeControl + computeFullSubgroups: the subgroup kernels are

@@ -19,14 +19,14 @@ static const struct { uint32_t type; const char *name; bool wide; } k_q[VKQ_N_ID
 /* Q4_K's and Q5_K's kernels only with ANVIL_VK_INT8_K=1: their q8_1 activations take the
  * whole-model KL past the agreement limits (real Gemma 3 270M Q4_K_M through Q4_K: KL max
  * 0.073 > 0.06; the synthetic qwen2-tinyk-q5_K through Q5_K: 0.0208 > 0.02). */
-static bool kquant_on(void) {
+bool vkq_kquants_requested(void) {
     const char *e = getenv("ANVIL_VK_INT8_K");
     return e && *e && strcmp(e, "0") != 0;
 }
 
 bool vkq_covers(uint32_t qtype) {
     if (qtype == QT_Q4_0 || qtype == QT_Q8_0) return true;
-    if ((qtype == QT_Q4_K || qtype == QT_Q5_K) && !kquant_on()) return false;
+    if ((qtype == QT_Q4_K || qtype == QT_Q5_K) && !vkq_kquants_requested()) return false;
     for (int i = 0; i < VKQ_N_IDS; i++)
         if (k_q[i].type == qtype) return true;
     return false;
@@ -36,7 +36,7 @@ int vkq_matmul_pipe(vk_ctx *c, const be_tensor *w, int64_t K) {
     if (!c->use_int8 || K % 32 != 0) return -1;
     if (w->type == QT_Q4_0) return vkw_pick(w, VKP_MMVQ_Q4_0);
     if (w->type == QT_Q8_0) return vkw_pick(w, VKP_MMVQ_Q8_0);
-    if (!vkq_covers(w->type)) return -1;
+    if ((w->type == QT_Q4_K || w->type == QT_Q5_K) && !c->use_int8_k) return -1;
     const bool wide = vkw_is_wide(w);
     for (int i = 0; i < VKQ_N_IDS; i++) {
         if (k_q[i].type != w->type || k_q[i].wide != wide) continue;

@@ -15,6 +15,8 @@ struct vk_ctx;
 
 /* True if weights of qtype have an integer-dot mat-vec (the 8-bit activation tolerance applies). */
 bool vkq_covers(uint32_t qtype);
+/* ANVIL_VK_INT8_K=1: Q4_K's and Q5_K's kernels too (read once per backend: vk_ctx.use_int8_k). */
+bool vkq_kquants_requested(void);
 /* The integer-dot mat-vec pipeline for weight w with K columns, or -1 (path off, type not
  * covered, K not a multiple of the block, misaligned view). */
 int vkq_matmul_pipe(struct vk_ctx *c, const be_tensor *w, int64_t K);

@@ -59,6 +59,7 @@ typedef struct vk_ctx {
     uint32_t queue_family;
     /* paths */
     bool use_fp16, use_subgroup, use_int8, use_sgsize;
+    bool use_int8_k;         /* Q4_K/Q5_K integer-dot mat-vec too (ANVIL_VK_INT8_K=1, vk_int8.c) */
     bool use_wide;           /* repacked weight layout + 16-byte-load kernels (vk_wide.c) */
     bool use_fuse;           /* the fused decode ops (vk_fused.c) */
     bool use_splitk;         /* split-K decode attention (vk_attention.c) */

@@ -57,4 +57,37 @@ static inline void *vkt_quantize(uint32_t type, const float *x, int64_t cols, in
     for (int64_t r = 0; r < rows; r++) iq_rand_row((qtype)type, x + r * cols, q + (size_t)r * rb, cols, &rng);
     return q;
 }
+
+#ifdef ANVIL_HAVE_VULKAN
+/* The mat-vec of a type x K x N weight over 3 tokens gives bit-identical results under every
+ * rows-per-workgroup variant (ANVIL_VK_MV_ROWS=1,2,4,8, each on a fresh backend); restores
+ * ANVIL_VK_MV_ROWS. The autotuner relies on this (engine/vulkan/vk_tune.c). */
+static inline void vkt_check_rows_identical(uint64_t *seed, uint32_t type, int64_t K, int64_t N) {
+    const char *keep = getenv("ANVIL_VK_MV_ROWS");
+    char saved[16] = "";
+    if (keep) snprintf(saved, sizeof saved, "%s", keep);
+    float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * 3);
+    vkt_fill(seed, w, K * N, -1, 1);
+    vkt_fill(seed, x, K * 3, -1, 1);
+    uint8_t *q = vkt_quantize(type, w, K, N);
+    float *first = malloc(sizeof(float) * N * 3), *g = malloc(sizeof(float) * N * 3);
+    const char *rows[4] = { "1", "2", "4", "8" };
+    for (int v = 0; v < 4; v++) {
+        setenv("ANVIL_VK_MV_ROWS", rows[v], 1);
+        backend *be = vkt_open_lavapipe();
+        if (!be) break;
+        be_tensor *wt = be->ops->weight_new(be, type, K, N, q);
+        be_tensor *xt = vkt_upload_new(be, QT_F32, K, 3, x), *ot = be->ops->tensor_new(be, QT_F32, N, 3);
+        be->ops->matmul(be, wt, xt, ot, 3, false);
+        be_download(ot, 0, v ? g : first, sizeof(float) * N * 3);
+        if (v) CHECKF(!memcmp(g, first, sizeof(float) * N * 3), "%s: ROWS=%s differs from ROWS=1", qtype_get(type)->name, rows[v]);
+        CHECKF(be_error(be) == NULL, "%s", be_error(be));
+        be_tensor_free(wt); be_tensor_free(xt); be_tensor_free(ot);
+        be->ops->destroy(be);
+    }
+    free(w); free(x); free(q); free(first); free(g);
+    if (saved[0]) setenv("ANVIL_VK_MV_ROWS", saved, 1);
+    else unsetenv("ANVIL_VK_MV_ROWS");
+}
+#endif
 #endif
