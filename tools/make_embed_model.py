@@ -49,6 +49,16 @@ CONT_EXTRA = ["s", "ing", "ed", "er", "able", "ly", "ment", "tion", "ness", "ish
               "dings", "ps", "es", "al", "ic"]
 
 
+def bge_vocab():
+    """BGE's real WordPiece vocabulary (tests/data/vocab/bert-bge.json.gz: the tokens and types
+    of llama.cpp's models/ggml-vocab-bert-bge.gguf, as its converter wrote them)."""
+    import gzip
+    import json
+    with gzip.open(os.path.join(HERE, "..", "tests", "data", "vocab", "bert-bge.json.gz"), "rt", encoding="utf-8") as f:
+        v = json.load(f)
+    return dict(tokens=v["tokens"], types=v["types"], ids=v["ids"], pre=v["pre"])
+
+
 def wpm_vocab():
     tokens = ["[PAD]"] + ["[unused%d]" % i for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     types = [3] + [1] * 99 + [3, 3, 3, 3]
@@ -160,7 +170,7 @@ def write(args):
         vocab = mtm.spm_vocab("gemma3", hp["n_vocab"])
         V = len(vocab["tokens"])
     else:
-        vocab = wpm_vocab()
+        vocab = bge_vocab() if args.vocab == "bge" else wpm_vocab()
         V = len(vocab["tokens"])
     if not args.vocab_only:
         w.add_context_length(hp["ctx"])
@@ -204,7 +214,7 @@ def write(args):
         w.add_add_eos_token(True)   # EmbeddingGemma's tokenizer ends every input with <eos>
         w.add_add_space_prefix(False)
     else:
-        w.add_tokenizer_pre("default")
+        w.add_tokenizer_pre(vocab.get("pre", "default"))
         w.add_token_list(vocab["tokens"])
         w.add_token_types(vocab["types"])
         ids = vocab["ids"]
@@ -215,7 +225,10 @@ def write(args):
         w.add_mask_token_id(ids["mask"])
         w.add_add_bos_token(True)
         w.add_add_sep_token(True)
-        w.add_bool("tokenizer.ggml.normalizer.lowercase", not args.cased)
+        # llama.cpp's converter never writes the normalizer keys (real files lowercase by
+        # default); only the cased variant, a file that opts out, carries the key.
+        if args.cased:
+            w.add_bool("tokenizer.ggml.normalizer.lowercase", False)
     plan = [] if args.vocab_only else (plan_gemma(hp, V) if fam == "gemma-embedding" else plan_bert(fam, hp, V))
     wqt = QT.F32 if args.type == "f32" else QT.F16
     for name, shape, kind, scale in plan:
@@ -244,6 +257,8 @@ def main():
     ap.add_argument("--no-dense", action="store_true", help="gemma-embedding: no dense_2/dense_3 projections")
     ap.add_argument("--vocab-only", action="store_true", help="only the tokenizer metadata (WordPiece goldens)")
     ap.add_argument("--cased", action="store_true", help="WordPiece: no lowercasing / accent stripping")
+    ap.add_argument("--vocab", choices=["synthetic", "bge"], default="synthetic",
+                    help="bert / nomic-bert: the small synthetic WordPiece vocabulary, or BGE's real one (30522 pieces)")
     args = ap.parse_args()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     write(args)

@@ -1,5 +1,6 @@
 /* tokenizer_wpm: BERT's WordPiece ("bert" vocabularies) as llama.cpp's WPM tokenizer does it.
- * The normalizer (tokenizer.ggml.normalizer.lowercase / strip_accents) maps each code point to
+ * The normalizer (tokenizer.ggml.normalizer.lowercase / strip_accents, both on when absent, as
+ * in llama.cpp) maps each code point to
  * the first one of its canonical decomposition and drops marks, lowercases, drops controls,
  * U+0000 and U+FFFD; words split on whitespace, and punctuation, ASCII symbols and CJK
  * ideographs are words of their own. Each word, with the U+2581 prefix the converter gives
@@ -22,7 +23,11 @@ static bool read_opt(const gguf_file *f, const char *key, bool *v) {
 }
 
 bool tok_wpm_init(struct tokenizer *t, const gguf_file *f) {
-    t->wpm_lowercase = false;   /* llama.cpp's defaults: off unless the file says so */
+    /* llama.cpp's defaults (llama_vocab::normalizer_options): lowercase and strip accents.
+     * Its converter never writes the lowercase key, so every real BERT-family file
+     * (nomic-embed-text, bge, all-minilm, mxbai) takes the default; strip_accents follows
+     * lowercase unless it has a key of its own. */
+    t->wpm_lowercase = true;
     if (!read_opt(f, "tokenizer.ggml.normalizer.lowercase", &t->wpm_lowercase)) return false;
     t->wpm_strip_accents = t->wpm_lowercase;
     if (!read_opt(f, "tokenizer.ggml.normalizer.strip_accents", &t->wpm_strip_accents)) return false;
