@@ -505,7 +505,14 @@ def write_model(args, hp, path, wtype, quantizer):
         w.add_key_length(hp["head_dim"])
         w.add_value_length(hp["head_dim"])
     if fam == "gemma3":  # like gemma-3-270m: no pattern / swa-base keys (llama.cpp defaults 6, 10000)
-        w.add_sliding_window(hp["swa"])
+        if args.gemma3_swa != "off":   # off: an all-global model, as the converter writes one (no key)
+            w.add_sliding_window(hp["swa"])
+        if args.gemma3_swa == "pattern":
+            w.add_sliding_window_pattern(3)
+            w.add_rope_freq_base_swa(25000.0)
+        elif args.gemma3_swa == "array":   # one bool per layer (gguf-py's Sequence[bool] form)
+            w.add_sliding_window_pattern([True, False, True, True, False, True, False][:hp["n_layer"]])
+            w.add_rope_freq_base_swa(5000.0)
     w.add_file_type(getattr(gguf.LlamaFileType, FILE_TYPES[wtype]))
     if wtype not in ("f32", "f16", "bf16"):
         w.add_quantization_version(gguf.GGML_QUANT_VERSION)
@@ -601,6 +608,10 @@ def main():
     ap.add_argument("--n-expert-used", type=int, help="MoE families: override the experts used per token")
     ap.add_argument("--bad-expert-meta", nargs=2, metavar=("COUNT", "USED"), type=int,
                     help="tests: write these expert_count / expert_used_count instead of the tensors' (a malformed file)")
+    ap.add_argument("--gemma3-swa", choices=["default", "pattern", "array", "off"], default="default",
+                    help="gemma3 sliding-window metadata: default (window only: llama.cpp's pattern 6, base 10000), "
+                         "pattern (period 3, rope.freq_base_swa 25000), array (a bool per layer, base 5000), "
+                         "off (no sliding_window key: every layer global)")
     ap.add_argument("--no-rope-freqs", action="store_true",
                     help="llama: no rope_freqs tensor and base 10000 (Llama 2 style rope)")
     ap.add_argument("--rope-orig-ctx", type=float, default=None,

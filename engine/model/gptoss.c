@@ -28,15 +28,7 @@ int gptoss_read_hparams(const gguf_file *f, model_hparams *hp) {
     }
     if (v < 1 || v > (1u << 30)) { anv_set_error("%s: metadata %s = %u is invalid (must be >= 1)", f->path, key, v); return -1; }
     hp->swa_window = (int)v;
-    hp->swa_pattern = 2;
-    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
-    if (gguf_get_u32(f, key, &v)) {
-        if (v < 1 || v > 1024) { anv_set_error("%s: metadata %s = %u is invalid (must be 1..1024)", f->path, key, v); return -1; }
-        hp->swa_pattern = (int)v;
-    } else if (gguf_find(f, key)) {
-        anv_set_error("%s: metadata %s must be one integer (a per-layer array is not supported)", f->path, key);
-        return -1;
-    }
+    if (model_read_swa_pattern(f, hp, 2) != 0) return -1;
     hp->rope_base_swa = hp->rope_base;
     snprintf(key, sizeof key, "%s.rope.freq_base_swa", arch);
     if (!gguf_get_f32(f, key, &hp->rope_base_swa) && gguf_find(f, key)) return -1;

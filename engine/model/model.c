@@ -186,28 +186,33 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
     if (!read_f32(f, arch, "final_logit_softcapping", &hp->final_softcap)) return -1;
     if (!check_f32(f, arch, "final_logit_softcapping", hp->final_softcap, true)) return -1; /* 0 = off */
-    if (hp->arch == ARCH_GEMMA3) {
+    if (hp->arch == ARCH_GEMMA3) {   /* llama.cpp's src/models/gemma3.cpp */
         hp->embd_scale = true;
-        hp->swa_pattern = 6;
-        hp->rope_base_swa = 10000.0f; /* llama.cpp: local layers use base 10k, no scaling */
-        if (!read_u32(f, arch, "attention.sliding_window", &hp->swa_window, true)) return -1;
-        if (!check_pos(f, arch, "attention.sliding_window", hp->swa_window)) return -1;
+        /* The converter writes no sliding_window for an all-global model (HF pattern 1). */
+        if (!read_u32(f, arch, "attention.sliding_window", &hp->swa_window, false)) return -1;
+        if (hp->swa_window > 0) {
+            if (model_read_swa_pattern(f, hp, 6) != 0) return -1;
+            hp->rope_base_swa = 10000.0f; /* local layers: base 10k unless the file says, no scaling */
+            if (!read_f32(f, arch, "rope.freq_base_swa", &hp->rope_base_swa)) return -1;
+            if (!check_f32(f, arch, "rope.freq_base_swa", hp->rope_base_swa, false)) return -1;
+        }
+        /* Gemma 3 27B (62 layers) scales queries by n_embd / n_head, the others by the head
+         * size (gemma_pytorch's config; llama.cpp decides by the layer count); an explicit
+         * query_pre_attn_scalar (Gemma 2-style files) wins. */
+        if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)hp->n_embd / (float)hp->n_head);
         float qpas = 0;
         if (!read_f32(f, arch, "attention.query_pre_attn_scalar", &qpas)) return -1;
         if (key_present(f, arch, "attention.query_pre_attn_scalar")) {
             if (!check_f32(f, arch, "attention.query_pre_attn_scalar", qpas, false)) return -1;
             hp->attn_scale = 1.0f / sqrtf(qpas);
         }
-        /* Gemma 3 uses no final soft-capping (Gemma 2 did). */
     }
     if (strcmp(arch, "gemma-embedding") == 0) {   /* llama.cpp's gemma-embedding hparams */
         hp->noncausal = hp->embedding_only = true;
         hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
-        hp->rope_base_swa = hp->rope_base;
-        if (!read_f32(f, arch, "rope.freq_base_swa", &hp->rope_base_swa)) return -1;
-        if (!check_f32(f, arch, "rope.freq_base_swa", hp->rope_base_swa, false)) return -1;
-        if (!read_u32(f, arch, "attention.sliding_window_pattern", &hp->swa_pattern, false)) return -1;
-        if (!check_pos(f, arch, "attention.sliding_window_pattern", hp->swa_pattern)) return -1;
+        /* the rest as gemma3 above, but the sliding window is required */
+        if (!read_u32(f, arch, "attention.sliding_window", &hp->swa_window, true)) return -1;
+        if (!check_pos(f, arch, "attention.sliding_window", hp->swa_window)) return -1;
     }
     {
         int pool = MODEL_POOL_MEAN;
@@ -224,7 +229,46 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
 }
 
 bool model_layer_is_swa(const model_hparams *hp, int il) {
+    if (hp->swa_by_mask) return il >= 0 && il < MODEL_MAX_LAYERS && (hp->swa_mask[il / 64] >> (il % 64) & 1);
     return hp->swa_pattern > 0 && il % hp->swa_pattern < hp->swa_pattern - 1;
+}
+
+int model_read_swa_pattern(const gguf_file *f, model_hparams *hp, int default_pattern) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch_name);
+    const gguf_kv *kv = gguf_find(f, key);
+    hp->swa_pattern = default_pattern;
+    hp->swa_by_mask = false;
+    if (!kv) return 0;
+    if (kv->type != GGUF_ARRAY) {
+        uint32_t v;
+        if (!gguf_get_u32(f, key, &v)) return -1;
+        if (v > (1u << 20)) { anv_set_error("%s: metadata %s = %u is out of range", f->path, key, v); return -1; }
+        hp->swa_pattern = (int)v;   /* 0: every layer slides, as llama.cpp's set_swa_pattern(0) */
+        if (v == 0) {
+            hp->swa_by_mask = true;
+            memset(hp->swa_mask, 0xff, sizeof hp->swa_mask);
+        }
+        return 0;
+    }
+    /* one flag per layer: bool, uint32 or int32 elements (llama.cpp's get_arr), at most
+     * MODEL_MAX_LAYERS; layers past the array's end do not slide */
+    const size_t esz = kv->arr_type == GGUF_BOOL ? 1 : kv->arr_type == GGUF_UINT32 || kv->arr_type == GGUF_INT32 ? 4 : 0;
+    if (!esz) { anv_set_error("%s: metadata %s must be an integer or an array of bools", f->path, key); return -1; }
+    if (kv->arr_len > MODEL_MAX_LAYERS) {
+        anv_set_error("%s: metadata %s has %llu entries (at most %d)", f->path, key, (unsigned long long)kv->arr_len, MODEL_MAX_LAYERS);
+        return -1;
+    }
+    memset(hp->swa_mask, 0, sizeof hp->swa_mask);
+    const uint8_t *d = kv->arr_data;
+    for (uint64_t i = 0; i < kv->arr_len; i++) {
+        uint32_t v = 0;
+        if (esz == 1) v = d[i];
+        else memcpy(&v, d + i * 4, 4);   /* little-endian, as GGUF stores it */
+        if (v) hp->swa_mask[i / 64] |= 1ull << (i % 64);
+    }
+    hp->swa_by_mask = true;
+    return 0;
 }
 
 /* Finds a tensor and checks its shape (ne1 = 1 for vectors); NULL + error if missing

@@ -15,6 +15,8 @@ typedef enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3, ARCH_BERT, ARCH_
 /* How an embedding is pooled from the final hidden states (llama.cpp's pooling_type values). */
 typedef enum { MODEL_POOL_NONE = 0, MODEL_POOL_MEAN = 1, MODEL_POOL_CLS = 2, MODEL_POOL_LAST = 3 } model_pooling;
 
+#define MODEL_MAX_LAYERS 512   /* llama.cpp's LLAMA_MAX_LAYERS: the longest per-layer array key */
+
 typedef struct {
     model_arch arch;
     const char *arch_name;
@@ -27,7 +29,13 @@ typedef struct {
     int yarn_orig_ctx;
     int n_rot;
     be_rope_mode rope_mode;
-    int swa_window, swa_pattern;  /* gemma3 (6), gpt-oss (2): layer il is sliding iff il % pattern < pattern-1 */
+    /* Sliding-window layers ({arch}.attention.sliding_window_pattern, llama.cpp's
+     * load_swa_pattern): the key is either a period (gemma3 6, gpt-oss 2: layer il slides iff
+     * il % pattern < pattern - 1; 0 = no layer slides) or one bool per layer, kept in swa_mask
+     * (swa_by_mask). swa_window 0: no sliding window at all. */
+    int swa_window, swa_pattern;
+    bool swa_by_mask;
+    uint64_t swa_mask[MODEL_MAX_LAYERS / 64];
     float attn_scale;
     float final_softcap;
     bool embd_scale;              /* gemma: x *= sqrt(n_embd) after lookup */
@@ -81,8 +89,11 @@ typedef struct {
     backend *gpu;        /* optional GPU backend for offloaded layers */
 } model_load_opts;
 
-/* Gemma 3: true if layer il uses the sliding window (and the local RoPE base). */
+/* True if layer il uses the sliding window (and the local RoPE base). */
 bool model_layer_is_swa(const model_hparams *hp, int il);
+/* Reads {arch}.attention.sliding_window_pattern (a period or a per-layer bool array; absent:
+ * default_pattern) into hp; -1 + error naming the key if it is malformed. */
+int model_read_swa_pattern(const gguf_file *f, model_hparams *hp, int default_pattern);
 
 model *model_load(const char *path, const model_load_opts *opts);
 void model_free(model *m);

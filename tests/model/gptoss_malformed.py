@@ -2,7 +2,7 @@
 """gptoss_malformed: a gpt-oss file with a gpt-oss piece missing or mis-shaped is refused with one
 line naming the problem (never a crash): no attention sinks, sinks of the wrong length, no output
 bias, an expert bias of the wrong shape, an expert bias that is not F32, no sliding window, a zero
-YaRN original context. Each case is the good synthetic file (tools/make_test_model.py --family
+YaRN original context, a sliding-window pattern array of strings or of more than 512 layers. Each case is the good synthetic file (tools/make_test_model.py --family
 gptoss) rewritten with gguf-py, one thing changed.
 
   gptoss_malformed.py --anvil build/anvil --gen tools/make_test_model.py --dir DIR
@@ -27,6 +27,11 @@ CASES = [
     ("no-router-bias", ("drop", "blk.1.ffn_gate_inp.bias"), "missing tensor 'blk.1.ffn_gate_inp.bias'"),
     ("no-swa", ("dropkey", ARCH + ".attention.sliding_window"), "missing metadata key gpt-oss.attention.sliding_window"),
     ("yarn-orig-0", ("setu32", ARCH + ".rope.scaling.original_context_length", 0), "original_context_length = 0 is invalid"),
+    # sliding_window_pattern's per-layer form (model.c model_read_swa_pattern, shared with gemma3)
+    ("swa-pattern-strings", ("setarr", ARCH + ".attention.sliding_window_pattern", ["a", "b"], gguf.GGUFValueType.STRING),
+     "sliding_window_pattern must be an integer or an array of bools"),
+    ("swa-pattern-long", ("setarr", ARCH + ".attention.sliding_window_pattern", [True] * 600, gguf.GGUFValueType.BOOL),
+     "sliding_window_pattern has 600 entries (at most 512)"),
 ]
 
 
@@ -43,6 +48,8 @@ def rewrite(src, dst, edit):
             val = edit[2]
         sub = f.types[1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
         w.add_key_value(name, val, f.types[0], sub_type=sub)
+    if edit[0] == "setarr":
+        w.add_key_value(edit[1], edit[2], gguf.GGUFValueType.ARRAY, sub_type=edit[3])
     for t in r.tensors:
         if edit[0] == "drop" and t.name == edit[1]:
             continue
