@@ -4,7 +4,7 @@
 # tests/model/make_embed_golden.py) on the CPU and on lavapipe under the validation layer.
 set(_anvil_embed_cmds "")
 foreach(spec "bert:bert:" "bert-mean:bert:--pooling mean" "nomic-bert:nomic-bert:" "gemma-embedding:gemma-embedding:"
-             "gemma-embedding-nodense:gemma-embedding:--no-dense")
+             "gemma-embedding-nodense:gemma-embedding:--no-dense" "bert-bge:bert:--vocab bge" "nomic-bert-bge:nomic-bert:--vocab bge")
   string(REPLACE ":" ";" _p "${spec}")
   list(GET _p 0 _name)
   list(GET _p 1 _fam)

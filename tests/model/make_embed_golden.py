@@ -18,10 +18,16 @@ PROMPTS = ["hello world", "The quick brown fox jumps over the lazy dog.",
            "Café naïve résumé, Zürich straße! 中文 unbelievable embeddings",
            "attention layers: the network mixes the channels; a cache keeps the keys and values so that each "
            "new token costs one pass over the weights. Quantized weights store a scale per block.",
-           "x"]
+           "x",
+           # capitals, accents, other scripts, CJK and emoji: the WordPiece normalizer's work
+           "MiXeD CaSe iPhone McDONALD'S O'Neill: ÀÉÎÕÜ façade, São Paulo, ŁÓDŹ, Ελληνικά ΚΕΦΑΛΑΙΑ, ПРИВЕТ Мир",
+           "東京タワーと中文字符，한국어 텍스트, ภาษาไทย, हिन्दी, العربية — ﬁ ligature, Ａ fullwidth, ① circled",
+           "Emoji 🚀🔥 mixed 👩‍👩‍👧 with skin tones 👍🏽 and flags 🇩🇪🇯🇵! Tabs\tand\tmore; ½ ² ™ ©"]
 # (family, extra make_embed_model args, golden name)
 MODELS = [("bert", [], "bert"), ("bert", ["--pooling", "mean"], "bert-mean"), ("nomic-bert", [], "nomic-bert"),
-          ("gemma-embedding", [], "gemma-embedding"), ("gemma-embedding", ["--no-dense"], "gemma-embedding-nodense")]
+          ("gemma-embedding", [], "gemma-embedding"), ("gemma-embedding", ["--no-dense"], "gemma-embedding-nodense"),
+          # BGE's real WordPiece vocabulary (30522 pieces, no normalizer key: as every real file)
+          ("bert", ["--vocab", "bge"], "bert-bge"), ("nomic-bert", ["--vocab", "bge"], "nomic-bert-bge")]
 
 
 def main():

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """make_wpm_golden: regenerates tests/data/tokenizer-golden-wpm*.json, the WordPiece (BERT)
 tokenizer goldens, with today's llama.cpp (llama-tokenize) on the synthetic vocabulary that
-tools/make_embed_model.py --vocab-only writes (lowercasing + accent stripping, and --cased).
+tools/make_embed_model.py --vocab-only writes (lowercasing + accent stripping, and --cased), and on
+BGE's real 30522-piece vocabulary (--vocab bge, no normalizer key: as every converted file).
 
   PYTHONPATH=~/.cache/llamacpp-current/src/llama.cpp/gguf-py python3 tests/tokenizer/make_wpm_golden.py \
       --llama-tokenize ~/.cache/llamacpp-current/src/llama.cpp/build-cpu/bin/llama-tokenize
@@ -57,7 +58,7 @@ def main():
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "tests", "data"))
     args = ap.parse_args()
     os.makedirs(args.models, exist_ok=True)
-    for variant, extra in (("wpm", []), ("wpm-cased", ["--cased"])):
+    for variant, extra in (("wpm", []), ("wpm-cased", ["--cased"]), ("wpm-bge", ["--vocab", "bge"])):
         model = os.path.join(args.models, "tok-%s.gguf" % variant)
         subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_embed_model.py"), "--family", "bert",
                         "--vocab-only", "--out", model] + extra, check=True, stdout=subprocess.DEVNULL)

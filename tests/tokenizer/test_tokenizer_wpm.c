@@ -1,6 +1,6 @@
 /* test_tokenizer_wpm: the WordPiece (BERT) tokenizer against llama.cpp. The synthetic vocabulary
  * (tools/make_embed_model.py --vocab-only, lowercasing + accent stripping, and a --cased one)
- * is written into ANVIL_TEST_MODELS by the tokenizer_wpm_models fixture; every string of
+ * and BGE's real vocabulary (--vocab bge, no normalizer key, as every converted file) are written into ANVIL_TEST_MODELS by the tokenizer_wpm_models fixture; every string of
  * data/tokenizer-golden-wpm*.json (tests/tokenizer/make_wpm_golden.py, llama-tokenize) must
  * encode to exactly llama.cpp's ids: no specials, specials parsed, and [CLS] ... [SEP] added.
  * Also: pieces of word-initial / continuation tokens, invalid UTF-8, and bad metadata. */
@@ -111,5 +111,7 @@ int main(void) {
     run_golden("wpm", path, "data/tokenizer-golden-wpm.json");
     snprintf(path, sizeof path, "%s/tok-wpm-cased.gguf", models ? models : ".");
     run_golden("wpm-cased", path, "data/tokenizer-golden-wpm-cased.json");
+    snprintf(path, sizeof path, "%s/tok-wpm-bge.gguf", models ? models : ".");
+    run_golden("wpm-bge", path, "data/tokenizer-golden-wpm-bge.json");
     return tu_finish();
 }

@@ -11,10 +11,10 @@ if(TARGET test_tokenizer)
   set_tests_properties(test_tokenizer PROPERTIES FIXTURES_REQUIRED tokenizer_bpe_models
                        ENVIRONMENT "ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
 endif()
-# WordPiece: the synthetic BERT vocabularies (tools/make_embed_model.py --vocab-only) for
+# WordPiece: the synthetic BERT vocabularies and BGE's real one (tools/make_embed_model.py --vocab-only) for
 # test_tokenizer_wpm and its llama.cpp goldens (tests/tokenizer/make_wpm_golden.py).
 add_test(NAME tokenizer_wpm_models
-         COMMAND sh -c "${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/make_embed_model.py --family bert --vocab-only --out ${ANVIL_TEST_MODELS}/tok-wpm.gguf && ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/make_embed_model.py --family bert --vocab-only --cased --out ${ANVIL_TEST_MODELS}/tok-wpm-cased.gguf")
+         COMMAND sh -c "${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/make_embed_model.py --family bert --vocab-only --out ${ANVIL_TEST_MODELS}/tok-wpm.gguf && ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/make_embed_model.py --family bert --vocab-only --cased --out ${ANVIL_TEST_MODELS}/tok-wpm-cased.gguf && ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/make_embed_model.py --family bert --vocab-only --vocab bge --out ${ANVIL_TEST_MODELS}/tok-wpm-bge.gguf")
 set_tests_properties(tokenizer_wpm_models PROPERTIES FIXTURES_SETUP tokenizer_wpm_models TIMEOUT 120)
 if(TARGET test_tokenizer_wpm)
   target_link_libraries(test_tokenizer_wpm PRIVATE PkgConfig::CJSON)
