@@ -42,6 +42,7 @@ except ImportError:  # pragma: no cover
 NUMPY_TYPES = {"f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q4_0": QT.Q4_0, "q4_1": QT.Q4_1,
                "q5_0": QT.Q5_0, "q5_1": QT.Q5_1, "q8_0": QT.Q8_0, "mxfp4": QT.MXFP4}
 K_TYPES = {"q2_K": QT.Q2_K, "q3_K": QT.Q3_K, "q4_K": QT.Q4_K, "q5_K": QT.Q5_K, "q6_K": QT.Q6_K}
+MIXES = {"q2_K": "Q2_K", "q3_K": "Q3_K_M", "q4_K": "Q4_K_M", "q5_K": "Q5_K_M", "q6_K": "Q6_K"}   # --mix
 FILE_TYPES = {"f32": "ALL_F32", "f16": "MOSTLY_F16", "bf16": "MOSTLY_BF16", "q4_0": "MOSTLY_Q4_0",
               "q4_1": "MOSTLY_Q4_1", "q5_0": "MOSTLY_Q5_0", "q5_1": "MOSTLY_Q5_1",
               "q8_0": "MOSTLY_Q8_0", "mxfp4": "MOSTLY_MXFP4_MOE", "q2_K": "MOSTLY_Q2_K", "q3_K": "MOSTLY_Q3_K_M",
@@ -617,6 +618,8 @@ def main():
     ap.add_argument("--rope-orig-ctx", type=float, default=None,
                     help="llama3 rope scaling: original context of the frequency-factor formula "
                          "(default 32 for tiny/tinyk so the factors matter in short tests, 8192 else)")
+    ap.add_argument("--mix", action="store_true",
+                    help="K-quants with --quantizer anvil: llama-quantize's mix (q4_K -> Q4_K_M, ...), not --pure")
     ap.add_argument("--quantizer", choices=["ggml", "anvil"], default=None,
                     help="K-quants: ggml's quantizer via ctypes (default if --anvil is not given) or "
                          "`anvil quantize`")
@@ -649,6 +652,8 @@ def main():
                 return 0
     if os.path.exists(args.out + ".stamp"):
         os.unlink(args.out + ".stamp")
+    if args.mix and (args.type not in K_TYPES or not args.anvil):
+        ap.error("--mix needs a K type and --anvil PATH")
     if args.type in K_TYPES:
         quantizer = args.quantizer or ("anvil" if args.anvil else "ggml")
         if quantizer == "anvil":
@@ -658,11 +663,13 @@ def main():
             os.close(fd)
             try:
                 write_model(args, hp, tmp, "f32", None)
-                # --pure: every 2-D weight gets the type (no Q4_K_M-style mix), as ggml_quantize_chunk
-                r = subprocess.run([args.anvil, "quantize", "--pure", tmp, args.out, args.type])
+                # --pure: every 2-D weight gets the type (no Q4_K_M-style mix), as ggml_quantize_chunk;
+                # --mix: llama-quantize's mix of that name (Q4_K_M ...), as users' files are made
+                qargs = [MIXES[args.type]] if args.mix else ["--pure", args.type]
+                r = subprocess.run([args.anvil, "quantize", tmp, args.out] + qargs if args.mix else
+                                   [args.anvil, "quantize", "--pure", tmp, args.out, args.type])
                 if r.returncode != 0:
-                    raise SystemExit("make_test_model: `anvil quantize --pure %s OUT %s` failed (exit %d)"
-                                     % (tmp, args.type, r.returncode))
+                    raise SystemExit("make_test_model: `anvil quantize %s` failed (exit %d)" % (" ".join(qargs), r.returncode))
             finally:
                 os.unlink(tmp)
         else:

@@ -1,7 +1,8 @@
 # moe.cmake: the mixture-of-experts families (engine/model/moe.c; gpt-oss: gptoss.c) against today's llama.cpp.
 # Owns: one fixture per synthetic MoE model of tests/data/golden/moe/manifest.json
 # (tools/make_test_model.py), the comparison of `anvil eval` with the committed llama.cpp dump
-# of each (tests/model/moe_vs_llamacpp.py --base: KL per position, confident top-1, greedy),
+# of each (tests/model/moe_vs_llamacpp.py --base: KL per position, confident top-1, greedy), for
+# quantized files also the KL to the unquantized model's dump against llama.cpp's (--truth),
 # on the CPU and on lavapipe (Khronos validation layer inserted, zero messages), and the
 # malformed-file refusals (tests/model/moe_malformed.py, gptoss_malformed.py).
 anvil_tests_need_python(moe numpy gguf)
@@ -20,21 +21,34 @@ foreach(i RANGE ${_moe_last})
     string(JSON _a GET "${_moe_manifest}" models ${_name} args ${j})
     list(APPEND _args ${_a})
   endforeach()
-  string(JSON _max_kl GET "${_moe_manifest}" models ${_name} max_kl)
+  string(JSON _max_kl ERROR_VARIABLE _no_max_kl GET "${_moe_manifest}" models ${_name} max_kl)
+  string(JSON _truth ERROR_VARIABLE _no_truth GET "${_moe_manifest}" models ${_name} truth)
   string(JSON _digest GET "${_moe_manifest}" models ${_name} weights_sha256)
   set(_path ${ANVIL_TEST_MODELS}/${_name}.gguf)
   add_test(NAME moe_model_${_name}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/make_test_model.py ${_args} --out ${_path} --if-changed)
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/make_test_model.py ${_args} --anvil $<TARGET_FILE:anvil>
+                   --out ${_path} --if-changed)
   set_tests_properties(moe_model_${_name} PROPERTIES FIXTURES_SETUP anvil_moe_${_name} TIMEOUT 300 LABELS "golden;moe")
   set(_cmp ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/moe_vs_llamacpp.py --anvil $<TARGET_FILE:anvil> --model ${_path}
-           --base ${_moe_dir}/${_name}.kld.gz --expect-digest ${_digest} --max-kl ${_max_kl})
-  add_test(NAME moe_golden_${_name} COMMAND ${_cmp})
-  set_tests_properties(moe_golden_${_name} PROPERTIES FIXTURES_REQUIRED anvil_moe_${_name} TIMEOUT 300 LABELS "golden;moe")
-  if(ANVIL_VULKAN AND EXISTS ${_lvp})
-    add_test(NAME moe_golden_vulkan_${_name} COMMAND ${_cmp} --vulkan)
-    set_tests_properties(moe_golden_vulkan_${_name} PROPERTIES FIXTURES_REQUIRED anvil_moe_${_name} TIMEOUT 600
-                         LABELS "golden;moe" ENVIRONMENT "VK_ICD_FILENAMES=${_lvp};ASAN_OPTIONS=detect_leaks=0")
-  endif()
+           --base ${_moe_dir}/${_name}.kld.gz --expect-digest ${_digest})
+  # golden: agreement with llama.cpp's run of the same file (max_kl); truth (quantized MoE): the
+  # mean KL to the unquantized model's logits within 1.1x of llama.cpp's own
+  foreach(_kind golden truth)
+    if(_kind STREQUAL golden AND NOT _no_max_kl)
+      set(_extra --max-kl ${_max_kl})
+    elseif(_kind STREQUAL truth AND NOT _no_truth)
+      set(_extra --truth ${_moe_dir}/${_truth}.kld.gz)
+    else()
+      continue()
+    endif()
+    add_test(NAME moe_${_kind}_${_name} COMMAND ${_cmp} ${_extra})
+    set_tests_properties(moe_${_kind}_${_name} PROPERTIES FIXTURES_REQUIRED anvil_moe_${_name} TIMEOUT 300 LABELS "golden;moe")
+    if(ANVIL_VULKAN AND EXISTS ${_lvp})
+      add_test(NAME moe_${_kind}_vulkan_${_name} COMMAND ${_cmp} ${_extra} --vulkan)
+      set_tests_properties(moe_${_kind}_vulkan_${_name} PROPERTIES FIXTURES_REQUIRED anvil_moe_${_name} TIMEOUT 600
+                           LABELS "golden;moe" ENVIRONMENT "VK_ICD_FILENAMES=${_lvp};ASAN_OPTIONS=detect_leaks=0")
+    endif()
+  endforeach()
 endforeach()
 add_test(NAME moe_malformed
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/moe_malformed.py --anvil $<TARGET_FILE:anvil>

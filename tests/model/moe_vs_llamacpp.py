@@ -19,6 +19,9 @@ Greedy: Anvil's first greedy tokens after the chunk against the argmax of llama.
 stored position, and Anvil's per-position argmax against llama.cpp's wherever llama.cpp's
 top-1 leads by > 0.05 in probability. Exit 1 if the mean KL exceeds --max-kl (x10 for the
 max) or a confident top-1 differs.
+With --truth (quantized MoE files, issue 34): the verdict is instead Anvil's mean KL to the
+unquantized model's logits (llama.cpp's dump of the F32 file) against llama.cpp's own KL to them
+(from --base): within --truth-ratio (1.1x).
 """
 import argparse
 import gzip
@@ -69,7 +72,13 @@ def main():
     ap.add_argument("--base", help="llama-perplexity --kl-divergence-base dump (gzipped) to compare against")
     ap.add_argument("--write-base", help="run llama.cpp and write its dump here (gzipped)")
     ap.add_argument("--expect-digest", help="refuse a model whose weights digest differs (the one --base was made from)")
+    ap.add_argument("--truth", help="llama.cpp's dump of the unquantized model (gzipped): judge this quantized model by "
+                                    "its KL to that truth, against llama.cpp's own KL to it (--base)")
+    ap.add_argument("--truth-ratio", type=float, default=1.1,
+                    help="with --truth: pass iff Anvil's mean KL to the truth <= this x llama.cpp's")
     a = ap.parse_args()
+    if a.truth and not a.base:
+        ap.error("--truth needs --base (llama.cpp's dump of this quantized model)")
     if a.expect_digest:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
         import make_test_model
@@ -134,9 +143,30 @@ def main():
            "greedy_first_anvil": greedy_first, "greedy_first_llamacpp": int(top[-1, 0]),
            "greedy_first_match": greedy_first == int(top[-1, 0]), "anvil_greedy": d["generated"],
            "greedy_first_margin": float(pr[-1, top[-1, 0]] - pr[-1, top[-1, 1]])}
+    if a.truth:
+        # Two valid roundings of a quantized MoE diverge through router flips, so agreement with
+        # llama.cpp's run is not the measure; distance from the unquantized model's logits is.
+        with tempfile.TemporaryDirectory() as td:
+            tp = os.path.join(td, "truth.bin")
+            with gzip.open(a.truth, "rb") as fi, open(tp, "wb") as fo:
+                fo.write(fi.read())
+            t_ctx, t_vocab, t_toks, t_first, t_lp = read_kld_base(tp)
+        if (t_ctx, t_vocab, t_first) != (n_ctx, n_vocab, first) or t_toks[1:] != toks[1:n_ctx]:
+            sys.exit("moe_vs_llamacpp: %s is not a dump of the same tokens as %s" % (a.truth, a.base))
+        pt = np.exp(t_lp)
+        pt /= pt.sum(axis=1, keepdims=True)
+        lt = np.log(pt)
+        kl_anvil = (pt * (lt - an)).sum(axis=1)
+        kl_llama = (pt * (lt - lref)).sum(axis=1)
+        res.update(truth=os.path.basename(a.truth), kl_to_truth_anvil=float(kl_anvil.mean()),
+                   kl_to_truth_llamacpp=float(kl_llama.mean()), kl_to_truth_ratio=float(kl_anvil.mean() / kl_llama.mean()))
     print(json.dumps(res))
     if a.out:
         json.dump(res, open(a.out, "w"))
+    if a.truth:
+        print("KL to the unquantized model's logits: Anvil %.4g, llama.cpp %.4g (ratio %.3f, limit %.2f)" % (
+            res["kl_to_truth_anvil"], res["kl_to_truth_llamacpp"], res["kl_to_truth_ratio"], a.truth_ratio))
+        return 0 if res["kl_to_truth_anvil"] <= a.truth_ratio * res["kl_to_truth_llamacpp"] else 1
     ok = mism == 0 and (res["greedy_first_match"] or res["greedy_first_margin"] <= a.greedy_margin)
     if a.max_kl is not None:
         ok = ok and res["kl_mean"] <= a.max_kl and res["kl_max"] <= 10 * a.max_kl

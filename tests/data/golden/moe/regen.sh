@@ -15,7 +15,7 @@ for name, m in json.load(open(sys.argv[1]))["models"].items():
 PY
 while read -r name args; do
   # shellcheck disable=SC2086
-  python3 "$root/tools/make_test_model.py" $args --out "$tmp/$name.gguf"
+  python3 "$root/tools/make_test_model.py" $args --anvil "$build/anvil" --out "$tmp/$name.gguf"
   echo "$name weights_sha256 $(python3 "$root/tools/make_test_model.py" --digest "$tmp/$name.gguf")"
   python3 "$root/tests/model/moe_vs_llamacpp.py" --anvil "$build/anvil" --model "$tmp/$name.gguf" \
           --write-base "$here/$name.kld.gz"
