@@ -1,15 +1,27 @@
 /* gguf_write: the GGUF v3 writer (see gguf_write.h). Each metadata value is serialized into
  * its own byte buffer when set (so a later set can replace it in place); the header,
  * metadata and tensor infos are written in one pass when the first data byte is due, the
- * tensor data after it, each tensor padded with zeros to the alignment. */
+ * tensor data after it, each tensor padded with zeros to the alignment. The bytes go to a
+ * temporary file beside the output, renamed over it by a successful finish. */
 #include "gguf_write.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "error.h"
 #include "quant.h"
+
+#ifndef O_BINARY
+#define O_BINARY 0
+#endif
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
 
 #define GGUF_WRITE_VERSION 3
 #define GGUF_WRITE_DEFAULT_ALIGNMENT 32
@@ -31,6 +43,7 @@ typedef struct {
 
 struct gguf_writer {
     char *path;
+    char *tmp_path;      /* what is written; renamed to path by a successful finish */
     FILE *fp;
     wkv *kv;
     size_t n_kv, cap_kv;
@@ -76,9 +89,50 @@ static size_t scalar_size(gguf_type t) {
 
 /* ---- writer lifetime ---- */
 
+/* The output is written to a temporary file beside it (".anvil-tmp-gguf-<pid>-<n>-<name>", locked
+ * while written, the store's prefix so its clean-up knows it) and renamed over the path only
+ * when complete: a failed or killed write never leaves a partial file under the name, and never
+ * removes anything it did not create. An existing path that is not a regular file (a device, a
+ * folder, a FIFO) is refused rather than replaced. */
+static FILE *create_temp_beside(const char *path, char **tmp_out) {
+    static int counter;
+    const char *slash = strrchr(path, '/');
+#ifdef _WIN32
+    const char *bslash = strrchr(path, '\\');
+    if (bslash && (!slash || bslash > slash)) slash = bslash;
+#endif
+    const int dir_len = slash ? (int)(slash - path) + 1 : 0;
+    const char *base = slash ? slash + 1 : path;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        const int n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+        const size_t len = (size_t)dir_len + strlen(base) + 64;
+        char *tmp = malloc(len);
+        if (!tmp) { anv_set_error("%s: out of memory", path); return NULL; }
+        snprintf(tmp, len, "%.*s.anvil-tmp-gguf-%ld-%d-%s", dir_len, path, (long)getpid(), n, base);
+        const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_BINARY, 0644);
+        if (fd >= 0) {
+            flock(fd, LOCK_EX);   /* held until closed: a stale-temporary sweep leaves it alone */
+            FILE *fp = fdopen(fd, "wb");
+            if (!fp) { close(fd); unlink(tmp); free(tmp); break; }
+            *tmp_out = tmp;
+            return fp;
+        }
+        const int e = errno;
+        free(tmp);
+        if (e != EEXIST) { anv_set_error("%s: cannot create a file in its folder: %s", path, strerror(e)); return NULL; }
+    }
+    anv_set_error("%s: cannot create a temporary file beside it", path);
+    return NULL;
+}
+
 gguf_writer *gguf_writer_new(const char *path) {
     if (!path || !*path) {
         anv_set_error("gguf writer: empty output path");
+        return NULL;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        anv_set_error("%s: exists and is not a regular file (refusing to replace it)", path);
         return NULL;
     }
     gguf_writer *w = calloc(1, sizeof *w);
@@ -87,9 +141,8 @@ gguf_writer *gguf_writer_new(const char *path) {
         anv_set_error("%s: out of memory", path);
         return NULL;
     }
-    w->fp = fopen(path, "wb");
+    w->fp = create_temp_beside(path, &w->tmp_path);
     if (!w->fp) {
-        anv_set_error("%s: cannot create: %s", path, strerror(errno));
         free(w->path);
         free(w);
         return NULL;
@@ -104,13 +157,14 @@ static void writer_free(gguf_writer *w) {
     free(w->kv);
     free(w->t);
     free(w->path);
+    free(w->tmp_path);
     free(w);
 }
 
 void gguf_writer_abort(gguf_writer *w) {
     if (!w) return;
     if (w->fp) fclose(w->fp);
-    remove(w->path);
+    unlink(w->tmp_path);   /* ours; the path itself was never touched */
     writer_free(w);
 }
 
@@ -502,7 +556,7 @@ int gguf_writer_finish(gguf_writer *w) {
         }
         rc = gguf_writer_write_data(w, t->data, (size_t)t->nbytes);
     }
-    if (rc == 0 && fflush(w->fp) != 0) {
+    if (rc == 0 && (fflush(w->fp) != 0 || fsync(fileno(w->fp)) != 0)) {
         anv_set_error("%s: write failed: %s", w->path, strerror(errno));
         rc = -1;
     }
@@ -512,7 +566,11 @@ int gguf_writer_finish(gguf_writer *w) {
         anv_set_error("%s: close failed: %s", w->path, strerror(errno));
         rc = -1;
     }
-    if (rc != 0) remove(w->path);
+    if (rc == 0 && rename(w->tmp_path, w->path) != 0) {
+        anv_set_error("%s: cannot replace it with the written file: %s", w->path, strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0) unlink(w->tmp_path);
     writer_free(w);
     return rc;
 }

@@ -9,8 +9,10 @@
  *   - stream: gguf_writer_write_header(), then gguf_writer_write_data() with each tensor's
  *     bytes in declaration order (any chunking), then gguf_writer_finish().
  * Every function returns 0 (or a pointer) on success and -1 (NULL) with a one-line
- * anv_last_error() naming the file on failure. finish() and abort() free the writer; a
- * writer that does not finish successfully removes its partial file. */
+ * anv_last_error() naming the file on failure. finish() and abort() free the writer. The
+ * file is written beside the path under a temporary name and renamed over it by a successful
+ * finish(); a writer that does not finish removes only that temporary, never the path, and an
+ * existing path that is not a regular file (device, folder, FIFO) is refused. */
 #ifndef ANVIL_GGUF_WRITE_H
 #define ANVIL_GGUF_WRITE_H
 #include <stdbool.h>

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "error.h"
 #include "gguf_write.h"
@@ -398,6 +399,16 @@ static int n_cpus(void) {
     return n > 0 ? (int)n : 1;
 }
 
+/* The same file under two names (a symlink, a hard link, "./m.gguf"): same device and inode.
+ * Where the platform has no inode numbers (Windows: 0), the names are compared. */
+static bool same_file(const char *a, const char *b) {
+    if (strcmp(a, b) == 0) return true;
+    struct stat sa, sb;
+    if (stat(a, &sa) != 0 || stat(b, &sb) != 0) return false;   /* the output does not exist yet */
+    if (sa.st_ino == 0 && sb.st_ino == 0) return false;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 int quantize_model_ftype(const char *in_path, const char *out_path, quant_ftype ftype, const quantize_opts *opts) {
     const quantize_opts dflt_opts = {0};
     if (!opts) opts = &dflt_opts;
@@ -405,8 +416,9 @@ int quantize_model_ftype(const char *in_path, const char *out_path, quant_ftype 
         anv_set_error("quantize: file type %d is not supported", (int)ftype);
         return -1;
     }
-    if (!in_path || !out_path || strcmp(in_path, out_path) == 0) {
-        anv_set_error("quantize: input and output must be two different files");
+    if (!in_path || !out_path || same_file(in_path, out_path)) {
+        anv_set_error("quantize: input and output must be two different files (%s is %s)", out_path ? out_path : "?",
+                      in_path ? in_path : "?");
         return -1;
     }
     gguf_file *f = gguf_open(in_path);

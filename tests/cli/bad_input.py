@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Bad input through the CLI: each hostile or broken GGUF must give exactly one error line
-naming the problem and a non-zero exit status, never a crash or a hang. The same for a bad
+naming the problem and a non-zero exit status, never a crash or a hang. `anvil quantize` must
+never damage its input or a file it did not write. The same for a bad
 environment variable the engine reads when it loads a model (ANVIL_CPU_SIMD: the CPU backend
 reports it to the CLI, which alone exits, with status 1).
 
@@ -201,6 +202,57 @@ for cmd, label in env_cases:
     if not ok:
         failed += 1
         print("   stderr was:\n   " + "\n   ".join(lines[:20]))
-passed = len(runs) + len(env_cases) - failed
+# quantize never destroys its input: the output as a symlink or hard link to the input, or the
+# input under another spelling, is refused; a device as the output is refused, not replaced
+# (issue 28: the input was truncated and /dev/full deleted); a write that fails (here: a file size
+# limit) leaves an existing output as it was and no temporary beside it.
+import hashlib
+import resource
+import signal
+qdir = os.path.join(work, "quantize")
+os.makedirs(qdir, exist_ok=True)
+for f in os.listdir(qdir):
+    os.unlink(os.path.join(qdir, f))
+src = os.path.join(qdir, "in.gguf")
+with open(good, "rb") as fi, open(src, "wb") as fo:
+    fo.write(fi.read())
+digest = hashlib.sha256(open(src, "rb").read()).hexdigest()
+os.symlink("in.gguf", os.path.join(qdir, "sym.gguf"))
+os.link(src, os.path.join(qdir, "hard.gguf"))
+q_cases = [("symlink output", os.path.join(qdir, "sym.gguf"), "two different files"),
+           ("hard-link output", os.path.join(qdir, "hard.gguf"), "two different files"),
+           ("same file respelled", os.path.join(qdir, ".", "in.gguf"), "two different files"),
+           ("device output", "/dev/null", "not a regular file")]
+q_failed = 0
+for label, out, expect in q_cases:
+    p = subprocess.run([anvil, "quantize", src, out, "Q8_0"], capture_output=True, text=True, timeout=120)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    ok = (p.returncode != 0 and len(lines) == 1 and expect in lines[0]
+          and hashlib.sha256(open(src, "rb").read()).hexdigest() == digest)
+    print(("ok  " if ok else "FAIL") + f" quantize {label:20s} exit {p.returncode}: {lines[0] if lines else '(no message)'}")
+    q_failed += not ok
+out = os.path.join(qdir, "out.gguf")
+with open(out, "w") as f:
+    f.write("previous output")
+
+
+def small_files():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # writes past the limit fail with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+
+p = subprocess.run([anvil, "quantize", src, out, "Q8_0"], capture_output=True, text=True, timeout=120, preexec_fn=small_files)
+left = sorted(os.listdir(qdir))
+ok = (p.returncode != 0 and open(out).read() == "previous output" and left == ["hard.gguf", "in.gguf", "out.gguf", "sym.gguf"]
+      and hashlib.sha256(open(src, "rb").read()).hexdigest() == digest)
+print(("ok  " if ok else "FAIL") + f" quantize failing write      exit {p.returncode}, folder {left}: "
+      + (p.stderr.strip().splitlines() or ["(no message)"])[-1])
+q_failed += not ok
+p = subprocess.run([anvil, "quantize", src, out, "Q8_0"], capture_output=True, text=True, timeout=120)
+ok = p.returncode == 0 and open(out, "rb").read(4) == b"GGUF" and sorted(os.listdir(qdir)) == left
+print(("ok  " if ok else "FAIL") + f" quantize over an old output exit {p.returncode}")
+q_failed += not ok
+failed += q_failed
+passed = len(runs) + len(env_cases) + len(q_cases) + 2 - failed
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -3,10 +3,12 @@
  * general.alignment; streaming in odd chunks; copying a whole file (metadata + tensors) is
  * byte-identical; one-line errors and removal of partial files. With `--write PATH` it only
  * writes the sample file (tests/gguf/quant/check_gguf_write.py reads it with gguf-py). */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "error.h"
 #include "gguf.h"
@@ -317,6 +319,54 @@ static void test_errors(void) {
     remove(p);
 }
 
+/* Entries of g_dir other than . and .. (temporaries a writer left behind). */
+static int dir_entries(void) {
+    DIR *d = opendir(g_dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (d) closedir(d);
+    return n;
+}
+
+/* A writer never damages what is at its path until it has a complete file: a failed or aborted
+ * write leaves an existing file as it was and no temporary beside it; a successful one
+ * replaces it; a path that is not a regular file (folder, FIFO, device) is refused. */
+static void test_replace_safely(void) {
+    const char *p = tmp_path("keep.gguf");
+    const int64_t ne[2] = {32, 2};
+    float data[64] = {0};
+    FILE *fp = fopen(p, "wb");
+    CHECK(fp && fputs("precious", fp) >= 0 && fclose(fp) == 0);
+    gguf_writer *w = gguf_writer_new(p);
+    CHECK(w && gguf_writer_add_tensor(w, "y", QT_F32, 2, ne, NULL) == 0 && gguf_writer_write_header(w) == 0);
+    CHECK(gguf_writer_finish(w) == -1);           /* y got none of its bytes */
+    struct stat st;
+    CHECK(stat(p, &st) == 0 && st.st_size == 8);  /* untouched */
+    CHECK(dir_entries() == 1);
+    w = gguf_writer_new(p);
+    CHECK(w && gguf_writer_set_u32(w, "k", 7) == 0);
+    gguf_writer_abort(w);
+    CHECK(stat(p, &st) == 0 && st.st_size == 8 && dir_entries() == 1);
+    w = gguf_writer_new(p);
+    CHECK(w && gguf_writer_add_tensor(w, "x", QT_F32, 2, ne, data) == 0 && gguf_writer_finish(w) == 0);
+    gguf_file *f = gguf_open(p);
+    CHECK(f && f->n_tensors == 1 && dir_entries() == 1);
+    gguf_close(f);
+    remove(p);
+    const char *d = tmp_path("folder.gguf");
+    CHECK(mkdir(d, 0755) == 0);
+    CHECK(gguf_writer_new(d) == NULL && strstr(anv_last_error(), "not a regular file"));
+    rmdir(d);
+#ifndef _WIN32
+    const char *fifo = tmp_path("fifo.gguf");
+    CHECK(mkfifo(fifo, 0644) == 0);
+    CHECK(gguf_writer_new(fifo) == NULL && strstr(anv_last_error(), "not a regular file"));
+    remove(fifo);
+    CHECK(gguf_writer_new("/dev/null") == NULL && strstr(anv_last_error(), "not a regular file"));
+#endif
+    CHECK(dir_entries() == 0);
+}
+
 int main(int argc, char **argv) {
     make_tensor_data();
     if (argc == 3 && strcmp(argv[1], "--write") == 0) {
@@ -333,6 +383,7 @@ int main(int argc, char **argv) {
     anv_log_enabled = 0;
     test_roundtrip();
     test_errors();
+    test_replace_safely();
     rmdir(g_dir);
     free(g_q4k);
     return tu_finish();
