@@ -765,11 +765,12 @@ static flow walk_range(ex *x, const val *dot, const gt_node *n) {
         if (n->else_list) result = walk_list(x, dot, n->else_list);
     } else {
         int body_mark = x->n_vars;
+        const cJSON *e = NULL;   /* the JSON element: a walk of the list (cJSON_GetArrayItem is O(i)) */
         for (int64_t i = 0; i < count; i++) {
             step(x, n->pos);
             val elem, key = vint(i);
             if (v.k == V_JSON) {
-                const cJSON *e = cJSON_GetArrayItem(v.j, (int)i);
+                e = i == 0 ? v.j->child : e ? e->next : NULL;
                 elem = v.jt == JT_TOOLS ? vjson(e, JT_TOOL) : v.jt == JT_CALLS ? vjson(e, JT_CALL)
                      : v.jt == JT_PROPS ? vjson(e, JT_PROP) : json_scalar(e);
                 if (cJSON_IsObject(v.j)) key = vstr(e->string);   /* a map: its keys, in Go's sorted order */

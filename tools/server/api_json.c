@@ -173,10 +173,11 @@ const char **aj_strings(api_req *c, const cJSON *o, const char *key, int *n_out)
     const char **l = calloc((size_t)(n ? n : 1), sizeof *l);
     if (!l) { aj_fail(c, 500, NULL, "out of memory"); return NULL; }
     if (cJSON_IsString(v)) l[0] = v->valuestring;
-    for (int i = 0; cJSON_IsArray(v) && i < n; i++) {
+    int i = 0;   /* walk the list: cJSON_GetArrayItem(v, i) is O(i), the walk O(n^2) */
+    for (const cJSON *e = cJSON_IsArray(v) ? v->child : NULL; e && i < n; e = e->next, i++) {
         char field[80];
         snprintf(field, sizeof field, "%s[%d]", key, i);
-        const cJSON *s = aj_need(c, cJSON_GetArrayItem(v, i), field, AJ_STRING);
+        const cJSON *s = aj_need(c, e, field, AJ_STRING);
         if (!s) { free(l); return NULL; }
         l[i] = s->valuestring;
     }

@@ -355,8 +355,8 @@ static int32_t *token_list(api_req *c, const cJSON *arr, const char *field, int 
     int n = cJSON_GetArraySize(arr);
     int32_t *t = malloc((size_t)(n ? n : 1) * sizeof *t);
     if (!t) { aj_fail(c, 500, NULL, "out of memory"); return NULL; }
-    for (int i = 0; i < n; i++) {
-        const cJSON *v = cJSON_GetArrayItem(arr, i);
+    int i = 0;   /* walk the list (cJSON_GetArrayItem is O(i)) */
+    for (const cJSON *v = arr->child; v && i < n; v = v->next, i++) {
         if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int32_t)v->valuedouble) {
             char name[48];
             snprintf(name, sizeof name, "%s[%d]", field, i);
@@ -379,10 +379,12 @@ static bool read_token_inputs(api_req *c, const cJSON *input, token_inputs *ti) 
     ti->lens = calloc((size_t)n, sizeof *ti->lens);
     if (!ti->lists || !ti->lens) { aj_fail(c, 500, NULL, "out of memory"); return true; }
     ti->n = n;
-    for (int i = 0; i < n && !c->failed; i++) {
+    const cJSON *next = nested ? input->child : input;
+    for (int i = 0; i < n && next && !c->failed; i++) {
         char field[32];
         snprintf(field, sizeof field, nested ? "input[%d]" : "input", i);
-        const cJSON *arr = nested ? cJSON_GetArrayItem(input, i) : input;
+        const cJSON *arr = next;
+        next = nested ? next->next : NULL;
         if (!cJSON_IsArray(arr)) {
             aj_fail(c, 400, field, "invalid value for field '%s': expected an array of token ids", field);
             break;
