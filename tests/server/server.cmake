@@ -79,3 +79,7 @@ add_test(NAME server_replicas
                  ${ANVIL_TEST_MODELS}/embed-bert.gguf)
 set_tests_properties(server_replicas PROPERTIES FIXTURES_REQUIRED "anvil_server_model;embed_models" TIMEOUT 300
                      LABELS server)
+# Work nobody waits for stops: a client hanging up in a long /api/embed, and SIGTERM during one.
+add_test(NAME server_abandon_work
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/abandon_work.py $<TARGET_FILE:anvil> ${ANVIL_TEST_MODELS}/embed-bert.gguf)
+set_tests_properties(server_abandon_work PROPERTIES FIXTURES_REQUIRED embed_models TIMEOUT 300 LABELS server)

@@ -382,8 +382,15 @@ void aj_embed_inputs(aj_embed *e, const cJSON *body, const char *key) {
     e->q.inputs = aj_strings(e->c, body, key, &e->q.n_inputs);
 }
 
+static bool embed_still_wanted(void *user) {
+    const aj_embed *e = user;
+    return http_client_alive(e->c->r);
+}
+
 bool aj_embed_run(aj_embed *e) {
     sched_embed_result *res = &e->res;
+    e->q.still_wanted = embed_still_wanted;
+    e->q.user = e;
     if (!sched_embed(((server_app *)http_app(e->c->r))->sched, &e->q, res)) return true;
     aj_fail(e->c, res->status ? res->status : 500, NULL, "%s", res->error[0] ? res->error : "embedding failed");
     return false;

@@ -804,7 +804,7 @@ static int end_tokens(const tokenizer *tok, int32_t *out, int cap) {
 
 int sched_embed(sched *s, const sched_embed_request *r, sched_embed_result *res) {
     memset(res, 0, sizeof *res);
-    job j = {.kind = JOB_EMBED, .t_start_ns = sched_now_ns()};
+    job j = {.kind = JOB_EMBED, .t_start_ns = sched_now_ns(), .er = r};
     store_entry e;
     pthread_mutex_lock(&s->mu);
     enter(s);
@@ -836,6 +836,7 @@ int sched_embed(sched *s, const sched_embed_request *r, sched_embed_result *res)
         j.in_len = calloc((size_t)(r->n_inputs > 0 ? r->n_inputs : 1), sizeof *j.in_len);
         if (!j.in_tokens || !j.in_len) { sched_job_fail(&j, 500, "out of memory"); rc = -1; }
         for (int i = 0; rc == 0 && i < r->n_inputs; i++) {
+            if (sched_embed_abandoned(&j, i)) { rc = -1; break; }
             if (r->token_inputs) {   /* token ids as given: checked against the vocabulary */
                 int n = r->token_lens ? r->token_lens[i] : 0;
                 j.in_tokens[i] = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));

@@ -238,6 +238,13 @@ static void normalize(float *v, int n) {
     for (int i = 0; i < n; i++) v[i] *= inv;
 }
 
+bool sched_embed_abandoned(job *j, int i) {
+    /* every 64 inputs (and the first): a poll of the client's socket costs a system call */
+    if (i % 64 || !j->er || !j->er->still_wanted || j->er->still_wanted(j->er->user)) return false;
+    sched_job_fail(j, 499, "the client closed the request (or the server is stopping) at input %d of %d", i, j->n_in);
+    return true;
+}
+
 static void run_embed(lmodel *lm, job *j) {
     const int n_embd = lm->m->hp.n_embd;
     int dim = j->dimensions > 0 && j->dimensions < n_embd ? j->dimensions : n_embd;
@@ -251,6 +258,7 @@ static void run_embed(lmodel *lm, job *j) {
         sched_job_fail(j, 500, "embedding: %s", c ? "out of memory" : anv_last_error());
     } else {
         for (int i = 0; i < j->n_in; i++) {
+            if (sched_embed_abandoned(j, i)) break;
             model_ctx_reset(c);
             if (model_embed(c, j->in_tokens[i], j->in_len[i], tmp) != 0) {
                 sched_job_fail(j, 500, "embedding input %d: %s", i, anv_last_error());

@@ -42,6 +42,7 @@ typedef struct job {
     grammar_matcher *gm;
     stop_matcher *stop;
     /* JOB_EMBED */
+    const sched_embed_request *er;
     int32_t **in_tokens;
     int *in_len;
     int n_in;
@@ -119,4 +120,7 @@ void sched_release_ref(lmodel *lm);
 void *sched_worker(void *arg);
 /* Sets a job's error (status + one-line message). */
 void sched_job_fail(job *j, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* An embedding job's poll before input i (sched_batch.c): true (and the job failed with 499)
+ * once the request's still_wanted says nobody waits. */
+bool sched_embed_abandoned(job *j, int i);
 #endif

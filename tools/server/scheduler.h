@@ -97,6 +97,10 @@ typedef struct {
     const void *options;            /* cJSON options map or NULL */
     int64_t keep_alive_ms;
     bool keep_alive_set;
+    /* NULL or false once nobody waits for the answer (client gone, server stopping): polled
+     * between inputs while they are tokenized and embedded, the request then ends (499). */
+    bool (*still_wanted)(void *user);
+    void *user;
 } sched_embed_request;
 
 typedef struct {
