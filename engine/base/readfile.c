@@ -42,9 +42,8 @@ int anv_open_regular(const char *path, long long *size_out) {
     return fd;
 }
 
-char *anv_read_file(const char *path, size_t max, size_t *len_out) {
-    int fd = anv_open_regular(path, NULL);
-    if (fd < 0) return NULL;
+/* Reads fd (owned: closed) to its end, at most max bytes. */
+static char *read_fd(int fd, const char *path, size_t max, size_t *len_out) {
     FILE *f = fdopen(fd, "rb");
     if (!f) { anv_set_error("cannot open %s: %s", path, strerror(errno)); close(fd); return NULL; }
     size_t cap = 4096, len = 0;
@@ -69,4 +68,30 @@ char *anv_read_file(const char *path, size_t max, size_t *len_out) {
     buf[len] = 0;
     if (len_out) *len_out = len;
     return buf;
+}
+
+char *anv_read_file(const char *path, size_t max, size_t *len_out) {
+    int fd = anv_open_regular(path, NULL);
+    if (fd < 0) return NULL;
+    return read_fd(fd, path, max, len_out);
+}
+
+char *anv_read_user_file(const char *path, size_t max, size_t *len_out) {
+    if (!path || !*path) { anv_set_error("no file name given"); return NULL; }
+    const bool is_stdin = strcmp(path, "-") == 0;
+    int fd = is_stdin ? dup(0) : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) { anv_set_error("%s: cannot open: %s", is_stdin ? "standard input" : path, strerror(errno)); return NULL; }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        anv_set_error("%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    /* standard input may be a terminal or a pipe; a named file a regular file or a pipe */
+    if (S_ISDIR(st.st_mode) || (!is_stdin && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))) {
+        anv_set_error("%s: not a regular file or a pipe (%s)", path, file_kind(st.st_mode));
+        close(fd);
+        return NULL;
+    }
+    return read_fd(fd, is_stdin ? "standard input" : path, max, len_out);
 }

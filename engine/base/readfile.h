@@ -7,6 +7,11 @@
 /* The file's bytes plus a terminating NUL (malloc'd; *len_out = the size if len_out), or
  * NULL with anv_last_error() naming the file: cannot open, cannot read, or larger than max. */
 char *anv_read_file(const char *path, size_t max, size_t *len_out);
+/* The same for a file the user names on the command line (a Modelfile): a regular file, a pipe
+ * or FIFO (a shell's process substitution, <(...)), or "-" for standard input. Directories,
+ * devices and sockets are refused. Never for a path that arrives over HTTP or a model's
+ * weights: those go through anv_read_file / anv_open_regular. */
+char *anv_read_user_file(const char *path, size_t max, size_t *len_out);
 
 /* The one way a model, blob, Modelfile, template or other input file is opened: read-only,
  * with O_NONBLOCK so a FIFO or device cannot block the open, then fstat: anything but a

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
@@ -175,7 +176,7 @@ int cmd_create(int argc, char **argv) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             puts("usage: anvil create MODEL [-f Modelfile] [-q TYPE]\n"
-                 "  -f, --file FILE       the Modelfile (default: ./Modelfile)\n"
+                 "  -f, --file FILE       the Modelfile (default: ./Modelfile; - or a pipe: standard input / the pipe)\n"
                  "  -q, --quantize TYPE   re-quantize the model (q4_K_M, q4_K_S, q8_0, q4_0, q6_K, ...)");
             return 0;
         }
@@ -188,13 +189,17 @@ int cmd_create(int argc, char **argv) {
     if (!name) anv_die("create: give the new model's name (anvil create NAME -f Modelfile)");
     store_name parsed;
     if (store_name_parse(name, &parsed) != 0) anv_die("%s", anv_last_error());
-    char *text = anv_read_file(file, 64u << 20, NULL);  /* a regular file only: a FIFO is refused */
+    /* the user's own Modelfile may be a pipe, <(...) or "-" (stdin), as with Ollama */
+    char *text = anv_read_user_file(file, 64u << 20, NULL);
     if (!text) anv_die("create: the Modelfile: %s", anv_last_error());
-    /* relative FROM paths are relative to the Modelfile's directory */
-    char *dir = strdup(file);
-    char *slash = strrchr(dir, '/');
+    /* relative FROM paths are relative to the Modelfile's directory; for standard input or a
+     * pipe (/dev/fd/N, /proc/self/fd/N) to the current directory */
+    struct stat st;
+    const bool piped = !strcmp(file, "-") || stat(file, &st) != 0 || !S_ISREG(st.st_mode);
+    char *dir = strdup(piped ? "." : file);
+    char *slash = piped ? NULL : strrchr(dir, '/');
     if (slash) *slash = 0;
-    else strcpy(dir, ".");
+    else if (!piped) strcpy(dir, ".");
     if (!dir[0]) strcpy(dir, "/");
     fprintf(stderr, "parsing modelfile\n");
     create_spec spec;
