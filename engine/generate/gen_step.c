@@ -50,7 +50,10 @@ gen_status gen_seq_step(gen_seq *g, float *logits, int n_past, int n_ctx) {
         if (g->n_gen >= g->c.n_forced) return done(g, "stop");
         id = g->c.forced[g->n_gen];
     } else {
-        if (g->c.gm) grammar_matcher_mask(g->c.gm, logits);
+        if (g->c.gm && grammar_matcher_mask(g->c.gm, logits) != 0) {
+            g->bad_format = true;
+            return fail(g, "format");
+        }
         id = sampler_sample(g->c.smp, logits);
         if (id < 0) return fail(g, "sampling");
     }

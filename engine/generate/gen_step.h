@@ -50,6 +50,7 @@ typedef struct {
                                   it (it still belongs to the context) */
     const char *done_reason;   /* NULL while running, then "stop" or "length" */
     bool stop_hit, cancelled, failed, flushed;
+    bool bad_format;             /* failed because the request's format allows no token (a 400) */
 } gen_seq;
 
 void gen_seq_init(gen_seq *g, const gen_seq_config *c);

@@ -671,6 +671,7 @@ struct grammar_matcher {
     gset tmp[2], split[2];
     uint8_t *ok;     /* n_vocab scratch */
     bool finished;
+    bool overflowed; /* the last mask met a set with more than MAX_STACKS alternatives */
 };
 
 /* Sort entry: the first 8 bytes big-endian decide most comparisons without memcmp. */
@@ -976,17 +977,19 @@ static void trie_walk(grammar_matcher *m, const gset *from) {
         int d = m->v->ndepth[i];
         gset *lv = &m->levels[d];
         step_set(m->g, d == 1 ? from : &m->levels[d - 1], m->v->nbyte[i], lv);
+        m->overflowed |= lv->overflow;
         if (lv->n == 0 || lv->overflow) { i = m->v->nend[i]; continue; }
         for (int32_t k = 0; k < m->v->nntok[i]; k++) m->ok[m->v->sorted[m->v->ntok0[i] + k]] = 1;
         i++;
     }
 }
 
-void grammar_matcher_mask(grammar_matcher *m, float *logits) {
+int grammar_matcher_mask(grammar_matcher *m, float *logits) {
     const int32_t nv = m->n_vocab;
     uint8_t *ok = m->ok;
     memset(ok, 0, (size_t)nv);
     bool done = grammar_matcher_done(m);
+    m->overflowed = m->cur.overflow;
     if (m->cur.n > 0 && !m->cur.overflow && !m->finished) {
         gset *str = &m->split[0], *rest = &m->split[1];
         int32_t room = split_string_body(m, str, rest);
@@ -998,14 +1001,24 @@ void grammar_matcher_mask(grammar_matcher *m, float *logits) {
                 int32_t id = m->v->nonplain[j];
                 const gset *r = walk(m, str, m->v->text + m->v->off[id], m->v->off[id + 1] - m->v->off[id]);
                 ok[id] = r->n > 0 && !r->overflow;
+                m->overflowed |= r->overflow;
             }
             if (rest->n > 0) trie_walk(m, rest);
         } else trie_walk(m, &m->cur);
     }
+    int32_t n_ok = 0;
     for (int32_t i = 0; i < nv; i++) {
         if (m->v->flags[i] & TF_EOG) ok[i] = done;
         if (!ok[i]) logits[i] = -INFINITY;
+        n_ok += ok[i];
     }
+    if (n_ok > 0) return 0;
+    if (m->overflowed)
+        anv_set_error("the JSON schema is too ambiguous: more than %d alternatives (anyOf/oneOf branches) are alive at once",
+                      MAX_STACKS);
+    else
+        anv_set_error("no token of the vocabulary can continue the JSON document the schema allows");
+    return -1;
 }
 
 int grammar_matcher_accept(grammar_matcher *m, int32_t token) {

@@ -35,8 +35,10 @@ grammar_matcher *grammar_matcher_new_shared(const grammar *g, const grammar_voca
 void grammar_matcher_free(grammar_matcher *m);
 void grammar_matcher_reset(grammar_matcher *m);
 /* Sets logits[i] = -INFINITY for every token that cannot come next (EOG tokens unless
- * the document is complete). */
-void grammar_matcher_mask(grammar_matcher *m, float *logits);
+ * the document is complete). -1 + anv_last_error() when no token at all may come next (a
+ * schema too ambiguous for the matcher, or one the vocabulary cannot spell): the request's
+ * fault, not the sampler's. */
+int grammar_matcher_mask(grammar_matcher *m, float *logits);
 /* Advances over a sampled token; -1 + anv_last_error() if it was not allowed. */
 int grammar_matcher_accept(grammar_matcher *m, int32_t token);
 /* The document is complete (nothing but end of generation / whitespace may follow). */

@@ -691,6 +691,83 @@ grammar *grammar_json_object(void) {
     return g;
 }
 
+/* ---- a finite document must exist ----
+ * The least container nesting any document of each node needs (Knuth's generalisation of
+ * Dijkstra to grammars, levels as buckets): a literal, string or number needs 0; an object 1 +
+ * the most its required properties need; an array 1, or 1 + its item's when minItems > 0; a
+ * union the least of its branches'. A root that needs more than GRAMMAR_MAX_NESTING (or has no
+ * finite document at all: {"$ref": "#"}, required properties that refer back to their object)
+ * would leave the matcher with no token to allow: refused here as the schema's fault. */
+static int check_finite(const grammar *g, int32_t root) {
+    const int32_t n = g->n_nodes;
+    const int32_t inf = GRAMMAR_MAX_NESTING + 1;
+    /* children each node waits for: a union any one branch, an object every required
+     * property (one edge per occurrence), an array with minItems > 0 its item */
+    #define CHILDREN(i, BODY) do { const gnode *nd = &g->nodes[i]; \
+        if (nd->kind == GN_UNION) for (int32_t a = 0; a < nd->n_alts; a++) { int32_t ch = g->alts[nd->alt0 + a]; BODY; } \
+        else if (nd->kind == GN_OBJECT) for (int32_t q = 0; q < nd->n_req; q++) { int32_t ch = g->props[nd->prop0 + q].node; BODY; } \
+        else if (nd->kind == GN_ARRAY && nd->min > 0 && nd->max != 0) { int32_t ch = nd->item; BODY; } } while (0)
+    size_t n_edges = 0;
+    for (int32_t i = 0; i < n; i++) CHILDREN(i, { if (ch >= 0 && ch < n) n_edges++; });
+    const size_t n_push = (size_t)n + n_edges;   /* every push is a node's start or an edge's use */
+    int32_t *need = calloc((size_t)n, sizeof *need), *acc = calloc((size_t)n, sizeof *acc);
+    int32_t *depth = malloc((size_t)n * sizeof *depth), *par0 = calloc((size_t)n + 1, sizeof *par0);
+    int32_t *par = malloc((n_edges ? n_edges : 1) * sizeof *par), *fill = calloc((size_t)n, sizeof *fill);
+    int32_t *ent_node = malloc(n_push * sizeof *ent_node), *ent_next = malloc(n_push * sizeof *ent_next);
+    int32_t head[GRAMMAR_MAX_NESTING + 1];
+    uint8_t *final = calloc((size_t)n, 1);
+    int rc = -1;
+    if (!need || !acc || !depth || !par0 || !par || !fill || !ent_node || !ent_next || !final) {
+        anv_set_error("out of memory");
+        goto done;
+    }
+    for (int32_t i = 0; i < n; i++) CHILDREN(i, { if (ch >= 0 && ch < n) par0[ch + 1]++; });
+    for (int32_t i = 0; i < n; i++) par0[i + 1] += par0[i];
+    for (int32_t i = 0; i < n; i++) CHILDREN(i, { if (ch >= 0 && ch < n) par[par0[ch] + fill[ch]++] = i; });
+    for (int32_t d = 0; d < inf; d++) head[d] = -1;
+    size_t n_ent = 0;
+    /* buckets by depth: linked stacks; a node is final when first popped at its depth */
+    #define PUSH(i, d) do { if ((d) < depth[i] && n_ent < n_push) { depth[i] = (d); ent_node[n_ent] = (i); \
+        ent_next[n_ent] = head[d]; head[d] = (int32_t)n_ent++; } } while (0)
+    for (int32_t i = 0; i < n; i++) depth[i] = inf;
+    for (int32_t i = 0; i < n; i++) {
+        const gnode *nd = &g->nodes[i];
+        switch (nd->kind) {
+        case GN_UNION: need[i] = 1; break;
+        case GN_OBJECT: need[i] = nd->n_req; if (!need[i]) PUSH(i, 1); break;
+        case GN_ARRAY: if (nd->min > 0 && nd->max != 0) need[i] = 1; else PUSH(i, 1); break;
+        case GN_NUMBER: if (!(nd->integer && nd->bounded && nd->lo > nd->hi)) PUSH(i, 0); break;
+        case GN_STRING: if (nd->max < 0 || nd->min <= nd->max) PUSH(i, 0); break;
+        case GN_LIT: PUSH(i, 0); break;
+        }
+    }
+    for (int32_t d = 0; d < inf; d++)
+        while (head[d] >= 0) {
+            const int32_t e0 = head[d], i = ent_node[e0];
+            head[d] = ent_next[e0];
+            if (final[i] || depth[i] != d) continue;
+            final[i] = 1;
+            for (int32_t e = par0[i]; e < par0[i + 1]; e++) {
+                const int32_t p = par[e];
+                if (final[p]) continue;
+                if (g->nodes[p].kind == GN_UNION) { PUSH(p, d); continue; }
+                if (d > acc[p]) acc[p] = d;
+                if (--need[p] == 0 && acc[p] + 1 < inf) PUSH(p, acc[p] + 1);
+            }
+        }
+    #undef PUSH
+    #undef CHILDREN
+    if (!final[root]) {
+        anv_set_error("JSON schema: no finite JSON value satisfies it within %d levels of nesting (a \"$ref\" "
+                      "cycle through required properties or array items, or a deeper chain)", GRAMMAR_MAX_NESTING);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(need); free(acc); free(depth); free(par0); free(par); free(fill); free(ent_node); free(ent_next); free(final);
+    return rc;
+}
+
 grammar *grammar_json_schema(const char *schema_json) {
     if (!schema_json) { anv_set_error("JSON schema: none given"); return NULL; }
     cJSON *doc = cJSON_Parse(schema_json);
@@ -702,7 +779,7 @@ grammar *grammar_json_schema(const char *schema_json) {
     free(c.memo_key);
     free(c.memo_node);
     cJSON_Delete(doc);
-    if (root < 0) { grammar_free(g); return NULL; }
+    if (root < 0 || check_finite(g, root) != 0) { grammar_free(g); return NULL; }
     g->root = root;
     return g;
 }

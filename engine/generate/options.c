@@ -103,7 +103,14 @@ static int set_number(run_options *o, const opt_def *d, double v) {
         return -1;
     }
     switch (d->kind) {
-    case OPT_FLOAT: *(float *)((char *)o + d->offset) = (float)v; return 0;
+    case OPT_FLOAT:
+        /* a positive value that rounds to float 0 (repeat_penalty 1e-320) is out of range too */
+        if (d->lo_open && (float)v <= (float)d->lo) {
+            anv_set_error("option %s: %g is out of range (must be > %g as a 32-bit float)", d->name, v, d->lo);
+            return -1;
+        }
+        *(float *)((char *)o + d->offset) = (float)v;
+        return 0;
     case OPT_INT:
         if (v != floor(v) || v < -2147483648.0 || v > 2147483647.0) {
             anv_set_error("option %s: %g is not an integer", d->name, v);

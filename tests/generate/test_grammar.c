@@ -415,6 +415,35 @@ static void test_schema_errors(void) {
     for (int i = 0; i < 100; i++) buf[k++] = '}';
     buf[k] = 0;
     expect_error(buf, "nested");
+    /* no finite document (issue 28: these were a 500 "every logit is -inf" at the first step) */
+    expect_error("{\"$ref\":\"#\"}", "no finite JSON value");
+    expect_error("{\"type\":\"object\",\"properties\":{\"next\":{\"$ref\":\"#\"}},\"required\":[\"next\"]}",
+                 "no finite JSON value");
+    expect_error("{\"type\":\"array\",\"minItems\":1,\"items\":{\"$ref\":\"#\"}}", "no finite JSON value");
+    expect_error("{\"$defs\":{\"a\":{\"anyOf\":[{\"$ref\":\"#/$defs/b\"}]},\"b\":{\"type\":\"object\","
+                 "\"properties\":{\"x\":{\"$ref\":\"#/$defs/a\"}},\"required\":[\"x\"]}},\"$ref\":\"#/$defs/a\"}",
+                 "no finite JSON value");
+    /* ... while a recursion with a way out compiles: optional members, empty arrays, a union branch */
+    static const char *const finite[] = {
+        "{\"type\":\"object\",\"properties\":{\"next\":{\"$ref\":\"#\"}}}",
+        "{\"type\":\"array\",\"items\":{\"$ref\":\"#\"}}",
+        "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":\"#\"}},\"required\":[\"n\"]},{\"type\":\"null\"}]}",
+    };
+    for (size_t i = 0; i < sizeof finite / sizeof finite[0]; i++) {
+        grammar *g = grammar_json_schema(finite[i]);
+        CHECKF(g != NULL, "%s: %s", finite[i], anv_last_error());
+        grammar_free(g);
+    }
+    /* a chain of required objects 70 deep has a finite document, but deeper than the matcher's
+     * 64 levels: refused, not a dead end at the 65th level */
+    char deep[8192];
+    int kd = 0;
+    for (int i = 0; i < 70; i++)
+        kd += snprintf(deep + kd, sizeof deep - (size_t)kd, "{\"type\":\"object\",\"required\":[\"a\"],\"properties\":{\"a\":");
+    kd += snprintf(deep + kd, sizeof deep - (size_t)kd, "{\"type\":\"null\"}");
+    for (int i = 0; i < 70; i++) kd += snprintf(deep + kd, sizeof deep - (size_t)kd, "}}");
+    if (grammar_json_schema(deep)) CHECKF(0, "a 70-deep required chain compiled");
+    else CHECKF(strstr(anv_last_error(), "no finite JSON value") || strstr(anv_last_error(), "nested"), "%s", anv_last_error());
 }
 
 /* ---- random walks over a real vocabulary ---- */

@@ -175,6 +175,7 @@ def requests_bounded():
         for opts, field in [({"num_ctx": 2 ** 30}, "num_ctx"), ({"num_ctx": 2 ** 31}, "num_ctx"),
                             ({"num_ctx": 2 ** 40}, "num_ctx"), ({"num_ctx": -5}, "num_ctx"),
                             ({"repeat_penalty": 0}, "repeat_penalty"), ({"repeat_penalty": -1}, "repeat_penalty"),
+                            ({"repeat_penalty": 1e-320}, "repeat_penalty"),   # > 0 but float 0 (was a 500)
                             ({"top_p": 2}, "top_p"), ({"temperature": -1}, "temperature"),
                             ({"repeat_last_n": -7}, "repeat_last_n"), ({"num_batch": 0}, "num_batch"),
                             ({"num_thread": -3}, "num_thread"), ({"num_gpu": -9}, "num_gpu")]:
@@ -186,6 +187,17 @@ def requests_bounded():
                     continue  # the OpenAI routes take no options object
                 check(st == 400 and field in err_text(o), "%s %s: 400 naming %s (%d %r)" % (path, opts, field, st, raw[:200]))
         check(srv.alive(), "server up after the range checks")
+        # a format schema the matcher cannot follow is the request's fault: a 400 naming the schema
+        # (issue 28: a 500 "sampler: every logit is -inf or NaN")
+        wide = {"anyOf": [{"type": "object", "properties": {"k%d" % i: {"type": "integer"}}, "required": ["k%d" % i]}
+                          for i in range(20000)]}
+        for fmt, words in (({"$ref": "#"}, "no finite JSON value"), (wide, "too ambiguous")):
+            for stream in (False, True):
+                st, _, o, raw = post_json(srv, "/api/generate", {"model": "tiny", "prompt": "hi", "stream": stream,
+                                                                 "format": fmt, "options": {"num_predict": 4}})
+                text = raw.decode(errors="replace")
+                check((st == 400 and words in err_text(o)) or (stream and st == 200 and words in text and '"error"' in text),
+                      "format %s (stream %s): the schema named (%d %r)" % (words, stream, st, raw[:300]))
         # JSON: NUL in a string, duplicate keys, invalid UTF-8
         for body in (b'{"model":"tiny\u0000/etc/passwd","prompt":"hi","stream":false}',
                      b'{"model":"ti\u0000ny","prompt":"hi","stream":false}',

@@ -662,8 +662,12 @@ static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_g
         return -1;
     }
     j->smp = sampler_new(&j->opt.sp, m->hp.n_vocab);
+    if (!j->smp) {   /* a parameter the option table let through, or memory: the sampler says which */
+        sched_job_fail(j, strstr(anv_last_error(), "out of memory") ? 500 : 400, "%s", anv_last_error());
+        return -1;
+    }
     j->stop = stop_matcher_new(j->opt.stop, j->opt.n_stop);
-    if (!j->smp || !j->stop) { sched_job_fail(j, 500, "out of memory"); return -1; }
+    if (!j->stop) { sched_job_fail(j, 500, "out of memory"); return -1; }
     for (int i = 0; i < j->n_prompt; i++) sampler_accept(j->smp, j->prompt[i]);
     if (r->format && *r->format) {
         j->g = strcmp(r->format, "json") == 0 ? grammar_json_object() : grammar_json_schema(r->format);

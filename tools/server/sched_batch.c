@@ -154,7 +154,7 @@ static void finish(slot *sl, const char *reason, bool pending_unevaluated, step_
 static void sample_next(slot *sl, float *row, step_out *so) {
     gen_status r = gen_seq_step(&sl->gen, row, model_ctx_n_past(sl->ctx), model_ctx_n_ctx(sl->ctx));
     if (r == GEN_CONTINUE) { sl->state = SLOT_GEN; return; }
-    if (r == GEN_ERROR) sched_job_fail(sl->job, 500, "%s", anv_last_error());
+    if (r == GEN_ERROR) sched_job_fail(sl->job, sl->gen.bad_format ? 400 : 500, "%s", anv_last_error());
     finish(sl, sl->gen.done_reason, sl->gen.has_pending, so);
 }
 
