@@ -120,6 +120,10 @@ def host_check(srv, model):
         check(st == 200, "GET /api/version with Host: %s: 200 (%d %r)" % (host, st, data[-120:]))
     st, data = raw_request(p, "GET /api/version HTTP/1.0\r\n\r\n")
     check(st == 200, "HTTP/1.0 without Host: 200 (%d)" % st)
+    # RFC 9112 3.2: more than one Host is a 400, whichever comes first (the first was allowed)
+    for hosts in (("localhost", "evil.example"), ("evil.example", "localhost"), ("localhost", "localhost")):
+        st, data = raw_request(p, "GET /api/version HTTP/1.1\r\nHost: %s\r\nHost: %s\r\nConnection: close\r\n\r\n" % hosts)
+        check(st == 400 and b"Host" in data, "two Host headers %s: 400 (%d %r)" % (hosts, st, data[-120:]))
     head = "DELETE /api/delete HTTP/1.1\r\nHost: localhost:%d\r\nOrigin: http://localhost:%d\r\n" \
            "Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (p, p, len(body), body)
     st, data = raw_request(p, head)

@@ -108,6 +108,7 @@ struct http_req {
     const char *path_param;
     http_kv *headers, *args;
     int n_headers, n_args;
+    const char *bad_header;        /* a header RFC 9112 makes a 400: a NUL in it, a second Host */
     char *cors_origin;             /* echoed in Access-Control-Allow-Origin */
     struct timespec t0;
     char model[160];
@@ -519,10 +520,14 @@ static void *handler_main(void *arg) {
 
 /* ---- request lifetime ---- */
 
-static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
-    (void)kind;
+static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                  const char *value, size_t value_size) {
     http_req *r = cls;
     bool header = kind == MHD_HEADER_KIND;
+    if (header && !r->bad_header) {   /* a NUL would cut the value short where it is compared */
+        if ((key && strlen(key) != key_size) || (value && strlen(value) != value_size)) r->bad_header = "a NUL byte";
+        else if (key && !strcasecmp(key, "Host") && kv_find(r->headers, r->n_headers, "Host", true)) r->bad_header = "a second Host";
+    }
     http_kv **arr = header ? &r->headers : &r->args;
     int *n = header ? &r->n_headers : &r->n_args;
     if (*n >= 256) return MHD_YES;
@@ -790,11 +795,13 @@ static int open_spool(http_req *r) {
 
 /* First call for a request: everything that can be decided from the headers alone. */
 static enum MHD_Result on_headers(http_server *s, http_req *r) {
-    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_kv, r);
-    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_kv, r);
+    MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, collect_kv, r);
+    MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, collect_kv, r);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     r->fd = ci ? (int)ci->connect_fd : -1;
 
+    if (r->bad_header)   /* RFC 9112 3.2: more than one Host is a 400; a NUL in a field value too */
+        return queue_error(r, 400, "bad request: the headers hold %s", r->bad_header);
     if (s->loopback && !host_allowed(s, http_header(r, "Host")))
         return queue_error(r, 403, "host '%.200s' is not allowed: this server listens on a loopback address "
                            "and answers only localhost, loopback IPs and its own hostname", http_header(r, "Host"));
