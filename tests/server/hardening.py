@@ -216,6 +216,18 @@ def requests_bounded():
             st, o, raw = raw_post(srv, path, b'{"model":"bad\xff\xfe\xc3name","name":"bad\xff\xfename","messages":[],"prompt":"hi","stream":false}')
             check(st >= 400 and o is not None, "%s with an invalid-UTF-8 name: %d, the error body is valid UTF-8 JSON (%r)" % (path, st, raw[:200]))
         check(srv.alive(), "server up after the JSON cases")
+        # deletes racing for one model: one 200, the others 404 (was a 500 "not found")
+        for k in range(5):   # the old code lost at least one of three rounds to a 500
+            st, _, o, raw = post_json(srv, "/api/copy", {"source": "tiny", "destination": "racy%d" % k})
+            check(st == 200, "/api/copy tiny -> racy%d: 200 (%d %r)" % (k, st, raw[:200]))
+            got = []
+            ts = [threading.Thread(target=lambda: got.append(request(srv, "DELETE", "/api/delete", {"model": "racy%d" % k})[0]))
+                  for _ in range(6)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            check(sorted(got) == [200] + [404] * 5, "6 racing deletes of racy%d: one 200, five 404 (%s)" % (k, sorted(got)))
     finally:
         srv.stop()
     # KV + compute admission against the host's available memory (capped low here)

@@ -593,7 +593,8 @@ void api_delete(http_req *r) {
     if (find_entry(&c, store_lookup, name, &e)) {
         bool read_only = e.read_only;
         store_entry_clear(&e);
-        if (store_remove(app_of(r)->store, name)) aj_fail(&c, read_only ? 400 : 500, NULL, "%s", anv_last_error());
+        /* a delete that lost a race with another one finds the model gone: 404, as Ollama */
+        if (store_remove(app_of(r)->store, name)) fail_store(&c, read_only ? 400 : 500);
         else http_reply(r, 200, "application/json", "", 0);
     }
     cJSON_Delete(req);
