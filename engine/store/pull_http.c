@@ -41,6 +41,14 @@ static void sleep_ms(int64_t ms) {
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
+/* A transfer error worth another try: a timeout or a connection that broke or answered
+ * nothing. A refused connection, an unknown host, a TLS failure or a bad URL fail at once, as
+ * with Ollama (a minute of "pulling manifest" before a refused port's error reads as a hang). */
+static bool transient(CURLcode rc) {
+    return rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR ||
+           rc == CURLE_PARTIAL_FILE || rc == CURLE_GOT_NOTHING || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
+}
+
 static int64_t backoff_ms(const pull_http_cfg *cfg, int tries) {
     int64_t ms = cfg->retry_base_ms;
     for (int i = 1; i < tries && ms < PULL_BACKOFF_CAP_MS; i++) ms *= 2;
@@ -120,6 +128,7 @@ long pull_http_get(const pull_http_cfg *cfg, const char *url, const char *accept
                    char **body, size_t *len) {
     *body = NULL;
     *len = 0;
+    int64_t waited_ms = 0;
     for (int tries = 0;; tries++) {
         CURL *h = curl_easy_init();
         if (!h) { anv_set_error("cannot initialize libcurl"); return -1; }
@@ -151,8 +160,7 @@ long pull_http_get(const pull_http_cfg *cfg, const char *url, const char *accept
             }
             retry = code >= 500 || code == 429 || code == 408;
         } else {
-            retry = rc != CURLE_COULDNT_RESOLVE_HOST && rc != CURLE_UNSUPPORTED_PROTOCOL &&
-                    rc != CURLE_URL_MALFORMAT && !b.too_big;
+            retry = !b.too_big && transient(rc);
         }
         if (b.too_big) anv_set_error("answer from %s is larger than %zu bytes", url, max_len);
         else if (rc != CURLE_OK) anv_set_error("connection failed: %s", curl_why(rc, errbuf));
@@ -160,8 +168,15 @@ long pull_http_get(const pull_http_cfg *cfg, const char *url, const char *accept
         curl_slist_free_all(hdrs);
         curl_easy_cleanup(h);
         if (retry && tries < cfg->max_retries) {
-            sleep_ms(backoff_ms(cfg, tries + 1));
+            const int64_t wait = backoff_ms(cfg, tries + 1);
+            waited_ms += wait;
+            sleep_ms(wait);
             continue;
+        }
+        if (rc != CURLE_OK && tries > 0) {   /* say how long it tried */
+            char why[400];
+            snprintf(why, sizeof why, "%s", anv_last_error());
+            anv_set_error("%s (gave up after %d retries over %.0f s)", why, tries, (double)waited_ms / 1000);
         }
         return rc == CURLE_OK ? code : -1;
     }

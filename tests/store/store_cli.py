@@ -281,4 +281,18 @@ check(snapshot(oroot) == ollama_before, "the Ollama store was never modified")
 p = anvil_run("list")
 check([l.split()[0] for l in p.stdout.splitlines()[1:]] == ["tiny:latest"], "only the Ollama model is left", p.stdout)
 
+# a registry that refuses the connection fails the pull at once with one line, as Ollama (it was
+# retried for 61 s); a free local port refuses
+import socket
+import time
+sk = socket.socket()
+sk.bind(("127.0.0.1", 0))
+port = sk.getsockname()[1]
+sk.close()
+t0 = time.monotonic()
+p = anvil_run("pull", "--insecure", "127.0.0.1:%d/library/none:latest" % port, timeout=120)
+took = time.monotonic() - t0
+check(p.returncode != 0 and "127.0.0.1:%d" % port in p.stderr and took < 5,
+      "pull from a refusing registry: fails in %.1f s (< 5 s)" % took, p.stderr[-500:])
+
 finish()
