@@ -281,10 +281,23 @@ check(snapshot(oroot) == ollama_before, "the Ollama store was never modified")
 p = anvil_run("list")
 check([l.split()[0] for l in p.stdout.splitlines()[1:]] == ["tiny:latest"], "only the Ollama model is left", p.stdout)
 
+import time
+# a symbolic link to / in manifests/ (either store) is not followed: a listing walked three
+# levels of the whole filesystem (8.7 s a call)
+links = [os.path.join(home, ".anvil", "models", "manifests", "evil"), os.path.join(oroot, "manifests", "evil")]
+for link in links:
+    os.symlink("/", link)
+t0 = time.monotonic()
+p = anvil_run("list")
+took = time.monotonic() - t0
+check(p.returncode == 0 and "tiny:latest" in p.stdout and took < 2,
+      "list with manifests/evil -> / in both stores: %.2f s (< 2 s), the models still listed" % took, p.stdout + p.stderr)
+for link in links:
+    os.unlink(link)
+
 # a registry that refuses the connection fails the pull at once with one line, as Ollama (it was
 # retried for 61 s); a free local port refuses
 import socket
-import time
 sk = socket.socket()
 sk.bind(("127.0.0.1", 0))
 port = sk.getsockname()[1]
