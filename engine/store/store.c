@@ -496,13 +496,22 @@ int store_prune(store *s) {
     return rc;
 }
 
+int store_clean_stale(store *s) {
+    store_lk lk;
+    int t = store_lock_try_exclusive(s, &lk);
+    if (t != 0) return t < 0 ? -1 : 0;  /* busy: a writer is at work; the next round */
+    int rc = store_clean_temporaries(s, 0);
+    store_lock_release(&lk);
+    return rc;
+}
+
 int store_startup_clean(store *s) {
     const char *np = getenv("ANVIL_NOPRUNE"), *onp = getenv("OLLAMA_NOPRUNE");
     bool noprune = (np && *np && strcmp(np, "0")) || (onp && *onp && strcmp(onp, "0"));
     store_lk lk;
     int t = store_lock_try_exclusive(s, &lk);
     if (t != 0) return t < 0 ? -1 : 0;  /* busy: another process is writing; it is its turn */
-    int rc = noprune ? store_clean_temporaries(s, STORE_GRACE_SECONDS) : prune_locked(s);
+    int rc = noprune ? store_clean_temporaries(s, 0) : prune_locked(s);
     store_lock_release(&lk);
     return rc;
 }
@@ -513,7 +522,7 @@ static int prune_locked(store *s) {
     if (c.failed) { free(c.digests); return -1; }
     char *dir = store_fmt("%s/blobs", s->root);
     DIR *d = dir ? opendir(dir) : NULL;
-    if (!d) { free(c.digests); free(dir); return store_clean_temporaries(s, STORE_GRACE_SECONDS); }
+    if (!d) { free(c.digests); free(dir); return store_clean_temporaries(s, 0); }
     int removed = 0;
     time_t now = time(NULL);
     struct dirent *de;
@@ -545,7 +554,7 @@ static int prune_locked(store *s) {
     closedir(d);
     free(dir);
     free(c.digests);
-    return removed + store_clean_temporaries(s, STORE_GRACE_SECONDS);
+    return removed + store_clean_temporaries(s, 0);
 }
 
 int store_manifest_digests(const char *manifest_json, size_t len, char ***out, int *n_out) {

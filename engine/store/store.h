@@ -122,15 +122,21 @@ void store_lock_release(store_lk *lk);
 bool store_file_held(const char *path);
 /* Removes the temporaries (".anvil-tmp-*", the server's ".upload-*" spool files) of the root,
  * its blobs and its manifests that no live writer holds (flock) and that are older than
- * max_age_s seconds. Returns the number removed. */
+ * max_age_s seconds (0: any age). Under the exclusive store lock (store_prune,
+ * store_startup_clean) an unheld temporary is stale at once: its writer holds either its
+ * flock (uploads, store_blobs.c) or the shared store lock (a create's quantize output) for
+ * as long as it lives. Returns the number removed. */
 int store_clean_temporaries(store *s, int64_t max_age_s);
 /* Seconds an unreferenced blob (an upload no create has used yet) or an unlocked temporary is
  * kept before store_prune removes it. */
 #define STORE_GRACE_SECONDS 3600
-/* Server start-up housekeeping: stale temporaries, and unless ANVIL_NOPRUNE or
- * OLLAMA_NOPRUNE is set, store_prune. Does not wait for the lock (another process busy with
+/* Server housekeeping, at start-up and on a timer: stale temporaries, and unless ANVIL_NOPRUNE
+ * or OLLAMA_NOPRUNE is set, store_prune. Does not wait for the lock (another process busy with
  * the store: skipped). Returns the number of files removed, or -1. */
 int store_startup_clean(store *s);
+/* The server's timer: the stale temporaries alone (what a killed create, pull or upload of
+ * another process left), when the exclusive lock is free at once. Returns the number removed. */
+int store_clean_stale(store *s);
 
 /* Blobs (always in the writable root). digest is "sha256:<hex>", validated. */
 /* The path of a blob, whether or not it exists (malloc'd); NULL + error on a bad digest. */

@@ -133,7 +133,8 @@ static int clean_dir(const char *dir, time_t now, int64_t max_age, int depth) {
         struct stat st;
         if (!p || lstat(p, &st) != 0) { free(p); continue; }
         if (S_ISDIR(st.st_mode) && depth > 0 && de->d_name[0] != '.') removed += clean_dir(p, now, max_age, depth - 1);
-        else if (S_ISREG(st.st_mode) && is_temp_name(de->d_name) && now - st.st_mtime > max_age && !store_file_held(p) &&
+        else if (S_ISREG(st.st_mode) && is_temp_name(de->d_name) && (max_age <= 0 || now - st.st_mtime > max_age) &&
+                 !store_file_held(p) &&
                  unlink(p) == 0)
             removed++;
         free(p);

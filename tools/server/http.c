@@ -38,6 +38,9 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#ifndef _WIN32
+#include <sys/statvfs.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -92,6 +95,7 @@ struct http_server {
     bool watcher_running;
     pthread_cond_t watcher_cv;
     uint64_t n_slow_closed;  /* connections the watcher cut (logged, rate-limited) */
+    uint64_t uploads_held;   /* bytes reserved by uploads in progress (cfg.max_upload_total) */
     double slow_logged_at;
 };
 
@@ -120,6 +124,7 @@ struct http_req {
     char *spool_path;
     bool spool_failed;
     uint64_t spooled;       /* bytes written to the spool so far */
+    uint64_t upload_held;   /* its share of srv->uploads_held: max(Content-Length, spooled) */
     bool upload_too_large;  /* past max_upload: the rest is discarded */
 
     /* answer */
@@ -548,6 +553,7 @@ static void req_free(http_req *r) {
     if (r->prev) r->prev->next = r->next;
     else if (s->live == r) s->live = r->next;
     if (r->next) r->next->prev = r->prev;
+    s->uploads_held -= r->upload_held;
     pthread_mutex_unlock(&s->lock);
     for (int i = 0; i < r->n_headers; i++) { free(r->headers[i].key); free(r->headers[i].value); }
     for (int i = 0; i < r->n_args; i++) { free(r->args[i].key); free(r->args[i].value); }
@@ -793,6 +799,31 @@ static int open_spool(http_req *r) {
     return 0;
 }
 
+/* Grows r's share of the bytes all uploads in progress hold to at least want; false (nothing
+ * changed) when that would pass cfg.max_upload_total. */
+static bool hold_upload(http_server *s, http_req *r, uint64_t want) {
+    if (want <= r->upload_held) return true;
+    pthread_mutex_lock(&s->lock);
+    const bool ok = s->uploads_held - r->upload_held + want <= s->cfg.max_upload_total;
+    if (ok) { s->uploads_held += want - r->upload_held; r->upload_held = want; }
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+/* Free bytes on the spool's file system, less 1 GiB kept for everything else (UINT64_MAX when
+ * unknown). */
+static uint64_t spool_free_bytes(const http_server *s) {
+#ifdef _WIN32
+    (void)s;
+    return UINT64_MAX;
+#else
+    struct statvfs v;
+    if (!s->spool_dir || statvfs(s->spool_dir, &v) != 0) return UINT64_MAX;
+    const uint64_t avail = (uint64_t)v.f_bavail * v.f_frsize, keep = 1ull << 30;
+    return avail > keep ? avail - keep : 0;
+#endif
+}
+
 /* First call for a request: everything that can be decided from the headers alone. */
 static enum MHD_Result on_headers(http_server *s, http_req *r) {
     MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, collect_kv, r);
@@ -858,6 +889,14 @@ static enum MHD_Result on_headers(http_server *s, http_req *r) {
         if (un > s->cfg.max_upload)
             return queue_error(r, 413, "upload too large: %llu bytes, the limit is %llu bytes (ANVIL_MAX_UPLOAD)", un,
                                (unsigned long long)s->cfg.max_upload);
+        const uint64_t free_b = spool_free_bytes(s);
+        if (un > free_b)
+            return queue_error(r, 507, "not enough disk space for the upload: %llu bytes, %llu available (1 GiB is kept free)",
+                               un, (unsigned long long)free_b);
+        if (!hold_upload(s, r, un))
+            return queue_error(r, 507, "too much uploading at once: %llu bytes are in progress, the limit is %llu bytes "
+                               "(ANVIL_MAX_UPLOAD_TOTAL)", (unsigned long long)s->uploads_held,
+                               (unsigned long long)s->cfg.max_upload_total);
         if (open_spool(r)) return queue_error(r, 500, "cannot create a temporary file for the upload: %s", strerror(errno));
         return MHD_YES;
     }
@@ -875,7 +914,7 @@ static enum MHD_Result on_headers(http_server *s, http_req *r) {
 static void on_body(http_server *s, http_req *r, const char *data, size_t n) {
     if (r->spool_fd >= 0) {
         if (r->upload_too_large) return;
-        if (r->spooled + n > s->cfg.max_upload) {  /* no Content-Length, or a lying one */
+        if (r->spooled + n > s->cfg.max_upload || !hold_upload(s, r, r->spooled + n)) {  /* no Content-Length, or a lying one */
             r->upload_too_large = true;
             if (ftruncate(r->spool_fd, 0) != 0) r->spool_failed = true;
             return;
@@ -946,13 +985,20 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     if (r->body_too_large)
         return queue_error(r, 413, "request body too large: the limit is %zu bytes", s->cfg.max_body);
     if (r->upload_too_large)
-        return queue_error(r, 413, "upload too large: the limit is %llu bytes (ANVIL_MAX_UPLOAD)",
-                           (unsigned long long)s->cfg.max_upload);
+        return queue_error(r, 413, "upload too large: the limit is %llu bytes (ANVIL_MAX_UPLOAD), %llu bytes for all "
+                           "uploads in progress (ANVIL_MAX_UPLOAD_TOTAL)", (unsigned long long)s->cfg.max_upload,
+                           (unsigned long long)s->cfg.max_upload_total);
     if (r->spool_failed) return queue_error(r, 500, "cannot store the upload: %s", strerror(errno));
     if (atomic_load(&s->stopping)) return queue_error(r, 503, "the server is shutting down");
+#ifdef _WIN32
+    /* Windows cannot rename an open file; elsewhere the spool stays open, its flock held, until
+     * the request is freed: the store's sweep of stale temporaries never takes it mid-adoption */
     if (r->spool_fd >= 0) { close(r->spool_fd); r->spool_fd = -1; }
+#endif
     r->handler_started = true;
     pthread_mutex_lock(&s->lock);
+    s->uploads_held -= r->upload_held;   /* the body is in: no longer an upload in progress */
+    r->upload_held = 0;
     s->n_answering++;
     s->n_handlers++;
     pthread_mutex_unlock(&s->lock);
@@ -1070,6 +1116,7 @@ http_server *http_start(const http_config *c, const http_route *routes, int n_ro
     s->cfg = *c;
     if (!s->cfg.max_body) s->cfg.max_body = 8u << 20;
     if (!s->cfg.max_upload) s->cfg.max_upload = 64ull << 30;
+    if (!s->cfg.max_upload_total) s->cfg.max_upload_total = s->cfg.max_upload;
     s->app = app;
     s->api_key = c->api_key && *c->api_key ? dup_str(c->api_key) : NULL;
     s->spool_dir = c->spool_dir ? dup_str(c->spool_dir) : NULL;

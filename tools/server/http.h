@@ -59,6 +59,9 @@ typedef struct {
     const char *host;       /* ANVIL_HOST, "127.0.0.1:11434" default; "0.0.0.0:11434" binds all */
     size_t max_body;        /* bytes, default 8 MiB (blob uploads stream to disk, exempt) */
     uint64_t max_upload;    /* largest blob upload in bytes (ANVIL_MAX_UPLOAD), default 64 GiB; larger: 413 */
+    uint64_t max_upload_total; /* bytes all uploads in progress may hold together (ANVIL_MAX_UPLOAD_TOTAL),
+                                * default max_upload; past it, or past the spool's free disk space
+                                * less 1 GiB: 507 */
     const char *origins;    /* ANVIL_ORIGINS, comma separated, added to Ollama's defaults */
     const char *api_key;    /* ANVIL_API_KEY: require "Authorization: Bearer <key>" */
     const char *spool_dir;  /* where HTTP_ROUTE_SPOOL_BODY bodies go (created); NULL = $TMPDIR or /tmp */

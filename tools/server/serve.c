@@ -46,7 +46,11 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_API_KEY", "(none)", "require 'Authorization: Bearer <key>' on every route but GET /"},
     {"ANVIL_MAX_BODY", "8388608", "largest request body in bytes (blob uploads exempt); larger: 413"},
     {"ANVIL_MAX_UPLOAD", "68719476736", "largest blob upload (POST /api/blobs) in bytes; larger: 413"},
+    {"ANVIL_MAX_UPLOAD_TOTAL", "ANVIL_MAX_UPLOAD", "bytes all blob uploads in progress may hold together; more, or more "
+     "than the store's free disk space less 1 GiB: 507"},
     {"ANVIL_NOPRUNE", "(unset)", "1: no pruning of unused blobs at start-up (stale temporary files still go)"},
+    {"ANVIL_CLEAN_INTERVAL", "600", "seconds between sweeps of stale temporary files (a killed create, pull or "
+     "upload's; 0: only at start-up)"},
     {"ANVIL_MODELS", "~/.anvil/models", "the writable model store"},
     {"OLLAMA_MODELS", "~/.ollama/models", "Ollama's store, listed and run read-only when present"},
     {"ANVIL_KEEP_ALIVE", "5m", "how long an idle model stays loaded (0 unloads at once, -1 forever)"},
@@ -126,6 +130,35 @@ static int env_size(const char *name, size_t def, size_t *out) {
     return 0;
 }
 
+/* The sweep of stale temporaries on a timer (ANVIL_CLEAN_INTERVAL): what a killed create, pull
+ * or upload of another process left is gone within one interval, not at the next start. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    unsigned interval_s;
+    store *st;
+    pthread_t thread;
+} sweeper;
+
+static void *sweep_loop(void *arg) {
+    sweeper *w = arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += w->interval_s;
+        while (!w->stop && pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0) {}
+        if (w->stop) break;
+        pthread_mutex_unlock(&w->mu);
+        const int n = store_clean_stale(w->st);
+        if (n > 0) fprintf(stderr, "anvil: removed %d stale temporary file(s) from %s\n", n, store_root(w->st));
+        pthread_mutex_lock(&w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
 int cmd_serve(int argc, char **argv) {
     const char *host = anv_getenv("ANVIL_HOST", NULL);
     for (int i = 1; i < argc; i++) {
@@ -147,8 +180,10 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "anvil: %s\n", anv_last_error());
         return 1;
     }
-    size_t max_upload;
-    if (env_size("ANVIL_MAX_UPLOAD", (size_t)64 << 30, &max_upload)) {
+    size_t max_upload, max_upload_total;
+    unsigned clean_interval;
+    if (env_size("ANVIL_MAX_UPLOAD", (size_t)64 << 30, &max_upload) ||
+        env_size("ANVIL_MAX_UPLOAD_TOTAL", max_upload, &max_upload_total) || env_uint("ANVIL_CLEAN_INTERVAL", &clean_interval)) {
         fprintf(stderr, "anvil: %s\n", anv_last_error());
         return 1;
     }
@@ -183,6 +218,7 @@ int cmd_serve(int argc, char **argv) {
         .threads = http_threads, .header_timeout = header_timeout, .body_timeout = body_timeout,
     };
     hc.max_upload = max_upload;
+    hc.max_upload_total = max_upload_total;
     http_server *srv = http_start(&hc, routes, (int)(sizeof routes / sizeof routes[0]), &app);
     if (!srv) {
         fprintf(stderr, "anvil: %s\n", anv_last_error());
@@ -190,6 +226,11 @@ int cmd_serve(int argc, char **argv) {
         store_close(app.store);
         return 1;
     }
+    if (!getenv("ANVIL_CLEAN_INTERVAL")) clean_interval = 600;
+    static sweeper sw = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    sw.st = app.store;
+    sw.interval_s = clean_interval;
+    bool sweeping = clean_interval > 0 && pthread_create(&sw.thread, NULL, sweep_loop, &sw) == 0;
     const char *fa_name, *fa = anv_getenv("ANVIL_FLASH_ATTENTION", &fa_name);
     if (fa && *fa)
         fprintf(stderr, "anvil: %s=%s: accepted; Anvil always uses its fused attention kernel (no separate "
@@ -203,6 +244,13 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "anvil: warning: listening on %s without ANVIL_API_KEY: the API (model delete, create, pull) "
                 "is open to the network\n", http_server_address(srv));
     fprintf(stderr, "anvil: %s: shutting down\n", serve_signal_wait());
+    if (sweeping) {
+        pthread_mutex_lock(&sw.mu);
+        sw.stop = true;
+        pthread_cond_signal(&sw.cv);
+        pthread_mutex_unlock(&sw.mu);
+        pthread_join(sw.thread, NULL);
+    }
     http_stop(srv);
     sched_free(app.sched);
     store_close(app.store);

@@ -2,9 +2,11 @@
 """store_disk: what the server does for the store's disk. Blob uploads over ANVIL_MAX_UPLOAD
 are refused with 413 (declared by Content-Length, or chunked and found out while streaming)
 and leave no spool file; at start-up the server removes stale temporaries (a killed upload's
-.upload-*, a killed create's .anvil-tmp-*) but not those a live writer holds (flock), and
-prunes unreferenced blobs older than an hour (not a young one: an upload awaiting its
-create), unless ANVIL_NOPRUNE.
+.upload-*, a killed create's .anvil-tmp-*, however young: nothing but a dead writer leaves
+one unlocked) but not those a live writer holds (flock), again on a timer
+(ANVIL_CLEAN_INTERVAL), and prunes unreferenced blobs older than an hour (not a young one:
+an upload awaiting its create), unless ANVIL_NOPRUNE. Uploads in progress together hold at
+most ANVIL_MAX_UPLOAD_TOTAL bytes (507 past it).
 
   store_disk.py ANVIL WORKDIR"""
 import fcntl
@@ -63,7 +65,7 @@ def main():
              "blobs temporary": os.path.join(blobs, ".anvil-tmp-999999-1"),
              "manifest temporary": os.path.join(models, "manifests", "registry.ollama.ai", ".anvil-tmp-999999-2")}
     for p in stale.values():
-        put(p, b"x" * 1000, age=7200)
+        put(p, b"x" * 1000)   # killed a moment ago: stale at once (it waited an hour)
     live = os.path.join(models, ".upload-live1")
     put(live, b"y" * 1000, age=7200)
     live_fd = os.open(live, os.O_RDONLY)
@@ -97,18 +99,50 @@ def main():
     finally:
         check(srv.stop() == 0, "the server stops cleanly", "".join(srv.log[-5:]))
 
-    # ANVIL_NOPRUNE: unused blobs stay, stale temporaries still go
+    # ANVIL_NOPRUNE: unused blobs stay, stale temporaries still go, also on the timer
     put(os.path.join(blobs, blob_name(old_blob)), old_blob, age=7200)
     for p in stale.values():
         put(p, b"x", age=7200)
-    srv = Server(anvil, work, {"ANVIL_NOPRUNE": "1"})
+    srv = Server(anvil, work, {"ANVIL_NOPRUNE": "1", "ANVIL_CLEAN_INTERVAL": "1"})
     try:
         check(os.path.exists(os.path.join(blobs, blob_name(old_blob))), "ANVIL_NOPRUNE keeps an unused old blob")
         check(all(not os.path.exists(p) for p in stale.values()), "ANVIL_NOPRUNE still removes stale temporaries")
         st, _ = upload(srv, os.urandom(5000))
         check(st == 201, "the default upload limit (64 GiB) takes 5000 bytes", st)
+        for p in stale.values():   # another process's create or upload killed while this server runs
+            put(p, b"z")
+        deadline = time.time() + 10
+        while time.time() < deadline and any(os.path.exists(p) for p in stale.values()):
+            time.sleep(0.2)
+        check(all(not os.path.exists(p) for p in stale.values()), "the timer removes temporaries killed after start-up")
+        check(os.path.exists(live), "the timer keeps the live writer's spool file")
     finally:
         check(srv.stop() == 0, "the second server stops cleanly")
+
+    # uploads in progress together: at most ANVIL_MAX_UPLOAD_TOTAL bytes
+    srv = Server(anvil, work, {"ANVIL_MAX_UPLOAD": "4096", "ANVIL_MAX_UPLOAD_TOTAL": "5000"})
+    try:
+        first = os.urandom(4000)
+        host, port = srv.addr.rsplit(":", 1)
+        held = http.client.HTTPConnection(host, int(port), timeout=60)
+        held.putrequest("POST", "/api/blobs/sha256:" + hashlib.sha256(first).hexdigest())
+        held.putheader("Content-Length", str(len(first)))
+        held.endheaders()
+        held.send(first[:1000])          # in progress: it holds its 4000 bytes
+        time.sleep(0.3)
+        second = os.urandom(3000)
+        st, body = upload(srv, second)
+        check(st == 507 and "ANVIL_MAX_UPLOAD_TOTAL" in body, "a second upload past the total is 507 naming the limit",
+              (st, body))
+        held.send(first[1000:])
+        r = held.getresponse()
+        check(r.status == 201, "the upload in progress completes (201)", r.status)
+        r.read()
+        held.close()
+        st, body = upload(srv, second)
+        check(st == 201, "once it is done, the second upload is taken (201)", (st, body))
+    finally:
+        check(srv.stop() == 0, "the third server stops cleanly")
     os.close(live_fd)
     sys.exit(finish())
 
