@@ -676,7 +676,12 @@ static void test_plan(void) {
     CHECK(device_list_select(l, &e) == 0);
     r18.n_gpu_layers = 5;
     CHECK(device_plan_make(l, &r18, &p) == 0 && p.n_gpu_layers == 0 && p.n_entries == 1);
-    CHECK(!strcmp(p.entries[0].line + strcspn(p.entries[0].line, ")") , "): layers 0-17 + output, 162 MiB weights, 18 MiB KV"));
+    {   /* "cpu (<model name, which may hold parentheses: Intel(R)> / <isa>): ..." */
+        static const char tail[] = "): layers 0-17 + output, 162 MiB weights, 18 MiB KV";
+        const char *ln = p.entries[0].line;
+        const size_t n = strlen(ln), nt = sizeof tail - 1;
+        CHECKF(!strncmp(ln, "cpu (", 5) && n > nt && !strcmp(ln + n - nt, tail), "line: %s", ln);
+    }
     CHECK(plan_note_has(&p, "-ngl 5 asks for GPU layers, but no GPU is in use") && plan_note_has(&p, "vulkan0 (llvmpipe"));
     device_list_free(l);
     device_list unselected;
