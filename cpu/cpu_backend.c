@@ -111,6 +111,10 @@ static be_tensor *cpu_tensor_new(backend *be, uint32_t type, int64_t cols, int64
         free(t);
         return NULL;
     }
+    /* Touched now, as llama.cpp clears its KV buffers: a reserved KV cache counts against
+     * MemAvailable from the start, so the next model's admission sees it (untouched pages
+     * let two 12 GiB caches both be admitted with 21 GiB free). */
+    memset(t->storage, 0, n ? n : CPU_ALIGN);
     t->owned = true;
     return t;
 }

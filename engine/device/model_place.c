@@ -44,7 +44,9 @@ model *model_load_with(const char *path, int n_threads, backend *gpu, int n_gpu_
     return m;
 }
 
-/* The host memory a model may still take: MemAvailable, at most ANVIL_MAX_HOST_MEMORY. */
+/* The host memory a model may still take: MemAvailable (the loaded models' KV caches are
+ * touched when made, so it has dropped by them), at most ANVIL_MAX_HOST_MEMORY less what the
+ * loaded models hold (model_host_reserved_total). */
 static uint64_t host_mem_available(void) {
     uint64_t avail = UINT64_MAX;
     FILE *f = fopen("/proc/meminfo", "r");
@@ -58,8 +60,9 @@ static uint64_t host_mem_available(void) {
     const char *lim = getenv("ANVIL_MAX_HOST_MEMORY");
     if (lim && *lim) {
         char *end;
-        unsigned long long v = strtoull(lim, &end, 10);
-        if (end != lim && !*end && v < avail) avail = v;
+        const unsigned long long v = strtoull(lim, &end, 10), held = model_host_reserved_total();
+        const uint64_t left = v > held ? v - held : 0;
+        if (end != lim && !*end && left < avail) avail = left;
     }
     return avail;
 }
@@ -67,16 +70,18 @@ static uint64_t host_mem_available(void) {
 /* Admission: the KV caches of the layers planned on the host, plus the compute buffers,
  * must fit in its available memory (the weights are mapped from the file). */
 static int check_host_memory(const model_hparams *hp, const device_plan *plan, const uint64_t *lkv, uint64_t compute,
-                             int n_ctx, int n_seq) {
+                             int n_ctx, int n_seq, uint64_t *need_out) {
     uint64_t kv = 0;
     const int n_cpu_layers = hp->n_layer - (plan->n_gpu_layers > 0 ? plan->n_gpu_layers : 0);
     for (int il = 0; il < n_cpu_layers && il < hp->n_layer; il++) kv += lkv[il];
     const uint64_t need = kv + compute, avail = host_mem_available();
+    *need_out = need;
     if (need <= avail) return 0;
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    anv_set_error("model requires more system memory (%.2f GiB) than is available (%.2f GiB): the KV cache for "
-                  "%d tokens x %d slot(s) on %d layer(s) is %.2f GiB; lower num_ctx or ANVIL_NUM_PARALLEL, or use "
-                  "ANVIL_KV_CACHE_TYPE=q8_0", need / gib, avail / gib, n_ctx, n_seq, n_cpu_layers, kv / gib);
+    anv_set_error("model requires more system memory (%.2f GiB) than is available (%.2f GiB; the loaded models hold "
+                  "%.2f GiB): the KV cache for %d tokens x %d slot(s) on %d layer(s) is %.2f GiB; lower num_ctx or "
+                  "ANVIL_NUM_PARALLEL, or use ANVIL_KV_CACHE_TYPE=q8_0", need / gib, avail / gib,
+                  model_host_reserved_total() / gib, n_ctx, n_seq, n_cpu_layers, kv / gib);
     return -1;
 }
 
@@ -137,7 +142,8 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     };
     device_plan plan;
     if (device_plan_make(dl, &rq, &plan) != 0) goto done;
-    if (check_host_memory(&hp, &plan, lkv, compute, n_ctx, (int)n_seq) != 0) goto done;
+    uint64_t host_need = 0;
+    if (check_host_memory(&hp, &plan, lkv, compute, n_ctx, (int)n_seq, &host_need) != 0) goto done;
     int gpu_entries = 0, gpu_dev = -1;
     for (int i = 0; i < plan.n_entries; i++)
         if (dl->dev[plan.entries[i].device].backend != DEV_BACKEND_CPU && plan.entries[i].layer_end > plan.entries[i].layer_begin) {
@@ -177,6 +183,7 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
         if (!m) goto done;
     }
     m->owns_gpu = gpu != NULL;
+    model_reserve_host(m, host_need);
 done:
     model_free(probe);
     device_list_free(dl);

@@ -5,6 +5,7 @@
 #include "model.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,8 +426,18 @@ static void free_layer(model_layer *L) {
     moe_free_layer(L);
 }
 
+static _Atomic uint64_t g_host_reserved;
+
+void model_reserve_host(model *m, uint64_t bytes) {
+    m->host_reserved += bytes;
+    atomic_fetch_add(&g_host_reserved, bytes);
+}
+
+uint64_t model_host_reserved_total(void) { return atomic_load(&g_host_reserved); }
+
 void model_free(model *m) {
     if (!m) return;
+    if (m->host_reserved) atomic_fetch_sub(&g_host_reserved, m->host_reserved);
     if (m->layers)
         for (int il = 0; il < m->hp.n_layer; il++) free_layer(&m->layers[il]);
     free(m->layers);

@@ -79,6 +79,7 @@ typedef struct model {
     uint64_t weight_bytes;
     struct encoder_weights *enc; /* bert / nomic-bert: encoder.c's own weights, else NULL */
     be_tensor *dense2, *dense3;  /* gemma-embedding's sentence-transformers projections (CPU) or NULL */
+    uint64_t host_reserved;      /* host bytes its placement admitted it for (model_reserve_host) */
 } model;
 
 /* The caller creates the backends and passes them in (the model never includes a backend's
@@ -97,6 +98,10 @@ int model_read_swa_pattern(const gguf_file *f, model_hparams *hp, int default_pa
 
 model *model_load(const char *path, const model_load_opts *opts);
 void model_free(model *m);
+/* The host memory ledger of ANVIL_MAX_HOST_MEMORY: a placed model holds the bytes its
+ * admission counted (KV caches on the host, compute buffers) until model_free. */
+void model_reserve_host(model *m, uint64_t bytes);
+uint64_t model_host_reserved_total(void);
 /* Count of parameters (elements of all weight tensors). */
 uint64_t model_n_params(const model *m);
 

@@ -235,12 +235,29 @@ def requests_bounded():
     try:
         st, _, o, raw = post_json(srv, "/api/generate", dict(GEN, model="tiny"))
         e = err_text(o)
-        check(st == 500 and "requires more system memory" in e and "GiB" in e and "available (0.00 GiB)" in e,
-              "a KV cache over the available memory: 500 naming the numbers (%d %r)" % (st, raw[:300]))
+        check(st == 503 and "requires more system memory" in e and "GiB" in e and "available (0.00 GiB" in e,
+              "a KV cache over the available memory: 503 naming the numbers (%d %r)" % (st, raw[:300]))
         no_server_path(raw, "the memory error")
         st, _, o, raw = post_json(srv, "/api/ps", None) if False else (None, None, None, None)
         st, _, raw = request(srv, "GET", "/api/ps")
         check(st == 200 and json.loads(raw)["models"] == [], "nothing loaded after the refused load (%r)" % raw[:200])
+    finally:
+        srv.stop()
+    # Two models that each fit the cap but not together (a placement holds its KV + ~64 MiB of
+    # compute buffers): the second load unloads the idle first one instead of both being admitted
+    # (issue 28: two 12 GiB KV caches were admitted with 21 GiB free)
+    p = subprocess.run([anvil, "create", "tiny2", "-f", mf, "-q", "q4_0"], capture_output=True, text=True,
+                       env=dict(os.environ, ANVIL_MODELS=store, HOME=work), timeout=120)
+    check(p.returncode == 0, "anvil create tiny2 (q4_0, another blob): %s" % p.stderr[-300:])
+    srv = Server(anvil, env=dict(STRICT, ANVIL_MAX_HOST_MEMORY=str(100 << 20)), models_dir=store)
+    try:
+        for name in ("tiny", "tiny2", "tiny"):
+            st, _, o, raw = post_json(srv, "/api/generate", dict(GEN, model=name))
+            check(st == 200, "%s under a 100 MiB cap: 200 (%d %r)" % (name, st, raw[:300]))
+            st, _, raw = request(srv, "GET", "/api/ps")
+            names = [m["name"] for m in json.loads(raw)["models"]] if st == 200 else None
+            check(names == [name + ":latest"], "only %s is loaded: the idle one was unloaded for it (%r)" % (name, names))
+        check("unloading an idle model first" in srv.log(), "the server log says why it unloaded")
     finally:
         srv.stop()
 

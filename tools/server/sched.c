@@ -378,8 +378,24 @@ static void evict_one(sched *s) {
     }
 }
 
+/* Under s->mu: marks an idle resident model (no requests) for unloading; false if none. */
+static bool evict_idle(sched *s) {
+    lmodel *best = NULL;
+    for (lmodel *lm = s->models; lm; lm = lm->next) {
+        if (lm->stopping || lm->shutdown) return true;   /* one is on its way out already: wait for it */
+        if (lm->n_refs == 0 && (!best || strcmp(lm->name, best->name) < 0)) best = lm;
+    }
+    if (!best) return false;
+    best->stopping = true;
+    pthread_cond_signal(&best->cv);
+    return true;
+}
+
 /* Under s->mu: a resident model matching the request (n_refs taken), loading it if
- * needed. NULL with j's status/error set on failure. *load_ns gets the load time. */
+ * needed. NULL with j's status/error set on failure. *load_ns gets the load time. A load
+ * refused for memory (the placement counts what the loaded models hold: their host KV
+ * caches are touched when made) first unloads idle models, one at a time, as Ollama's
+ * scheduler does; with none idle it is a 503 naming the sizes. */
 static lmodel *acquire_model(sched *s, const store_entry *e, const run_options *o, job *j, int64_t *load_ns) {
     *load_ns = 0;
     for (;;) {
@@ -425,7 +441,13 @@ static lmodel *acquire_model(sched *s, const store_entry *e, const run_options *
         }
         if (!lm) {
             s->n_resident--;
-            sched_job_fail(j, 500, "loading %s: %s", e->name ? e->name : "the model", err);
+            const bool memory = strstr(err, "memory") != NULL;
+            if (memory && evict_idle(s)) {
+                anv_log("loading %s: not enough memory; unloading an idle model first", e->name ? e->name : "the model");
+                pthread_cond_wait(&s->cv, &s->mu);
+                continue;
+            }
+            sched_job_fail(j, memory ? 503 : 500, "loading %s: %s", e->name ? e->name : "the model", err);
             return NULL;
         }
         lm->next = s->models;
