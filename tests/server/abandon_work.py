@@ -2,7 +2,7 @@
 """abandon_work: work nobody waits for stops (issue 28). A client that hangs up in the middle of
 a long /api/embed (200k inputs: seconds of work) ends it within a second, so the next request is
 not queued behind it; a SIGTERM during such a request stops the server within seconds with
-status 0 (it took over 120 s).
+status 0 (it took over 120 s). More inputs than ANVIL_MAX_EMBED_INPUTS is a 400.
 
 usage: abandon_work.py ANVIL_BINARY EMBED_MODEL.gguf
 """
@@ -30,9 +30,14 @@ def send_big(server):
     return s
 
 
-srv = Server(anvil)
+srv = Server(anvil, env={"ANVIL_MAX_EMBED_INPUTS": "300000"})
 st = post_json(srv, "/api/embed", {"model": model, "input": "warm up"}, timeout=300)[0]
 check(st == 200, "warm-up embed answers 200 (got %s)" % st)
+# the per-request budget: more inputs than ANVIL_MAX_EMBED_INPUTS is a 400 naming it, at once
+t0 = time.monotonic()
+st, _, o, raw = post_json(srv, "/api/embed", {"model": model, "input": [""] * 300001}, timeout=300)
+check(st == 400 and b"ANVIL_MAX_EMBED_INPUTS" in raw and time.monotonic() - t0 < 5,
+      "300001 inputs over a budget of 300000: 400 naming it (%s %r)" % (st, raw[:200]))
 t0 = time.monotonic()
 post_json(srv, "/api/embed", {"model": model, "input": [""] * 2000}, timeout=300)
 per_input = (time.monotonic() - t0) / 2000

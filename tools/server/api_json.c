@@ -387,8 +387,19 @@ static bool embed_still_wanted(void *user) {
     return http_client_alive(e->c->r);
 }
 
+/* A request's work budget for embeddings: inputs per request (each is one model evaluation;
+ * OpenAI allows 2048). ANVIL_MAX_EMBED_INPUTS overrides the default. */
+#define EMBED_INPUTS_DEFAULT 100000
+
 bool aj_embed_run(aj_embed *e) {
     sched_embed_result *res = &e->res;
+    const char *lim_s = getenv("ANVIL_MAX_EMBED_INPUTS");
+    const long lim = lim_s && *lim_s && atol(lim_s) > 0 ? atol(lim_s) : EMBED_INPUTS_DEFAULT;
+    if (e->q.n_inputs > lim) {
+        aj_fail(e->c, 400, "input", "input has %d items, more than the %ld one request may embed (ANVIL_MAX_EMBED_INPUTS)",
+                e->q.n_inputs, lim);
+        return false;
+    }
     e->q.still_wanted = embed_still_wanted;
     e->q.user = e;
     if (!sched_embed(((server_app *)http_app(e->c->r))->sched, &e->q, res)) return true;

@@ -49,6 +49,7 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_MAX_UPLOAD_TOTAL", "ANVIL_MAX_UPLOAD", "bytes all blob uploads in progress may hold together; more, or more "
      "than the store's free disk space less 1 GiB: 507"},
     {"ANVIL_NOPRUNE", "(unset)", "1: no pruning of unused blobs at start-up (stale temporary files still go)"},
+    {"ANVIL_MAX_EMBED_INPUTS", "100000", "inputs one embedding request may hold; more: 400"},
     {"ANVIL_CLEAN_INTERVAL", "600", "seconds between sweeps of stale temporary files (a killed create, pull or "
      "upload's; 0: only at start-up)"},
     {"ANVIL_MODELS", "~/.anvil/models", "the writable model store"},
