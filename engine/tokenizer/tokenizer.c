@@ -446,6 +446,7 @@ tokenizer *tokenizer_load(const struct gguf_file *f) {
         if (!tok_wpm_init(t, f)) goto fail;
     }
     if (!resolve_special(t, f)) goto fail_oom;
+    if (t->force_add_bos) t->add_bos = true; /* llama.cpp overrides add_bos_token = false for Gemma 4 */
     free(pre);
     return t;
 fail_oom:
@@ -662,8 +663,8 @@ int tokenizer_token_to_piece(const tokenizer *t, int32_t id, char *buf, int cap,
     if (!render_special && (attr & (TOK_ATTR_UNKNOWN | TOK_ATTR_CONTROL))) return 0;
     if (attr & (TOK_ATTR_UNKNOWN | TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED)) return copy_out(buf, cap, s, n);
     if (attr & TOK_ATTR_NORMAL) {
-        if (t->kind == TOK_KIND_BPE) return tok_bpe_decode_text(t, s, n, buf, cap);
-        int m = 0; /* SPM: U+2581 -> ' ' */
+        if (t->kind == TOK_KIND_BPE && !t->escape_whitespace) return tok_bpe_decode_text(t, s, n, buf, cap);
+        int m = 0; /* SPM and SentencePiece-style BPE: U+2581 -> ' ' */
         for (size_t i = 0; i < n;) {
             if (i + 3 <= n && memcmp(s + i, "\xE2\x96\x81", 3) == 0) {
                 if (buf && m < cap) buf[m] = ' ';
