@@ -167,7 +167,11 @@ def run_llama_tokenize(binary, model, text, no_bos=True):
     finally:
         os.unlink(path)
     if r.returncode != 0:
-        raise RuntimeError("llama-tokenize failed on %s: %s" % (model, r.stderr.decode(errors="replace")[-500:]))
+        err = r.stderr.decode(errors="replace")
+        if "GGML_ASSERT" in err:  # llama.cpp aborts on this input: recorded as null, skipped by the test
+            print("  llama-tokenize aborts on %r: %s" % (text[:40], err[err.index("GGML_ASSERT"):].splitlines()[0]))
+            return None
+        raise RuntimeError("llama-tokenize failed on %s: %s" % (model, err[-500:]))
     line = [l for l in r.stdout.decode().splitlines() if l.startswith("[")][-1]
     return json.loads(line)
 

@@ -82,16 +82,21 @@ static void run_name(const char *dir, const cJSON *names, const cJSON *entry, co
     CHECKF(t != NULL, "%s: %s", name, anv_last_error());
     const cJSON *ids = golden_ids(names, entry);
     CHECKF(cJSON_IsArray(ids) && cJSON_GetArraySize(ids) == cJSON_GetArraySize(strings), "%s: golden ids", name);
-    int same = 0, total = cJSON_GetArraySize(strings), printed = 0;
+    int same = 0, total = cJSON_GetArraySize(strings), printed = 0, aborts = 0;
     for (int i = 0; t && ids && i < total; i++) {
         const char *s = cJSON_GetArrayItem(strings, i)->valuestring;
+        const cJSON *want = cJSON_GetArrayItem(ids, i);
+        if (cJSON_IsNull(want)) { /* llama.cpp aborts on it (a GGML_ASSERT): nothing to compare */
+            aborts++;
+            continue;
+        }
         int n = 0;
         int32_t *got = tokenizer_encode(t, s, strlen(s), false, false, &n);
-        const cJSON *want = cJSON_GetArrayItem(ids, i);
         if (got && ids_equal(got, n, want)) same++;
         else if (printed++ < 2) print_mismatch(name, s, got ? got : (int32_t[]){0}, got ? n : 0, want);
         free(got);
     }
+    total -= aborts;
     CHECKF(same == total, "%s: %d/%d strings give llama.cpp's ids", name, same, total);
     int bos_ok = 0;
     if (t) { /* BOS behaviour: add_special on */
@@ -104,8 +109,10 @@ static void run_name(const char *dir, const cJSON *names, const cJSON *entry, co
     const tok_pre_name *info = tok_pre_find(name);
     char flags[160];
     flags_text(info ? info->flags : 0, flags, sizeof(flags));
-    printf("| `%s` | %s | %s | %d/%d %s |\n", name, info ? family_name(info->pre) : "?", flags, same, total,
-           same == total && bos_ok ? "yes" : "NO");
+    char note[64] = "";
+    if (aborts) snprintf(note, sizeof(note), " (llama.cpp aborts on %d more)", aborts);
+    printf("| `%s` | %s | %s | %d/%d %s%s |\n", name, info ? family_name(info->pre) : "?", flags, same, total,
+           same == total && bos_ok ? "yes" : "NO", note);
     *names_ok += same == total && bos_ok;
     tokenizer_free(t);
     gguf_close(f);
