@@ -201,7 +201,7 @@ def goldens():
                 first_of[key] = name
                 entry["ids"] = ids
             out["names"][name] = entry
-            print("%-26s %s" % (name, entry.get("same_ids_as", "%d ids" % sum(map(len, ids)))), flush=True)
+            print("%-26s %s" % (name, entry.get("same_ids_as", "%d ids" % sum(len(x) for x in ids if x))), flush=True)
     data = json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     with gzip.GzipFile(GOLDEN, "wb", mtime=0) as f:
         f.write(data)
