@@ -4,8 +4,9 @@ vocabulary, for test_tokenizer_pre.
 
   --models DIR   writes DIR/tok-pre-<name>.gguf for every name in the golden file, each a
                  vocabulary-only GGUF (tokenizer.ggml.model "gpt2") made from the committed
-                 byte-level BPE vocabulary ../data/tokenizer-bpe-vocab.json with
-                 tokenizer.ggml.pre = <name>, and DIR/tokenizer-golden-pre.json (the golden
+                 byte-level BPE vocabulary ../data/tokenizer-bpe-vocab.json plus a token for
+                 every adjacent character pair of the test strings (with_boundary_bigrams),
+                 with tokenizer.ggml.pre = <name>, and DIR/tokenizer-golden-pre.json (the golden
                  file, unzipped). Needs gguf + numpy only (the ctest fixture).
   --goldens      regenerates ../data/tokenizer-golden-pre.json.gz: takes every name from
                  llama.cpp's src/llama-vocab.cpp, writes the models into a temporary folder and
@@ -47,6 +48,39 @@ def gpt2_byte_decoder():
             cs.append(256 + n)
             n += 1
     return {chr(c): b for b, c in zip(bs, cs)}
+
+
+def with_boundary_bigrams(vocab, strings):
+    """The vocabulary plus, for every test string, a token for each of its characters (byte
+    merges) and for each pair of adjacent characters (one merge, ranked after the trained ones).
+    BPE then joins two characters exactly when the pre-tokenizer put them in one word, so the
+    ids show every word boundary (the trained merges alone never cross GPT-2's boundaries and
+    would hide most pre-tokenizer differences)."""
+    enc = {b: c for c, b in gpt2_byte_decoder().items()}
+    text = lambda bs: "".join(enc[x] for x in bs)  # noqa: E731
+    tokens, merges = list(vocab["tokens"]), list(vocab["merges"])
+    have = set(tokens)
+
+    def add(left, right):
+        t = left + right
+        if t not in have:
+            have.add(t)
+            tokens.append(t)
+            merges.append(left + " " + right)
+
+    # a newline run that no merge builds: taken whole only where llama.cpp looks newline runs up
+    # (gemma4, mmbert) or whole words (ignore_merges)
+    if text(b"\n\n\n") not in have:
+        have.add(text(b"\n\n\n"))
+        tokens.append(text(b"\n\n\n"))
+    for s in strings:
+        chars = [c.encode("utf-8", "surrogatepass") for c in s]
+        for b in chars:
+            for i in range(1, len(b)):
+                add(text(b[:i]), text(b[i:i + 1]))
+        for a, b in zip(chars, chars[1:]):
+            add(text(a), text(b))
+    return {"tokens": tokens, "merges": merges}
 
 
 def raw_utf8_vocab(tokens, merges):
@@ -148,7 +182,8 @@ def test_strings():
         "CamelCaseWord XMLHttpRequest iPhone McDonald's ÉCOLEétudiant", "\ufeffBOM and \ufffd replacement and \U0001F600",
         "mixed\r\nline\rendings\n\r\n", "Unicode numbers: \U0001D7CE\U0001D7CF \U00011F50 \U0001D2C0", "TAB\tTAB\t\tEND",
         "https://example.com/path?q=1&r=2#frag user@example.org", "$100 €200 £300 ¥400 ₹500 10% 5‰", "((([[[{{{}}}]]])))...!!!???",
-        "a'b'c 'quoted' \"double\" `back` ‘curly’ “curly”", "日本語 123 テスト456 한글789 中文0")
+        "a'b'c 'quoted' \"double\" `back` ‘curly’ “curly”", "日本語 123 テスト456 한글789 中文0",
+        "it'sfoo we'llbe I'mnot x'tisn't DON'TCARE you'REady", "x\n\n\ny\n\n\n\nz \n\n\n")
     with open(os.path.join(HERE, "corpus.txt"), encoding="utf-8") as f:
         corpus = f.read()
     add(corpus[:3000], corpus[15000:18000], corpus[-3000:])
@@ -182,6 +217,7 @@ def goldens():
         vocab = json.load(f)
     names = llama_names()
     strings = test_strings()
+    vocab = with_boundary_bigrams(vocab, strings)
     out = {"source": "tests/tokenizer/make_pre_goldens.py --goldens (llama-tokenize, %s)" % LLAMACPP,
            "llama_cpp_commit": subprocess.run(["git", "-C", LLAMACPP, "rev-parse", "HEAD"], capture_output=True,
                                               text=True).stdout.strip(),
@@ -214,7 +250,7 @@ def models(d):
         data = f.read()
     golden = json.loads(data)
     with open(VOCAB_JSON, encoding="utf-8") as f:
-        vocab = json.load(f)
+        vocab = with_boundary_bigrams(json.load(f), golden["strings"])
     for name in golden["names"]:
         path = model_path(d, name)
         write_model(path + ".tmp", name, vocab)
