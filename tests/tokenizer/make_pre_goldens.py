@@ -183,7 +183,9 @@ def test_strings():
         "mixed\r\nline\rendings\n\r\n", "Unicode numbers: \U0001D7CE\U0001D7CF \U00011F50 \U0001D2C0", "TAB\tTAB\t\tEND",
         "https://example.com/path?q=1&r=2#frag user@example.org", "$100 €200 £300 ¥400 ₹500 10% 5‰", "((([[[{{{}}}]]])))...!!!???",
         "a'b'c 'quoted' \"double\" `back` ‘curly’ “curly”", "日本語 123 テスト456 한글789 中文0",
-        "it'sfoo we'llbe I'mnot x'tisn't DON'TCARE you'REady", "x\n\n\ny\n\n\n\nz \n\n\n")
+        "it'sfoo we'llbe I'mnot x'tisn't DON'TCARE you'REady", "x\n\n\ny\n\n\n\nz \n\n\n",
+        "x\u00a0\u00a0y \u3000\u3000z\u2028\n w \u00a0\nq\u2003\u2003\u2003r\u0085\u0085s  \u00a0t", "end\u00a0\u00a0",
+        "\u3000\u3000開始 (\u00a0x\u00a0) 1\u00a02\u202f3")
     with open(os.path.join(HERE, "corpus.txt"), encoding="utf-8") as f:
         corpus = f.read()
     add(corpus[:3000], corpus[15000:18000], corpus[-3000:])
