@@ -221,8 +221,8 @@ def goldens():
     strings = test_strings()
     vocab = with_boundary_bigrams(vocab, strings)
     out = {"source": "tests/tokenizer/make_pre_goldens.py --goldens (llama-tokenize, %s)" % LLAMACPP,
-           "llama_cpp_commit": subprocess.run(["git", "-C", LLAMACPP, "rev-parse", "HEAD"], capture_output=True,
-                                              text=True).stdout.strip(),
+           "llama_cpp_version": subprocess.run([binary, "--version"], capture_output=True,
+                                               text=True).stderr.strip().split("\n")[0],
            "strings": strings, "names": {}}
     first_of = {}
     with tempfile.TemporaryDirectory() as d:
