@@ -410,12 +410,16 @@ tokenizer *tokenizer_load(const struct gguf_file *f) {
         t->kind = TOK_KIND_BPE;
         t->bos = 11, t->eos = 11;
         t->clean_spaces = true;
+    } else if (gguf_str_eq(model, "gemma4")) { /* llama.cpp: BPE with pre "gemma4", no default ids */
+        t->kind = TOK_KIND_BPE;
+        t->clean_spaces = true;
+        if (!(pre = strdup("gemma4"))) goto fail_oom;
     } else if (gguf_str_eq(model, "bert")) {   /* llama.cpp's WPM defaults */
         t->kind = TOK_KIND_WPM;
         t->bos = 101, t->unk = 100, t->sep = 102, t->pad = 0, t->mask = 103;
         t->add_bos = true;
     } else {
-        anv_set_error("tokenizer: unsupported tokenizer model '%.*s' (supported: llama, gpt2, bert)",
+        anv_set_error("tokenizer: unsupported tokenizer model '%.*s' (supported: llama, gpt2, gemma4, bert)",
                       (int)(model.len > 64 ? 64 : model.len), model.ptr);
         free(t);
         return NULL;
@@ -434,7 +438,7 @@ tokenizer *tokenizer_load(const struct gguf_file *f) {
     if (!read_flag(f, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix)) goto fail;
     if (t->kind == TOK_KIND_BPE) {
         t->add_space_prefix = false;
-        if (gguf_find(f, "tokenizer.ggml.pre") && !(pre = gguf_get_str_dup(f, "tokenizer.ggml.pre"))) {
+        if (!pre && gguf_find(f, "tokenizer.ggml.pre") && !(pre = gguf_get_str_dup(f, "tokenizer.ggml.pre"))) {
             anv_set_error("tokenizer: tokenizer.ggml.pre must be a string");
             goto fail;
         }
@@ -446,6 +450,7 @@ tokenizer *tokenizer_load(const struct gguf_file *f) {
         if (!tok_wpm_init(t, f)) goto fail;
     }
     if (!resolve_special(t, f)) goto fail_oom;
+    if (t->force_add_bos) t->add_bos = true; /* llama.cpp overrides add_bos_token = false for Gemma 4 */
     free(pre);
     return t;
 fail_oom:
@@ -662,8 +667,8 @@ int tokenizer_token_to_piece(const tokenizer *t, int32_t id, char *buf, int cap,
     if (!render_special && (attr & (TOK_ATTR_UNKNOWN | TOK_ATTR_CONTROL))) return 0;
     if (attr & (TOK_ATTR_UNKNOWN | TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED)) return copy_out(buf, cap, s, n);
     if (attr & TOK_ATTR_NORMAL) {
-        if (t->kind == TOK_KIND_BPE) return tok_bpe_decode_text(t, s, n, buf, cap);
-        int m = 0; /* SPM: U+2581 -> ' ' */
+        if (t->kind == TOK_KIND_BPE && !t->escape_whitespace) return tok_bpe_decode_text(t, s, n, buf, cap);
+        int m = 0; /* SPM and SentencePiece-style BPE: U+2581 -> ' ' */
         for (size_t i = 0; i < n;) {
             if (i + 3 <= n && memcmp(s + i, "\xE2\x96\x81", 3) == 0) {
                 if (buf && m < cap) buf[m] = ' ';

@@ -1,10 +1,9 @@
 /* tokenizer_bpe: GPT-2-style byte-level BPE as llama.cpp's llm_tokenizer_bpe: the text is
- * split into words by the pre-tokenizer regexes of tokenizer.ggml.pre (run with PCRE2 in
- * UTF+UCP mode, adjusted to llama.cpp's own Unicode tables), each word's bytes are mapped to
- * the GPT-2 byte alphabet, and adjacent symbols are merged by the rank of
- * tokenizer.ggml.merges (lowest rank first, ties leftmost first). */
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
+ * split into words by the pre-tokenizer of tokenizer.ggml.pre (tokenizer_pre.c names the
+ * regexes, tokenizer_split.c runs them as llama.cpp does), each word's bytes are mapped to the
+ * GPT-2 byte alphabet (or kept as raw UTF-8 for the SentencePiece-style families), and adjacent
+ * symbols are merged by the rank of tokenizer.ggml.merges (lowest rank first, ties leftmost
+ * first). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,92 +12,6 @@
 #include "gguf.h"
 #include "hash.h"
 #include "tokenizer_impl.h"
-
-/* ---- pre-tokenizer regexes ---- */
-
-/* llama.cpp's whitespace set (Unicode White_Space). PCRE2's \s also matches U+180E, which
- * llama.cpp does not count as whitespace, so the set is spelled out. */
-#define WS "\\t\\n\\x0B\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
-#define CONTRACTIONS "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
-#define WS_TAIL "[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+"
-
-static const char *const k_re_llama3 =
-    CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*|" WS_TAIL;
-static const char *const k_re_qwen2 =
-    CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*|" WS_TAIL;
-static const char *const k_re_gpt2 =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|[" WS "]+(?![^" WS "])";
-
-typedef struct {
-    const char *name;
-    tok_pre pre;
-    bool ignore_merges, add_bos, keep_clean_spaces;
-} pre_info;
-
-/* tokenizer.ggml.pre names and the flags llama.cpp sets for them. */
-static const pre_info k_pre[] = {
-    {"default", TOK_PRE_DEFAULT, false, false, true},
-    {"llama3", TOK_PRE_LLAMA3, true, true, true},
-    {"llama-v3", TOK_PRE_LLAMA3, true, true, true},
-    {"llama-bpe", TOK_PRE_LLAMA3, true, true, true},
-    {"falcon3", TOK_PRE_LLAMA3, true, true, true},
-    {"falcon-h1", TOK_PRE_LLAMA3, true, true, true},
-    {"pixtral", TOK_PRE_LLAMA3, true, true, true},
-    {"midm-2.0", TOK_PRE_LLAMA3, true, true, true},
-    {"lfm2", TOK_PRE_LLAMA3, true, true, true},
-    {"dbrx", TOK_PRE_LLAMA3, false, false, true},
-    {"smaug-bpe", TOK_PRE_LLAMA3, false, false, true},
-    {"qwen2", TOK_PRE_QWEN2, false, false, false},
-    {"deepseek-r1-qwen", TOK_PRE_QWEN2, false, false, false},
-    {"megrez", TOK_PRE_QWEN2, false, false, true},
-    {"stablelm2", TOK_PRE_QWEN2, false, false, true},
-    {"gpt-2", TOK_PRE_GPT2, false, false, true},
-    {"gpt2", TOK_PRE_GPT2, false, false, true}, /* alias; llama.cpp only knows "gpt-2" */
-    {"phi-2", TOK_PRE_GPT2, false, false, true},
-    {"mpt", TOK_PRE_GPT2, false, false, true},
-    {"olmo", TOK_PRE_GPT2, false, false, true},
-    {"jais", TOK_PRE_GPT2, false, false, true},
-    {"exaone4", TOK_PRE_GPT2, false, false, true},
-    {"starcoder", TOK_PRE_STARCODER, false, false, true},
-    {"refact", TOK_PRE_STARCODER, false, false, true},
-    {"codeshell", TOK_PRE_STARCODER, false, false, true},
-    {"exaone", TOK_PRE_STARCODER, false, false, true},
-    {"minerva-7b", TOK_PRE_STARCODER, false, false, true},
-    {"command-r", TOK_PRE_STARCODER, false, false, false},
-    {"smollm", TOK_PRE_STARCODER, false, false, false},
-};
-
-/* Code points that are letters (1) or numbers (2) in llama.cpp's Unicode 15.1 tables but
- * unassigned in PCRE2 10.42's Unicode 14: they are matched as a stand-in of their class. */
-static const struct { uint32_t lo, hi; int cls; } k_newer_unicode[] = {
-    {0x1123F, 0x11240, 1}, {0x11F02, 0x11F02, 1}, {0x11F04, 0x11F10, 1}, {0x11F12, 0x11F33, 1},
-    {0x11F50, 0x11F59, 2}, {0x1342F, 0x1342F, 1}, {0x13441, 0x13446, 1}, {0x1B132, 0x1B132, 1},
-    {0x1B155, 0x1B155, 1}, {0x1D2C0, 0x1D2D3, 2}, {0x1DF25, 0x1DF2A, 1}, {0x1E030, 0x1E06D, 1},
-    {0x1E4D0, 0x1E4EB, 1}, {0x1E4F0, 0x1E4F9, 2}, {0x2B739, 0x2B739, 1}, {0x2EBF0, 0x2EE5D, 1},
-    {0x31350, 0x323AF, 1},
-};
-
-static int newer_unicode_class(uint32_t cpt) {
-    if (cpt < 0x1123F) return 0;
-    for (size_t i = 0; i < sizeof(k_newer_unicode) / sizeof(k_newer_unicode[0]); i++)
-        if (cpt >= k_newer_unicode[i].lo && cpt <= k_newer_unicode[i].hi) return k_newer_unicode[i].cls;
-    return 0;
-}
-
-static bool compile_regex(struct tokenizer *t, const char *pattern) {
-    int err;
-    PCRE2_SIZE err_off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &err, &err_off, NULL);
-    if (!re) {
-        PCRE2_UCHAR msg[160];
-        pcre2_get_error_message(err, msg, sizeof(msg));
-        anv_set_error("tokenizer: pre-tokenizer regex error at %zu: %s", (size_t)err_off, (const char *)msg);
-        return false;
-    }
-    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* optional: the interpreter is used if JIT fails */
-    t->regex[t->n_regex++] = re;
-    return true;
-}
 
 /* ---- merges: (first, second) -> rank ---- */
 
@@ -117,6 +30,7 @@ static bool merge_eq(const struct tokenizer *t, int32_t r, const char *a, size_t
 }
 
 static int32_t bpe_rank(const struct tokenizer *t, const char *a, size_t an, const char *b, size_t bn) {
+    if (!t->merges.slots) return -1; /* no merges (Kimi K2) */
     uint32_t h = pair_hash(a, an, b, bn);
     for (uint32_t i = h & t->merges.mask;; i = (i + 1) & t->merges.mask) {
         int32_t r = t->merges.slots[i];
@@ -187,31 +101,24 @@ static bool load_merges(struct tokenizer *t, const gguf_file *f) {
 }
 
 bool tok_bpe_init(struct tokenizer *t, const gguf_file *f, const char *pre_name) {
-    const pre_info *info = NULL;
-    for (size_t i = 0; i < sizeof(k_pre) / sizeof(k_pre[0]); i++)
-        if (strcmp(k_pre[i].name, pre_name) == 0) info = &k_pre[i];
+    const tok_pre_name *info = tok_pre_find(pre_name);
     if (!info) {
         anv_set_error("tokenizer: unsupported pre-tokenizer '%s' (tokenizer.ggml.pre)", pre_name);
         return false;
     }
+    const tok_pre_family *fam = tok_pre_family_of(info->pre);
     t->pre = info->pre;
-    t->ignore_merges = info->ignore_merges;
-    if (info->add_bos) t->add_bos = true;
-    if (!info->keep_clean_spaces) t->clean_spaces = false;
-    if (!load_merges(t, f)) return false;
-
-    bool ok = true;
-    switch (t->pre) {
-    case TOK_PRE_LLAMA3: ok = compile_regex(t, k_re_llama3); break;
-    case TOK_PRE_QWEN2: ok = compile_regex(t, k_re_qwen2); break;
-    case TOK_PRE_GPT2: ok = compile_regex(t, k_re_gpt2); break;
-    case TOK_PRE_STARCODER: ok = compile_regex(t, "\\p{N}") && compile_regex(t, k_re_gpt2); break;
-    case TOK_PRE_DEFAULT:
-        ok = compile_regex(t, "[\\p{P}\\$\\+<=>\\^~\\|]+") && compile_regex(t, k_re_gpt2) &&
-             compile_regex(t, "\\p{N}+") && compile_regex(t, "[0-9][0-9][0-9]");
-        break;
-    }
-    if (!ok) return false;
+    t->byte_encode = fam->byte_encode;
+    t->ignore_merges = info->flags & TOK_PREF_IGNORE_MERGES;
+    t->escape_whitespace = info->flags & TOK_PREF_ESCAPE_WHITESPACE;
+    t->add_sep = info->flags & TOK_PREF_ADD_SEP;
+    t->force_add_bos = info->flags & TOK_PREF_FORCE_BOS;
+    if (info->flags & TOK_PREF_ADD_BOS) t->add_bos = true;
+    if (info->flags & TOK_PREF_NO_CLEAN_SPACES) t->clean_spaces = false;
+    if (info->flags & TOK_PREF_NO_BOS_ID) t->bos = -1;
+    /* Kimi K2's vocabularies may come without merges (llama.cpp then merges nothing) */
+    if (!(t->pre == TOK_PRE_KIMI_K2 && !gguf_find(f, "tokenizer.ggml.merges")) && !load_merges(t, f)) return false;
+    if (!tok_split_compile(t, fam)) return false;
 
     /* GPT-2 byte alphabet: printable Latin-1 bytes map to themselves, the rest to U+0100.. */
     int n = 0;
@@ -229,69 +136,13 @@ bool tok_bpe_init(struct tokenizer *t, const gguf_file *f, const char *pre_name)
 }
 
 void tok_bpe_free(struct tokenizer *t) {
-    for (int i = 0; i < t->n_regex; i++) pcre2_code_free((pcre2_code *)t->regex[i]);
-    t->n_regex = 0;
+    tok_split_free(t);
     free(t->merge_arena);
     free(t->merge_off);
     free(t->merge_len1);
     free(t->merge_len2);
     free(t->merges.slots);
     free(t->merges.hashes);
-}
-
-/* ---- splitting ---- */
-
-typedef struct {
-    size_t off, len;
-} span;
-
-typedef struct {
-    span *v;
-    size_t n, cap;
-} span_list;
-
-static bool span_push(span_list *l, size_t off, size_t len) {
-    if (len == 0) return true;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        span *v = realloc(l->v, cap * sizeof(*v));
-        if (!v) return false;
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = (span){off, len};
-    return true;
-}
-
-/* One regex over every current span: matches and the text between them both become spans
- * (as llama.cpp's unicode_regex_split). */
-static bool split_regex(pcre2_code *re, pcre2_match_data *md, const char *subject, const span_list *in, span_list *out) {
-    out->n = 0;
-    for (size_t s = 0; s < in->n; s++) {
-        const char *base = subject + in->v[s].off;
-        size_t len = in->v[s].len, gap = 0, pos = 0;
-        while (pos < len) {
-            int rc = pcre2_match(re, (PCRE2_SPTR)base, len, pos, PCRE2_NO_UTF_CHECK, md, NULL);
-            if (rc == PCRE2_ERROR_NOMATCH) break;
-            if (rc < 0) {
-                PCRE2_UCHAR msg[160];
-                pcre2_get_error_message(rc, msg, sizeof(msg));
-                anv_set_error("tokenizer: pre-tokenizer regex failed: %s", (const char *)msg);
-                return false;
-            }
-            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-            size_t m0 = ov[0], m1 = ov[1];
-            if (m1 == m0) { /* empty match: step over one character */
-                pos = m0 + 1;
-                while (pos < len && ((unsigned char)base[pos] & 0xC0) == 0x80) pos++;
-                continue;
-            }
-            if (!span_push(out, in->v[s].off + gap, m0 - gap) || !span_push(out, in->v[s].off + m0, m1 - m0)) return false;
-            gap = pos = m1;
-        }
-        if (!span_push(out, in->v[s].off + gap, len - gap)) return false;
-    }
-    return true;
 }
 
 /* ---- merging ---- */
@@ -308,10 +159,16 @@ static size_t utf8_len(unsigned char c) {
     return lookup[c >> 4];
 }
 
-/* Merges one byte-encoded word and appends its tokens. */
+/* Merges one (byte-encoded or raw) word and appends its tokens. */
 static bool encode_word(const struct tokenizer *t, const char *w, size_t n, tok_symbol *sym, tok_bigram_heap *heap, tok_vec *out) {
     if (t->ignore_merges) {
         int32_t id = tok_lookup(t, w, n);
+        if (id >= 0) return tok_vec_push(out, id);
+    }
+    if (t->pre == TOK_PRE_GEMMA4 || t->pre == TOK_PRE_MMBERT) { /* a run of newlines that is a token */
+        size_t k = 0;
+        while (k < n && w[k] == '\n') k++;
+        int32_t id = k == n ? tok_lookup(t, w, n) : -1;
         if (id >= 0) return tok_vec_push(out, id);
     }
     int n_sym = 0;
@@ -342,12 +199,69 @@ static bool encode_word(const struct tokenizer *t, const char *w, size_t n, tok_
             ok = tok_vec_push(out, id);
             continue;
         }
-        for (size_t j = 0; j < sym[i].n && ok; j++) { /* single encoded bytes that exist as tokens */
-            int32_t bid = tok_lookup(t, w + sym[i].off + j, 1);
+        for (size_t j = 0; j < sym[i].n && ok; j++) { /* byte fallback, tokens that exist only */
+            unsigned char c = (unsigned char)w[sym[i].off + j];
+            char hex[7];
+            int32_t bid;
+            if (t->byte_encode) {
+                bid = tok_lookup(t, (const char *)&c, 1);
+            } else {
+                snprintf(hex, sizeof(hex), "<0x%02X>", c);
+                bid = tok_lookup(t, hex, 6);
+            }
             if (bid >= 0) ok = tok_vec_push(out, bid);
         }
     }
     return ok;
+}
+
+/* mmBERT's Metaspace words: each word (but a newline run) starts with U+2581, and every
+ * further U+2581 starts a new word. Rewrites the word list of the raw text in place. */
+static bool metaspace_words(char **text, size_t *len, size_t **wlen, size_t *nw) {
+    static const char sp[3] = {'\xE2', '\x96', '\x81'};
+    size_t extra = 0, words = 0;
+    const char *s = *text;
+    for (size_t i = 0, off = 0; i < *nw; off += (*wlen)[i], i++) {
+        extra += 3;
+        words += 2 + (*wlen)[i] / 3;
+    }
+    char *nt = malloc(*len + extra + 1);
+    size_t *nl = malloc((words + 1) * sizeof(size_t));
+    if (!nt || !nl) {
+        free(nt);
+        free(nl);
+        return false;
+    }
+    size_t m = 0, k = 0;
+    for (size_t i = 0, off = 0; i < *nw; off += (*wlen)[i], i++) {
+        const char *w = s + off;
+        size_t n = (*wlen)[i], j = 0;
+        while (j < n && w[j] == '\n') j++;
+        if (j == n) {
+            memcpy(nt + m, w, n);
+            m += n;
+            nl[k++] = n;
+            continue;
+        }
+        size_t start = m;
+        if (n < 3 || memcmp(w, sp, 3) != 0) memcpy(nt + m, sp, 3), m += 3;
+        memcpy(nt + m, w, n);
+        m += n;
+        size_t p = start; /* cut before every U+2581 after the first character */
+        for (size_t q = start + 3; q + 3 <= m; q++)
+            if (memcmp(nt + q, sp, 3) == 0) {
+                nl[k++] = q - p;
+                p = q;
+            }
+        nl[k++] = m - p;
+    }
+    free(*text);
+    free(*wlen);
+    *text = nt;
+    *len = m;
+    *wlen = nl;
+    *nw = k;
+    return true;
 }
 
 bool tok_bpe_encode(const struct tokenizer *t, const char *text, size_t len, tok_vec *out) {
@@ -356,51 +270,67 @@ bool tok_bpe_encode(const struct tokenizer *t, const char *text, size_t len, tok
         anv_set_error("tokenizer: text too long");
         return false;
     }
-    /* Decode leniently like llama.cpp (invalid bytes -> U+FFFD), re-encode canonically; the
-     * regex subject is the same text with code points PCRE2 cannot class like llama.cpp
-     * replaced by a same-length stand-in. */
-    char *canon = malloc(len * 3 + 4), *subject = malloc(len * 3 + 4);
-    span_list a = {0}, b = {0};
-    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    /* Spaces escaped as U+2581 first (SentencePiece-style families), then the text is decoded
+     * leniently like llama.cpp (invalid bytes -> U+FFFD) and re-encoded per code point. */
+    char *escaped = NULL;
+    if (t->escape_whitespace) {
+        escaped = malloc(len * 3 + 1);
+        if (!escaped) {
+            anv_set_error("tokenizer: out of memory");
+            return false;
+        }
+        size_t m = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (text[i] == ' ') memcpy(escaped + m, "\xE2\x96\x81", 3), m += 3;
+            else escaped[m++] = text[i];
+        }
+        text = escaped;
+        len = m;
+    }
+    uint32_t *cpts = malloc(len * sizeof(uint32_t));
+    char *canon = malloc(len * 3 + 4);
+    tok_words words = {0};
     char *word = NULL;
     tok_symbol *sym = NULL;
     tok_bigram_heap heap = {0};
-    bool ok = canon && subject && md;
-    size_t m = 0;
+    bool ok = cpts && canon;
+    size_t n = 0, m = 0;
     for (size_t i = 0; ok && i < len;) {
         size_t k;
         uint32_t cpt = tok_utf8_decode((const unsigned char *)text + i, len - i, &k);
         i += k;
         if (cpt > 0x10FFFF) cpt = 0xFFFD;
-        int e = tok_utf8_encode(cpt, canon + m);
-        memcpy(subject + m, canon + m, (size_t)e);
-        if (cpt >= 0xD800 && cpt <= 0xDFFF) memcpy(subject + m, "\xEF\xBF\xBD", 3);
-        int cls = newer_unicode_class(cpt);
-        if (cls == 1) memcpy(subject + m, "\xF0\x90\x80\x80", 4); /* U+10000, a letter */
-        if (cls == 2) memcpy(subject + m, "\xF0\x90\x84\x87", 4); /* U+10107, a number */
-        m += (size_t)e;
+        cpts[n++] = cpt;
+        m += (size_t)tok_utf8_encode(cpt, canon + m);
     }
-    ok = ok && span_push(&a, 0, m);
-    for (int r = 0; ok && r < t->n_regex; r++) {
-        ok = split_regex((pcre2_code *)t->regex[r], md, subject, &a, &b);
-        span_list tmp = a;
-        a = b;
-        b = tmp;
+    ok = ok && tok_split(t, cpts, n, &words);
+    /* word lengths: code points -> bytes of canon */
+    for (size_t i = 0, c = 0, b = 0; ok && i < words.n; i++) {
+        size_t bytes = 0;
+        for (size_t j = 0; j < words.len[i]; j++, c++) bytes += utf8_len((unsigned char)canon[b + bytes]);
+        words.len[i] = bytes;
+        b += bytes;
     }
+    if (ok && t->pre == TOK_PRE_MMBERT) ok = metaspace_words(&canon, &m, &words.len, &words.n);
     size_t max_word = 0;
-    for (size_t i = 0; ok && i < a.n; i++)
-        if (a.v[i].len > max_word) max_word = a.v[i].len;
+    for (size_t i = 0; ok && i < words.n; i++)
+        if (words.len[i] > max_word) max_word = words.len[i];
     if (ok) {
         word = malloc(max_word * 2 + 1);
         sym = malloc((max_word * 2 + 1) * sizeof(*sym));
         ok = word && sym;
     }
-    for (size_t i = 0; ok && i < a.n; i++) {
+    for (size_t i = 0, off = 0; ok && i < words.n; off += words.len[i], i++) {
         size_t wn = 0;
-        for (size_t j = 0; j < a.v[i].len; j++) {
-            unsigned char c = (unsigned char)canon[a.v[i].off + j];
-            memcpy(word + wn, t->byte_utf8[c], t->byte_utf8_len[c]);
-            wn += t->byte_utf8_len[c];
+        if (t->byte_encode) {
+            for (size_t j = 0; j < words.len[i]; j++) {
+                unsigned char c = (unsigned char)canon[off + j];
+                memcpy(word + wn, t->byte_utf8[c], t->byte_utf8_len[c]);
+                wn += t->byte_utf8_len[c];
+            }
+        } else {
+            memcpy(word, canon + off, words.len[i]);
+            wn = words.len[i];
         }
         ok = encode_word(t, word, wn, sym, &heap, out);
     }
@@ -408,11 +338,10 @@ bool tok_bpe_encode(const struct tokenizer *t, const char *text, size_t len, tok
     free(heap.v);
     free(sym);
     free(word);
-    free(a.v);
-    free(b.v);
-    pcre2_match_data_free(md);
+    free(words.len);
     free(canon);
-    free(subject);
+    free(cpts);
+    free(escaped);
     return ok && !out->oom;
 }
 

@@ -34,16 +34,74 @@ typedef struct {
     bool oom;
 } tok_vec;
 
-/* Pre-tokenizer regex sets (a subset of llama.cpp's llama_vocab_pre_type). */
+/* Pre-tokenizer families: one list of split regexes each (llama.cpp's llama_vocab_pre_type
+ * values that share a list are one family). tokenizer_pre.c holds the lists and the names. */
 typedef enum {
     TOK_PRE_DEFAULT,
     TOK_PRE_LLAMA3,
-    TOK_PRE_QWEN2,
-    TOK_PRE_GPT2,
+    TOK_PRE_JAIS2,
+    TOK_PRE_DEEPSEEK_LLM,
+    TOK_PRE_DEEPSEEK3,
+    TOK_PRE_SPARK2_5,
+    TOK_PRE_YOUTU,
+    TOK_PRE_DEEPSEEK_CODER,
+    TOK_PRE_FALCON,
     TOK_PRE_STARCODER,
+    TOK_PRE_GPT2,
+    TOK_PRE_QWEN2,
+    TOK_PRE_QWEN35,
+    TOK_PRE_BLOOM,
+    TOK_PRE_VIKING,
+    TOK_PRE_TEKKEN,
+    TOK_PRE_CHAMELEON,
+    TOK_PRE_GPT4O,
+    TOK_PRE_GRANITE_EMB_MULTI,
+    TOK_PRE_TINY_AYA,
+    TOK_PRE_KIMI_K2,
+    TOK_PRE_SUPERBPE,
+    TOK_PRE_BAILINGMOE,
+    TOK_PRE_SEED_CODER,
+    TOK_PRE_UFAKZEKA,
+    TOK_PRE_AFMOE,
+    TOK_PRE_LAGUNA,
+    TOK_PRE_EXAONE_MOE,
+    TOK_PRE_GEMMA4,
+    TOK_PRE_SARVAM,
+    TOK_PRE_MMBERT,
+    TOK_PRE_MINICPM5,
+    TOK_PRE_WHITESPACE,
+    TOK_PRE_COUNT
 } tok_pre;
 
-#define TOK_MAX_REGEX 4
+#define TOK_MAX_REGEX 6
+
+typedef struct {
+    const char *regex[TOK_MAX_REGEX]; /* llama.cpp's expressions, applied in order; NULL ends */
+    bool byte_encode;                 /* words go through the GPT-2 byte alphabet (else raw UTF-8) */
+} tok_pre_family;
+
+/* What a tokenizer.ggml.pre name sets besides its family (llama.cpp's flags). */
+enum {
+    TOK_PREF_NO_CLEAN_SPACES = 1 << 0,   /* clean_spaces = false */
+    TOK_PREF_IGNORE_MERGES = 1 << 1,     /* a word that is a token is taken whole */
+    TOK_PREF_ADD_BOS = 1 << 2,           /* add_bos default true (the GGUF key may override) */
+    TOK_PREF_ESCAPE_WHITESPACE = 1 << 3, /* ' ' -> U+2581 before splitting, back when decoding */
+    TOK_PREF_NO_BOS_ID = 1 << 4,         /* no default BOS id (the GGUF key may set one) */
+    TOK_PREF_ADD_SEP = 1 << 5,           /* add_sep (llama.cpp's API flag; tokenize ignores it) */
+    TOK_PREF_FORCE_BOS = 1 << 6,         /* add_bos true even if the GGUF says false (Gemma 4) */
+};
+
+typedef struct {
+    const char *name;
+    tok_pre pre;
+    unsigned flags; /* TOK_PREF_* */
+} tok_pre_name;
+
+/* One compiled split step (tokenizer_split.c). */
+typedef struct {
+    int kind;
+    void *code; /* pcre2_code_32 *, regex steps only */
+} tok_split_step;
 
 struct tokenizer {
     tok_kind kind;
@@ -73,8 +131,9 @@ struct tokenizer {
     uint32_t *merge_len1, *merge_len2;
     int32_t n_merges;
     tok_index merges;                    /* (first, second) -> rank (first of duplicates wins) */
-    void *regex[TOK_MAX_REGEX];          /* pcre2_code_8 * */
-    int n_regex;
+    tok_split_step split[TOK_MAX_REGEX]; /* the family's regexes, compiled */
+    int n_split;
+    bool byte_encode, escape_whitespace, add_sep, force_add_bos;
     char byte_utf8[256][2];              /* byte -> its GPT-2 unicode char (UTF-8, 1 or 2 bytes) */
     uint8_t byte_utf8_len[256];
     int16_t cpt_byte[324];               /* GPT-2 unicode char (code point < 324) -> byte, -1 */
@@ -109,6 +168,19 @@ bool tok_bpe_encode(const struct tokenizer *t, const char *text, size_t len, tok
  * length, writes up to cap bytes. */
 int tok_bpe_decode_text(const struct tokenizer *t, const char *text, size_t len, char *buf, int cap);
 
+/* tokenizer_pre.c: the name table (NULL: unknown name) and the family regex lists. */
+const tok_pre_name *tok_pre_find(const char *name);
+const tok_pre_name *tok_pre_names(size_t *n);
+const tok_pre_family *tok_pre_family_of(tok_pre pre);
+
+/* tokenizer_split.c: llama.cpp's unicode_regex_split over code points. Compiles a family's
+ * regexes into t->split; splits cpts[0..n) into words (lengths in code points, appended to
+ * *out, none empty). */
+typedef struct { size_t *len; size_t n, cap; } tok_words;
+bool tok_split_compile(struct tokenizer *t, const tok_pre_family *fam);
+void tok_split_free(struct tokenizer *t);
+bool tok_split(const struct tokenizer *t, const uint32_t *cpts, size_t n, tok_words *out);
+
 /* tokenizer_wpm.c: reads the normalizer options; encodes one raw text fragment as llama.cpp's
  * WPM tokenizer (normalize, split on whitespace and punctuation, greedy longest match). */
 bool tok_wpm_init(struct tokenizer *t, const struct gguf_file *f);
@@ -120,6 +192,9 @@ enum { TOK_UCD_PUNCT = 1, TOK_UCD_SYMBOL = 2, TOK_UCD_MARK = 4, TOK_UCD_CONTROL 
 unsigned tok_ucd_class(uint32_t cpt);
 uint32_t tok_ucd_lower(uint32_t cpt);
 uint32_t tok_ucd_nfd_first(uint32_t cpt);
+/* tokenizer_category.c (generated): llama.cpp's general-category class of a code point. */
+enum { TOK_CAT_UNDEFINED, TOK_CAT_NUMBER, TOK_CAT_LETTER, TOK_CAT_PUNCT, TOK_CAT_MARK, TOK_CAT_SYMBOL, TOK_CAT_CONTROL, TOK_CAT_SEPARATOR };
+unsigned tok_ucd_category(uint32_t cpt);
 
 /* The merge loop both encoders share: symbols in a linked list over the text, and a
  * heap of adjacent pairs, highest priority first, ties to the leftmost pair (SPM: the

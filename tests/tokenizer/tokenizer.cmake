@@ -21,3 +21,14 @@ if(TARGET test_tokenizer_wpm)
   set_tests_properties(test_tokenizer_wpm PROPERTIES FIXTURES_REQUIRED tokenizer_wpm_models
                        ENVIRONMENT "ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}")
 endif()
+# Every tokenizer.ggml.pre name: one vocabulary-only GGUF per name llama.cpp accepts, from the
+# committed BPE vocabulary, and the llama-tokenize goldens (tests/data/tokenizer-golden-pre.json.gz,
+# tests/tokenizer/make_pre_goldens.py).
+add_test(NAME tokenizer_pre_models
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/tokenizer/make_pre_goldens.py --models ${ANVIL_TEST_MODELS}/tok-pre)
+set_tests_properties(tokenizer_pre_models PROPERTIES FIXTURES_SETUP tokenizer_pre_models TIMEOUT 300)
+if(TARGET test_tokenizer_pre)
+  target_link_libraries(test_tokenizer_pre PRIVATE PkgConfig::CJSON)
+  set_tests_properties(test_tokenizer_pre PROPERTIES FIXTURES_REQUIRED tokenizer_pre_models
+                       ENVIRONMENT "ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}/tok-pre")
+endif()
