@@ -13,4 +13,17 @@ int cpu_backend_threads(const backend *be);
  * when ANVIL_CPU_SIMD has another value (cpu_backend_new then fails with the same message).
  * Never exits the process. */
 const char *cpu_backend_simd(void);
+
+/* What the last model load (backend_ops weights_end) did with the packed weights: the
+ * repack cache file (cpu/repack_cache.h) used or written, and the cost. */
+typedef enum { CPU_REPACK_CACHE_NONE = 0, CPU_REPACK_CACHE_HIT = 1, CPU_REPACK_CACHE_WRITTEN = 2 } cpu_repack_cache_state;
+typedef struct {
+    cpu_repack_cache_state cache; /* NONE: off, not keyed, too large for the bound, or a write error */
+    bool rebuilt;                 /* a cache file was there but unusable (logged), and was replaced */
+    int n_weights;                /* distinct packed weights */
+    uint64_t packed_bytes;
+    double seconds;               /* repack (and write) or map (and verify) */
+    char path[4096 + 160];        /* the cache file ("" when not keyed) */
+} cpu_repack_info;
+void cpu_backend_repack_info(const backend *be, cpu_repack_info *out);
 #endif
