@@ -24,6 +24,7 @@ typedef struct {
     uint64_t packed_bytes;
     double seconds;               /* repack (and write) or map (and verify) */
     char path[4096 + 160];        /* the cache file ("" when not keyed) */
+    char reason[8192];            /* why the cache file was not used or written (also logged), or "" */
 } cpu_repack_info;
 void cpu_backend_repack_info(const backend *be, cpu_repack_info *out);
 #endif

@@ -23,21 +23,6 @@
 
 static const char rpc_magic[8] = {'A', 'N', 'V', 'L', 'R', 'P', 'K', 0};
 
-typedef struct {
-    char magic[8];
-    uint32_t layout_version; /* REPACK_LAYOUT_VERSION */
-    uint32_t header_bytes;   /* sizeof(rpc_header) */
-    uint64_t layout_print;   /* repack_rows' output on fixed inputs */
-    char isa[16];
-    char key[64];
-    uint64_t model_size;
-    uint32_t pk_rows, n_entries;
-    uint64_t slice_bytes, n_slices;
-    uint64_t entries_off, sums_off, payload_off, payload_bytes, file_bytes;
-    uint64_t meta_sum;       /* of the entry and slice tables */
-    uint64_t header_sum;     /* of every byte above */
-} rpc_header;
-
 /* ---- checksum ---- */
 
 #define P1 0x9E3779B185EBCA87ull

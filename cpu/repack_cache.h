@@ -27,6 +27,22 @@
 #define RPC_SLICE ((uint64_t)4 << 20)
 #define RPC_ALIGN 64
 
+/* The file's first bytes (public for the tests that forge old versions and other ISAs). */
+typedef struct {
+    char magic[8];
+    uint32_t layout_version; /* REPACK_LAYOUT_VERSION */
+    uint32_t header_bytes;   /* sizeof(rpc_header) */
+    uint64_t layout_print;   /* repack_rows' output on fixed inputs */
+    char isa[16];
+    char key[64];
+    uint64_t model_size;
+    uint32_t pk_rows, n_entries;
+    uint64_t slice_bytes, n_slices;
+    uint64_t entries_off, sums_off, payload_off, payload_bytes, file_bytes;
+    uint64_t meta_sum;       /* of the entry and slice tables */
+    uint64_t header_sum;     /* of every byte above */
+} rpc_header;
+
 typedef struct {
     uint64_t src_off;    /* the weight's byte offset in the model file */
     uint32_t type, reserved;

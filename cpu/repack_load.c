@@ -178,15 +178,28 @@ static bool match_entries(const cpu_load *L, const rpc_file *f, rpc_entry *out) 
     return true;
 }
 
+/* Logs why the cache file was not used or written, and keeps it for cpu_backend_repack_info. */
+static void cache_note(cpu_ctx *c, const char *msg) {
+    anv_log("%s", msg);
+    snprintf(c->info.reason, sizeof c->info.reason, "%s", msg);
+}
+
 /* Second start: the cache file, when it exists and is sound. 0 = used; 1 = not used. */
 static int load_from_cache(cpu_ctx *c, const rpc_key *key, rpc_entry *entries) {
     cpu_load *L = &c->load;
     rpc_file f;
     const int r = rpc_open(key, &f);
     if (r == 1) return 1;
-    if (r < 0) { anv_log("%s; repacking and rewriting it", anv_last_error()); c->info.rebuilt = true; return 1; }
+    char msg[sizeof c->info.reason];
+    if (r < 0) {
+        snprintf(msg, sizeof msg, "%s; repacking and rewriting it", anv_last_error());
+        cache_note(c, msg);
+        c->info.rebuilt = true;
+        return 1;
+    }
     if (!match_entries(L, &f, entries)) {
-        anv_log("repack cache %s: does not hold this load's weights; repacking and rewriting it", key->path);
+        snprintf(msg, sizeof msg, "repack cache %s: does not hold this load's weights; repacking and rewriting it", key->path);
+        cache_note(c, msg);
         c->info.rebuilt = true;
         rpc_close(&f);
         return 1;
@@ -196,8 +209,9 @@ static int load_from_cache(cpu_ctx *c, const rpc_key *key, rpc_entry *entries) {
     atomic_init(&j.bad_slices, 0);
     tp_run(c->tp, verify_slice_fn, &j, (int64_t)f.n_slices);
     if (atomic_load(&j.bad_slices) > 0) {
-        anv_log("repack cache %s: %d of %llu slices fail their checksum (corrupt); repacking and rewriting it", key->path,
-                atomic_load(&j.bad_slices), (unsigned long long)f.n_slices);
+        snprintf(msg, sizeof msg, "repack cache %s: %d of %llu slices fail their checksum (corrupt); repacking and rewriting it",
+                 key->path, atomic_load(&j.bad_slices), (unsigned long long)f.n_slices);
+        cache_note(c, msg);
         c->info.rebuilt = true;
         rpc_close(&f);
         return 1;
@@ -263,7 +277,7 @@ static int repack_all(cpu_ctx *c, const rpc_key *key, uint64_t max_bytes, rpc_en
     j.sums = sums;
     tp_run(c->tp, sum_slice_fn, &j, (int64_t)n_slices);
     if (rpc_write(key, entries, (uint32_t)L->n, payload, total, sums, max_bytes) == 0) c->info.cache = CPU_REPACK_CACHE_WRITTEN;
-    else anv_log("%s", anv_last_error());
+    else cache_note(c, anv_last_error());
     free(sums);
     return 0;
 }

@@ -171,9 +171,8 @@ static const char *digest_hex(const char *digest) {
     return h[64] == 0 ? h : NULL;
 }
 
-/* Deletes the cache files "sha256-<hex>.*.rpk" of dir whose hex fails keep(hex, user)
- * (keep NULL: those of `only_hex`). */
-static int remove_blob_files(const char *dir, const char *only_hex, bool (*keep)(const char *, void *), void *user) {
+/* Deletes the cache files "sha256-<hex>.*.rpk" of dir. */
+static int remove_blob_files(const char *dir, const char *hex_wanted) {
     DIR *d = opendir(dir);
     if (!d) return 0;
     int removed = 0;
@@ -182,10 +181,7 @@ static int remove_blob_files(const char *dir, const char *only_hex, bool (*keep)
         const char *name = de->d_name;
         if (strncmp(name, "sha256-", 7) != 0 || strlen(name) < 7 + 64 + 1 || name[7 + 64] != '.' || !has_suffix(name, WCACHE_EXT))
             continue;
-        char hex[65];
-        memcpy(hex, name + 7, 64);
-        hex[64] = 0;
-        if (only_hex ? strcmp(hex, only_hex) != 0 : keep(hex, user)) continue;
+        if (memcmp(name + 7, hex_wanted, 64) != 0) continue;
         const size_t plen = strlen(dir) + strlen(name) + 2;
         char *p = malloc(plen);
         if (!p) break;
@@ -201,11 +197,5 @@ int wcache_remove_digest(const char *digest) {
     const char *hex = digest_hex(digest);
     char dir[4096];
     if (!hex || wcache_dir(dir, sizeof dir) != 0) return 0;
-    return remove_blob_files(dir, hex, NULL, NULL);
-}
-
-int wcache_remove_orphans(bool (*blob_exists)(const char *hex, void *user), void *user) {
-    char dir[4096];
-    if (wcache_dir(dir, sizeof dir) != 0) return 0;
-    return remove_blob_files(dir, NULL, blob_exists, user);
+    return remove_blob_files(dir, hex);
 }

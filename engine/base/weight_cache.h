@@ -36,8 +36,4 @@ int wcache_prune(const char *dir, uint64_t max_bytes, uint64_t incoming, const c
 /* Deletes every cache file (any ISA, any version) of the store blob with this digest
  * ("sha256:<hex>" or "sha256-<hex>"), in the default folder. Returns the number deleted. */
 int wcache_remove_digest(const char *digest);
-/* Deletes the cache files of store blobs for which blob_exists(hex digest, user) is false
- * (the model was removed while the cache was elsewhere, or by an older anvil). Returns the
- * number deleted. */
-int wcache_remove_orphans(bool (*blob_exists)(const char *hex, void *user), void *user);
 #endif
