@@ -332,9 +332,8 @@ backend *cpu_backend_new(int n_threads) {
             return NULL;
         }
     }
-    bool cache_on;
-    uint64_t cache_max;
-    if (wcache_settings(&cache_on, &cache_max) != 0) return NULL;
+    wcache_config cache;
+    if (wcache_settings(&cache) != 0) return NULL;
     backend *be = calloc(1, sizeof *be);
     cpu_ctx *c = calloc(1, sizeof *c);
     char *desc = malloc(64);
@@ -348,8 +347,7 @@ backend *cpu_backend_new(int n_threads) {
     c->n_threads = n_threads;
     c->simd = simd;
     c->repack = repack;
-    c->cache_on = cache_on;
-    c->cache_max_bytes = cache_max;
+    c->cache = cache;
     c->kernels_isa = simd_names[simd];
     packed_set_init(&c->packed);
     mm_kernels_scalar(&c->kernels);

@@ -10,6 +10,7 @@
 #include "cpu_kernels.h"
 #include "repack.h"
 #include "threadpool.h"
+#include "weight_cache.h"
 
 typedef enum { CPU_SIMD_SCALAR = 0, CPU_SIMD_AVX2 = 1, CPU_SIMD_AVX512 = 2 } cpu_simd_level;
 
@@ -18,6 +19,7 @@ typedef struct { const void *orig; uint32_t type; int64_t cols, rows; int refs; 
 
 typedef struct {
     bool active;           /* between weights_begin and weights_end */
+    int depth;             /* weights_begin calls not yet ended */
     be_weight_file file;   /* the model file (path copied below) */
     char path[4096];
     cpu_pending *items;
@@ -33,8 +35,7 @@ typedef struct cpu_ctx {
     size_t scratch_cap;
     bool repack;           /* weights of the types kernels.packed has are repacked at load */
     cpu_packed_set packed; /* the repacked weights (repack.h) */
-    bool cache_on;         /* ANVIL_REPACK_CACHE (engine/base/weight_cache.h) */
-    uint64_t cache_max_bytes;
+    wcache_config cache;   /* ANVIL_REPACK_CACHE* (engine/base/weight_cache.h) */
     const char *kernels_isa; /* "avx512": part of the cache key */
     cpu_load load;
     cpu_repack_info info;  /* the last load's */

@@ -22,6 +22,7 @@
 
 void cpu_load_begin(cpu_ctx *c, const be_weight_file *f) {
     cpu_load *L = &c->load;
+    if (L->depth++ > 0) return; /* a load inside a load: its weights join the outer one's */
     L->n = 0;
     L->active = c->repack && f && f->base && f->size > 0;
     if (!L->active) return;
@@ -284,6 +285,7 @@ static int repack_all(cpu_ctx *c, const rpc_key *key, uint64_t max_bytes, rpc_en
 
 int cpu_load_end(cpu_ctx *c, bool ok) {
     cpu_load *L = &c->load;
+    if (L->depth > 0 && --L->depth > 0) return 0;
     if (!L->active) return 0;
     L->active = false;
     if (!ok || L->n == 0) { L->n = 0; return 0; }
@@ -292,14 +294,16 @@ int cpu_load_end(cpu_ctx *c, bool ok) {
     merge_pending(L);
     rpc_entry *entries = malloc((size_t)L->n * sizeof *entries);
     if (!entries) { L->n = 0; anv_set_error("cpu backend: out of memory"); return -1; }
+    uint64_t packed = 0;
+    for (int i = 0; i < L->n; i++) packed += repack_bytes(L->items[i].type, L->items[i].cols, L->items[i].rows);
     rpc_key key;
     bool keyed = false;
-    if (c->cache_on) {
+    if (c->cache.enabled && packed >= c->cache.min_bytes) {
         keyed = rpc_key_make(&L->file, c->kernels_isa, &key) == 0;
         if (keyed) snprintf(c->info.path, sizeof c->info.path, "%s", key.path);
     }
     int rc = keyed ? load_from_cache(c, &key, entries) : 1;
-    if (rc == 1) rc = repack_all(c, keyed ? &key : NULL, c->cache_max_bytes, entries);
+    if (rc == 1) rc = repack_all(c, keyed ? &key : NULL, c->cache.max_bytes, entries);
     if (rc == 0) release_file_pages(L);
     c->info.n_weights = L->n;
     c->info.seconds = anv_mono_s() - t0;

@@ -22,29 +22,35 @@
 
 #define WCACHE_TMP_MAX_AGE_S 3600
 
-int wcache_settings(bool *enabled, uint64_t *max_bytes) {
-    *enabled = true;
-    *max_bytes = (uint64_t)(WCACHE_DEFAULT_MAX_GB * 1e9);
+/* A decimal size setting in units of `unit` bytes: 0, or -1 + error. */
+static int size_setting(const char *name, double unit, const char *example, uint64_t *out) {
+    const char *v = getenv(name);
+    if (!v || !*v) return 0;
+    char *end = NULL;
+    errno = 0;
+    const double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= 0) || x > 1e15 / unit) {
+        anv_set_error("%s=%s is not a size in %s (e.g. %s)", name, v, unit == 1e9 ? "GB" : "MB", example);
+        return -1;
+    }
+    *out = (uint64_t)(x * unit);
+    return 0;
+}
+
+int wcache_settings(wcache_config *out) {
+    out->enabled = true;
+    out->max_bytes = (uint64_t)(WCACHE_DEFAULT_MAX_GB * 1e9);
+    out->min_bytes = (uint64_t)(WCACHE_DEFAULT_MIN_MB * 1e6);
     const char *on = getenv("ANVIL_REPACK_CACHE");
     if (on && *on) {
-        if (!strcmp(on, "0")) *enabled = false;
+        if (!strcmp(on, "0")) out->enabled = false;
         else if (strcmp(on, "1") != 0) {
             anv_set_error("ANVIL_REPACK_CACHE=%s is not 0 or 1 (0: repack at every start, keep no cache file)", on);
             return -1;
         }
     }
-    const char *mx = getenv("ANVIL_REPACK_CACHE_MAX_GB");
-    if (mx && *mx) {
-        char *end = NULL;
-        errno = 0;
-        double gb = strtod(mx, &end);
-        if (errno || end == mx || *end || !(gb >= 0) || gb > 1e6) {
-            anv_set_error("ANVIL_REPACK_CACHE_MAX_GB=%s is not a size in GB (e.g. 20, 0.5)", mx);
-            return -1;
-        }
-        *max_bytes = (uint64_t)(gb * 1e9);
-    }
-    return 0;
+    if (size_setting("ANVIL_REPACK_CACHE_MAX_GB", 1e9, "20, 0.5", &out->max_bytes) != 0) return -1;
+    return size_setting("ANVIL_REPACK_CACHE_MIN_MB", 1e6, "64, 0", &out->min_bytes);
 }
 
 int wcache_dir(char *out, size_t cap) {

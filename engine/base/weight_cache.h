@@ -8,7 +8,9 @@
  * where <model> is "sha256-<64 hex>" for a store blob (its digest) or "file-<32 hex>" for a
  * loose .gguf (a hash of its identity); temporaries "<name>.<pid>-<n>.tmp" while written.
  * Settings: ANVIL_REPACK_CACHE=0 turns the cache off (1, the default, on);
- * ANVIL_REPACK_CACHE_MAX_GB bounds the folder (default 20; decimals allowed). */
+ * ANVIL_REPACK_CACHE_MAX_GB bounds the folder (default 20; decimals allowed);
+ * ANVIL_REPACK_CACHE_MIN_MB: models with fewer MB of repacked weights are repacked at
+ * every start and get no file (default 64: they repack in well under a second). */
 #ifndef ANVIL_WEIGHT_CACHE_H
 #define ANVIL_WEIGHT_CACHE_H
 #include <stdbool.h>
@@ -16,10 +18,12 @@
 #include <stdint.h>
 
 #define WCACHE_DEFAULT_MAX_GB 20.0
+#define WCACHE_DEFAULT_MIN_MB 64.0
 #define WCACHE_EXT ".rpk"
 
+typedef struct { bool enabled; uint64_t max_bytes, min_bytes; } wcache_config;
 /* The settings above: 0, or -1 + error naming the variable when a value is malformed. */
-int wcache_settings(bool *enabled, uint64_t *max_bytes);
+int wcache_settings(wcache_config *out);
 /* The folder (not created): 0, or -1 + error when neither variable nor HOME is set. */
 int wcache_dir(char *out, size_t cap);
 /* Creates dir and its parents: 0, or -1 + error. */

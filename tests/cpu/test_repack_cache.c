@@ -6,8 +6,8 @@
  * model file gets a new key; four processes loading at once leave one sound file and no
  * temporary; the folder's size bound deletes the least recently used file and refuses a
  * file larger than the bound; a store blob is keyed by its digest and `anvil rm`
- * (store_remove) deletes its cache; ANVIL_CPU_REPACK=0 and ANVIL_REPACK_CACHE=0 write
- * nothing; a malformed setting is a one-line error. Skipped (passes) on a CPU without
+ * (store_remove) deletes its cache; ANVIL_CPU_REPACK=0, ANVIL_REPACK_CACHE=0 and a model
+ * below ANVIL_REPACK_CACHE_MIN_MB write nothing; a malformed setting is a one-line error. Skipped (passes) on a CPU without
  * AVX-512 VNNI, which has no packed kernels. */
 #include "cpu_backend.h"
 #include "digest.h"
@@ -331,6 +331,13 @@ static void test_settings(void) {
     setenv("ANVIL_REPACK_CACHE_MAX_GB", "lots", 1);
     CHECK(cpu_backend_new(1) == NULL && strstr(anv_last_error(), "ANVIL_REPACK_CACHE_MAX_GB=lots"));
     unsetenv("ANVIL_REPACK_CACHE_MAX_GB");
+    setenv("ANVIL_REPACK_CACHE_MIN_MB", "-1", 1);
+    CHECK(cpu_backend_new(1) == NULL && strstr(anv_last_error(), "ANVIL_REPACK_CACHE_MIN_MB=-1"));
+    /* below the minimum: repacked, no file */
+    setenv("ANVIL_REPACK_CACHE_MIN_MB", "1000", 1);
+    free(run(model_q4k, &info));
+    CHECK(info.n_weights > 0 && info.cache == CPU_REPACK_CACHE_NONE && !info.path[0] && count_files(dir, ".rpk", NULL) == 0);
+    setenv("ANVIL_REPACK_CACHE_MIN_MB", "0", 1);
     setenv("ANVIL_REPACK_CACHE_DIR", cache_dir, 1);
 }
 
@@ -353,6 +360,7 @@ int main(void) {
     setenv("ANVIL_REPACK_CACHE_DIR", cache_dir, 1);
     unsetenv("ANVIL_REPACK_CACHE");
     unsetenv("ANVIL_REPACK_CACHE_MAX_GB");
+    setenv("ANVIL_REPACK_CACHE_MIN_MB", "0", 1); /* the test models are far below the default */
     unsetenv("ANVIL_CPU_REPACK");
     unsetenv("ANVIL_CPU_SIMD");
     anv_log_enabled = 0;
