@@ -163,17 +163,23 @@ static void region_drop_unused(cpu_packed_region *r) {
     free(r);
 }
 
-/* The cache file's entry for each pending weight (both sorted by file offset): true when
+/* Orders a cache entry against a pending weight at file offset off as by_weight does. */
+static int entry_cmp(const rpc_entry *e, uint64_t off, const cpu_pending *w) {
+    if (e->src_off != off) return e->src_off < off ? -1 : 1;
+    if (e->type != w->type) return e->type < w->type ? -1 : 1;
+    if (e->cols != w->cols) return e->cols < w->cols ? -1 : 1;
+    return e->rows < w->rows ? -1 : e->rows > w->rows;
+}
+
+/* The cache file's entry for each pending weight (both sorted the same way): true when
  * every one is there (the file may hold more: weights another run placed on the CPU). */
 static bool match_entries(const cpu_load *L, const rpc_file *f, rpc_entry *out) {
     uint32_t k = 0;
     for (int i = 0; i < L->n; i++) {
         const cpu_pending *w = &L->items[i];
         const uint64_t off = (uint64_t)((const uint8_t *)w->orig - (const uint8_t *)L->file.base);
-        while (k < f->n_entries && (f->entries[k].src_off < off ||
-               (f->entries[k].src_off == off && (f->entries[k].type != w->type || f->entries[k].cols != w->cols || f->entries[k].rows != w->rows))))
-            k++;
-        if (k == f->n_entries || f->entries[k].src_off != off) return false;
+        while (k < f->n_entries && entry_cmp(&f->entries[k], off, w) < 0) k++;
+        if (k == f->n_entries || entry_cmp(&f->entries[k], off, w) != 0) return false;
         out[i] = f->entries[k];
     }
     return true;
