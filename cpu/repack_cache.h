@@ -83,6 +83,6 @@ void rpc_close(rpc_file *f);
  * than max_bytes, or an I/O error). sums: the payload's slice checksums. */
 int rpc_write(const rpc_key *k, const rpc_entry *entries, uint32_t n, const uint8_t *payload, uint64_t payload_bytes,
               const uint64_t *sums, uint64_t max_bytes);
-/* The checksum of slices and tables (a 4-lane 64-bit multiply-rotate hash, ~1 byte/cycle per lane). */
+/* The checksum of slices and tables (8-lane Fletcher-style sums, mixed: near memory speed). */
 uint64_t rpc_checksum(const void *p, size_t n);
 #endif

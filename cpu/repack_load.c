@@ -5,7 +5,8 @@
  * on the pool into one block, which is then written as the cache file. Either way the
  * model file's pages under the packed weights are released (madvise DONTNEED, page-aligned
  * inward: the private read-only mapping faults them back from the file if get_rows or a
- * view reads them), so the process does not hold both copies. */
+ * view reads them), each chunk's right after it is repacked, so the process never holds
+ * both copies. */
 #include "cpu_internal.h"
 #include "clock.h"
 #include "error.h"
@@ -79,6 +80,21 @@ static void merge_pending(cpu_load *L) {
     L->n = n;
 }
 
+/* Drops the private read-only mapping's pages inside [p, p + n) (whole pages only): the
+ * next read faults them back from the file. Never on a heap copy, which DONTNEED would zero. */
+static void release_range(const void *p, size_t n) {
+#if !defined(_WIN32)
+    static long pg;
+    if (!pg) pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0) return;
+    const uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) / (uintptr_t)pg * (uintptr_t)pg;
+    const uintptr_t e = ((uintptr_t)p + n) / (uintptr_t)pg * (uintptr_t)pg;
+    if (e > a) madvise((void *)a, e - a, MADV_DONTNEED);
+#else
+    (void)p; (void)n;
+#endif
+}
+
 /* ---- parallel work on the pool ---- */
 
 typedef struct { int item; int64_t g0, g1; } repack_chunk;
@@ -101,8 +117,9 @@ static void repack_chunk_fn(void *ctx, int64_t i, int ith) {
     const cpu_pending *w = &j->L->items[ch->item];
     const size_t rb = qtype_row_size((qtype)w->type, w->cols), gb = repack_group_bytes(w->type, w->cols);
     const int64_t r0 = ch->g0 * PK_ROWS, rows = (ch->g1 * PK_ROWS < w->rows ? ch->g1 * PK_ROWS : w->rows) - r0;
-    repack_rows(w->type, (const uint8_t *)w->orig + (size_t)r0 * rb, w->cols, rows,
-                j->payload + j->entries[ch->item].off + (size_t)ch->g0 * gb);
+    const uint8_t *src = (const uint8_t *)w->orig + (size_t)r0 * rb;
+    repack_rows(w->type, src, w->cols, rows, j->payload + j->entries[ch->item].off + (size_t)ch->g0 * gb);
+    if (j->L->file.mapped) release_range(src, (size_t)rows * rb); /* the peak stays near one copy */
 }
 
 static void sum_slice_fn(void *ctx, int64_t i, int ith) {
@@ -122,19 +139,9 @@ static void verify_slice_fn(void *ctx, int64_t i, int ith) {
 
 /* Releases the model file's pages under each packed weight (see the top comment). */
 static void release_file_pages(const cpu_load *L) {
-#if !defined(_WIN32)
-    if (!L->file.mapped) return; /* a heap copy (ANVIL_NO_MMAP): DONTNEED would zero it */
-    const long pg = sysconf(_SC_PAGESIZE);
-    if (pg <= 0) return;
-    for (int i = 0; i < L->n; i++) {
-        const cpu_pending *w = &L->items[i];
-        const uintptr_t a = (uintptr_t)w->orig, e = a + qtype_row_size((qtype)w->type, w->cols) * (size_t)w->rows;
-        const uintptr_t a2 = (a + (uintptr_t)pg - 1) / (uintptr_t)pg * (uintptr_t)pg, e2 = e / (uintptr_t)pg * (uintptr_t)pg;
-        if (e2 > a2) madvise((void *)a2, e2 - a2, MADV_DONTNEED);
-    }
-#else
-    (void)L;
-#endif
+    if (!L->file.mapped) return;
+    for (int i = 0; i < L->n; i++)
+        release_range(L->items[i].orig, qtype_row_size((qtype)L->items[i].type, L->items[i].cols) * (size_t)L->items[i].rows);
 }
 
 /* Registers every pending weight (refs times) on its packed copy in region. */
