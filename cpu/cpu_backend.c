@@ -362,4 +362,10 @@ backend *cpu_backend_new(int n_threads) {
     return be;
 }
 
+backend *cpu_backend_new_unpacked(int n_threads) {
+    backend *be = cpu_backend_new(n_threads);
+    if (be) ctx_of(be)->repack = false;
+    return be;
+}
+
 int cpu_backend_threads(const backend *be) { return ((const cpu_ctx *)be->impl)->n_threads; }

@@ -8,6 +8,10 @@
  * ANVIL_CPU_SIMD is set to something other than scalar, avx2 or avx512. */
 backend *cpu_backend_new(int n_threads);
 int cpu_backend_threads(const backend *be);
+/* cpu_backend_new whose weights are never repacked (as ANVIL_CPU_REPACK=0): for a model
+ * loaded only to read its shape and bytes (the placement probe), which repacking would
+ * cost a pass over every weight for nothing. */
+backend *cpu_backend_new_unpacked(int n_threads);
 /* "avx512", "avx2" or "scalar": the kernel set cpu_backend_new would choose now (the best
  * this CPU has, lowered by ANVIL_CPU_SIMD=scalar|avx2|avx512). NULL with anv_last_error()
  * when ANVIL_CPU_SIMD has another value (cpu_backend_new then fails with the same message).
