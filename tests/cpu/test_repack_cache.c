@@ -6,7 +6,7 @@
  * model file gets a new key; four processes loading at once leave one sound file and no
  * temporary; the folder's size bound deletes the least recently used file and refuses a
  * file larger than the bound; a store blob is keyed by its digest and `anvil rm`
- * (store_remove) deletes its cache; ANVIL_CPU_REPACK=0, ANVIL_REPACK_CACHE=0 and a model
+ * (store_remove) and prune delete its cache; ANVIL_CPU_REPACK=0, ANVIL_REPACK_CACHE=0 and a model
  * below ANVIL_REPACK_CACHE_MIN_MB write nothing; a malformed setting is a one-line error. Skipped (passes) on a CPU without
  * AVX-512 VNNI, which has no packed kernels. */
 #include "cpu_backend.h"
@@ -333,6 +333,15 @@ static void test_store_rm(void) {
     free(run(blob, &info));
     CHECK(info.cache == CPU_REPACK_CACHE_HIT);
     CHECK(store_remove(s, "cached:v1") == 0);
+    CHECK(!exists(blob) && !exists(info.path));
+    free(blob);
+    /* prune: an unreferenced blob past the grace period goes with its cache file */
+    CHECK(store_import_file(s, model_q4k, d, &size) == 0);
+    blob = store_blob_path(s, d);
+    free(run(blob, &info));
+    CHECK(info.cache == CPU_REPACK_CACHE_WRITTEN && exists(info.path));
+    set_mtime(blob, time(NULL) - 2 * STORE_GRACE_SECONDS);
+    CHECK(store_prune(s) >= 1);
     CHECK(!exists(blob) && !exists(info.path));
     free(blob);
     store_close(s);
