@@ -28,7 +28,8 @@ one() { # model mode env...
 }
 
 for model in "$@"; do
-  "$anvil" run "$model" "hi" -n 1 --temp 0 >/dev/null 2>&1 || true # warm the page cache
+  # warm the page cache (no repack: no cache file anywhere)
+  ANVIL_CPU_REPACK=0 "$anvil" run "$model" "hi" -n 1 --temp 0 >/dev/null 2>&1 || true
   for ((r = 0; r < reps; r++)); do
     one "$model" repack-off ANVIL_CPU_REPACK=0
     one "$model" no-cache ANVIL_REPACK_CACHE=0
