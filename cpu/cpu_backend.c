@@ -5,6 +5,7 @@
 #include "cpu_internal.h"
 #include "error.h"
 #include "quant.h"
+#include "weight_cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,11 +128,14 @@ static be_tensor *cpu_weight_new(backend *be, uint32_t type, int64_t cols, int64
     t->owned = false;
     /* Matmul weights of the types the kernel set has packed kernels for get an interleaved
      * copy as well (repack.h); the original stays for get_rows, views and row tails. */
+    /* Those of the model file being loaded are packed together at its end (repack_load.c). */
     cpu_ctx *c = ctx_of(be);
-    if (c->repack && rows >= 1 && type < QT_COUNT && c->kernels.packed[type] && repack_supported(type) &&
-        packed_set_add(&c->packed, type, host_data, cols, rows) != 0) {
-        free(t);
-        return NULL;
+    if (c->repack && rows >= 1 && type < QT_COUNT && c->kernels.packed[type] && repack_supported(type)) {
+        const int deferred = cpu_load_defer(c, type, host_data, cols, rows);
+        if (deferred < 0 || (deferred == 0 && packed_set_add(&c->packed, type, host_data, cols, rows) != 0)) {
+            free(t);
+            return NULL;
+        }
     }
     return t;
 }
@@ -139,9 +143,17 @@ static be_tensor *cpu_weight_new(backend *be, uint32_t type, int64_t cols, int64
 static void cpu_tensor_free(backend *be, be_tensor *t) {
     if (!t) return;
     if (t->owned) free(t->storage);
-    else if (t->offset == 0) packed_set_remove(&ctx_of(be)->packed, t->storage);
+    else if (t->offset == 0) {
+        cpu_load_forget(ctx_of(be), t->storage);
+        packed_set_remove(&ctx_of(be)->packed, t->storage);
+    }
     free(t);
 }
+
+static void cpu_weights_begin(backend *be, const be_weight_file *f) { cpu_load_begin(ctx_of(be), f); }
+static int cpu_weights_end(backend *be, bool ok) { return cpu_load_end(ctx_of(be), ok); }
+
+void cpu_backend_repack_info(const backend *be, cpu_repack_info *out) { *out = ((const cpu_ctx *)be->impl)->info; }
 
 static void cpu_upload(backend *be, be_tensor *t, size_t offset, const void *src, size_t n) {
     if (offset + n > be_nbytes(t)) { be_fail(be, "cpu upload: %zu bytes at %zu overflow a %zu-byte tensor", n, offset, be_nbytes(t)); return; }
@@ -277,6 +289,7 @@ static void cpu_destroy(backend *be) {
         tp_free(c->tp);
         free(c->scratch);
         packed_set_free(&c->packed);
+        cpu_load_free(c);
         free(c);
     }
     free((void *)be->device_desc);
@@ -288,6 +301,8 @@ static const backend_ops cpu_ops_table = {
     .tensor_new = cpu_tensor_new,
     .weight_new = cpu_weight_new,
     .tensor_free = cpu_tensor_free,
+    .weights_begin = cpu_weights_begin,
+    .weights_end = cpu_weights_end,
     .upload = cpu_upload,
     .download = cpu_download,
     .sync = cpu_sync,
@@ -321,6 +336,8 @@ backend *cpu_backend_new(int n_threads) {
             return NULL;
         }
     }
+    wcache_config cache;
+    if (wcache_settings(&cache) != 0) return NULL;
     backend *be = calloc(1, sizeof *be);
     cpu_ctx *c = calloc(1, sizeof *c);
     char *desc = malloc(64);
@@ -334,6 +351,8 @@ backend *cpu_backend_new(int n_threads) {
     c->n_threads = n_threads;
     c->simd = simd;
     c->repack = repack;
+    c->cache = cache;
+    c->kernels_isa = simd_names[simd];
     packed_set_init(&c->packed);
     mm_kernels_scalar(&c->kernels);
     mm_kernels_iq_scalar(&c->kernels);
@@ -344,6 +363,12 @@ backend *cpu_backend_new(int n_threads) {
     be->name = "cpu";
     be->device_desc = desc;
     be->impl = c;
+    return be;
+}
+
+backend *cpu_backend_new_unpacked(int n_threads) {
+    backend *be = cpu_backend_new(n_threads);
+    if (be) ctx_of(be)->repack = false;
     return be;
 }
 

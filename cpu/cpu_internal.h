@@ -6,11 +6,25 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "backend.h"
+#include "cpu_backend.h"
 #include "cpu_kernels.h"
 #include "repack.h"
 #include "threadpool.h"
+#include "weight_cache.h"
 
 typedef enum { CPU_SIMD_SCALAR = 0, CPU_SIMD_AVX2 = 1, CPU_SIMD_AVX512 = 2 } cpu_simd_level;
+
+/* A weight noted between weights_begin and weights_end (repack_load.c), packed at the end. */
+typedef struct { const void *orig; uint32_t type; int64_t cols, rows; int refs; } cpu_pending;
+
+typedef struct {
+    bool active;           /* between weights_begin and weights_end */
+    int depth;             /* weights_begin calls not yet ended */
+    be_weight_file file;   /* the model file (path copied below) */
+    char path[4096];
+    cpu_pending *items;
+    int n, cap;
+} cpu_load;
 
 typedef struct cpu_ctx {
     threadpool *tp;
@@ -21,7 +35,20 @@ typedef struct cpu_ctx {
     size_t scratch_cap;
     bool repack;           /* weights of the types kernels.packed has are repacked at load */
     cpu_packed_set packed; /* the repacked weights (repack.h) */
+    wcache_config cache;   /* ANVIL_REPACK_CACHE* (engine/base/weight_cache.h) */
+    const char *kernels_isa; /* "avx512": part of the cache key */
+    cpu_load load;
+    cpu_repack_info info;  /* the last load's */
 } cpu_ctx;
+
+/* repack_load.c: the packed weights of one model load (backend_ops weights_begin/end). */
+void cpu_load_begin(cpu_ctx *c, const be_weight_file *f);
+/* 1: noted, to be packed at the end; 0: not from the model file (pack it now); -1 + error. */
+int cpu_load_defer(cpu_ctx *c, uint32_t type, const void *data, int64_t cols, int64_t rows);
+/* A noted weight freed before the end. */
+void cpu_load_forget(cpu_ctx *c, const void *data);
+int cpu_load_end(cpu_ctx *c, bool ok);
+void cpu_load_free(cpu_ctx *c);
 
 /* Level picked for this CPU, after ANVIL_CPU_SIMD (scalar|avx2|avx512, capped by the
  * hardware) is applied: 0, or -1 with anv_last_error() naming the variable when its value

@@ -1,5 +1,6 @@
 /* repack: the portable half of weight repacking: the packed layouts (see repack.h) and
- * the set of packed weights a CPU backend holds, looked up by the weight's data pointer. */
+ * the set of packed weights a CPU backend holds, looked up by the weight's data pointer,
+ * each owning its copy or holding a reference to a shared region (repack_load.c). */
 #include "repack.h"
 #include "cpu_kernels.h"
 #include "error.h"
@@ -7,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 bool repack_supported(uint32_t type) {
     return type == QT_Q4_0 || type == QT_Q8_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K ||
@@ -121,49 +123,76 @@ void repack_rows(uint32_t type, const void *src, int64_t cols, int64_t rows, uin
     }
 }
 
+size_t repack_bytes(uint32_t type, int64_t cols, int64_t rows) {
+    return repack_group_bytes(type, cols) * (size_t)((rows + PK_ROWS - 1) / PK_ROWS);
+}
+
+/* Drops an item's hold on its memory (under the lock or at teardown). */
+static void packed_release(cpu_packed *it) {
+    cpu_packed_region *r = it->region;
+    if (!r) { free(it->data); return; }
+    if (--r->refs > 0) return;
+    if (r->mapped) munmap(r->base, r->size);
+    else free(r->base);
+    free(r);
+}
+
 void packed_set_init(cpu_packed_set *s) {
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->lock, NULL);
 }
 
 void packed_set_free(cpu_packed_set *s) {
-    for (int i = 0; i < s->n; i++) free(s->items[i].data);
+    for (int i = 0; i < s->n; i++) packed_release(&s->items[i]);
     free(s->items);
     pthread_mutex_destroy(&s->lock);
     memset(s, 0, sizeof *s);
 }
 
-int packed_set_add(cpu_packed_set *s, uint32_t type, const void *data, int64_t cols, int64_t rows) {
-    const size_t gb = repack_group_bytes(type, cols);
-    const size_t n = gb * (size_t)((rows + PK_ROWS - 1) / PK_ROWS);
-    uint8_t *p = aligned_alloc(64, (n + 63) / 64 * 64);
-    if (!p) { anv_set_error("cpu backend: out of memory repacking a %zu-byte weight", n); return -1; }
-    repack_rows(type, data, cols, rows, p);
+/* Appends an item (takes the lock); 0 or -1 + error. */
+static int packed_set_push(cpu_packed_set *s, const cpu_packed *item) {
     pthread_mutex_lock(&s->lock);
     if (s->n == s->cap) {
         const int cap = s->cap ? 2 * s->cap : 64;
         cpu_packed *it = realloc(s->items, (size_t)cap * sizeof *it);
         if (!it) {
             pthread_mutex_unlock(&s->lock);
-            free(p);
             anv_set_error("cpu backend: out of memory");
             return -1;
         }
         s->items = it;
         s->cap = cap;
     }
-    s->items[s->n++] = (cpu_packed){.orig = data, .type = type, .cols = cols, .rows = rows, .group_bytes = gb, .data = p};
-    s->bytes += n;
+    s->items[s->n++] = *item;
+    if (item->region) item->region->refs++;
+    s->bytes += repack_bytes(item->type, item->cols, item->rows);
     pthread_mutex_unlock(&s->lock);
     return 0;
+}
+
+int packed_set_add(cpu_packed_set *s, uint32_t type, const void *data, int64_t cols, int64_t rows) {
+    const size_t n = repack_bytes(type, cols, rows);
+    uint8_t *p = aligned_alloc(64, (n + 63) / 64 * 64);
+    if (!p) { anv_set_error("cpu backend: out of memory repacking a %zu-byte weight", n); return -1; }
+    repack_rows(type, data, cols, rows, p);
+    const cpu_packed it = {.orig = data, .type = type, .cols = cols, .rows = rows, .group_bytes = repack_group_bytes(type, cols), .data = p};
+    if (packed_set_push(s, &it) != 0) { free(p); return -1; }
+    return 0;
+}
+
+int packed_set_add_ref(cpu_packed_set *s, uint32_t type, const void *orig, int64_t cols, int64_t rows, uint8_t *data,
+                       cpu_packed_region *region) {
+    const cpu_packed it = {.orig = orig, .type = type, .cols = cols, .rows = rows, .group_bytes = repack_group_bytes(type, cols),
+                           .data = data, .region = region};
+    return packed_set_push(s, &it);
 }
 
 void packed_set_remove(cpu_packed_set *s, const void *data) {
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < s->n; i++)
         if (s->items[i].orig == data) {
-            s->bytes -= s->items[i].group_bytes * (size_t)((s->items[i].rows + PK_ROWS - 1) / PK_ROWS);
-            free(s->items[i].data);
+            s->bytes -= repack_bytes(s->items[i].type, s->items[i].cols, s->items[i].rows);
+            packed_release(&s->items[i]);
             s->items[i] = s->items[--s->n];
             break;
         }

@@ -46,12 +46,27 @@
 /* F16 / BF16: per column k the 16 rows' 16-bit values side by side (32 bytes), so one load
  * is one column of the group: cols x 32 bytes per 16 rows, the file's size. */
 
+/* Bump whenever a packed layout above or repack.c's output changes: it names and keys the
+ * repack cache files (cpu/repack_cache.c), so a file of another layout is never read.
+ * (The cache also checks a fingerprint of repack_rows' output on fixed inputs.) */
+#define REPACK_LAYOUT_VERSION 1
+
+/* One block holding the packed copies of many weights (a model's, repacked together at
+ * load, or its repack cache file mapped): freed / unmapped when its last weight goes. */
+typedef struct cpu_packed_region {
+    uint8_t *base;
+    size_t size;
+    bool mapped;        /* munmap (a cache file) instead of free */
+    int refs;           /* weights registered on it */
+} cpu_packed_region;
+
 typedef struct {
     const void *orig;  /* the weight's own bytes (the lookup key) */
     uint32_t type;
     int64_t cols, rows;
     size_t group_bytes; /* bytes of one group of PK_ROWS rows */
     uint8_t *data;      /* 64-byte aligned, ceil(rows / PK_ROWS) groups */
+    cpu_packed_region *region; /* data lies in this shared block, or NULL: data is its own */
 } cpu_packed;
 
 typedef struct {
@@ -72,6 +87,11 @@ void packed_set_init(cpu_packed_set *s);
 void packed_set_free(cpu_packed_set *s);
 /* Packs and registers a weight; 0, or -1 + error when out of memory. */
 int packed_set_add(cpu_packed_set *s, uint32_t type, const void *data, int64_t cols, int64_t rows);
+/* Bytes of the packed copy of rows x cols of type. */
+size_t repack_bytes(uint32_t type, int64_t cols, int64_t rows);
+/* Registers packed data already in region (one more reference to it); 0 or -1 + error. */
+int packed_set_add_ref(cpu_packed_set *s, uint32_t type, const void *orig, int64_t cols, int64_t rows, uint8_t *data,
+                       cpu_packed_region *region);
 /* Forgets the weight whose bytes are at data (no-op when not packed). */
 void packed_set_remove(cpu_packed_set *s, const void *data);
 /* Copies the packed form of exactly this weight (same bytes, type, shape) to *out: true,

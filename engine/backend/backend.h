@@ -73,6 +73,11 @@ static inline bool be_attn_visible(const be_attn_params *p, int pos, int j) {
     return j <= pos && (p->window <= 0 || pos - j < p->window);
 }
 
+/* The file one model's weights are loaded from (backend_ops.weights_begin): its path, the
+ * bytes of the whole file as gguf_open has them, whether those are a read-only mapping of
+ * the file (false: a heap copy, ANVIL_NO_MMAP) and its open descriptor (-1: none). */
+typedef struct { const char *path; const void *base; size_t size; bool mapped; int fd; } be_weight_file;
+
 /* One matmul of backend_ops.matmul_many: out[t][r] = sum_c w[r][c] * x[t][c], t < n_tok. */
 typedef struct { const be_tensor *w, *x; be_tensor *out; int n_tok; } be_matmul_item;
 
@@ -82,6 +87,13 @@ typedef struct backend_ops {
     be_tensor *(*tensor_new)(backend *be, uint32_t type, int64_t cols, int64_t rows);
     be_tensor *(*weight_new)(backend *be, uint32_t type, int64_t cols, int64_t rows, const void *host_data);
     void (*tensor_free)(backend *be, be_tensor *t);
+    /* Optional (NULL = none): bracket the weight_new calls of one model load, so a backend
+     * can treat the weights of one file together (the CPU backend repacks them in parallel
+     * and keeps a cache file per model: cpu/repack_load.c). Between the two, weights whose
+     * host data lies in f may not be usable by ops yet. weights_end(ok = false) drops what
+     * was deferred (a failed load); weights_end returns 0, or -1 + error (out of memory). */
+    void (*weights_begin)(backend *be, const be_weight_file *f);
+    int (*weights_end)(backend *be, bool ok);
     void (*upload)(backend *be, be_tensor *t, size_t offset, const void *src, size_t n);
     void (*download)(backend *be, const be_tensor *t, size_t offset, void *dst, size_t n);
     void (*sync)(backend *be);

@@ -110,9 +110,21 @@ static backend *self_check(backend *gpu, const dev_info *d, const model *probe) 
 #endif
 }
 
+/* The model on a CPU backend that does not repack: its shape and weight bytes, no more. */
+static model *load_probe(const char *path) {
+    backend *cpu = cpu_backend_new_unpacked(1);
+    if (!cpu) return NULL;
+    model_load_opts lo = {.cpu = cpu};
+    model *m = model_load(path, &lo);
+    if (!m) { cpu->ops->destroy(cpu); return NULL; }
+    m->owns_cpu = true;
+    return m;
+}
+
 model *model_load_placed(const char *path, const model_place_opts *o) {
-    /* Read the shape first (the mapping is shared by the OS with the load below). */
-    model *probe = model_load_with(path, 1, NULL, 0);
+    /* Read the shape first (the mapping is shared by the OS with the load below; the probe
+     * repacks nothing: the GPU self-check reads only the file layout). */
+    model *probe = load_probe(path);
     if (!probe) return NULL;
     const model_hparams hp = probe->hp;
     uint64_t *lw = calloc((size_t)hp.n_layer, sizeof *lw), *lkv = calloc((size_t)hp.n_layer, sizeof *lkv);

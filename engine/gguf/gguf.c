@@ -624,6 +624,10 @@ int gguf_check_size(const gguf_file *f) {
     return 0;
 }
 
+int gguf_fd(const gguf_file *f) {
+    return f && f->mapped ? ((const gguf_file_impl *)f)->fd : -1;
+}
+
 void gguf_close(gguf_file *f) {
     if (!f) return;
     gguf_file_impl *fi = (gguf_file_impl *)f;

@@ -67,6 +67,8 @@ void gguf_close(gguf_file *f);
  * anv_last_error() naming the file and both sizes otherwise. One fstat; call it before using
  * a long-lived model (each request). */
 int gguf_check_size(const gguf_file *f);
+/* The open descriptor of a mapped file (its identity: fstat), or -1 (memory, ANVIL_NO_MMAP). */
+int gguf_fd(const gguf_file *f);
 
 /* Lookup; NULL if absent. */
 const gguf_kv *gguf_find(const gguf_file *f, const char *key);

@@ -360,8 +360,14 @@ model *model_load(const char *path, const model_load_opts *opts) {
     model *m = calloc(1, sizeof *m);
     if (!m) { gguf_close(f); anv_set_error("out of memory"); return NULL; }
     m->gguf = f;
+    backend *cpu = opts->cpu;
+    if (cpu->ops->weights_begin) {
+        const be_weight_file wf = {.path = f->path, .base = f->base, .size = f->size, .mapped = f->mapped, .fd = gguf_fd(f)};
+        cpu->ops->weights_begin(cpu, &wf);
+    }
     if (encoder_is_arch(f)) {   /* bert, nomic-bert: encoder.c */
         if (encoder_load(m, opts) != 0) goto fail;
+        if (cpu->ops->weights_end && cpu->ops->weights_end(cpu, true) != 0) goto fail;
         return m;
     }
     if (load_hparams(f, &m->hp) != 0) goto fail;
@@ -412,8 +418,10 @@ model *model_load(const char *path, const model_load_opts *opts) {
     }
     m->gpu = n_gpu > 0 ? opts->gpu : NULL;
     if (hp->embedding_only && embed_dense_load(m) != 0) goto fail;
+    if (cpu->ops->weights_end && cpu->ops->weights_end(cpu, true) != 0) goto fail;
     return m;
 fail:
+    if (cpu->ops->weights_end) cpu->ops->weights_end(cpu, false); /* a no-op after a failed commit */
     model_free(m);
     return NULL;
 }

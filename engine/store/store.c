@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "weight_cache.h"
 
 #define MANIFEST_MAX (4u << 20)
 #define TEXT_LAYER_MAX (64u << 20)
@@ -548,7 +549,10 @@ static int prune_locked(store *s) {
         }
         if (!unused) continue;
         char *p = store_fmt("%s/%s", dir, de->d_name);
-        if (p && unlink(p) == 0) removed++;
+        if (p && unlink(p) == 0) {
+            removed++;
+            if (blob && !*rest) wcache_remove_digest(de->d_name); /* its repack cache files */
+        }
         free(p);
     }
     closedir(d);
@@ -594,7 +598,10 @@ int store_prune_layers(store *s, const char *const *digests, int n) {
         for (int k = 0; k < c.n && !used; k++) used = !strcmp(c.digests[k], digests[i]);
         if (used) continue;
         char *p = store_blob_path(s, digests[i]);
-        if (p && unlink(p) == 0) removed++;
+        if (p && unlink(p) == 0) {
+            removed++;
+            wcache_remove_digest(digests[i]); /* the CPU backend's repack cache of the model */
+        }
         free(p);
     }
     free(c.digests);

@@ -87,7 +87,8 @@ int store_lookup(store *s, const char *name, store_entry *out);
 int store_resolve(store *s, const char *arg, store_entry *out);
 
 /* Deletes a model's manifest from the writable root (a read-only Ollama model gives a
- * clear error) and prunes blobs no manifest references any more. */
+ * clear error) and prunes blobs no manifest references any more. Every blob deleted here
+ * or by the prunes below takes its repack cache files along (weight_cache.h). */
 int store_remove(store *s, const char *name);
 /* Copies a manifest (from either root) under a new name in the writable root. */
 int store_copy(store *s, const char *src, const char *dst);
