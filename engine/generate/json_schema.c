@@ -707,15 +707,17 @@ static int check_finite(const grammar *g, int32_t root) {
         if (nd->kind == GN_UNION) for (int32_t a = 0; a < nd->n_alts; a++) { int32_t ch = g->alts[nd->alt0 + a]; BODY; } \
         else if (nd->kind == GN_OBJECT) for (int32_t q = 0; q < nd->n_req; q++) { int32_t ch = g->props[nd->prop0 + q].node; BODY; } \
         else if (nd->kind == GN_ARRAY && nd->min > 0 && nd->max != 0) { int32_t ch = nd->item; BODY; } } while (0)
+    if (n <= 0 || root < 0 || root >= n) { anv_set_error("JSON schema: empty grammar"); return -1; }
+    const size_t nn = (size_t)(uint32_t)n;
     size_t n_edges = 0;
     for (int32_t i = 0; i < n; i++) CHILDREN(i, { if (ch >= 0 && ch < n) n_edges++; });
-    const size_t n_push = (size_t)n + n_edges;   /* every push is a node's start or an edge's use */
-    int32_t *need = calloc((size_t)n, sizeof *need), *acc = calloc((size_t)n, sizeof *acc);
-    int32_t *depth = malloc((size_t)n * sizeof *depth), *par0 = calloc((size_t)n + 1, sizeof *par0);
-    int32_t *par = malloc((n_edges ? n_edges : 1) * sizeof *par), *fill = calloc((size_t)n, sizeof *fill);
+    const size_t n_push = nn + n_edges;   /* every push is a node's start or an edge's use */
+    int32_t *need = calloc(nn, sizeof *need), *acc = calloc(nn, sizeof *acc);
+    int32_t *depth = malloc(nn * sizeof *depth), *par0 = calloc(nn + 1, sizeof *par0);
+    int32_t *par = malloc((n_edges ? n_edges : 1) * sizeof *par), *fill = calloc(nn, sizeof *fill);
     int32_t *ent_node = malloc(n_push * sizeof *ent_node), *ent_next = malloc(n_push * sizeof *ent_next);
     int32_t head[GRAMMAR_MAX_NESTING + 1];
-    uint8_t *final = calloc((size_t)n, 1);
+    uint8_t *final = calloc(nn, 1);
     int rc = -1;
     if (!need || !acc || !depth || !par0 || !par || !fill || !ent_node || !ent_next || !final) {
         anv_set_error("out of memory");
