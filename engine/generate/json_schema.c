@@ -35,7 +35,7 @@
 
 #include "error.h"
 #include "grammar_impl.h"
-#include "strset.h"
+#include "str_set.h"
 
 #define SCHEMA_MAX_DEPTH 64 /* nesting of the schema document itself */
 
@@ -362,12 +362,12 @@ static int add_prop(grammar *g, const char *name, int32_t node) {
 
 /* The names of an object's members (or of a list of strings) as a set: membership and duplicate
  * checks stay linear in the schema's size (a 100k-name "required" list compiled in O(n^2)). */
-static int name_set(strset *set, const cJSON *list, bool keys) {
+static int name_set(str_set *set, const cJSON *list, bool keys) {
     size_t n = 0;
     for (const cJSON *v = list ? list->child : NULL; v; v = v->next) n++;
-    if (strset_init(set, n) != 0) return -1;
+    if (str_set_init(set, n) != 0) return -1;
     for (const cJSON *v = list ? list->child : NULL; v; v = v->next)
-        if (strset_add(set, keys ? v->string : v->valuestring) < 0) return -1;
+        if (str_set_add(set, keys ? v->string : v->valuestring) < 0) return -1;
     return 0;
 }
 
@@ -403,14 +403,14 @@ static int32_t compile_object(compiler *c, const cJSON *s) {
     int32_t *nodes = malloc((size_t)cap * sizeof *nodes);
     if (!names || !nodes) { free(names); free(nodes); anv_set_error("out of memory"); return -1; }
     int n = 0, n_req = 0, rc = 0;
-    strset req_names = {0}, declared = {0}, undeclared = {0};
-    if (name_set(&req_names, req, false) != 0 || name_set(&declared, props, true) != 0 || strset_init(&undeclared, 0) != 0)
+    str_set req_names = {0}, declared = {0}, undeclared = {0};
+    if (name_set(&req_names, req, false) != 0 || name_set(&declared, props, true) != 0 || str_set_init(&undeclared, 0) != 0)
         rc = -1;
     for (int pass = 0; pass < 3 && rc == 0; pass++) {
         if (pass == 1) { /* required names without a declared schema, each once */
             for (const cJSON *r = req ? req->child : NULL; r && rc == 0; r = r->next) {
-                if (strset_has(&declared, r->valuestring)) continue;
-                const int added = strset_add(&undeclared, r->valuestring);
+                if (str_set_has(&declared, r->valuestring)) continue;
+                const int added = str_set_add(&undeclared, r->valuestring);
                 if (added <= 0) { rc = added; continue; }
                 if (additional < 0) {
                     anv_set_error("JSON schema: required property \"%s\" is not allowed by the schema", r->valuestring);
@@ -424,7 +424,7 @@ static int32_t compile_object(compiler *c, const cJSON *s) {
             continue;
         }
         for (const cJSON *p = props ? props->child : NULL; p && rc == 0; p = p->next) {
-            bool is_req = strset_has(&req_names, p->string);
+            bool is_req = str_set_has(&req_names, p->string);
             if (is_req != (pass == 0)) continue;
             int32_t v = compile(c, p);
             if (v < 0) rc = -1;
@@ -459,9 +459,9 @@ static int32_t compile_object(compiler *c, const cJSON *s) {
             }
         }
     }
-    strset_free(&req_names);
-    strset_free(&declared);
-    strset_free(&undeclared);
+    str_set_free(&req_names);
+    str_set_free(&declared);
+    str_set_free(&undeclared);
     free(names);
     free(nodes);
     return rc == 0 ? node : -1;

@@ -1,11 +1,11 @@
-/* strset: open addressing (linear probing) over anv_hash of each string; see strset.h. */
-#include "strset.h"
+/* str_set: open addressing (linear probing) over anv_hash of each string; see str_set.h. */
+#include "str_set.h"
 #include <stdlib.h>
 #include <string.h>
 #include "error.h"
 #include "hash.h"
 
-static int alloc_slots(strset *s, size_t cap) {
+static int alloc_slots(str_set *s, size_t cap) {
     s->slots = calloc(cap, sizeof *s->slots);
     s->hashes = calloc(cap, sizeof *s->hashes);
     if (!s->slots || !s->hashes) {
@@ -20,34 +20,34 @@ static int alloc_slots(strset *s, size_t cap) {
     return 0;
 }
 
-int strset_init(strset *s, size_t n) {
+int str_set_init(str_set *s, size_t n) {
     size_t cap = 16;
     while (cap < 2 * n + 2) cap *= 2;
     s->n = 0;
     return alloc_slots(s, cap);
 }
 
-void strset_free(strset *s) {
+void str_set_free(str_set *s) {
     free(s->slots);
     free(s->hashes);
     memset(s, 0, sizeof *s);
 }
 
 /* The slot holding str, or the empty slot where it would go. */
-static size_t find_slot(const strset *s, const char *str, uint64_t h) {
+static size_t find_slot(const str_set *s, const char *str, uint64_t h) {
     size_t i = (size_t)h & (s->cap - 1);
     while (s->slots[i] && !(s->hashes[i] == h && strcmp(s->slots[i], str) == 0)) i = (i + 1) & (s->cap - 1);
     return i;
 }
 
-bool strset_has(const strset *s, const char *str) {
+bool str_set_has(const str_set *s, const char *str) {
     if (!s->cap) return false;
     return s->slots[find_slot(s, str, anv_hash(str, strlen(str)))] != NULL;
 }
 
-int strset_add(strset *s, const char *str) {
+int str_set_add(str_set *s, const char *str) {
     if (2 * (s->n + 1) > s->cap) {   /* grow: rehash into twice the slots */
-        strset old = *s;
+        str_set old = *s;
         if (alloc_slots(s, old.cap ? 2 * old.cap : 16) != 0) { *s = old; return -1; }
         for (size_t i = 0; i < old.cap; i++)
             if (old.slots[i]) {
