@@ -2,7 +2,8 @@
 """make_test_model: deterministic random-weight GGUF models for Anvil's tests and benchmarks.
 
 Writes a GGUF file with llama.cpp's exact tensor names and metadata keys for the families
-llama (Llama 2/3 layout, optional llama3 rope_freqs), qwen2 (QKV biases), qwen3 (QK-norm,
+llama (Llama 2/3 layout, optional llama3 rope_freqs), mistral3 (Ministral 3: llama body, YaRN,
+query temperature; --ollama-keys for Ollama's key names), qwen2 (QKV biases), qwen3 (QK-norm,
 head_dim != n_embd/n_head) and gemma3 (sliding window pattern 6, QK-norm, post-attention and
 post-ffw norms, GELU GeGLU, tied output, sqrt(n_embd) embedding scaling, key_length =
 2*n_embd/n_head), with a small SPM ("llama") or byte-level BPE ("gpt2") vocabulary.
@@ -79,10 +80,22 @@ FAMILY = {
     "gptoss": dict(n_layer=4, n_head=8, n_head_kv=2, head_dim=32, tied=False, vocab="bpe",
                    rope_base=150000.0, eps=1e-5, ctx=131072, n_expert=6, n_expert_used=2, swa=8,
                    yarn_factor=32.0, yarn_orig_ctx=4096),
+    # Ministral 3 (GGUF arch "mistral3", llama.cpp's conversion/mistral3.py): the llama body with
+    # head_dim != n_embd/n_head, YaRN (factor 16 as the real files, the betas and log_mul keys)
+    # and the llama 4-style query temperature attention.temperature_scale, whose floor is the
+    # YaRN original context: 16 here (16384 in the real files) so that it changes within a
+    # 64-token test. Non-default betas so that reading them matters. Mistral's special tokens.
+    "mistral3": dict(n_layer=3, n_head=4, n_head_kv=2, head_dim="2x", tied=False, vocab="bpe",
+                     rope_base=1000000.0, eps=1e-5, ctx=256, yarn_factor=16.0, yarn_orig_ctx=16,
+                     yarn_beta_fast=4.0, yarn_beta_slow=0.25, yarn_log_mul=1.0, temp_scale=0.1),
 }
 # MoE family -> the dense family whose attention and vocabulary it shares; the GGUF arch name.
 BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss"}
 GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss"}
+# Mistral's control tokens (tekken / v7+ tokenizers; as user-visible strings in the chat templates)
+MISTRAL_SPECIALS = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+                    "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
+                    "[THINK]", "[/THINK]", "[ARGS]", "[CALL_ID]"]
 # harmony (o200k_harmony) special tokens of the gpt-oss vocabulary, in id order
 HARMONY_SPECIALS = ["<|startoftext|>", "<|endoftext|>", "<|return|>", "<|constrain|>", "<|channel|>",
                     "<|start|>", "<|end|>", "<|message|>", "<|call|>"]
@@ -259,6 +272,8 @@ def bpe_vocab(family, n_vocab, agent=False, harmony=False):
         specials, pre = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"], "llama-bpe"
     elif family == "gptoss":  # the real files say pre "gpt-4o" (o200k), which Anvil does not split yet
         specials, pre = list(HARMONY_SPECIALS), "qwen2"
+    elif family == "mistral3":  # the real files say pre "tekken" (being added to Anvil separately)
+        specials, pre = list(MISTRAL_SPECIALS), "llama-bpe"
     else:
         specials, pre = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen2"
         if family == "qwen3":
@@ -283,6 +298,8 @@ def bpe_vocab(family, n_vocab, agent=False, harmony=False):
         ids = dict(bos=first, eos=first + 1, eot=first + 2)
     elif family == "gptoss":  # bos <|startoftext|>, eos <|return|>, pad <|endoftext|>
         ids = dict(bos=first, eos=first + 2, pad=first + 1)
+    elif family == "mistral3":
+        ids = dict(unk=first, bos=first + 1, eos=first + 2)
     else:
         ids = dict(bos=first, eos=first + 2, pad=first)
     return dict(model="gpt2", pre=pre, tokens=tokens, types=types, scores=None,
@@ -499,9 +516,11 @@ def write_model(args, hp, path, wtype, quantizer):
         w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
         w.add_rope_scaling_factor(hp["yarn_factor"])
         w.add_rope_scaling_orig_ctx_len(hp["yarn_orig_ctx"])
-    if fam == "llama":
+    if fam in ("llama", "mistral3"):
         w.add_vocab_size(hp["n_vocab"])
         w.add_rope_dimension_count(hp["head_dim"])
+    if fam == "mistral3":
+        write_mistral3_keys(w, hp, args.ollama_keys)
     if fam in ("qwen3", "gemma3"):
         w.add_key_length(hp["head_dim"])
         w.add_value_length(hp["head_dim"])
@@ -534,7 +553,7 @@ def write_model(args, hp, path, wtype, quantizer):
         w.add_pad_token_id(ids["pad"])
     if "eot" in ids:
         w.add_eot_token_id(ids["eot"])
-    w.add_add_bos_token(vocab["model"] == "llama" or fam == "llama")
+    w.add_add_bos_token(vocab["model"] == "llama" or fam in ("llama", "mistral3"))
     w.add_add_eos_token(False)
     if fam == "gemma3":
         w.add_add_space_prefix(False)
@@ -562,6 +581,31 @@ def write_model(args, hp, path, wtype, quantizer):
         w.write_tensor_data(encode(make_values(args.seed, name, shape, kind, scale, hp), qt, quantizer))
     w.close()
     return plan
+
+
+def write_mistral3_keys(w, hp, ollama):
+    """mistral3's attention and rope keys as llama.cpp's converter writes them (base TextModel:
+    key/value_length, yarn type/factor/orig ctx/betas; Ministral3Model: yarn_log_mul =
+    mscale_all_dim, attention.temperature_scale = llama_4_scaling_beta), or (ollama) as Ollama's
+    convert_mistral_causal.go does: rope.scaling.beta_fast/slow, rope.scaling.mscale and
+    mscale_all_dim, rope.scaling_beta for the temperature."""
+    a = w.arch
+    w.add_key_length(hp["head_dim"])
+    w.add_value_length(hp["head_dim"])
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(hp["yarn_factor"])
+    w.add_rope_scaling_orig_ctx_len(hp["yarn_orig_ctx"])
+    if ollama:
+        w.add_float32("%s.rope.scaling.beta_fast" % a, hp["yarn_beta_fast"])
+        w.add_float32("%s.rope.scaling.beta_slow" % a, hp["yarn_beta_slow"])
+        w.add_float32("%s.rope.scaling.mscale" % a, 1.0)
+        w.add_float32("%s.rope.scaling.mscale_all_dim" % a, hp["yarn_log_mul"])
+        w.add_float32("%s.rope.scaling_beta" % a, hp["temp_scale"])
+    else:
+        w.add_rope_scaling_yarn_beta_fast(hp["yarn_beta_fast"])
+        w.add_rope_scaling_yarn_beta_slow(hp["yarn_beta_slow"])
+        w.add_rope_scaling_yarn_log_mul(hp["yarn_log_mul"])
+        w.add_attn_temperature_scale(hp["temp_scale"])
 
 
 def weights_digest(path):
@@ -613,6 +657,8 @@ def main():
                     help="gemma3 sliding-window metadata: default (window only: llama.cpp's pattern 6, base 10000), "
                          "pattern (period 3, rope.freq_base_swa 25000), array (a bool per layer, base 5000), "
                          "off (no sliding_window key: every layer global)")
+    ap.add_argument("--ollama-keys", action="store_true",
+                    help="mistral3: Ollama's metadata keys for YaRN and the query temperature (same weights)")
     ap.add_argument("--no-rope-freqs", action="store_true",
                     help="llama: no rope_freqs tensor and base 10000 (Llama 2 style rope)")
     ap.add_argument("--rope-orig-ctx", type=float, default=None,
