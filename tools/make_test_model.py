@@ -333,6 +333,17 @@ CHAT_TEMPLATES = {
                     "{{- \"[INST]\" + message['content'] + \"[/INST]\" }}{%- elif message.tool_calls is defined %}"
                     "{{- \"[TOOL_CALLS][\" }}{{- \"]\" + eos_token }}{%- else %}{{- message['content'] + eos_token }}"
                     "{%- endif %}{%- endfor %}",
+    # Ministral 3 Reasoning's markers (abridged: a default system prompt asking for [THINK], tools
+    # as [AVAILABLE_TOOLS], calls as [TOOL_CALLS]name[ARGS]args; Anvil renders the real one itself)
+    "ministral3": "{%- set default_system_message = 'Draft your thinking first: [THINK]your thoughts[/THINK] then answer.' %}"
+                  "{%- if messages[0]['role'] == 'system' %}{{- '[SYSTEM_PROMPT]' + messages[0]['content'] + "
+                  "'[/SYSTEM_PROMPT]' }}{%- else %}{{- '[SYSTEM_PROMPT]' + default_system_message + '[/SYSTEM_PROMPT]' }}"
+                  "{%- endif %}{%- if tools %}{{- '[AVAILABLE_TOOLS]' + (tools | tojson) + '[/AVAILABLE_TOOLS]' }}{%- endif %}"
+                  "{%- for message in messages %}{%- if message['role'] == 'user' %}{{- '[INST]' + message['content'] + "
+                  "'[/INST]' }}{%- elif message['role'] == 'assistant' %}{{- message['content'] }}{%- for tool in "
+                  "message.tool_calls or [] %}{{- '[TOOL_CALLS]' + tool['function']['name'] + '[ARGS]' + "
+                  "(tool['function']['arguments'] | tojson) }}{%- endfor %}{{- eos_token }}{%- elif message['role'] == 'tool' %}"
+                  "{{- '[TOOL_RESULTS]' + message['content'] + '[/TOOL_RESULTS]' }}{%- endif %}{%- endfor %}",
     "gpt-oss": "{%- for message in messages %}{{- '<|start|>' + message.role + '<|channel|>final<|message|>' +"
                " message.content + '<|end|>' }}{%- endfor %}{%- if add_generation_prompt %}<|start|>assistant{%- endif %}",
 }
@@ -560,6 +571,8 @@ def write_model(args, hp, path, wtype, quantizer):
         w.add_chat_template(CHAT_TEMPLATES["gemma3"])
     elif fam in ("qwen2", "qwen3"):
         w.add_chat_template(CHAT_TEMPLATES[args.chat_template or "chatml"])
+    elif fam == "mistral3":
+        w.add_chat_template(CHAT_TEMPLATES[args.chat_template or "ministral3"])
     elif fam == "gptoss" and args.chat_template:   # --chat-template gpt-oss: a harmony chat model
         w.add_chat_template(CHAT_TEMPLATES[args.chat_template])
 

@@ -5,6 +5,8 @@ a silent wrong answer): a negative or NaN attention.temperature_scale, the same 
 key rope.scaling_beta, a negative yarn_log_multiplier, an infinite yarn_beta_fast, a zero YaRN
 original context (the temperature's floor), FFN biases. Each case is the good synthetic file
 (tools/make_test_model.py --family mistral3) rewritten with gguf-py, one thing changed.
+Also: `anvil show` of the good file names the chat format ministral3 and lists the capabilities
+completion, tools and thinking (its template's default system prompt asks for [THINK]).
 
   mistral3_malformed.py --anvil build/anvil --gen tools/make_test_model.py --dir DIR
 """
@@ -81,6 +83,11 @@ def main():
         # the unmodified file and a rewrite with nothing changed load (so each refusal is the edit's)
         same = os.path.join(a.dir, "mistral3-rewritten-%s.gguf" % variant)
         rewrite(good, same, ("none", ""))
+        r = subprocess.run([a.anvil, "show", good], capture_output=True, text=True)
+        caps = r.stdout.split("Capabilities")[-1].split()
+        ok = r.returncode == 0 and "ministral3" in r.stdout and caps[:3] == ["completion", "tools", "thinking"]
+        print("%s show %s: format ministral3, capabilities %s" % ("ok" if ok else "FAIL", variant, caps[:3]))
+        bad += not ok
         for path in (good, same):
             rc, lines = run(a.anvil, path, a.dir)
             print("%s %s loads: rc %d %s" % ("ok" if rc == 0 else "FAIL", os.path.basename(path), rc, " | ".join(lines)))
