@@ -120,8 +120,8 @@ PRESETS = {
 def hparams_for(args):
     fam = dict(FAMILY[args.family])
     pre = dict(PRESETS[args.preset])
-    if pre.pop("llama_only", False) and args.family != "llama":
-        raise SystemExit("make_test_model: preset %s is defined for --family llama only" % args.preset)
+    if pre.pop("llama_only", False) and args.family not in ("llama", "mistral3"):   # mistral3: the llama body
+        raise SystemExit("make_test_model: preset %s is defined for --family llama (and mistral3) only" % args.preset)
     if pre.pop("moe_only", False) and args.family not in BASE:
         raise SystemExit("make_test_model: preset %s is defined for the MoE families only" % args.preset)
     fam.update(pre)

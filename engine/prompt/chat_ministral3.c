@@ -1,7 +1,7 @@
 /* chat_ministral3: the prompt of Ministral 3 (mistral3 GGUFs: Ministral-3-3B/8B/14B Instruct
- * and Reasoning 2512) rendered as its official Jinja template does (the copy llama.cpp ships,
- * models/templates/mistralai-Ministral-3-14B-Reasoning-2512.jinja), with tools, tool calls
- * and results:
+ * and Reasoning 2512) and Devstral Small rendered as their Jinja templates do (the copies
+ * llama.cpp ships, models/templates/mistralai-Ministral-3-14B-Reasoning-2512.jinja and
+ * unsloth-mistral-Devstral-Small-2507.jinja), with tools, tool calls and results:
  *   [SYSTEM_PROMPT]system text[/SYSTEM_PROMPT]   the first message if it is a system one,
  *                                                 else the template's default_system_message
  *                                                 (read from the template text; none if absent)
@@ -11,9 +11,12 @@
  *   [TOOL_RESULTS]result[/TOOL_RESULTS]
  * No generation prompt (the reply follows [/INST] or [/TOOL_RESULTS]); an assistant turn's
  * separate thinking is not replayed (the template prints only thinking blocks inside the
- * content, which Ollama's messages do not carry). The template's refusals are one-line
- * errors: roles that do not alternate user/assistant (tool results and calls aside), an empty
- * assistant turn, a role other than user/assistant/tool after the first message.
+ * content, which Ollama's messages do not carry). Ministral 3's template (the one that says
+ * roles "must alternate", also the default without a template) refuses, as one-line errors,
+ * roles that do not alternate user/assistant (tool results and calls aside), an empty
+ * assistant turn and a role other than user/assistant/tool after the first message;
+ * Devstral's refuses nothing of that, prints a later system message as another
+ * [SYSTEM_PROMPT] block and the system block even when empty.
  * The reply: [THINK]..[/THINK] thinking, then text or [TOOL_CALLS]name[ARGS]{..} calls
  * (reply_parse.c, as Ollama's ministral parser reads them). */
 #include "chat.h"
@@ -62,8 +65,9 @@ static const cJSON *call_function(const cJSON *call) {
     return cJSON_IsObject(fn) ? fn : call;
 }
 
-/* [TOOL_CALLS]name[ARGS]arguments for each call of a JSON array text; -1 + error. */
-static int add_calls(bytebuf *b, const char *calls_json, int i) {
+/* [TOOL_CALLS]name[ARGS]arguments for each call of a JSON array text (arguments as text kept,
+ * '' as {} in Ministral 3's template); -1 + error. */
+static int add_calls(bytebuf *b, const char *calls_json, int i, bool empty_as_object) {
     cJSON *calls = cJSON_Parse(calls_json);
     if (!cJSON_IsArray(calls)) {
         cJSON_Delete(calls);
@@ -82,7 +86,7 @@ static int add_calls(bytebuf *b, const char *calls_json, int i) {
         add(b, name->valuestring);
         add(b, "[ARGS]");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-        if (cJSON_IsString(args)) add(b, *args->valuestring ? args->valuestring : "{}");   /* text as is */
+        if (cJSON_IsString(args)) add(b, *args->valuestring || !empty_as_object ? args->valuestring : "{}");
         else if (args) chat_put_json(b, args);
         else add(b, "{}");
     }
@@ -104,6 +108,8 @@ char *chat_ministral3_render(const chat_message *m, int n, const chat_extras *x)
             anv_set_error("chat: message %d has no %s", i, m[i].role ? "content" : "role");
             return NULL;
         }
+    const char *tmpl = x ? x->template_text : NULL;
+    const bool strict = !tmpl || strstr(tmpl, "roles must alternate");   /* Ministral 3, not Devstral */
     bytebuf b = {0};
     int first = 0;
     if (n > 0 && !strcmp(m[0].role, "system")) {
@@ -112,8 +118,8 @@ char *chat_ministral3_render(const chat_message *m, int n, const chat_extras *x)
         add(&b, "[/SYSTEM_PROMPT]");
         first = 1;
     } else {
-        char *def = default_system_message(x ? x->template_text : NULL);
-        if (def && *def) {
+        char *def = default_system_message(tmpl);
+        if (def && (*def || !strict)) {
             add(&b, "[SYSTEM_PROMPT]");
             add(&b, def);
             add(&b, "[/SYSTEM_PROMPT]");
@@ -137,7 +143,7 @@ char *chat_ministral3_render(const chat_message *m, int n, const chat_extras *x)
     }
     /* user and plain assistant turns alternate, starting with a user one */
     int idx = 0;
-    for (int i = first; i < n; i++) {
+    for (int i = first; i < n && strict; i++) {
         bool user = !strcmp(m[i].role, "user");
         if (!user && (strcmp(m[i].role, "assistant") || has_calls(&m[i]))) continue;
         if (user != (idx % 2 == 0)) {
@@ -156,18 +162,22 @@ char *chat_ministral3_render(const chat_message *m, int n, const chat_extras *x)
             add(&b, "[/INST]");
         } else if (!strcmp(msg->role, "assistant")) {
             bool calls = has_calls(msg);
-            if (!*msg->content && !calls) {
+            if (strict && !*msg->content && !calls) {
                 bytebuf_free(&b);
                 anv_set_error("chat: message %d: an assistant turn with neither content nor tool calls", i);
                 return NULL;
             }
             add(&b, msg->content);
-            if (calls && add_calls(&b, msg->tool_calls, i) != 0) { bytebuf_free(&b); return NULL; }
+            if (calls && add_calls(&b, msg->tool_calls, i, strict) != 0) { bytebuf_free(&b); return NULL; }
             add(&b, "</s>");
         } else if (!strcmp(msg->role, "tool")) {
             add(&b, "[TOOL_RESULTS]");
             add(&b, msg->content);
             add(&b, "[/TOOL_RESULTS]");
+        } else if (!strict && !strcmp(msg->role, "system")) {
+            add(&b, "[SYSTEM_PROMPT]");
+            add(&b, msg->content);
+            add(&b, "[/SYSTEM_PROMPT]");
         } else {
             bytebuf_free(&b);
             anv_set_error("chat: Ministral has only user, assistant and tool roles after the first message, got '%s'",

@@ -214,7 +214,9 @@ static void test_hostile(void) {
 static void test_ministral3(void) {
     const char *reasoning = "{%- set default_system_message = 'Think: [THINK]draft[/THINK]\\nthen \\'answer\\'.' %}"
                             "[SYSTEM_PROMPT][AVAILABLE_TOOLS][TOOL_CALLS][ARGS]";
-    const char *instruct = "{%- set default_system_message = \"Be helpful.\" %}[SYSTEM_PROMPT][AVAILABLE_TOOLS][ARGS]";
+    const char *instruct = "{%- set default_system_message = \"Be helpful.\" %}[SYSTEM_PROMPT][AVAILABLE_TOOLS][ARGS]"
+                           "{{ raise_exception('conversation roles must alternate user and assistant') }}";
+    const char *devstral = "{%- set default_system_message = '' %}[SYSTEM_PROMPT][AVAILABLE_TOOLS][ARGS]";
     CHECK(chat_detect(reasoning, "mistral3") == CHAT_MINISTRAL3);
     CHECK(chat_detect("[SYSTEM_PROMPT][TOOL_CALLS][CALL_ID][ARGS]", "mistral3") != CHAT_MINISTRAL3);   /* Small 3.2 */
     CHECK(chat_format_has_tools(CHAT_MINISTRAL3, reasoning) && chat_format_has_thinking(CHAT_MINISTRAL3, reasoning, NULL));
@@ -238,6 +240,14 @@ static void test_ministral3(void) {
     const chat_message late_sys[] = {{.role = "user", .content = "a"}, {.role = "system", .content = "s"}};
     got = chat_apply_ex(CHAT_MINISTRAL3, late_sys, 2, true, &(chat_extras){0});
     CHECK(got == NULL && strstr(anv_last_error(), "only user, assistant and tool roles"));
+    free(got);
+    got = chat_apply_ex(CHAT_MINISTRAL3, twice, 2, true, &(chat_extras){.template_text = instruct});
+    CHECK(got == NULL && strstr(anv_last_error(), "alternate"));
+    free(got);
+    /* Devstral's template checks nothing, prints later system turns and an empty system block */
+    got = chat_apply_ex(CHAT_MINISTRAL3, late_sys, 2, true, &(chat_extras){.template_text = devstral});
+    CHECKF(got && !strcmp(got, "[SYSTEM_PROMPT][/SYSTEM_PROMPT][INST]a[/INST][SYSTEM_PROMPT]s[/SYSTEM_PROMPT]"),
+           "devstral: [%s]", got ? got : anv_last_error());
     free(got);
 }
 
