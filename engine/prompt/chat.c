@@ -77,8 +77,9 @@ int chat_format_from_name(const char *name) {
 static int detect_from_template(const char *t) {
     int named = format_by_name(t); /* a bare format name also works, as in llama.cpp */
     if (named >= 0) return named;
-    /* Ministral 3's template (calls as [TOOL_CALLS]name[ARGS]; Mistral Small 3.2's adds [CALL_ID]) */
-    if (strstr(t, "[SYSTEM_PROMPT]") && strstr(t, "[ARGS]") && !strstr(t, "[CALL_ID]")) return CHAT_MINISTRAL3;
+    /* Mistral 3's templates (Ministral 3, Devstral: calls as [TOOL_CALLS]name[ARGS]; Mistral Small
+     * 3.2's adds [CALL_ID]) */
+    if (strstr(t, "[SYSTEM_PROMPT]") && strstr(t, "[ARGS]")) return CHAT_MINISTRAL3;
     const char *b = chat_builtin_detect(t);
     if (!b) return -1;
     static const struct { const char *name; chat_format f; } own[] = {

@@ -218,7 +218,7 @@ static void test_ministral3(void) {
                            "{{ raise_exception('conversation roles must alternate user and assistant') }}";
     const char *devstral = "{%- set default_system_message = '' %}[SYSTEM_PROMPT][AVAILABLE_TOOLS][ARGS]";
     CHECK(chat_detect(reasoning, "mistral3") == CHAT_MINISTRAL3);
-    CHECK(chat_detect("[SYSTEM_PROMPT][TOOL_CALLS][CALL_ID][ARGS]", "mistral3") != CHAT_MINISTRAL3);   /* Small 3.2 */
+    CHECK(chat_detect("[SYSTEM_PROMPT][TOOL_CALLS][CALL_ID][ARGS]", "mistral3") == CHAT_MINISTRAL3);   /* Small 3.2 */
     CHECK(chat_format_has_tools(CHAT_MINISTRAL3, reasoning) && chat_format_has_thinking(CHAT_MINISTRAL3, reasoning, NULL));
     CHECK(chat_format_has_tools(CHAT_MINISTRAL3, instruct) && !chat_format_has_thinking(CHAT_MINISTRAL3, instruct, NULL));
     const chat_message hi[] = {{.role = "user", .content = "hi"}};
