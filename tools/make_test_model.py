@@ -436,6 +436,11 @@ def tensor_plan(args, hp):
     plan.append(("output_norm.weight", (E,)) + out_norm)
     if not hp["tied"]:
         plan.append(("output.weight", (V, E), "mat", logit_scale))
+    if fam == "mistral3" and getattr(args, "ollama_keys", False):
+        # Ollama's library files carry the Pixtral vision tower and projector in the same GGUF
+        # (v.*, mm.*): a token of each, which a text-only loader must leave alone
+        plan.append(("v.patch_conv.weight", (32, 48), "mat", 0.1))
+        plan.append(("mm.linear_1.weight", (E, 32), "mat", 0.1))
     return plan
 
 
@@ -600,8 +605,9 @@ def write_mistral3_keys(w, hp, ollama):
     """mistral3's attention and rope keys as llama.cpp's converter writes them (base TextModel:
     key/value_length, yarn type/factor/orig ctx/betas; Ministral3Model: yarn_log_mul =
     mscale_all_dim, attention.temperature_scale = llama_4_scaling_beta), or (ollama) as Ollama's
-    convert_mistral_causal.go does: rope.scaling.beta_fast/slow, rope.scaling.mscale and
-    mscale_all_dim, rope.scaling_beta for the temperature."""
+    convert_mistral*.go do: rope.scaling.beta_fast/slow, rope.scaling.mscale and
+    mscale_all_dim, rope.scaling_beta for the temperature, and the vision tower's keys (its
+    tensors: tensor_plan)."""
     a = w.arch
     w.add_key_length(hp["head_dim"])
     w.add_value_length(hp["head_dim"])
@@ -614,6 +620,10 @@ def write_mistral3_keys(w, hp, ollama):
         w.add_float32("%s.rope.scaling.mscale" % a, 1.0)
         w.add_float32("%s.rope.scaling.mscale_all_dim" % a, hp["yarn_log_mul"])
         w.add_float32("%s.rope.scaling_beta" % a, hp["temp_scale"])
+        w.add_uint32("%s.vision.block_count" % a, 1)
+        w.add_uint32("%s.vision.embedding_length" % a, 32)
+        w.add_uint32("%s.image_token_index" % a, 10)
+        w.add_uint32("%s.spatial_merge_size" % a, 2)
     else:
         w.add_rope_scaling_yarn_beta_fast(hp["yarn_beta_fast"])
         w.add_rope_scaling_yarn_beta_slow(hp["yarn_beta_slow"])
