@@ -88,10 +88,16 @@ FAMILY = {
     "mistral3": dict(n_layer=3, n_head=4, n_head_kv=2, head_dim="2x", tied=False, vocab="bpe",
                      rope_base=1000000.0, eps=1e-5, ctx=256, yarn_factor=16.0, yarn_orig_ctx=16,
                      yarn_beta_fast=4.0, yarn_beta_slow=0.25, yarn_log_mul=1.0, temp_scale=0.1),
+    # mistral3 with experts (llama.cpp's mistral3 MoE branch: softmax router, top-k weights
+    # renormalised; the expert width is feed_forward_length, as for llama MoE)
+    "mistral3moe": dict(n_layer=3, n_head=4, n_head_kv=2, head_dim="2x", tied=False, vocab="bpe",
+                        rope_base=1000000.0, eps=1e-5, ctx=256, yarn_factor=16.0, yarn_orig_ctx=16,
+                        yarn_beta_fast=4.0, yarn_beta_slow=0.25, yarn_log_mul=1.0, temp_scale=0.1,
+                        n_expert=5, n_expert_used=2),
 }
 # MoE family -> the dense family whose attention and vocabulary it shares; the GGUF arch name.
-BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss"}
-GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss"}
+BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss", "mistral3moe": "mistral3"}
+GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss", "mistral3moe": "mistral3"}
 # Mistral's control tokens (tekken / v7+ tokenizers; as user-visible strings in the chat templates)
 MISTRAL_SPECIALS = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
                     "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
@@ -140,8 +146,8 @@ def hparams_for(args):
         fam["head_dim"] = 32
     if "n_expert" in fam:  # expert width: a block multiple below n_ff (256 for tinyk)
         fam.setdefault("n_ff_exp", {"tiny": 96, "tinyk": 256}.get(args.preset, fam["n_ff"] // 4))
-        if args.family in ("llamamoe", "gptoss"):
-            fam["n_ff"] = fam["n_ff_exp"]  # llama MoE, gpt-oss: feed_forward_length is the expert width
+        if args.family in ("llamamoe", "gptoss", "mistral3moe"):
+            fam["n_ff"] = fam["n_ff_exp"]  # llama MoE, gpt-oss, mistral3: feed_forward_length is the expert width
         if args.n_expert:
             fam["n_expert"] = args.n_expert
         if args.n_expert_used:
@@ -521,7 +527,7 @@ def write_model(args, hp, path, wtype, quantizer):
         bad = args.bad_expert_meta or (hp["n_expert"], hp["n_expert_used"])
         w.add_expert_count(bad[0])
         w.add_expert_used_count(bad[1])
-        if args.family != "llamamoe":
+        if args.family not in ("llamamoe", "mistral3moe"):
             w.add_expert_feed_forward_length(hp["n_ff_exp"])
         if hp.get("shexp"):
             w.add_expert_shared_feed_forward_length(hp["n_ff"])
