@@ -2,7 +2,8 @@
 """make_test_model: deterministic random-weight GGUF models for Anvil's tests and benchmarks.
 
 Writes a GGUF file with llama.cpp's exact tensor names and metadata keys for the families
-llama (Llama 2/3 layout, optional llama3 rope_freqs), qwen2 (QKV biases), qwen3 (QK-norm,
+llama (Llama 2/3 layout, optional llama3 rope_freqs), mistral3 (Ministral 3: llama body, YaRN,
+query temperature; --ollama-keys for Ollama's key names), qwen2 (QKV biases), qwen3 (QK-norm,
 head_dim != n_embd/n_head) and gemma3 (sliding window pattern 6, QK-norm, post-attention and
 post-ffw norms, GELU GeGLU, tied output, sqrt(n_embd) embedding scaling, key_length =
 2*n_embd/n_head), with a small SPM ("llama") or byte-level BPE ("gpt2") vocabulary.
@@ -79,10 +80,28 @@ FAMILY = {
     "gptoss": dict(n_layer=4, n_head=8, n_head_kv=2, head_dim=32, tied=False, vocab="bpe",
                    rope_base=150000.0, eps=1e-5, ctx=131072, n_expert=6, n_expert_used=2, swa=8,
                    yarn_factor=32.0, yarn_orig_ctx=4096),
+    # Ministral 3 (GGUF arch "mistral3", llama.cpp's conversion/mistral3.py): the llama body with
+    # head_dim != n_embd/n_head, YaRN (factor 16 as the real files, the betas and log_mul keys)
+    # and the llama 4-style query temperature attention.temperature_scale, whose floor is the
+    # YaRN original context: 16 here (16384 in the real files) so that it changes within a
+    # 64-token test. Non-default betas so that reading them matters. Mistral's special tokens.
+    "mistral3": dict(n_layer=3, n_head=4, n_head_kv=2, head_dim="2x", tied=False, vocab="bpe",
+                     rope_base=1000000.0, eps=1e-5, ctx=256, yarn_factor=16.0, yarn_orig_ctx=16,
+                     yarn_beta_fast=4.0, yarn_beta_slow=0.25, yarn_log_mul=1.0, temp_scale=0.1),
+    # mistral3 with experts (llama.cpp's mistral3 MoE branch: softmax router, top-k weights
+    # renormalised; the expert width is feed_forward_length, as for llama MoE)
+    "mistral3moe": dict(n_layer=3, n_head=4, n_head_kv=2, head_dim="2x", tied=False, vocab="bpe",
+                        rope_base=1000000.0, eps=1e-5, ctx=256, yarn_factor=16.0, yarn_orig_ctx=16,
+                        yarn_beta_fast=4.0, yarn_beta_slow=0.25, yarn_log_mul=1.0, temp_scale=0.1,
+                        n_expert=5, n_expert_used=2),
 }
 # MoE family -> the dense family whose attention and vocabulary it shares; the GGUF arch name.
-BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss"}
-GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss"}
+BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss", "mistral3moe": "mistral3"}
+GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss", "mistral3moe": "mistral3"}
+# Mistral's control tokens (tekken / v7+ tokenizers; as user-visible strings in the chat templates)
+MISTRAL_SPECIALS = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+                    "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
+                    "[THINK]", "[/THINK]", "[ARGS]", "[CALL_ID]"]
 # harmony (o200k_harmony) special tokens of the gpt-oss vocabulary, in id order
 HARMONY_SPECIALS = ["<|startoftext|>", "<|endoftext|>", "<|return|>", "<|constrain|>", "<|channel|>",
                     "<|start|>", "<|end|>", "<|message|>", "<|call|>"]
@@ -107,8 +126,8 @@ PRESETS = {
 def hparams_for(args):
     fam = dict(FAMILY[args.family])
     pre = dict(PRESETS[args.preset])
-    if pre.pop("llama_only", False) and args.family != "llama":
-        raise SystemExit("make_test_model: preset %s is defined for --family llama only" % args.preset)
+    if pre.pop("llama_only", False) and args.family not in ("llama", "mistral3"):   # mistral3: the llama body
+        raise SystemExit("make_test_model: preset %s is defined for --family llama (and mistral3) only" % args.preset)
     if pre.pop("moe_only", False) and args.family not in BASE:
         raise SystemExit("make_test_model: preset %s is defined for the MoE families only" % args.preset)
     fam.update(pre)
@@ -127,8 +146,8 @@ def hparams_for(args):
         fam["head_dim"] = 32
     if "n_expert" in fam:  # expert width: a block multiple below n_ff (256 for tinyk)
         fam.setdefault("n_ff_exp", {"tiny": 96, "tinyk": 256}.get(args.preset, fam["n_ff"] // 4))
-        if args.family in ("llamamoe", "gptoss"):
-            fam["n_ff"] = fam["n_ff_exp"]  # llama MoE, gpt-oss: feed_forward_length is the expert width
+        if args.family in ("llamamoe", "gptoss", "mistral3moe"):
+            fam["n_ff"] = fam["n_ff_exp"]  # llama MoE, gpt-oss, mistral3: feed_forward_length is the expert width
         if args.n_expert:
             fam["n_expert"] = args.n_expert
         if args.n_expert_used:
@@ -259,6 +278,8 @@ def bpe_vocab(family, n_vocab, agent=False, harmony=False):
         specials, pre = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"], "llama-bpe"
     elif family == "gptoss":  # the real files say pre "gpt-4o" (o200k), which Anvil does not split yet
         specials, pre = list(HARMONY_SPECIALS), "qwen2"
+    elif family == "mistral3":  # the real files say pre "tekken" (being added to Anvil separately)
+        specials, pre = list(MISTRAL_SPECIALS), "llama-bpe"
     else:
         specials, pre = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen2"
         if family == "qwen3":
@@ -283,6 +304,8 @@ def bpe_vocab(family, n_vocab, agent=False, harmony=False):
         ids = dict(bos=first, eos=first + 1, eot=first + 2)
     elif family == "gptoss":  # bos <|startoftext|>, eos <|return|>, pad <|endoftext|>
         ids = dict(bos=first, eos=first + 2, pad=first + 1)
+    elif family == "mistral3":
+        ids = dict(unk=first, bos=first + 1, eos=first + 2)
     else:
         ids = dict(bos=first, eos=first + 2, pad=first)
     return dict(model="gpt2", pre=pre, tokens=tokens, types=types, scores=None,
@@ -316,6 +339,17 @@ CHAT_TEMPLATES = {
                     "{{- \"[INST]\" + message['content'] + \"[/INST]\" }}{%- elif message.tool_calls is defined %}"
                     "{{- \"[TOOL_CALLS][\" }}{{- \"]\" + eos_token }}{%- else %}{{- message['content'] + eos_token }}"
                     "{%- endif %}{%- endfor %}",
+    # Ministral 3 Reasoning's markers (abridged: a default system prompt asking for [THINK], tools
+    # as [AVAILABLE_TOOLS], calls as [TOOL_CALLS]name[ARGS]args; Anvil renders the real one itself)
+    "ministral3": "{%- set default_system_message = 'Draft your thinking first: [THINK]your thoughts[/THINK] then answer.' %}"
+                  "{%- if messages[0]['role'] == 'system' %}{{- '[SYSTEM_PROMPT]' + messages[0]['content'] + "
+                  "'[/SYSTEM_PROMPT]' }}{%- else %}{{- '[SYSTEM_PROMPT]' + default_system_message + '[/SYSTEM_PROMPT]' }}"
+                  "{%- endif %}{%- if tools %}{{- '[AVAILABLE_TOOLS]' + (tools | tojson) + '[/AVAILABLE_TOOLS]' }}{%- endif %}"
+                  "{%- for message in messages %}{%- if message['role'] == 'user' %}{{- '[INST]' + message['content'] + "
+                  "'[/INST]' }}{%- elif message['role'] == 'assistant' %}{{- message['content'] }}{%- for tool in "
+                  "message.tool_calls or [] %}{{- '[TOOL_CALLS]' + tool['function']['name'] + '[ARGS]' + "
+                  "(tool['function']['arguments'] | tojson) }}{%- endfor %}{{- eos_token }}{%- elif message['role'] == 'tool' %}"
+                  "{{- '[TOOL_RESULTS]' + message['content'] + '[/TOOL_RESULTS]' }}{%- endif %}{%- endfor %}",
     "gpt-oss": "{%- for message in messages %}{{- '<|start|>' + message.role + '<|channel|>final<|message|>' +"
                " message.content + '<|end|>' }}{%- endfor %}{%- if add_generation_prompt %}<|start|>assistant{%- endif %}",
 }
@@ -408,6 +442,11 @@ def tensor_plan(args, hp):
     plan.append(("output_norm.weight", (E,)) + out_norm)
     if not hp["tied"]:
         plan.append(("output.weight", (V, E), "mat", logit_scale))
+    if fam == "mistral3" and getattr(args, "ollama_keys", False):
+        # Ollama's library files carry the Pixtral vision tower and projector in the same GGUF
+        # (v.*, mm.*): a token of each, which a text-only loader must leave alone
+        plan.append(("v.patch_conv.weight", (32, 48), "mat", 0.1))
+        plan.append(("mm.linear_1.weight", (E, 32), "mat", 0.1))
     return plan
 
 
@@ -488,7 +527,7 @@ def write_model(args, hp, path, wtype, quantizer):
         bad = args.bad_expert_meta or (hp["n_expert"], hp["n_expert_used"])
         w.add_expert_count(bad[0])
         w.add_expert_used_count(bad[1])
-        if args.family != "llamamoe":
+        if args.family not in ("llamamoe", "mistral3moe"):
             w.add_expert_feed_forward_length(hp["n_ff_exp"])
         if hp.get("shexp"):
             w.add_expert_shared_feed_forward_length(hp["n_ff"])
@@ -499,9 +538,11 @@ def write_model(args, hp, path, wtype, quantizer):
         w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
         w.add_rope_scaling_factor(hp["yarn_factor"])
         w.add_rope_scaling_orig_ctx_len(hp["yarn_orig_ctx"])
-    if fam == "llama":
+    if fam in ("llama", "mistral3"):
         w.add_vocab_size(hp["n_vocab"])
         w.add_rope_dimension_count(hp["head_dim"])
+    if fam == "mistral3":
+        write_mistral3_keys(w, hp, args.ollama_keys)
     if fam in ("qwen3", "gemma3"):
         w.add_key_length(hp["head_dim"])
         w.add_value_length(hp["head_dim"])
@@ -534,13 +575,15 @@ def write_model(args, hp, path, wtype, quantizer):
         w.add_pad_token_id(ids["pad"])
     if "eot" in ids:
         w.add_eot_token_id(ids["eot"])
-    w.add_add_bos_token(vocab["model"] == "llama" or fam == "llama")
+    w.add_add_bos_token(vocab["model"] == "llama" or fam in ("llama", "mistral3"))
     w.add_add_eos_token(False)
     if fam == "gemma3":
         w.add_add_space_prefix(False)
         w.add_chat_template(CHAT_TEMPLATES["gemma3"])
     elif fam in ("qwen2", "qwen3"):
         w.add_chat_template(CHAT_TEMPLATES[args.chat_template or "chatml"])
+    elif fam == "mistral3":
+        w.add_chat_template(CHAT_TEMPLATES[args.chat_template or "ministral3"])
     elif fam == "gptoss" and args.chat_template:   # --chat-template gpt-oss: a harmony chat model
         w.add_chat_template(CHAT_TEMPLATES[args.chat_template])
 
@@ -562,6 +605,36 @@ def write_model(args, hp, path, wtype, quantizer):
         w.write_tensor_data(encode(make_values(args.seed, name, shape, kind, scale, hp), qt, quantizer))
     w.close()
     return plan
+
+
+def write_mistral3_keys(w, hp, ollama):
+    """mistral3's attention and rope keys as llama.cpp's converter writes them (base TextModel:
+    key/value_length, yarn type/factor/orig ctx/betas; Ministral3Model: yarn_log_mul =
+    mscale_all_dim, attention.temperature_scale = llama_4_scaling_beta), or (ollama) as Ollama's
+    convert_mistral*.go do: rope.scaling.beta_fast/slow, rope.scaling.mscale and
+    mscale_all_dim, rope.scaling_beta for the temperature, and the vision tower's keys (its
+    tensors: tensor_plan)."""
+    a = w.arch
+    w.add_key_length(hp["head_dim"])
+    w.add_value_length(hp["head_dim"])
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(hp["yarn_factor"])
+    w.add_rope_scaling_orig_ctx_len(hp["yarn_orig_ctx"])
+    if ollama:
+        w.add_float32("%s.rope.scaling.beta_fast" % a, hp["yarn_beta_fast"])
+        w.add_float32("%s.rope.scaling.beta_slow" % a, hp["yarn_beta_slow"])
+        w.add_float32("%s.rope.scaling.mscale" % a, 1.0)
+        w.add_float32("%s.rope.scaling.mscale_all_dim" % a, hp["yarn_log_mul"])
+        w.add_float32("%s.rope.scaling_beta" % a, hp["temp_scale"])
+        w.add_uint32("%s.vision.block_count" % a, 1)
+        w.add_uint32("%s.vision.embedding_length" % a, 32)
+        w.add_uint32("%s.image_token_index" % a, 10)
+        w.add_uint32("%s.spatial_merge_size" % a, 2)
+    else:
+        w.add_rope_scaling_yarn_beta_fast(hp["yarn_beta_fast"])
+        w.add_rope_scaling_yarn_beta_slow(hp["yarn_beta_slow"])
+        w.add_rope_scaling_yarn_log_mul(hp["yarn_log_mul"])
+        w.add_attn_temperature_scale(hp["temp_scale"])
 
 
 def weights_digest(path):
@@ -613,6 +686,8 @@ def main():
                     help="gemma3 sliding-window metadata: default (window only: llama.cpp's pattern 6, base 10000), "
                          "pattern (period 3, rope.freq_base_swa 25000), array (a bool per layer, base 5000), "
                          "off (no sliding_window key: every layer global)")
+    ap.add_argument("--ollama-keys", action="store_true",
+                    help="mistral3: Ollama's metadata keys for YaRN and the query temperature (same weights)")
     ap.add_argument("--no-rope-freqs", action="store_true",
                     help="llama: no rope_freqs tensor and base 10000 (Llama 2 style rope)")
     ap.add_argument("--rope-orig-ctx", type=float, default=None,

@@ -2,6 +2,7 @@
 #include "gen_step.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "error.h"
 
@@ -65,6 +66,15 @@ gen_status gen_seq_step(gen_seq *g, float *logits, int n_past, int n_ctx) {
     g->has_pending = true;
     char text[256];
     int len = tok_stream_push(&g->ts, g->c.tok, id, text, (int)sizeof text);
+    if (len == 0 && g->c.shown_specials) {   /* a control token (no text): printed if it is one asked for */
+        int sl = tokenizer_token_to_piece(g->c.tok, id, text, (int)sizeof text - 1, true);
+        bool shown = false;
+        if (sl > 0 && sl < (int)sizeof text) {
+            text[sl] = 0;
+            for (const char *const *s = g->c.shown_specials; *s && !shown; s++) shown = !strcmp(*s, text);
+        }
+        len = shown ? sl : 0;
+    }
     if (len > (int)sizeof text) len = (int)sizeof text;
     if (len > 0 && !pass_on(g, text, len)) return done(g, "stop");
     if (g->c.gm && grammar_matcher_done(g->c.gm)) return done(g, "stop");

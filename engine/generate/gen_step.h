@@ -35,6 +35,9 @@ typedef struct {
     gen_text_fn on_text;       /* optional */
     void *user;
     const int32_t *forced;     /* optional (tests): these tokens instead of sampling, then the end */
+    const char *const *shown_specials;   /* optional, NULL-terminated: control tokens with these texts
+                                            are printed (Ollama's preserved tokens: Ministral's [THINK],
+                                            [TOOL_CALLS], [ARGS] that its reply parser needs) */
     int n_forced;
 } gen_seq_config;
 

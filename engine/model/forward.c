@@ -1,6 +1,6 @@
 /* forward: the one transformer forward pass, written once against backend.h, for every
- * supported family (llama, qwen2, qwen3, gemma3, the MoE families and gpt-oss: YaRN rope,
- * attention sinks, output bias) and any split of layers between the
+ * supported family (llama, mistral3: query temperature, qwen2, qwen3, gemma3, the MoE families
+ * and gpt-oss: YaRN rope, attention sinks, output bias) and any split of layers between the
  * CPU and a GPU backend. Activations cross between backends once per boundary. */
 #include <math.h>
 #include <stdlib.h>
@@ -198,6 +198,25 @@ static void cross(scratch_set *ss, const model *m, scratch *from, scratch *to, i
     be_upload(to->x, 0, ss->host_x, bytes);
 }
 
+/* mistral3's query temperature (llama.cpp's build_inp_attn_scale, applied to the roped q): row t
+ * of q (position pos0 + t) times 1 + scale * ln(floor(pos / floor_scale) + 1). The factor is
+ * constant over runs of floor_scale positions, so each run is one scale op on a row view. */
+static void scale_queries_by_position(const model_hparams *hp, backend *be, be_tensor *q, int pos0, int n) {
+    const int64_t qd = (int64_t)hp->n_head * hp->head_dim_k;
+    const int fl = hp->attn_temp_floor;
+    for (int t = 0; t < n;) {
+        const int block = (pos0 + t) / fl;
+        int64_t next = ((int64_t)block + 1) * fl - pos0;   /* first row of the next block */
+        const int end = next > n ? n : (int)next;
+        if (block > 0) {
+            const float f = (float)(log(floorf((float)(pos0 + t) / (float)fl) + 1.0) * hp->attn_temp_scale + 1.0);
+            be_tensor rows = be_view_rows(q, t, end - t);
+            be->ops->scale(be, &rows, (int64_t)(end - t) * qd, f);
+        }
+        t = end;
+    }
+}
+
 static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span *seqs, int n_seq) {
     const model_hparams *hp = &m->hp;
     const model_layer *L = &m->layers[il];
@@ -248,6 +267,7 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
             op->rope(be, &q, sq->n, hp->n_head, hd, pos0, &rp);
             op->rope(be, &k, sq->n, hp->n_head_kv, hd, pos0, &rp);
         }
+        if (hp->attn_temp_scale != 0.0f) scale_queries_by_position(hp, be, &q, pos0, sq->n);
         if (kr->n_k) { /* quantized cache: q, k, v rotated (kv_rot.h), att the temporary */
             be_tensor tk = be_view_reshape(&att, kvd, sq->n);
             kv_rot_apply(kr, be, false, &q, &att, sq->n);

@@ -1,5 +1,5 @@
 /* model: reads a GGUF model's hyperparameters and weights for the supported families
- * (llama, qwen2, qwen3, gemma3), checks every tensor's shape, and places each layer's
+ * (llama, mistral3, qwen2, qwen3, gemma3, the MoE families), checks every tensor's shape, and places each layer's
  * weights on a backend (the last n_gpu_layers on the GPU backend, the rest on the CPU).
  * The forward pass that uses them is forward.c. */
 #include "model.h"
@@ -25,6 +25,7 @@ typedef struct {
 
 static const arch_desc ARCHS[] = {
     {"llama", ARCH_LLAMA, BE_ROPE_NORMAL},
+    {"mistral3", ARCH_LLAMA, BE_ROPE_NORMAL},     /* Ministral 3: the llama body + mistral3_read_hparams */
     {"qwen2", ARCH_QWEN2, BE_ROPE_NEOX},
     {"qwen3", ARCH_QWEN3, BE_ROPE_NEOX},
     {"gemma3", ARCH_GEMMA3, BE_ROPE_NEOX},
@@ -106,6 +107,26 @@ static bool check_counts(const gguf_file *f, const char *arch, const model_hpara
     return true;
 }
 
+/* mistral3 (llama.cpp's src/models/mistral3.cpp): the optional llama 4-style query temperature
+ * attention.temperature_scale (Ollama's files: rope.scaling_beta; 0 = off), whose floor scale is
+ * the YaRN original context (rope.scaling.original_context_length, else context_length). */
+static int mistral3_read_hparams(const gguf_file *f, model_hparams *hp) {
+    const char *arch = hp->arch_name;
+    /* Ollama's converter writes the same value as rope.scaling_beta */
+    const char *temp_key = key_present(f, arch, "attention.temperature_scale") ? "attention.temperature_scale"
+                                                                                : "rope.scaling_beta";
+    if (!read_f32(f, arch, temp_key, &hp->attn_temp_scale)) return -1;
+    if (!check_f32(f, arch, temp_key, hp->attn_temp_scale, true)) return -1;
+    hp->attn_temp_floor = hp->n_ctx_train;
+    if (!read_u32(f, arch, "rope.scaling.original_context_length", &hp->attn_temp_floor, false)) return -1;
+    if (hp->attn_temp_scale != 0.0f && hp->attn_temp_floor < 1) {
+        bad_int(f, arch, "rope.scaling.original_context_length", hp->attn_temp_floor,
+                "the attention temperature's floor scale must be >= 1");
+        return -1;
+    }
+    return 0;
+}
+
 static int load_hparams(const gguf_file *f, model_hparams *hp) {
     memset(hp, 0, sizeof *hp);
     gguf_str a;
@@ -117,7 +138,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
         if (gguf_str_eq(a, ARCHS[i].name)) ad = &ARCHS[i];
     if (!ad) {
-        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss, gemma-embedding, bert, nomic-bert)",
+        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, mistral3, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss, gemma-embedding, bert, nomic-bert)",
                       f->path, (int)(a.len > 64 ? 64 : a.len), a.ptr);
         return -1;
     }
@@ -170,7 +191,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     }
     if (linear && factor > 0) hp->rope_scale = 1.0f / factor;
     else if (scaling && strcmp(scaling, "yarn") == 0) {
-        if (yarn_read_hparams(f, arch, factor, hp) != 0) { free(scaling); return -1; }
+        if (yarn_read_hparams(f, arch, factor, strcmp(arch, "mistral3") == 0, hp) != 0) { free(scaling); return -1; }
     } else if (scaling && strcmp(scaling, "none") != 0) {
         anv_set_error("%s: unsupported rope scaling type '%s'", f->path, scaling);
         free(scaling);
@@ -224,6 +245,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
         }
         hp->pooling = (model_pooling)pool;
     }
+    if (strcmp(arch, "mistral3") == 0 && mistral3_read_hparams(f, hp) != 0) return -1;
     if (moe_read_hparams(f, arch, hp) != 0) return -1;
     if (hp->arch == ARCH_GPTOSS && gptoss_read_hparams(f, hp) != 0) return -1;
     return 0;
@@ -345,6 +367,18 @@ static int load_layer(model *m, int il, backend *be) {
     L->post_attn_norm = post ? place_layer(m, be, il, "post_attention_norm.weight", e, 1, true, &fail) : NULL;
     L->post_ffn_norm = post ? place_layer(m, be, il, "post_ffw_norm.weight", e, 1, true, &fail) : NULL;
     if (hp->arch == ARCH_GPTOSS) return fail || gptoss_load_layer(m, il, be) != 0 ? -1 : 0; /* gptoss.c */
+    if (strcmp(hp->arch_name, "mistral3") == 0) {   /* optional output bias; FFN biases, shared experts: not yet */
+        L->bo = place_layer(m, be, il, "attn_output.bias", e, 1, false, &fail);
+        static const char *const unsupported[] = {"ffn_gate.bias", "ffn_up.bias", "ffn_down.bias", "ffn_gate_shexp.weight"};
+        for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0] && !fail; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "blk.%d.%s", il, unsupported[i]);
+            if (gguf_find_tensor(m->gguf, name)) {
+                anv_set_error("%s: tensor '%s' is not supported for mistral3 yet", m->gguf->path, name);
+                fail = true;
+            }
+        }
+    }
     L->ffn_norm = place_layer(m, be, il, "ffn_norm.weight", e, 1, true, &fail);
     if (hp->n_expert > 0) return fail || moe_load_layer(m, il, be) != 0 ? -1 : 0; /* moe.c */
     L->w_gate = place_layer(m, be, il, "ffn_gate.weight", e, hp->n_ff, true, &fail);

@@ -1,4 +1,4 @@
-/* model: loads a GGUF model (llama incl. mixtral-style MoE, qwen2, qwen3, gemma3, qwen2moe, qwen3moe,
+/* model: loads a GGUF model (llama incl. mixtral-style MoE, mistral3, qwen2, qwen3, gemma3, qwen2moe, qwen3moe,
  * gpt-oss;
  * the embedding models gemma-embedding, and bert / nomic-bert through encoder.c) into per-layer
  * backends and runs the one forward pass (forward.c) over a KV cache. */
@@ -37,6 +37,10 @@ typedef struct {
     bool swa_by_mask;
     uint64_t swa_mask[MODEL_MAX_LAYERS / 64];
     float attn_scale;
+    /* mistral3's llama 4-style query temperature: the query at position p is multiplied by
+     * 1 + attn_temp_scale * ln(floor(p / attn_temp_floor) + 1); attn_temp_scale 0 = off */
+    float attn_temp_scale;
+    int attn_temp_floor;
     float final_softcap;
     bool embd_scale;              /* gemma: x *= sqrt(n_embd) after lookup */
     bool noncausal;               /* bidirectional attention (encoders, gemma-embedding) */

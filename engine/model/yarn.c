@@ -2,7 +2,8 @@
  * llama.cpp: src/llama-context.cpp (ext_factor = 1 for a yarn file; attn_factor =
  * get_mscale(factor) / (1 + 0.1 ln factor) * rope.scaling.attn_factor, the division undone by
  * ggml's rope), src/llama-model.cpp (n_ctx_orig_yarn = original_context_length or
- * context_length; betas default 32 and 1) and ggml.c ggml_rope_yarn_corr_dims. */
+ * context_length; betas default 32 and 1; mistral3's loader also reads the beta and log_mul
+ * keys, src/models/mistral3.cpp) and ggml.c ggml_rope_yarn_corr_dims. */
 #include "yarn.h"
 
 #include <math.h>
@@ -17,7 +18,23 @@ static bool opt_f32(const gguf_file *f, const char *arch, const char *suffix, fl
     return gguf_find(f, key) == NULL;
 }
 
-int yarn_read_hparams(const gguf_file *f, const char *arch, float factor, model_hparams *hp) {
+/* llama.cpp's get_mscale: 1 at factor <= 1, else 0.1 * mscale * ln(factor) + 1. */
+static float get_mscale(float factor, float mscale) {
+    return factor <= 1.0f ? 1.0f : 0.1f * mscale * logf(factor) + 1.0f;
+}
+
+/* An optional f32 key "<arch>.<suffix>" that must be finite (and >= 0 with nonneg). */
+static bool opt_finite(const gguf_file *f, const char *arch, const char *suffix, float *out, bool nonneg) {
+    if (!opt_f32(f, arch, suffix, out)) return false;
+    if (!isfinite(*out) || (nonneg && *out < 0)) {
+        anv_set_error("%s: metadata %s.%s = %g is invalid (must be a finite number%s)", f->path, arch, suffix,
+                      (double)*out, nonneg ? " >= 0" : "");
+        return false;
+    }
+    return true;
+}
+
+int yarn_read_hparams(const gguf_file *f, const char *arch, float factor, bool arch_keys, model_hparams *hp) {
     hp->rope_scale = factor > 0 ? 1.0f / factor : 1.0f;
     hp->rope_scale_swa = hp->rope_scale;
     hp->yarn_ext_factor = 1.0f;
@@ -39,8 +56,28 @@ int yarn_read_hparams(const gguf_file *f, const char *arch, float factor, model_
         anv_set_error("%s: metadata %s.rope.scaling.attn_factor = %g is invalid (must be > 0)", f->path, arch, (double)attn);
         return -1;
     }
+    float log_mul = 0.0f, mscale_key = 1.0f;   /* mscale_all_dim (0 = absent) and mscale */
+    if (arch_keys) {
+        /* llama.cpp's names; Ollama's converter writes the same values as rope.scaling.beta_fast,
+         * beta_slow, mscale and mscale_all_dim (read where llama.cpp's are absent) */
+        static const char *const names[2][3] = {
+            {"rope.scaling.yarn_beta_fast", "rope.scaling.yarn_beta_slow", "rope.scaling.yarn_log_multiplier"},
+            {"rope.scaling.beta_fast", "rope.scaling.beta_slow", "rope.scaling.mscale_all_dim"}};
+        float *dst[3] = {&hp->yarn_beta_fast, &hp->yarn_beta_slow, &log_mul};
+        for (int k = 0; k < 3; k++) {
+            char key[128];
+            snprintf(key, sizeof key, "%s.%s", arch, names[0][k]);
+            const char *name = gguf_find(f, key) ? names[0][k] : names[1][k];
+            if (!opt_finite(f, arch, name, dst[k], k == 2)) return -1;
+        }
+        if (!opt_finite(f, arch, "rope.scaling.mscale", &mscale_key, true)) return -1;
+        if (mscale_key == 0.0f) mscale_key = 1.0f;   /* Ollama: a zero mscale means none */
+    }
     const float fac = 1.0f / hp->rope_scale;
-    const float mscale = fac <= 1.0f ? 1.0f : 0.1f * logf(fac) + 1.0f;
+    /* with log_mul (mscale_all_dim): get_mscale(factor, mscale) / get_mscale(factor, log_mul), mscale
+     * 1 unless Ollama's key says (llama.cpp assumes 1); the division by 1 + 0.1 ln factor is undone
+     * by the rope op */
+    const float mscale = log_mul != 0.0f ? get_mscale(fac, mscale_key) / get_mscale(fac, log_mul) : get_mscale(fac, 1.0f);
     hp->yarn_attn_factor = mscale / (1.0f + 0.1f * logf(fac)) * attn;
     return 0;
 }

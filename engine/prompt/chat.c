@@ -37,6 +37,7 @@ static const char *const FORMAT_NAMES[] = {
     [CHAT_RAW] = "raw",       [CHAT_GEMMA] = "gemma",     [CHAT_LLAMA3] = "llama3",
     [CHAT_CHATML] = "chatml", [CHAT_MISTRAL] = "mistral", [CHAT_LLAMA2] = "llama2",
     [CHAT_PHI3] = "phi3",     [CHAT_PHI4] = "phi4",       [CHAT_DEEPSEEK3] = "deepseek3",
+    [CHAT_MINISTRAL3] = "ministral3",
 };
 enum { N_FORMATS = (int)(sizeof(FORMAT_NAMES) / sizeof(FORMAT_NAMES[0])) };
 
@@ -62,7 +63,7 @@ int chat_format_from_name(const char *name) {
     int f = format_by_name(name);
     if (f < 0) {
         anv_set_error("chat: unknown chat format '%s' (known: raw, gemma, llama3, chatml, mistral, llama2, phi3, "
-                      "phi4, deepseek3 and llama.cpp's built-in names)",
+                      "phi4, deepseek3, ministral3 and llama.cpp's built-in names)",
                       name ? name : "(null)");
     }
     return f;
@@ -76,6 +77,9 @@ int chat_format_from_name(const char *name) {
 static int detect_from_template(const char *t) {
     int named = format_by_name(t); /* a bare format name also works, as in llama.cpp */
     if (named >= 0) return named;
+    /* Mistral 3's templates (Ministral 3, Devstral: calls as [TOOL_CALLS]name[ARGS]; Mistral Small
+     * 3.2's adds [CALL_ID]) */
+    if (strstr(t, "[SYSTEM_PROMPT]") && strstr(t, "[ARGS]")) return CHAT_MINISTRAL3;
     const char *b = chat_builtin_detect(t);
     if (!b) return -1;
     static const struct { const char *name; chat_format f; } own[] = {
@@ -332,6 +336,13 @@ char *chat_apply(chat_format f, const chat_message *msgs, int n_msgs, bool add_a
         anv_set_error("chat: unknown chat format %d", (int)f);
         return NULL;
     }
+    if (f == CHAT_MINISTRAL3) {
+        if (n_msgs < 0 || (n_msgs > 0 && !msgs)) {
+            anv_set_error("chat: invalid message list (%d messages)", n_msgs);
+            return NULL;
+        }
+        return chat_ministral3_render(msgs, n_msgs, NULL);
+    }
     if (check_messages(f, msgs, n_msgs) != 0) return NULL;
     strbuf b = {0};
     sb_add(&b, ""); /* an empty conversation still yields "" */
@@ -343,7 +354,7 @@ char *chat_apply(chat_format f, const chat_message *msgs, int n_msgs, bool add_a
     case CHAT_LLAMA2: render_llama2(&b, msgs, n_msgs); break;
     case CHAT_PHI3: render_phi3(&b, msgs, n_msgs, add_assistant); break;
     case CHAT_PHI4: render_phi4(&b, msgs, n_msgs, add_assistant); break;
-    case CHAT_DEEPSEEK3: case CHAT_BUILTIN: break; /* rendered above, by the table */
+    case CHAT_DEEPSEEK3: case CHAT_BUILTIN: case CHAT_MINISTRAL3: break; /* rendered above */
     case CHAT_RAW: render_raw(&b, msgs, n_msgs); break;
     }
     if (b.failed) {

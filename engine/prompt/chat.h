@@ -8,6 +8,7 @@
 typedef enum {
     CHAT_RAW = 0, CHAT_GEMMA, CHAT_LLAMA3, CHAT_CHATML, CHAT_MISTRAL, CHAT_LLAMA2,
     CHAT_PHI3, CHAT_PHI4, CHAT_DEEPSEEK3,
+    CHAT_MINISTRAL3,   /* Ministral 3's official template (chat_ministral3.c), always with extras */
     /* CHAT_BUILTIN + i: llama.cpp's built-in format i of chat_formats.c's table (the names
      * llama_chat_builtin_templates lists: command-r, granite, exaone4, gpt-oss, llama4, ..) */
     CHAT_BUILTIN = 64
@@ -54,6 +55,13 @@ char *chat_harmony_render(const chat_message *msgs, int n, bool add_assistant, c
 /* Llama 3.x and Mistral (v3 or tekken) with tools (chat_tools_families.c). */
 char *chat_llama3_tools_render(const chat_message *msgs, int n, bool add_assistant, const chat_extras *x);
 char *chat_mistral_tools_render(const chat_message *msgs, int n, bool tekken, const chat_extras *x);
+
+/* Ministral 3 (mistral3) as its official template renders: [SYSTEM_PROMPT] (the template's
+ * default when the conversation has none), [AVAILABLE_TOOLS], [TOOL_CALLS]name[ARGS]args
+ * (chat_ministral3.c). x may be NULL (no tools, no default system prompt). */
+char *chat_ministral3_render(const chat_message *msgs, int n, const chat_extras *x);
+/* True when the template's default system prompt asks for [THINK]..[/THINK] (Reasoning models). */
+bool chat_ministral3_thinks(const char *template_text);
 
 /* Picks the format: from the template text if given (NULL/"" if the GGUF has none),
  * else from the architecture name ("gemma3" -> Gemma, "qwen2"/"qwen3" -> ChatML, ...). */

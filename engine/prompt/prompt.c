@@ -274,6 +274,15 @@ void prompt_reply_style(const model *m, const prompt_spec *p, reply_parse_opts *
     }
     chat_format f = p->chat_format_override >= 0 ? (chat_format)p->chat_format_override : prompt_detect_format(m);
     o->harmony = chat_format_is_harmony(f);
+    if (f == CHAT_MINISTRAL3) {   /* Ministral 3 Reasoning thinks in [THINK]..[/THINK] */
+        strcpy(o->think_open, "[THINK]");
+        strcpy(o->think_close, "[/THINK]");
+    }
+}
+
+const char *const *prompt_shown_specials(const model *m) {
+    static const char *const ministral[] = {"[THINK]", "[/THINK]", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", NULL};
+    return m && prompt_detect_format(m) == CHAT_MINISTRAL3 ? ministral : NULL;
 }
 
 prompt_caps prompt_capabilities(const model *m, const char *template_go, int chat_format_override) {

@@ -44,4 +44,7 @@ bool chat_name_is_instruct(const char *name);
 bool prompt_gguf_is_base(const gguf_file *f);
 bool prompt_model_is_base(const model *m);
 chat_format prompt_detect_format(const model *m);
+/* The control tokens a model's replies must show for its reply parser (gen_seq_config's
+ * shown_specials): Ministral 3's [THINK] [/THINK] [TOOL_CALLS] [ARGS] [CALL_ID]; NULL for the rest. */
+const char *const *prompt_shown_specials(const model *m);
 #endif

@@ -4,7 +4,8 @@
  *             first non-space byte is '{' or '[' (with tools) goes to JSON_REPLY;
  *   THINK     thinking up to "</think>";
  *   TAG_CALL  a Hermes call up to "</tool_call>";
- *   MISTRAL   everything after [TOOL_CALLS] (a JSON array, parsed at the end);
+ *   MISTRAL   everything after [TOOL_CALLS] (a JSON array, or name[ARGS]{..} runs, parsed at
+ *             the end);
  *   JSON_REPLY the whole reply, held, parsed as calls at the end (else content);
  *   CUSTOM    everything after a Go template's own tool tag (opts.tool_tag), like MISTRAL.
  * A tail that is a proper prefix of a marker the state looks for is held back. */
@@ -199,6 +200,49 @@ static int calls_from_text(reply_parser *p, reply_delta *d, const char *text, si
     return rc;
 }
 
+/* Mistral's newer call form, the text after a [TOOL_CALLS]: name[ARGS]{..} (Ministral 3,
+ * Magistral, Devstral 2) or name[CALL_ID]id[ARGS]{..} (Mistral Small 3.2), further calls each
+ * after their own [TOOL_CALLS]. All-or-nothing as calls_from_text. */
+static int calls_from_args_run(reply_parser *p, reply_delta *d, const char *text, size_t n) {
+    static const char ARGS[] = "[ARGS]", CALL_ID[] = "[CALL_ID]";
+    char *t = strndup(text, n);
+    if (!t) return -1;
+    enum { MAX_CALLS = 64 };
+    char *names[MAX_CALLS], *args[MAX_CALLS];
+    int k = 0, rc = 1;
+    char *s = t;
+    for (;;) {
+        char *a = strstr(s, ARGS);
+        if (!a || k == MAX_CALLS) { rc = 0; break; }
+        *a = 0;
+        char *id = strstr(s, CALL_ID);
+        if (id) *id = 0;
+        while (is_space(*s)) s++;
+        size_t nl = strlen(s);
+        while (nl && is_space(s[nl - 1])) s[--nl] = 0;
+        if (!nl) { rc = 0; break; }
+        const char *end = NULL;
+        cJSON *j = cJSON_ParseWithOpts(a + strlen(ARGS), &end, false);
+        if (!cJSON_IsObject(j)) { cJSON_Delete(j); rc = 0; break; }
+        names[k] = s;
+        args[k] = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        if (!args[k]) { rc = -1; break; }
+        k++;
+        s = (char *)end;
+        while (is_space(*s)) s++;
+        if (!*s) break;
+        if (strncmp(s, MISTRAL_OPEN, strlen(MISTRAL_OPEN))) { rc = 0; break; }
+        s += strlen(MISTRAL_OPEN);
+    }
+    for (int i = 0; i < k; i++) {
+        if (rc == 1 && !add_call(p, d, names[i], args[i])) rc = -1;
+        free(args[i]);
+    }
+    free(t);
+    return rc;
+}
+
 /* Length of the longest tail of s[0..n) that is a proper prefix of marker. */
 static size_t partial_tail(const char *s, size_t n, const char *marker) {
     size_t m = strlen(marker);
@@ -236,11 +280,18 @@ static bool run(reply_parser *p, reply_delta *d, bool at_end) {
                 size_t i = 0;
                 while (i < n && is_space(s[i])) i++;
                 if (i < n && s[i] == '{') { p->state = ST_JSON_REPLY; continue; }
-                if (i < n && s[i] == '[') {
-                    size_t m = strlen(MISTRAL_OPEN), have = n - i;
-                    if (have < m && !strncmp(s + i, MISTRAL_OPEN, have)) {
+                if (i < n && s[i] == '[') {   /* [TOOL_CALLS], a bracketed think tag ([THINK]) or JSON */
+                    const char *marks[2] = {MISTRAL_OPEN, p->o.thinking ? p->think_open : NULL};
+                    bool partial = false, full = false;
+                    for (int k = 0; k < 2; k++) {
+                        if (!marks[k]) continue;
+                        size_t m = strlen(marks[k]), have = n - i;
+                        if (have < m && !strncmp(s + i, marks[k], have)) partial = true;
+                        else if (have >= m && !strncmp(s + i, marks[k], m)) full = true;
+                    }
+                    if (partial && !full) {
                         if (!at_end) return true;      /* "[TOOL_C..." so far */
-                    } else if (have < m || strncmp(s + i, MISTRAL_OPEN, m)) {
+                    } else if (!full) {
                         p->state = ST_JSON_REPLY;      /* a JSON array of calls? */
                         continue;
                     }
@@ -312,6 +363,7 @@ static bool run(reply_parser *p, reply_delta *d, bool at_end) {
         /* ST_MISTRAL, ST_CUSTOM, ST_JSON_REPLY: held to the end */
         if (!at_end) return true;
         int rc = calls_from_text(p, d, s, n);
+        if (rc == 0 && p->state == ST_MISTRAL) rc = calls_from_args_run(p, d, s, n);
         if (rc < 0) return false;
         if (rc == 0) {
             if (p->state == ST_MISTRAL && !emit_content(p, d, MISTRAL_OPEN, strlen(MISTRAL_OPEN))) return false;

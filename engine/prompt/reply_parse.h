@@ -4,7 +4,9 @@
  *              it when the prompt opened the tag (start_in_thinking); leading whitespace
  *              after </think> is dropped;
  *   tool calls <tool_call>{"name": .., "arguments": {..}}</tool_call> (Qwen / Hermes),
- *              [TOOL_CALLS][{"name": .., "arguments": {..}}, ..] (Mistral), and a reply
+ *              [TOOL_CALLS][{"name": .., "arguments": {..}}, ..] (Mistral), [TOOL_CALLS]name[ARGS]{..}
+ *              (Ministral 3, Magistral, Devstral 2; [CALL_ID]id before [ARGS]: Mistral Small
+ *              3.2), one [TOOL_CALLS] per call, and a reply
  *              that is only a JSON object {"name": .., "parameters"|"arguments": {..}} or
  *              an array of them (Llama 3.x, and Ollama's fallback for any template).
  *   harmony    gpt-oss's channels (analysis: thinking, final: content, commentary to=

@@ -1,10 +1,13 @@
-# moe.cmake: the mixture-of-experts families (engine/model/moe.c; gpt-oss: gptoss.c) against today's llama.cpp.
+# moe.cmake: the mixture-of-experts families (engine/model/moe.c; gpt-oss: gptoss.c) and the
+# other synthetic models of the manifest (gemma3's window variants, mistral3) against today's llama.cpp.
 # Owns: one fixture per synthetic MoE model of tests/data/golden/moe/manifest.json
 # (tools/make_test_model.py), the comparison of `anvil eval` with the committed llama.cpp dump
 # of each (tests/model/moe_vs_llamacpp.py --base: KL per position, confident top-1, greedy), for
 # quantized files also the KL to the unquantized model's dump against llama.cpp's (--truth),
 # on the CPU and on lavapipe (Khronos validation layer inserted, zero messages), and the
-# malformed-file refusals (tests/model/moe_malformed.py, gptoss_malformed.py).
+# malformed-file refusals (tests/model/moe_malformed.py, gptoss_malformed.py, mistral3_malformed.py).
+# An entry with "golden" is compared with that other entry's dump (the same weights under
+# other metadata keys: mistral3-tiny-f32-ollama, Ollama's names for the YaRN and temperature keys).
 anvil_tests_need_python(moe numpy gguf)
 set(_moe_dir ${ANVIL_TESTS}/data/golden/moe)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_moe_dir}/manifest.json)
@@ -24,13 +27,18 @@ foreach(i RANGE ${_moe_last})
   string(JSON _max_kl ERROR_VARIABLE _no_max_kl GET "${_moe_manifest}" models ${_name} max_kl)
   string(JSON _truth ERROR_VARIABLE _no_truth GET "${_moe_manifest}" models ${_name} truth)
   string(JSON _digest GET "${_moe_manifest}" models ${_name} weights_sha256)
+  # golden: another entry's dump (the same weights under other metadata keys, e.g. Ollama's)
+  string(JSON _golden ERROR_VARIABLE _no_golden GET "${_moe_manifest}" models ${_name} golden)
+  if(_no_golden)
+    set(_golden ${_name})
+  endif()
   set(_path ${ANVIL_TEST_MODELS}/${_name}.gguf)
   add_test(NAME moe_model_${_name}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tools/make_test_model.py ${_args} --anvil $<TARGET_FILE:anvil>
                    --out ${_path} --if-changed)
   set_tests_properties(moe_model_${_name} PROPERTIES FIXTURES_SETUP anvil_moe_${_name} TIMEOUT 300 LABELS "golden;moe")
   set(_cmp ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/moe_vs_llamacpp.py --anvil $<TARGET_FILE:anvil> --model ${_path}
-           --base ${_moe_dir}/${_name}.kld.gz --expect-digest ${_digest})
+           --base ${_moe_dir}/${_golden}.kld.gz --expect-digest ${_digest})
   # golden: agreement with llama.cpp's run of the same file (max_kl); truth (quantized MoE): the
   # mean KL to the unquantized model's logits within 1.1x of llama.cpp's own
   foreach(_kind golden truth)
@@ -65,3 +73,9 @@ add_test(NAME gptoss_malformed
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/gptoss_malformed.py --anvil $<TARGET_FILE:anvil>
                  --gen ${CMAKE_SOURCE_DIR}/tools/make_test_model.py --dir ${ANVIL_TEST_MODELS}/gptoss-malformed)
 set_tests_properties(gptoss_malformed PROPERTIES TIMEOUT 300 LABELS moe)
+# mistral3 (Ministral 3): bad YaRN / query-temperature values under llama.cpp's and Ollama's keys,
+# FFN biases (not run yet): one-line refusals.
+add_test(NAME mistral3_malformed
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/model/mistral3_malformed.py --anvil $<TARGET_FILE:anvil>
+                 --gen ${CMAKE_SOURCE_DIR}/tools/make_test_model.py --dir ${ANVIL_TEST_MODELS}/mistral3-malformed)
+set_tests_properties(mistral3_malformed PROPERTIES TIMEOUT 300 LABELS moe)

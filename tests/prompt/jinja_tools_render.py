@@ -65,6 +65,9 @@ TEMPLATES = [
     ("llama3", "meta-llama-Llama-3.1-8B-Instruct.jinja"),
     ("llama3", "meta-llama-Llama-3.2-3B-Instruct.jinja"),
     ("mistral-v3-tekken", "mistralai-Mistral-Nemo-Instruct-2407.jinja"),
+    ("ministral3", "mistralai-Ministral-3-14B-Reasoning-2512.jinja"),
+    ("ministral3", "unsloth-mistral-Devstral-Small-2507.jinja"),
+    ("ministral3", "Mistral-Small-3.2-24B-Instruct-2506.jinja"),
 ]
 # formats whose plain turns stay llama.cpp's built-in rendering: only cases with tools or calls
 TOOLS_ONLY = {"llama3", "mistral-v3-tekken"}

@@ -180,7 +180,8 @@ static void test_hostile(void) {
         "[1]", "[{\"function\":{\"name\":1}}]", "[{\"function\":{\"name\":\"f\",\"arguments\":\"str\"}}]",
         "[{\"function\":{\"name\":\"f\",\"arguments\":[1]}}]", "[]", "x", "[{\"function\":{\"name\":\"f\"}},{\"name\":\"g\"}]",
     };
-    chat_format fmts[] = {format_of("gpt-oss"), CHAT_LLAMA3, CHAT_MISTRAL, format_of("mistral-v3-tekken"), CHAT_CHATML};
+    chat_format fmts[] = {format_of("gpt-oss"), CHAT_LLAMA3, CHAT_MISTRAL, format_of("mistral-v3-tekken"), CHAT_CHATML,
+                          CHAT_MINISTRAL3};
     const char *gotmpl_all = "{{ range .Tools }}{{ .Function.Name }}{{ range $k, $p := .Function.Parameters.Properties }}"
                              "{{ $k }}{{ $p.Type }}{{ json $p.Enum }}{{ json $p.Items }}{{ end }}{{ json . }}{{ end }}"
                              "{{ range .Messages }}{{ range .ToolCalls }}{{ .Function.Arguments }}{{ end }}{{ end }}";
@@ -207,8 +208,52 @@ static void test_hostile(void) {
     CHECK(answered > 0 && refused > 0);
 }
 
+/* Ministral 3: detection against Mistral Small 3.2's form, the template's refusals, the default
+ * system prompt read from the template, capabilities (thinking only where the default prompt
+ * asks for [THINK]). */
+static void test_ministral3(void) {
+    const char *reasoning = "{%- set default_system_message = 'Think: [THINK]draft[/THINK]\\nthen \\'answer\\'.' %}"
+                            "[SYSTEM_PROMPT][AVAILABLE_TOOLS][TOOL_CALLS][ARGS]";
+    const char *instruct = "{%- set default_system_message = \"Be helpful.\" %}[SYSTEM_PROMPT][AVAILABLE_TOOLS][ARGS]"
+                           "{{ raise_exception('conversation roles must alternate user and assistant') }}";
+    const char *devstral = "{%- set default_system_message = '' %}[SYSTEM_PROMPT][AVAILABLE_TOOLS][ARGS]";
+    CHECK(chat_detect(reasoning, "mistral3") == CHAT_MINISTRAL3);
+    CHECK(chat_detect("[SYSTEM_PROMPT][TOOL_CALLS][CALL_ID][ARGS]", "mistral3") == CHAT_MINISTRAL3);   /* Small 3.2 */
+    CHECK(chat_format_has_tools(CHAT_MINISTRAL3, reasoning) && chat_format_has_thinking(CHAT_MINISTRAL3, reasoning, NULL));
+    CHECK(chat_format_has_tools(CHAT_MINISTRAL3, instruct) && !chat_format_has_thinking(CHAT_MINISTRAL3, instruct, NULL));
+    const chat_message hi[] = {{.role = "user", .content = "hi"}};
+    char *got = chat_apply_ex(CHAT_MINISTRAL3, hi, 1, true, &(chat_extras){.template_text = reasoning});
+    CHECKF(got && !strcmp(got, "[SYSTEM_PROMPT]Think: [THINK]draft[/THINK]\nthen 'answer'.[/SYSTEM_PROMPT][INST]hi[/INST]"),
+           "ministral3 default system prompt: [%s]", got ? got : anv_last_error());
+    free(got);
+    got = chat_apply(CHAT_MINISTRAL3, hi, 1, true);   /* no template: no default system prompt */
+    CHECK(got && !strcmp(got, "[INST]hi[/INST]"));
+    free(got);
+    const chat_message twice[] = {{.role = "user", .content = "a"}, {.role = "user", .content = "b"}};
+    got = chat_apply_ex(CHAT_MINISTRAL3, twice, 2, true, &(chat_extras){0});
+    CHECK(got == NULL && strstr(anv_last_error(), "alternate"));
+    free(got);
+    const chat_message empty[] = {{.role = "user", .content = "a"}, {.role = "assistant", .content = ""}};
+    got = chat_apply_ex(CHAT_MINISTRAL3, empty, 2, true, &(chat_extras){0});
+    CHECK(got == NULL && strstr(anv_last_error(), "neither content nor tool calls"));
+    free(got);
+    const chat_message late_sys[] = {{.role = "user", .content = "a"}, {.role = "system", .content = "s"}};
+    got = chat_apply_ex(CHAT_MINISTRAL3, late_sys, 2, true, &(chat_extras){0});
+    CHECK(got == NULL && strstr(anv_last_error(), "only user, assistant and tool roles"));
+    free(got);
+    got = chat_apply_ex(CHAT_MINISTRAL3, twice, 2, true, &(chat_extras){.template_text = instruct});
+    CHECK(got == NULL && strstr(anv_last_error(), "alternate"));
+    free(got);
+    /* Devstral's template checks nothing, prints later system turns and an empty system block */
+    got = chat_apply_ex(CHAT_MINISTRAL3, late_sys, 2, true, &(chat_extras){.template_text = devstral});
+    CHECKF(got && !strcmp(got, "[SYSTEM_PROMPT][/SYSTEM_PROMPT][INST]a[/INST][SYSTEM_PROMPT]s[/SYSTEM_PROMPT]"),
+           "devstral: [%s]", got ? got : anv_last_error());
+    free(got);
+}
+
 int main(void) {
     test_goldens();
+    test_ministral3();
     test_hostile();
     test_mistral_v3_and_refusals();
     test_harmony_refusals();

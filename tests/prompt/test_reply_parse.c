@@ -153,6 +153,20 @@ int main(void) {
            "<tool_call>{\"name\": \"f\"}</tool_call>", "", "");
     expect("mistral", &tools, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"q\": \"r\"}}, {\"name\": \"g\"}]", "", "",
            "f({\"q\":\"r\"});g({});");
+    /* Ministral 3 / Magistral / Devstral 2 (Ollama's ministral parser's forms); [CALL_ID]: Mistral Small 3.2 */
+    const reply_parse_opts ministral = {.thinking = true, .tools = true, .think_open = "[THINK]", .think_close = "[/THINK]"};
+    expect("ministral: think, then two calls", &ministral,
+           "[THINK]Need the weather.[/THINK]\n[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"days\": 2}"
+           "[TOOL_CALLS]now[ARGS]{}", "", "Need the weather.", "get_weather({\"city\":\"Paris\",\"days\":2});now({});");
+    expect("ministral: text then a call", &ministral, "Let me check.[TOOL_CALLS]f[ARGS]{\"q\": {\"a\": [1, \"}\"]}}",
+           "Let me check.", "", "f({\"q\":{\"a\":[1,\"}\"]}});");
+    expect("mistral small 3.2: [CALL_ID]", &tools, "[TOOL_CALLS]f[CALL_ID]a1b2c3d4e[ARGS]{\"x\": 1}", "", "", "f({\"x\":1});");
+    expect("ministral: thinking then an answer", &ministral, "[THINK]hmm[/THINK]  It is 18C.", "It is 18C.", "hmm", "");
+    expect("ministral: args not an object stay text", &ministral, "[TOOL_CALLS]f[ARGS][1]",
+           "[TOOL_CALLS]f[ARGS][1]", "", "");
+    expect("ministral: no name stays text", &ministral, "[TOOL_CALLS][ARGS]{}", "[TOOL_CALLS][ARGS]{}", "", "");
+    expect("ministral: trailing text after a call stays text", &ministral, "[TOOL_CALLS]f[ARGS]{} and more",
+           "[TOOL_CALLS]f[ARGS]{} and more", "", "");
     expect("llama 3 bare JSON with parameters", &tools, " {\"name\": \"f\", \"parameters\": {\"x\": \"y\"}}", "", "",
            "f({\"x\":\"y\"});");
     expect("arguments as JSON text", &tools, "{\"name\": \"f\", \"arguments\": \"{\\\"k\\\": 1}\"}", "", "", "f({\"k\":1});");

@@ -404,6 +404,31 @@ def go_template_side(anvil, work, gguf):
         srv.stop()
 
 
+MINISTRAL_REPLY = '[THINK]Need the weather.[/THINK][TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'
+
+
+def ministral_side(anvil, work):
+    """Ministral 3 (mistral3): [THINK], [TOOL_CALLS] and [ARGS] are control tokens that the reply
+    must show (prompt_shown_specials) for the parser to split thinking and the call."""
+    import ollama
+    model = os.path.join(work, "mistral3.gguf")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_test_model.py"), "--family", "mistral3", "--preset",
+                    "tiny", "--type", "q8_0", "--out", model, "--if-changed"], check=True, capture_output=True)
+    srv = Server(anvil, env={"ANVIL_TEST_REPLAY": MINISTRAL_REPLY})
+    try:
+        cl = ollama.Client(host=srv.base)
+        check(list(cl.show(model).capabilities or []) == ["completion", "tools", "thinking"],
+              "ministral3: capabilities completion, tools, thinking")
+        r = cl.chat(model=model, messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[TOOL])
+        calls = r.message.tool_calls or []
+        check(len(calls) == 1 and calls[0].function.name == "get_weather" and
+              dict(calls[0].function.arguments) == {"city": "Paris"} and r.message.content == "" and
+              r.message.thinking == "Need the weather.",
+              "ministral3 chat: the thinking and the [TOOL_CALLS]name[ARGS] call (%r)" % (r.message,))
+    finally:
+        srv.stop()
+
+
 def main():
     anvil, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -446,6 +471,7 @@ def main():
     harmony_side(anvil, work, node_dir)
     go_template_side(anvil, work, qwen)
     families_side(anvil, work)
+    ministral_side(anvil, work)
     finish()
 
 

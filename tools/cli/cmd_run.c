@@ -170,6 +170,7 @@ static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm,
     if (o->ro.n_stop && !(stop = stop_matcher_new(o->ro.stop, o->ro.n_stop))) anv_die("out of memory");
     if (gm) grammar_matcher_reset(gm);
     gen_seq_config cfg = {.tok = m->tok, .smp = smp, .gm = gm, .stop = stop, .num_predict = o->ro.num_predict,
+                          .shown_specials = o->raw ? NULL : prompt_shown_specials(m),
                           .on_text = stream_and_capture, .user = &t};
     int rc = generate_seq(ctx, &cfg, toks, n_tok, st);
     if (t.rp) {

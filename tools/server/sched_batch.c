@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "prompt.h"
 
 /* ---------------------------------------------------------------- admission */
 
@@ -106,7 +107,8 @@ static void admit(lmodel *lm) {
         gen_seq_init(&sl->gen, &(gen_seq_config){.tok = lm->m->tok, .smp = j->smp, .gm = j->gm,
                                                  .stop = j->stop, .num_predict = j->opt.num_predict,
                                                  .on_text = j->gr->on_text, .user = j->gr->user,
-                                                 .forced = j->forced, .n_forced = j->n_forced});
+                                                 .forced = j->forced, .n_forced = j->n_forced,
+                                                 .shown_specials = prompt_shown_specials(lm->m)});
         lm->n_active++;
     }
 }
