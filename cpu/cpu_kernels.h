@@ -67,10 +67,12 @@ typedef struct {
 void mm_kernels_scalar(mm_kernels *k);
 void mm_kernels_avx2(mm_kernels *k);
 void mm_kernels_avx512(mm_kernels *k);
-/* matmul_iq.c / matmul_iq_avx2.c: MXFP4 and the i-quants (called by cpu_backend.c after
- * the table above: scalar always, AVX2 where the CPU has it). */
+/* matmul_iq.c / matmul_iq_avx2.c / matmul_iq_avx512.c: MXFP4, the i-quants and the TQ types
+ * (called by cpu_backend.c after the tables above: scalar always, AVX2 and AVX-512 where the
+ * CPU has them). */
 void mm_kernels_iq_scalar(mm_kernels *k);
 void mm_kernels_iq_avx2(mm_kernels *k);
+void mm_kernels_iq_avx512(mm_kernels *k);
 /* matmul_packed_avx512.c: the kernels on repacked weights (called by mm_kernels_avx512). */
 void mm_packed_install_avx512(mm_kernels *k);
 /* matmul_pkq5_avx512.c: the Q5_K mat-vec (1-3 tokens) on repacked weights (called by

@@ -1,0 +1,313 @@
+/* matmul_iqk_x86: the x86 SIMD dot kernels of the 256-element i-quants and the ternary types
+ * against Q8_K activations (IQ4_XS, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M,
+ * TQ1_0, TQ2_0), written once and included by matmul_iq_avx2.c and matmul_iq_avx512.c. The
+ * includer defines IQK_ATTR (function attributes), IQK_DPWSSD(acc, a, b) (acc + the int32
+ * pair sums of int16 a * b: madd + add on AVX2, one vpdpwssd with AVX512-VNNI) and IQK_SUFFIX.
+ *
+ * Every i-quant block decodes, 32 elements at a time, to w = dw * sc * v with v a signed byte
+ * (grid value with its sign, IQ4 level; IQ1_S/IQ1_M: 8 * grid + the +-1 delta, so that the
+ * delta needs no activation sums), sc a small integer scale per 16 or 32 elements and dw one
+ * float per block. A group is applied to every token as maddubs(|v|, sign(y, v)) and one
+ * madd with the scales. A block is decoded once for up to MM_MAX_TOK tokens (NT); the 4-row
+ * form (IQK_ROWS4) reuses each activation load across four weight rows as well.
+ * The grids and value tables are quant_iq.h's. */
+#include <immintrin.h>
+#include "cpu_kernels.h"
+#include "fp16.h"
+#include "quant_iq.h"
+
+#define IQK_INLINE static inline __attribute__((always_inline)) IQK_ATTR
+#define IQK_CAT2(a, b) a##b
+#define IQK_CAT(a, b) IQK_CAT2(a, b)
+#define IQK_ACT(x, xs, t) ((const void *)((const uint8_t *)(x) + (size_t)(t) * (xs)))
+
+/* A decoded 32-element group: u = |v| (unsigned bytes), sv has v's signs (the sign_epi8
+ * operand that moves them onto the activations; zero where v is zero), sc the int16 scale
+ * of elements 0..15 (low 128-bit lane) and 16..31 (high lane). */
+typedef struct { __m256i u, sv, sc; } iqk_group;
+
+IQK_INLINE float iqk_hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+IQK_INLINE uint16_t iqk_u16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+IQK_INLINE uint32_t iqk_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+/* Bytes with bit 7 clear get bit 7 = the parity of bits 0..6 (ggml's ksigns: an even count
+ * of negative values per 8). Bit 0 of each byte of p ends up as the parity of its byte: the
+ * shifts only bring bits of the next byte into bit positions >= 1 at each step. */
+IQK_INLINE uint32_t iqk_even_signs(uint32_t s) {
+    uint32_t p = s ^ (s >> 4);
+    p ^= p >> 2;
+    p ^= p >> 1;
+    return s | ((p & 0x01010101u) << 7);
+}
+
+/* The four 7-bit sign indices in bits 0..27 of a, as four sign bytes. */
+IQK_INLINE uint32_t iqk_ksigns4(uint32_t a) {
+    return iqk_even_signs((a & 0x7Fu) | ((a << 1) & 0x7F00u) | ((a << 2) & 0x7F0000u) | ((a << 3) & 0x7F000000u));
+}
+
+/* 32 sign bits (bit k: element k negative) as bytes -1 / +1. */
+IQK_INLINE __m256i iqk_sign_bytes(uint32_t s) {
+    const __m256i pick = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)s), pick), bit), bit);
+    return _mm256_or_si256(m, _mm256_set1_epi8(1));
+}
+
+IQK_INLINE __m256i iqk_grid8x4(const uint64_t *grid, unsigned a, unsigned b, unsigned c, unsigned d) {
+    return _mm256_set_epi64x((long long)grid[d], (long long)grid[c], (long long)grid[b], (long long)grid[a]);
+}
+
+IQK_INLINE __m256i iqk_grid4x8(const uint32_t *grid, const unsigned i[8]) {
+    return _mm256_set_epi32((int)grid[i[7]], (int)grid[i[6]], (int)grid[i[5]], (int)grid[i[4]], (int)grid[i[3]], (int)grid[i[2]],
+                            (int)grid[i[1]], (int)grid[i[0]]);
+}
+
+IQK_INLINE __m256i iqk_pair_scales(int lo, int hi) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
+}
+
+/* IQ1_S/IQ1_M: the int8 grid values g (-1, 0, 1) of four 8-element runs as 8 * g + delta,
+ * delta (+1 or -1) per run from the byte vector dl. */
+IQK_INLINE iqk_group iqk_iq1_group(__m256i g, __m256i dl, __m256i sc) {
+    const __m256i v = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), dl);
+    return (iqk_group){_mm256_abs_epi8(v), v, sc};
+}
+
+IQK_INLINE size_t iqk_block_bytes(qtype T) {
+    switch (T) {
+    case QT_IQ4_XS: return sizeof(block_iq4_xs);
+    case QT_IQ3_XXS: return sizeof(block_iq3_xxs);
+    case QT_IQ3_S: return sizeof(block_iq3_s);
+    case QT_IQ2_XXS: return sizeof(block_iq2_xxs);
+    case QT_IQ2_XS: return sizeof(block_iq2_xs);
+    case QT_IQ2_S: return sizeof(block_iq2_s);
+    case QT_IQ1_S: return sizeof(block_iq1_s);
+    default: return sizeof(block_iq1_m);
+    }
+}
+
+/* The block's float factor dw (w = dw * sc * v). */
+IQK_INLINE float iqk_block_scale(qtype T, const uint8_t *blk) {
+    switch (T) {
+    case QT_IQ1_M: return _cvtsh_ss(iq1m_scale_bits(((const block_iq1_m *)(const void *)blk)->scales)) * 0.125f;
+    case QT_IQ4_XS: case QT_IQ3_S: return _cvtsh_ss(iqk_u16(blk));
+    case QT_IQ3_XXS: return _cvtsh_ss(iqk_u16(blk)) * 0.25f;
+    default: return _cvtsh_ss(iqk_u16(blk)) * 0.125f; /* IQ2_*, IQ1_S */
+    }
+}
+
+/* Group ib (elements 32 * ib ..) of block blk of type T. */
+IQK_INLINE iqk_group iqk_decode(qtype T, const uint8_t *blk, int ib) {
+    switch (T) {
+    case QT_IQ4_XS: {
+        const block_iq4_xs *b = (const block_iq4_xs *)(const void *)blk;
+        const __m128i t = _mm_loadu_si128((const __m128i *)(const void *)kvalues_iq4nl);
+        const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(b->qs + 16 * ib));
+        const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+        const __m256i v = _mm256_shuffle_epi8(_mm256_set_m128i(t, t), nib);
+        const int ls = (((b->scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((b->scales_h >> 2 * ib) & 3) << 4)) - 32;
+        return (iqk_group){_mm256_abs_epi8(v), v, _mm256_set1_epi16((short)ls)};
+    }
+    case QT_IQ2_XXS: {
+        const uint8_t *q = blk + 2 + 8 * ib;
+        const uint32_t a1 = iqk_u32(q + 4);
+        return (iqk_group){iqk_grid8x4(iq2xxs_grid, q[0], q[1], q[2], q[3]), iqk_sign_bytes(iqk_ksigns4(a1)),
+                           _mm256_set1_epi16((short)(2 * (a1 >> 28) + 1))};
+    }
+    case QT_IQ2_XS: {
+        const block_iq2_xs *b = (const block_iq2_xs *)(const void *)blk;
+        const uint8_t *q = blk + 2 + 8 * ib;
+        const unsigned q0 = iqk_u16(q), q1 = iqk_u16(q + 2), q2 = iqk_u16(q + 4), q3 = iqk_u16(q + 6);
+        const uint32_t s = iqk_even_signs((q0 >> 9) | ((q1 >> 9) << 8) | ((q2 >> 9) << 16) | ((q3 >> 9) << 24));
+        const int sc = b->scales[ib];
+        return (iqk_group){iqk_grid8x4(iq2xs_grid, q0 & 511, q1 & 511, q2 & 511, q3 & 511), iqk_sign_bytes(s),
+                           iqk_pair_scales(2 * (sc & 0xf) + 1, 2 * (sc >> 4) + 1)};
+    }
+    case QT_IQ2_S: {
+        const block_iq2_s *b = (const block_iq2_s *)(const void *)blk;
+        const uint8_t *q = b->qs + 4 * ib;
+        const unsigned h = b->qh[ib];
+        const int sc = b->scales[ib];
+        return (iqk_group){iqk_grid8x4(iq2s_grid, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300), q[2] | ((h << 4) & 0x300),
+                                       q[3] | ((h << 2) & 0x300)),
+                           iqk_sign_bytes(iqk_u32(b->qs + QK_K / 8 + 4 * ib)), iqk_pair_scales(2 * (sc & 0xf) + 1, 2 * (sc >> 4) + 1)};
+    }
+    case QT_IQ3_XXS: {
+        const block_iq3_xxs *b = (const block_iq3_xxs *)(const void *)blk;
+        const uint8_t *q = b->qs + 8 * ib;
+        const uint32_t a = iqk_u32(b->qs + QK_K / 4 + 4 * ib);
+        const unsigned idx[8] = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
+        return (iqk_group){iqk_grid4x8(iq3xxs_grid, idx), iqk_sign_bytes(iqk_ksigns4(a)), _mm256_set1_epi16((short)(2 * (a >> 28) + 1))};
+    }
+    case QT_IQ3_S: {
+        const block_iq3_s *b = (const block_iq3_s *)(const void *)blk;
+        const uint8_t *q = b->qs + 8 * ib;
+        const unsigned h = b->qh[ib];
+        unsigned idx[8];
+        for (int k = 0; k < 8; k++) idx[k] = q[k] | (((h >> k) & 1u) << 8);
+        const int sc = (b->scales[ib / 2] >> 4 * (ib % 2)) & 0xf;
+        return (iqk_group){iqk_grid4x8(iq3s_grid, idx), iqk_sign_bytes(iqk_u32(b->signs + 4 * ib)), _mm256_set1_epi16((short)(2 * sc + 1))};
+    }
+    case QT_IQ1_S: {
+        const block_iq1_s *b = (const block_iq1_s *)(const void *)blk;
+        const uint8_t *q = b->qs + 4 * ib;
+        const unsigned h = b->qh[ib];
+        const __m256i g = iqk_grid8x4(iq1s_grid, q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700), q[2] | ((h << 2) & 0x700),
+                                      q[3] | ((h >> 1) & 0x700));
+        return iqk_iq1_group(g, _mm256_set1_epi8(h & 0x8000 ? -1 : 1), _mm256_set1_epi16((short)(2 * ((h >> 12) & 7) + 1)));
+    }
+    default: { /* QT_IQ1_M */
+        const block_iq1_m *b = (const block_iq1_m *)(const void *)blk;
+        const uint8_t *q = b->qs + 4 * ib, *qh = b->qh + 2 * ib;
+        const __m256i g = iqk_grid8x4(iq1s_grid, q[0] | ((qh[0] << 8) & 0x700u), q[1] | ((qh[0] << 4) & 0x700u),
+                                      q[2] | ((qh[1] << 8) & 0x700u), q[3] | ((qh[1] << 4) & 0x700u));
+        const __m256i dl = _mm256_set_epi64x(qh[1] & 0x80 ? -1LL : 0x0101010101010101LL, qh[1] & 0x08 ? -1LL : 0x0101010101010101LL,
+                                             qh[0] & 0x80 ? -1LL : 0x0101010101010101LL, qh[0] & 0x08 ? -1LL : 0x0101010101010101LL);
+        const unsigned sw = iqk_u16(b->scales + 2 * (ib / 2)) >> (6 * (ib % 2));
+        return iqk_iq1_group(g, dl, iqk_pair_scales(2 * (sw & 7) + 1, 2 * ((sw >> 3) & 7) + 1));
+    }
+    }
+}
+
+IQK_INLINE __m256i iqk_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+/* One i-quant row against NT tokens. */
+IQK_INLINE void iqk_body(const qtype T, int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
+    const size_t bsize = iqk_block_bytes(T);
+    __m256 acc[MM_MAX_TOK];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *blk = (const uint8_t *)w + (size_t)i * bsize;
+        __m256i sumi[MM_MAX_TOK];
+        for (int t = 0; t < NT; t++) sumi[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            const iqk_group g = iqk_decode(T, blk, ib);
+            for (int t = 0; t < NT; t++) {
+                const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+                const __m256i ys = _mm256_sign_epi8(iqk_load(y->qs + 32 * ib), g.sv);
+                sumi[t] = IQK_DPWSSD(sumi[t], _mm256_maddubs_epi16(g.u, ys), g.sc);
+            }
+        }
+        const float dw = iqk_block_scale(T, blk);
+        for (int t = 0; t < NT; t++) {
+            const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) res[t] = iqk_hsum(acc[t]);
+}
+
+/* ---- ternary types: u = w + 1 in {0, 1, 2}; dot = d * dy * (u . y - sum(y)) ---- */
+
+/* Bytes (b * p) mod 256 for unsigned bytes b, p (AVX2 has 16-bit multiplies only). */
+IQK_INLINE __m256i iqk_mul_u8(__m256i b, __m256i p) {
+    const __m256i lo = _mm256_and_si256(_mm256_mullo_epi16(b, p), _mm256_set1_epi16(0x00FF));
+    const __m256i hi = _mm256_mullo_epi16(_mm256_srli_epi16(b, 8), _mm256_and_si256(p, _mm256_set1_epi16((short)0xFF00)));
+    return _mm256_or_si256(lo, hi);
+}
+
+/* TQ1_0's base-3 digit of each byte b for the place value p (ggml's multiply-and-take-top:
+ * (((b * p) mod 256) * 3) >> 8). */
+IQK_INLINE __m256i iqk_tq1_digit(__m256i b, __m256i p) {
+    const __m256i q = iqk_mul_u8(b, p), three = _mm256_set1_epi16(3);
+    const __m256i lo = _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_and_si256(q, _mm256_set1_epi16(0x00FF)), three), 8);
+    const __m256i hi = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(q, 8), three), _mm256_set1_epi16((short)0xFF00));
+    return _mm256_or_si256(lo, hi);
+}
+
+/* Group k (elements 32 * k ..) of a TQ1_0 block as u in {0, 1, 2}: qs[0..32) hold 5 digits
+ * for elements 0..159, qs[32..48) 5 for 160..239 (16 per digit), qh[0..4) 4 for 240..255. */
+IQK_INLINE __m256i iqk_tq1_group(const block_tq1_0 *b, int k) {
+    if (k < 5) {
+        static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+        return iqk_tq1_digit(iqk_load(b->qs), _mm256_set1_epi8((char)pow3[k]));
+    }
+    const __m128i q16 = _mm_loadu_si128((const __m128i *)(const void *)(b->qs + 32));
+    if (k == 5) return iqk_tq1_digit(_mm256_set_m128i(q16, q16), _mm256_set_m128i(_mm_set1_epi8(3), _mm_set1_epi8(1)));
+    if (k == 6) return iqk_tq1_digit(_mm256_set_m128i(q16, q16), _mm256_set_m128i(_mm_set1_epi8(27), _mm_set1_epi8(9)));
+    const __m128i qh = _mm_set1_epi32((int)iqk_u32(b->qh));
+    const __m128i ph = _mm_setr_epi8(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
+    return iqk_tq1_digit(_mm256_set_m128i(qh, q16), _mm256_set_m128i(ph, _mm_set1_epi8(81)));
+}
+
+IQK_INLINE __m256i iqk_tq2_group(const block_tq2_0 *b, int k) {
+    const __m256i q = iqk_load(b->qs + 32 * (k / 4));
+    return _mm256_and_si256(_mm256_srli_epi16(q, 2 * (k % 4)), _mm256_set1_epi8(3));
+}
+
+IQK_INLINE void iqk_tq_body(const bool is_tq1, int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
+    const size_t bsize = is_tq1 ? sizeof(block_tq1_0) : sizeof(block_tq2_0);
+    const __m256i one16 = _mm256_set1_epi16(1);
+    __m256 acc[MM_MAX_TOK];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const uint8_t *blk = (const uint8_t *)w + (size_t)i * bsize;
+        __m256i sumi[MM_MAX_TOK];
+        for (int t = 0; t < NT; t++) {
+            const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+            sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(iqk_load(y->bsums), one16));
+        }
+        for (int k = 0; k < 8; k++) {
+            const __m256i u = is_tq1 ? iqk_tq1_group((const block_tq1_0 *)(const void *)blk, k)
+                                     : iqk_tq2_group((const block_tq2_0 *)(const void *)blk, k);
+            for (int t = 0; t < NT; t++) {
+                const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+                sumi[t] = IQK_DPWSSD(sumi[t], _mm256_maddubs_epi16(u, iqk_load(y->qs + 32 * k)), one16);
+            }
+        }
+        const float dw = _cvtsh_ss(is_tq1 ? ((const block_tq1_0 *)(const void *)blk)->d : ((const block_tq2_0 *)(const void *)blk)->d);
+        for (int t = 0; t < NT; t++) {
+            const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) res[t] = iqk_hsum(acc[t]);
+}
+
+#define IQK_KERNEL(tag, call)                                                                                            \
+    IQK_ATTR static void IQK_CAT(dot_##tag, IQK_SUFFIX)(int64_t n, const void *w, const void *x, size_t xs, int nt,      \
+                                                       float *res) {                                                    \
+        switch (nt) {                                                                                                    \
+        case 4: call(n, w, x, xs, 4, res); break;                                                                        \
+        case 3: call(n, w, x, xs, 3, res); break;                                                                        \
+        case 2: call(n, w, x, xs, 2, res); break;                                                                        \
+        default: call(n, w, x, xs, 1, res); break;                                                                       \
+        }                                                                                                                \
+    }
+#define IQK_TYPE_BODY(tag, T)                                                                                            \
+    IQK_INLINE void iqk_##tag##_body(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {     \
+        iqk_body(T, n, w, x, xs, NT, res);                                                                               \
+    }                                                                                                                    \
+    IQK_KERNEL(tag, iqk_##tag##_body)
+IQK_TYPE_BODY(iq4_xs, QT_IQ4_XS)
+IQK_TYPE_BODY(iq3_xxs, QT_IQ3_XXS)
+IQK_TYPE_BODY(iq3_s, QT_IQ3_S)
+IQK_TYPE_BODY(iq2_xxs, QT_IQ2_XXS)
+IQK_TYPE_BODY(iq2_xs, QT_IQ2_XS)
+IQK_TYPE_BODY(iq2_s, QT_IQ2_S)
+IQK_TYPE_BODY(iq1_s, QT_IQ1_S)
+IQK_TYPE_BODY(iq1_m, QT_IQ1_M)
+IQK_INLINE void iqk_tq1_0_body(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) { iqk_tq_body(true, n, w, x, xs, NT, res); }
+IQK_INLINE void iqk_tq2_0_body(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) { iqk_tq_body(false, n, w, x, xs, NT, res); }
+IQK_KERNEL(tq1_0, iqk_tq1_0_body)
+IQK_KERNEL(tq2_0, iqk_tq2_0_body)
+
+/* Installs the kernels above into a table. */
+static inline void iqk_install(mm_kernels *k) {
+    k->dot[QT_IQ4_XS] = IQK_CAT(dot_iq4_xs, IQK_SUFFIX);
+    k->dot[QT_IQ3_XXS] = IQK_CAT(dot_iq3_xxs, IQK_SUFFIX);
+    k->dot[QT_IQ3_S] = IQK_CAT(dot_iq3_s, IQK_SUFFIX);
+    k->dot[QT_IQ2_XXS] = IQK_CAT(dot_iq2_xxs, IQK_SUFFIX);
+    k->dot[QT_IQ2_XS] = IQK_CAT(dot_iq2_xs, IQK_SUFFIX);
+    k->dot[QT_IQ2_S] = IQK_CAT(dot_iq2_s, IQK_SUFFIX);
+    k->dot[QT_IQ1_S] = IQK_CAT(dot_iq1_s, IQK_SUFFIX);
+    k->dot[QT_IQ1_M] = IQK_CAT(dot_iq1_m, IQK_SUFFIX);
+    k->dot[QT_TQ1_0] = IQK_CAT(dot_tq1_0, IQK_SUFFIX);
+    k->dot[QT_TQ2_0] = IQK_CAT(dot_tq2_0, IQK_SUFFIX);
+}
