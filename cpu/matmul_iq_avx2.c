@@ -11,6 +11,7 @@
 #define IQK_ATTR
 #define IQK_DPWSSD(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
 #define IQK_SUFFIX _avx2
+#define IQD_NT 2
 #include "matmul_iqk_x86.h"
 
 #define INLINE static inline __attribute__((always_inline))

@@ -9,6 +9,7 @@
 #define IQK_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define IQK_DPWSSD(acc, a, b) _mm256_dpwssd_epi32((acc), (a), (b))
 #define IQK_SUFFIX _vnni
+#define IQD_NT 4
 #include "matmul_iqk_x86.h"
 
 void mm_kernels_iq_avx512(mm_kernels *k) { iqk_install(k); }

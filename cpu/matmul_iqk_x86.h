@@ -298,6 +298,144 @@ IQK_INLINE void iqk_tq2_0_body(int64_t n, const void *w, const void *x, size_t x
 IQK_KERNEL(tq1_0, iqk_tq1_0_body)
 IQK_KERNEL(tq2_0, iqk_tq2_0_body)
 
+/* ---- prompt batches (gemm4): four rows decoded once per slab of IQD_SLAB blocks and
+ * chunk of IQD_TCHUNK tokens into iqd_block form, then a 4-row x IQD_NT-token kernel that
+ * only loads, multiplies and accumulates. The includer sets IQD_NT (register budget). ----
+ * Grid types and the ternary ones store u = v + bias (bias 64 for the grids, |v| <= 62,
+ * so u * y never saturates maddubs; 1 for TQ's {0, 1, 2}); the bias comes back out per
+ * block as bias * sum(sc16 * bsums). IQ4_XS (|v| up to 127) keeps |v| and v's signs. */
+#define IQD_SLAB 8
+#define IQD_TCHUNK 64
+typedef struct {
+    uint8_t u[QK_K];     /* v + bias, or |v| (IQ4_XS) */
+    int16_t sc[8][16];   /* per group: its scale pair as a maddubs-result multiplier */
+    int16_t sc16[16];    /* -bias * the scale of each 16 elements (the bias correction against bsums) */
+    float dw;
+} iqd_block;
+
+IQK_INLINE int iqd_bias(qtype T) { return T == QT_IQ4_XS ? 0 : (T == QT_TQ1_0 || T == QT_TQ2_0) ? 1 : 64; }
+
+/* Decodes blocks [i0, i0 + nb) of one row into d (and sv: v's signs, IQ4_XS only). */
+IQK_INLINE void iqd_decode_row(const qtype T, const uint8_t *row, int64_t i0, int nb, iqd_block *d, uint8_t (*sv)[QK_K]) {
+    const bool tq = T == QT_TQ1_0 || T == QT_TQ2_0;
+    const size_t bsize = tq ? (T == QT_TQ1_0 ? sizeof(block_tq1_0) : sizeof(block_tq2_0)) : iqk_block_bytes(T);
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *blk = row + (size_t)(i0 + b) * bsize;
+        iqd_block *o = &d[b];
+        if (tq) {
+            for (int k = 0; k < 8; k++) {
+                const __m256i u = T == QT_TQ1_0 ? iqk_tq1_group((const block_tq1_0 *)(const void *)blk, k)
+                                                : iqk_tq2_group((const block_tq2_0 *)(const void *)blk, k);
+                _mm256_storeu_si256((__m256i *)(void *)(o->u + 32 * k), u);
+                _mm256_storeu_si256((__m256i *)(void *)o->sc[k], _mm256_set1_epi16(1));
+            }
+            _mm256_storeu_si256((__m256i *)(void *)o->sc16, _mm256_set1_epi16(-1));
+            o->dw = _cvtsh_ss(T == QT_TQ1_0 ? ((const block_tq1_0 *)(const void *)blk)->d : ((const block_tq2_0 *)(const void *)blk)->d);
+            continue;
+        }
+        for (int ib = 0; ib < 8; ib++) {
+            const iqk_group g = iqk_decode(T, blk, ib);
+            if (T == QT_IQ4_XS) {
+                _mm256_storeu_si256((__m256i *)(void *)(o->u + 32 * ib), g.u);
+                _mm256_storeu_si256((__m256i *)(void *)sv[b] + ib, g.sv);
+            } else {
+                const __m256i v = _mm256_sign_epi8(g.u, g.sv);
+                _mm256_storeu_si256((__m256i *)(void *)(o->u + 32 * ib), _mm256_add_epi8(v, _mm256_set1_epi8(64)));
+            }
+            _mm256_storeu_si256((__m256i *)(void *)o->sc[ib], g.sc);
+            o->sc16[2 * ib] = (int16_t)(-64 * o->sc[ib][0]); /* unused for IQ4_XS (no bias) */
+            o->sc16[2 * ib + 1] = (int16_t)(-64 * o->sc[ib][8]);
+        }
+        o->dw = iqk_block_scale(T, blk);
+    }
+}
+
+/* Lanes [a, b, c, d] of the int32 sums of four 8-lane vectors. */
+IQK_INLINE __m128i iqd_hsum4(__m256i a, __m256i b, __m256i c, __m256i d) {
+    const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+}
+
+/* 4 decoded rows (d[r * nb + b]) x NT tokens over nb blocks starting at block i0 of the
+ * activations: acc[t * 4 + r] += the partial dot products. */
+IQK_INLINE void iqd_kernel(const qtype T, const iqd_block *d, const uint8_t (*sv)[QK_K], int nb, int64_t i0, const void *x, size_t xs,
+                           const int NT, float *acc) {
+    const bool bias = iqd_bias(T) != 0;
+    __m128 facc[IQD_NT];
+    for (int t = 0; t < NT; t++) facc[t] = _mm_loadu_ps(acc + 4 * t);
+    for (int b = 0; b < nb; b++) {
+        const block_q8_K *y[IQD_NT];
+        for (int t = 0; t < NT; t++) y[t] = (const block_q8_K *)IQK_ACT(x, xs, t) + i0 + b;
+        const iqd_block *rw[4] = {&d[b], &d[nb + b], &d[2 * nb + b], &d[3 * nb + b]};
+        __m256i sumi[IQD_NT][4];
+        /* the bias: sum over the 16-element runs of (-bias * sc16) * bsums */
+        for (int t = 0; t < NT; t++) {
+            const __m256i bs = bias ? iqk_load(y[t]->bsums) : _mm256_setzero_si256();
+            for (int r = 0; r < 4; r++) sumi[t][r] = bias ? _mm256_madd_epi16(iqk_load(rw[r]->sc16), bs) : _mm256_setzero_si256();
+        }
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) {
+            __m256i u[4], sc[4];
+            for (int r = 0; r < 4; r++) { u[r] = iqk_load(rw[r]->u + 32 * g); sc[r] = iqk_load(rw[r]->sc[g]); }
+            for (int t = 0; t < NT; t++) {
+                const __m256i yq = iqk_load(y[t]->qs + 32 * g);
+                for (int r = 0; r < 4; r++) {
+                    const __m256i ys = bias ? yq : _mm256_sign_epi8(yq, iqk_load(sv[r * nb + b] + 32 * g));
+                    sumi[t][r] = IQK_DPWSSD(sumi[t][r], _mm256_maddubs_epi16(u[r], ys), sc[r]);
+                }
+            }
+        }
+        const __m128 dw4 = _mm_setr_ps(rw[0]->dw, rw[1]->dw, rw[2]->dw, rw[3]->dw);
+        for (int t = 0; t < NT; t++) {
+            const __m128i s4 = iqd_hsum4(sumi[t][0], sumi[t][1], sumi[t][2], sumi[t][3]);
+            facc[t] = _mm_fmadd_ps(_mm_mul_ps(dw4, _mm_set1_ps(y[t]->d)), _mm_cvtepi32_ps(s4), facc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) _mm_storeu_ps(acc + 4 * t, facc[t]);
+}
+
+IQK_INLINE void iqd_gemm4(const qtype T, int64_t n, const void *w, size_t w_rb, const void *x, size_t xs, int n_tok, float *out,
+                          int64_t out_stride, bool accumulate) {
+    iqd_block d[4 * IQD_SLAB];
+    uint8_t sv[T == QT_IQ4_XS ? 4 * IQD_SLAB : 1][QK_K];
+    float acc[IQD_TCHUNK * 4];
+    const int64_t nbk = n / QK_K;
+    for (int tc = 0; tc < n_tok; tc += IQD_TCHUNK) {
+        const int ntc = n_tok - tc < IQD_TCHUNK ? n_tok - tc : IQD_TCHUNK;
+        memset(acc, 0, sizeof acc);
+        const uint8_t *xc = (const uint8_t *)x + (size_t)tc * xs;
+        for (int64_t i0 = 0; i0 < nbk; i0 += IQD_SLAB) {
+            const int nb = nbk - i0 < IQD_SLAB ? (int)(nbk - i0) : IQD_SLAB;
+            for (int r = 0; r < 4; r++) iqd_decode_row(T, (const uint8_t *)w + (size_t)r * w_rb, i0, nb, d + r * nb, sv + r * nb);
+            int t0 = 0;
+            for (; t0 + IQD_NT <= ntc; t0 += IQD_NT) iqd_kernel(T, d, (const uint8_t(*)[QK_K])sv, nb, i0, xc + (size_t)t0 * xs, xs, IQD_NT, acc + 4 * t0);
+            for (; t0 < ntc; t0++) iqd_kernel(T, d, (const uint8_t(*)[QK_K])sv, nb, i0, xc + (size_t)t0 * xs, xs, 1, acc + 4 * t0);
+        }
+        for (int t = 0; t < ntc; t++)
+            for (int r = 0; r < 4; r++) {
+                float *o = out + (int64_t)(tc + t) * out_stride + r;
+                *o = accumulate ? *o + acc[4 * t + r] : acc[4 * t + r];
+            }
+    }
+}
+
+#define IQD_KERNEL(tag, T)                                                                                               \
+    IQK_ATTR static void IQK_CAT(gemm4_##tag, IQK_SUFFIX)(int64_t n, const void *w, size_t w_rb, const void *x,           \
+                                                         size_t xs, int n_tok, float *out, int64_t out_stride,           \
+                                                         bool accumulate) {                                              \
+        iqd_gemm4(T, n, w, w_rb, x, xs, n_tok, out, out_stride, accumulate);                                             \
+    }
+IQD_KERNEL(iq4_xs, QT_IQ4_XS)
+IQD_KERNEL(iq3_xxs, QT_IQ3_XXS)
+IQD_KERNEL(iq3_s, QT_IQ3_S)
+IQD_KERNEL(iq2_xxs, QT_IQ2_XXS)
+IQD_KERNEL(iq2_xs, QT_IQ2_XS)
+IQD_KERNEL(iq2_s, QT_IQ2_S)
+IQD_KERNEL(iq1_s, QT_IQ1_S)
+IQD_KERNEL(iq1_m, QT_IQ1_M)
+IQD_KERNEL(tq1_0, QT_TQ1_0)
+IQD_KERNEL(tq2_0, QT_TQ2_0)
+
 /* Installs the kernels above into a table. */
 static inline void iqk_install(mm_kernels *k) {
     k->dot[QT_IQ4_XS] = IQK_CAT(dot_iq4_xs, IQK_SUFFIX);
@@ -310,4 +448,14 @@ static inline void iqk_install(mm_kernels *k) {
     k->dot[QT_IQ1_M] = IQK_CAT(dot_iq1_m, IQK_SUFFIX);
     k->dot[QT_TQ1_0] = IQK_CAT(dot_tq1_0, IQK_SUFFIX);
     k->dot[QT_TQ2_0] = IQK_CAT(dot_tq2_0, IQK_SUFFIX);
+    k->gemm4[QT_IQ4_XS] = IQK_CAT(gemm4_iq4_xs, IQK_SUFFIX);
+    k->gemm4[QT_IQ3_XXS] = IQK_CAT(gemm4_iq3_xxs, IQK_SUFFIX);
+    k->gemm4[QT_IQ3_S] = IQK_CAT(gemm4_iq3_s, IQK_SUFFIX);
+    k->gemm4[QT_IQ2_XXS] = IQK_CAT(gemm4_iq2_xxs, IQK_SUFFIX);
+    k->gemm4[QT_IQ2_XS] = IQK_CAT(gemm4_iq2_xs, IQK_SUFFIX);
+    k->gemm4[QT_IQ2_S] = IQK_CAT(gemm4_iq2_s, IQK_SUFFIX);
+    k->gemm4[QT_IQ1_S] = IQK_CAT(gemm4_iq1_s, IQK_SUFFIX);
+    k->gemm4[QT_IQ1_M] = IQK_CAT(gemm4_iq1_m, IQK_SUFFIX);
+    k->gemm4[QT_TQ1_0] = IQK_CAT(gemm4_tq1_0, IQK_SUFFIX);
+    k->gemm4[QT_TQ2_0] = IQK_CAT(gemm4_tq2_0, IQK_SUFFIX);
 }
