@@ -10,6 +10,7 @@
 #define IQK_DPWSSD(acc, a, b) _mm256_dpwssd_epi32((acc), (a), (b))
 #define IQK_SUFFIX _vnni
 #define IQD_NT 4
+#define IQD_ZMM 1
 #include "matmul_iqk_x86.h"
 
 void mm_kernels_iq_avx512(mm_kernels *k) { iqk_install(k); }

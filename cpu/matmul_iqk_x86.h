@@ -419,11 +419,131 @@ IQK_INLINE void iqd_gemm4(const qtype T, int64_t n, const void *w, size_t w_rb, 
     }
 }
 
+#ifdef IQD_ZMM
+/* ---- AVX-512 (IQD_ZMM): 16 rows per gemm call, decoded once per slab and IQP_TCHUNK tokens
+ * into a row-interleaved tile: for each 4 consecutive elements (a quad) the 16 rows' 4 bytes
+ * side by side, so one vpdpbusd against the token's 4 activation bytes broadcast gives 16
+ * rows' partial sums with no horizontal reduction. Weights are stored unsigned as v + 128
+ * (TQ: v + 1), the bias comes out as -bias * sum(y) per scale run (the accumulator's start
+ * value, from bsums); each run's int32 sums are scaled in float by dw * scale per row. ---- */
+#define IQP_ROWS 16
+#define IQP_NT 8
+#define IQP_TCHUNK 128
+
+IQK_INLINE bool iqp_is_tq(qtype T) { return T == QT_TQ1_0 || T == QT_TQ2_0; }
+/* Elements per scale run: 16 for the types with two scales per 32, else 32. */
+IQK_INLINE int iqp_run(qtype T) { return (T == QT_IQ2_XS || T == QT_IQ2_S || T == QT_IQ1_M) ? 16 : 32; }
+
+/* Decodes blocks [i0, i0 + nb) of 16 rows: tile[(b * 64 + quad) * 16 + r] (4 bytes each),
+ * fsc[(b * runs + run) * 16 + r] = dw * scale. */
+IQK_INLINE void iqp_decode(const qtype T, const uint8_t *w, size_t w_rb, int64_t i0, int nb, uint32_t *tile, float *fsc) {
+    const int runs = QK_K / iqp_run(T);
+    const size_t bsize = iqp_is_tq(T) ? (T == QT_TQ1_0 ? sizeof(block_tq1_0) : sizeof(block_tq2_0)) : iqk_block_bytes(T);
+    for (int r = 0; r < IQP_ROWS; r++) {
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *blk = w + (size_t)r * w_rb + (size_t)(i0 + b) * bsize;
+            uint32_t *tq = tile + (size_t)b * 64 * IQP_ROWS + r;
+            float *fs = fsc + (size_t)b * runs * IQP_ROWS + r;
+            if (iqp_is_tq(T)) {
+                const float dw = _cvtsh_ss(T == QT_TQ1_0 ? ((const block_tq1_0 *)(const void *)blk)->d : ((const block_tq2_0 *)(const void *)blk)->d);
+                for (int k = 0; k < 8; k++) {
+                    const __m256i u = T == QT_TQ1_0 ? iqk_tq1_group((const block_tq1_0 *)(const void *)blk, k)
+                                                    : iqk_tq2_group((const block_tq2_0 *)(const void *)blk, k);
+                    _mm256_i32scatter_epi32((int *)(void *)(tq + 8 * k * IQP_ROWS), _mm256_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112), u, 4);
+                    fs[k * IQP_ROWS] = dw;
+                }
+                continue;
+            }
+            const float dw = iqk_block_scale(T, blk);
+            for (int ib = 0; ib < 8; ib++) {
+                const iqk_group g = iqk_decode(T, blk, ib);
+                const __m256i u = _mm256_xor_si256(_mm256_sign_epi8(g.u, g.sv), _mm256_set1_epi8((char)0x80));
+                _mm256_i32scatter_epi32((int *)(void *)(tq + 8 * ib * IQP_ROWS), _mm256_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112), u, 4);
+                const int lo = (int16_t)_mm256_extract_epi16(g.sc, 0), hi = (int16_t)_mm256_extract_epi16(g.sc, 8);
+                if (runs == 16) {
+                    fs[2 * ib * IQP_ROWS] = dw * (float)lo;
+                    fs[(2 * ib + 1) * IQP_ROWS] = dw * (float)hi;
+                } else {
+                    fs[ib * IQP_ROWS] = dw * (float)lo;
+                }
+            }
+        }
+    }
+}
+
+/* 16 decoded rows x NT tokens over nb blocks from block i0: acc[t * 16 + r] +=. */
+IQK_INLINE void iqp_kernel(const qtype T, const uint32_t *tile, const float *fsc, int nb, int64_t i0, const void *x, size_t xs, const int NT,
+                           float *acc) {
+    const int run = iqp_run(T), runs = QK_K / run, qpr = run / 4; /* quads per run */
+    const short nbias = iqp_is_tq(T) ? -1 : -128;
+    __m512 facc[IQP_NT];
+    for (int t = 0; t < NT; t++) facc[t] = _mm512_loadu_ps(acc + 16 * t);
+    for (int b = 0; b < nb; b++) {
+        const block_q8_K *y[IQP_NT];
+        int32_t corr[IQP_NT][16]; /* -bias * the activation sum of each run */
+        for (int t = 0; t < NT; t++) {
+            y[t] = (const block_q8_K *)IQK_ACT(x, xs, t) + i0 + b;
+            const __m256i bs = iqk_load(y[t]->bsums);
+            if (run == 16) _mm512_storeu_si512((void *)corr[t], _mm512_mullo_epi32(_mm512_cvtepi16_epi32(bs), _mm512_set1_epi32(nbias)));
+            else _mm256_storeu_si256((__m256i *)(void *)corr[t], _mm256_madd_epi16(bs, _mm256_set1_epi16(nbias)));
+        }
+        __m512 blk[IQP_NT];
+        for (int t = 0; t < NT; t++) blk[t] = _mm512_setzero_ps();
+        const uint32_t *tb = tile + (size_t)b * 64 * IQP_ROWS;
+        for (int s = 0; s < runs; s++) {
+            __m512i a[IQP_NT];
+            for (int t = 0; t < NT; t++) a[t] = _mm512_set1_epi32(corr[t][s]);
+            for (int q = 0; q < qpr; q++) {
+                const __m512i wq = _mm512_loadu_si512((const void *)(tb + (size_t)(s * qpr + q) * IQP_ROWS));
+                for (int t = 0; t < NT; t++) {
+                    int32_t yv;
+                    memcpy(&yv, y[t]->qs + run * s + 4 * q, 4);
+                    a[t] = _mm512_dpbusd_epi32(a[t], wq, _mm512_set1_epi32(yv));
+                }
+            }
+            const __m512 f = _mm512_loadu_ps(fsc + ((size_t)b * runs + s) * IQP_ROWS);
+            for (int t = 0; t < NT; t++) blk[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[t]), f, blk[t]);
+        }
+        for (int t = 0; t < NT; t++) facc[t] = _mm512_fmadd_ps(blk[t], _mm512_set1_ps(y[t]->d), facc[t]);
+    }
+    for (int t = 0; t < NT; t++) _mm512_storeu_ps(acc + 16 * t, facc[t]);
+}
+
+IQK_INLINE void iqp_gemm16(const qtype T, int64_t n, const void *w, size_t w_rb, const void *x, size_t xs, int n_tok, float *out,
+                           int64_t out_stride, bool accumulate) {
+    uint32_t tile[IQD_SLAB * 64 * IQP_ROWS];
+    float fsc[IQD_SLAB * 16 * IQP_ROWS];
+    float acc[IQP_TCHUNK * IQP_ROWS];
+    const int64_t nbk = n / QK_K;
+    for (int tc = 0; tc < n_tok; tc += IQP_TCHUNK) {
+        const int ntc = n_tok - tc < IQP_TCHUNK ? n_tok - tc : IQP_TCHUNK;
+        memset(acc, 0, sizeof(float) * (size_t)ntc * IQP_ROWS);
+        const uint8_t *xc = (const uint8_t *)x + (size_t)tc * xs;
+        for (int64_t i0 = 0; i0 < nbk; i0 += IQD_SLAB) {
+            const int nb = nbk - i0 < IQD_SLAB ? (int)(nbk - i0) : IQD_SLAB;
+            iqp_decode(T, (const uint8_t *)w, w_rb, i0, nb, tile, fsc);
+            int t0 = 0;
+            for (; t0 + IQP_NT <= ntc; t0 += IQP_NT) iqp_kernel(T, tile, fsc, nb, i0, xc + (size_t)t0 * xs, xs, IQP_NT, acc + IQP_ROWS * t0);
+            for (; t0 < ntc; t0++) iqp_kernel(T, tile, fsc, nb, i0, xc + (size_t)t0 * xs, xs, 1, acc + IQP_ROWS * t0);
+        }
+        for (int t = 0; t < ntc; t++) {
+            float *o = out + (int64_t)(tc + t) * out_stride;
+            for (int r = 0; r < IQP_ROWS; r++) o[r] = accumulate ? o[r] + acc[IQP_ROWS * t + r] : acc[IQP_ROWS * t + r];
+        }
+    }
+}
+#define IQD_GEMM_FN iqp_gemm16
+#define IQD_ROWS IQP_ROWS
+#else
+#define IQD_GEMM_FN iqd_gemm4
+#define IQD_ROWS 4
+#endif
+
 #define IQD_KERNEL(tag, T)                                                                                               \
     IQK_ATTR static void IQK_CAT(gemm4_##tag, IQK_SUFFIX)(int64_t n, const void *w, size_t w_rb, const void *x,           \
                                                          size_t xs, int n_tok, float *out, int64_t out_stride,           \
                                                          bool accumulate) {                                              \
-        iqd_gemm4(T, n, w, w_rb, x, xs, n_tok, out, out_stride, accumulate);                                             \
+        IQD_GEMM_FN(T, n, w, w_rb, x, xs, n_tok, out, out_stride, accumulate);                                           \
     }
 IQD_KERNEL(iq4_xs, QT_IQ4_XS)
 IQD_KERNEL(iq3_xxs, QT_IQ3_XXS)
@@ -448,14 +568,16 @@ static inline void iqk_install(mm_kernels *k) {
     k->dot[QT_IQ1_M] = IQK_CAT(dot_iq1_m, IQK_SUFFIX);
     k->dot[QT_TQ1_0] = IQK_CAT(dot_tq1_0, IQK_SUFFIX);
     k->dot[QT_TQ2_0] = IQK_CAT(dot_tq2_0, IQK_SUFFIX);
-    k->gemm4[QT_IQ4_XS] = IQK_CAT(gemm4_iq4_xs, IQK_SUFFIX);
-    k->gemm4[QT_IQ3_XXS] = IQK_CAT(gemm4_iq3_xxs, IQK_SUFFIX);
-    k->gemm4[QT_IQ3_S] = IQK_CAT(gemm4_iq3_s, IQK_SUFFIX);
-    k->gemm4[QT_IQ2_XXS] = IQK_CAT(gemm4_iq2_xxs, IQK_SUFFIX);
-    k->gemm4[QT_IQ2_XS] = IQK_CAT(gemm4_iq2_xs, IQK_SUFFIX);
-    k->gemm4[QT_IQ2_S] = IQK_CAT(gemm4_iq2_s, IQK_SUFFIX);
-    k->gemm4[QT_IQ1_S] = IQK_CAT(gemm4_iq1_s, IQK_SUFFIX);
-    k->gemm4[QT_IQ1_M] = IQK_CAT(gemm4_iq1_m, IQK_SUFFIX);
-    k->gemm4[QT_TQ1_0] = IQK_CAT(gemm4_tq1_0, IQK_SUFFIX);
-    k->gemm4[QT_TQ2_0] = IQK_CAT(gemm4_tq2_0, IQK_SUFFIX);
+    k->gemm[QT_IQ4_XS] = IQK_CAT(gemm4_iq4_xs, IQK_SUFFIX);
+    k->gemm[QT_IQ3_XXS] = IQK_CAT(gemm4_iq3_xxs, IQK_SUFFIX);
+    k->gemm[QT_IQ3_S] = IQK_CAT(gemm4_iq3_s, IQK_SUFFIX);
+    k->gemm[QT_IQ2_XXS] = IQK_CAT(gemm4_iq2_xxs, IQK_SUFFIX);
+    k->gemm[QT_IQ2_XS] = IQK_CAT(gemm4_iq2_xs, IQK_SUFFIX);
+    k->gemm[QT_IQ2_S] = IQK_CAT(gemm4_iq2_s, IQK_SUFFIX);
+    k->gemm[QT_IQ1_S] = IQK_CAT(gemm4_iq1_s, IQK_SUFFIX);
+    k->gemm[QT_IQ1_M] = IQK_CAT(gemm4_iq1_m, IQK_SUFFIX);
+    k->gemm[QT_TQ1_0] = IQK_CAT(gemm4_tq1_0, IQK_SUFFIX);
+    k->gemm[QT_TQ2_0] = IQK_CAT(gemm4_tq2_0, IQK_SUFFIX);
+    for (int t = 0; t < QT_COUNT; t++)
+        if (k->gemm[t]) k->gemm_rows[t] = IQD_ROWS;
 }
