@@ -160,15 +160,18 @@ IQK_INLINE iqk_group iqk_decode(qtype T, const uint8_t *blk, int ib) {
         const unsigned h = b->qh[ib];
         const __m256i g = iqk_grid8x4(iq1s_grid, q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700), q[2] | ((h << 2) & 0x700),
                                       q[3] | ((h >> 1) & 0x700));
-        return iqk_iq1_group(g, _mm256_set1_epi8(h & 0x8000 ? -1 : 1), _mm256_set1_epi16((short)(2 * ((h >> 12) & 7) + 1)));
+        return iqk_iq1_group(g, _mm256_set1_epi8((char)(1 - (int)((h >> 14) & 2))), _mm256_set1_epi16((short)(2 * ((h >> 12) & 7) + 1)));
     }
     default: { /* QT_IQ1_M */
         const block_iq1_m *b = (const block_iq1_m *)(const void *)blk;
         const uint8_t *q = b->qs + 4 * ib, *qh = b->qh + 2 * ib;
         const __m256i g = iqk_grid8x4(iq1s_grid, q[0] | ((qh[0] << 8) & 0x700u), q[1] | ((qh[0] << 4) & 0x700u),
                                       q[2] | ((qh[1] << 8) & 0x700u), q[3] | ((qh[1] << 4) & 0x700u));
-        const __m256i dl = _mm256_set_epi64x(qh[1] & 0x80 ? -1LL : 0x0101010101010101LL, qh[1] & 0x08 ? -1LL : 0x0101010101010101LL,
-                                             qh[0] & 0x80 ? -1LL : 0x0101010101010101LL, qh[0] & 0x08 ? -1LL : 0x0101010101010101LL);
+        /* the delta signs: bits 3 and 7 of qh[0], qh[1], one per 8-element run (branch-free) */
+        const __m256i bit = _mm256_setr_epi16(0x08, 0x08, 0x08, 0x08, 0x80, 0x80, 0x80, 0x80, 0x800, 0x800, 0x800, 0x800,
+                                              (short)0x8000, (short)0x8000, (short)0x8000, (short)0x8000);
+        const __m256i hb = _mm256_and_si256(_mm256_set1_epi16((short)iqk_u16(qh)), bit);
+        const __m256i dl = _mm256_or_si256(_mm256_cmpeq_epi16(hb, bit), _mm256_set1_epi8(1));
         const unsigned sw = iqk_u16(b->scales + 2 * (ib / 2)) >> (6 * (ib % 2));
         return iqk_iq1_group(g, dl, iqk_pair_scales(2 * (sw & 7) + 1, 2 * ((sw >> 3) & 7) + 1));
     }
@@ -177,6 +180,15 @@ IQK_INLINE iqk_group iqk_decode(qtype T, const uint8_t *blk, int ib) {
 
 IQK_INLINE __m256i iqk_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
+/* The weight stream of a mat-vec is read a few bytes at a time with dependent grid loads
+ * after them: a block a few blocks ahead is prefetched (also across the row's end: the next
+ * row follows in memory). */
+#define IQK_PREFETCH_BLOCKS 8
+IQK_INLINE void iqk_prefetch(const uint8_t *p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+    _mm_prefetch((const char *)(p + bytes - 1), _MM_HINT_T0);
+}
+
 /* One i-quant row against NT tokens. */
 IQK_INLINE void iqk_body(const qtype T, int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
     const size_t bsize = iqk_block_bytes(T);
@@ -184,6 +196,7 @@ IQK_INLINE void iqk_body(const qtype T, int64_t n, const void *w, const void *x,
     for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         const uint8_t *blk = (const uint8_t *)w + (size_t)i * bsize;
+        iqk_prefetch(blk + IQK_PREFETCH_BLOCKS * bsize, bsize);
         __m256i sumi[MM_MAX_TOK];
         for (int t = 0; t < NT; t++) sumi[t] = _mm256_setzero_si256();
         for (int ib = 0; ib < 8; ib++) {
@@ -248,6 +261,7 @@ IQK_INLINE void iqk_tq_body(const bool is_tq1, int64_t n, const void *w, const v
     for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         const uint8_t *blk = (const uint8_t *)w + (size_t)i * bsize;
+        iqk_prefetch(blk + IQK_PREFETCH_BLOCKS * bsize, bsize);
         __m256i sumi[MM_MAX_TOK];
         for (int t = 0; t < NT; t++) {
             const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
