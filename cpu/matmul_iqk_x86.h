@@ -218,35 +218,40 @@ IQK_INLINE void iqk_body(const qtype T, int64_t n, const void *w, const void *x,
 
 /* ---- ternary types: u = w + 1 in {0, 1, 2}; dot = d * dy * (u . y - sum(y)) ---- */
 
-/* Bytes (b * p) mod 256 for unsigned bytes b, p (AVX2 has 16-bit multiplies only). */
-IQK_INLINE __m256i iqk_mul_u8(__m256i b, __m256i p) {
-    const __m256i lo = _mm256_and_si256(_mm256_mullo_epi16(b, p), _mm256_set1_epi16(0x00FF));
-    const __m256i hi = _mm256_mullo_epi16(_mm256_srli_epi16(b, 8), _mm256_and_si256(p, _mm256_set1_epi16((short)0xFF00)));
-    return _mm256_or_si256(lo, hi);
+/* TQ1_0 packs 5 (or 4) base-3 digits per byte as ceil(x * 256 / 3^5): digit n of byte b is
+ * the top of ((b * 3^n) mod 256) * 3, i.e. 0, 1 or 2 as that byte q is below 86, below 171
+ * or not (q * 3 >= 256 <=> q >= 86; q * 3 >= 512 <=> q >= 171). Byte products mod 256 by 3
+ * and 9 are adds and a masked shift (AVX2 has no byte multiply). */
+IQK_INLINE __m256i iqk_mul3_u8(__m256i q) { return _mm256_add_epi8(q, _mm256_add_epi8(q, q)); }
+IQK_INLINE __m256i iqk_mul9_u8(__m256i q) {
+    return _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(q, 3), _mm256_set1_epi8((char)0xF8)), q);
 }
-
-/* TQ1_0's base-3 digit of each byte b for the place value p (ggml's multiply-and-take-top:
- * (((b * p) mod 256) * 3) >> 8). */
-IQK_INLINE __m256i iqk_tq1_digit(__m256i b, __m256i p) {
-    const __m256i q = iqk_mul_u8(b, p), three = _mm256_set1_epi16(3);
-    const __m256i lo = _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_and_si256(q, _mm256_set1_epi16(0x00FF)), three), 8);
-    const __m256i hi = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(q, 8), three), _mm256_set1_epi16((short)0xFF00));
-    return _mm256_or_si256(lo, hi);
+IQK_INLINE __m256i iqk_tq1_top(__m256i q) {
+    const __m256i s = _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80));
+    const __m256i ge86 = _mm256_cmpgt_epi8(s, _mm256_set1_epi8((char)(85 ^ 0x80)));
+    const __m256i ge171 = _mm256_cmpgt_epi8(s, _mm256_set1_epi8((char)(170 ^ 0x80)));
+    return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(ge86, ge171));
 }
 
 /* Group k (elements 32 * k ..) of a TQ1_0 block as u in {0, 1, 2}: qs[0..32) hold 5 digits
- * for elements 0..159, qs[32..48) 5 for 160..239 (16 per digit), qh[0..4) 4 for 240..255. */
+ * for elements 0..159, qs[32..48) 5 for 160..239 (16 per digit), qh[0..4) 4 for 240..255
+ * (element 240 + 4 n + j: digit n of qh[j]). */
 IQK_INLINE __m256i iqk_tq1_group(const block_tq1_0 *b, int k) {
     if (k < 5) {
-        static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
-        return iqk_tq1_digit(iqk_load(b->qs), _mm256_set1_epi8((char)pow3[k]));
+        const __m256i q = iqk_load(b->qs);
+        const __m256i p = k == 0 ? q : k == 1 ? iqk_mul3_u8(q) : k == 2 ? iqk_mul9_u8(q) : k == 3 ? iqk_mul9_u8(iqk_mul3_u8(q))
+                                                                                                  : iqk_mul9_u8(iqk_mul9_u8(q));
+        return iqk_tq1_top(p);
     }
     const __m128i q16 = _mm_loadu_si128((const __m128i *)(const void *)(b->qs + 32));
-    if (k == 5) return iqk_tq1_digit(_mm256_set_m128i(q16, q16), _mm256_set_m128i(_mm_set1_epi8(3), _mm_set1_epi8(1)));
-    if (k == 6) return iqk_tq1_digit(_mm256_set_m128i(q16, q16), _mm256_set_m128i(_mm_set1_epi8(27), _mm_set1_epi8(9)));
-    const __m128i qh = _mm_set1_epi32((int)iqk_u32(b->qh));
-    const __m128i ph = _mm_setr_epi8(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
-    return iqk_tq1_digit(_mm256_set_m128i(qh, q16), _mm256_set_m128i(ph, _mm_set1_epi8(81)));
+    const __m256i q = _mm256_set_m128i(q16, q16);
+    if (k == 5) return iqk_tq1_top(_mm256_blend_epi32(q, iqk_mul3_u8(q), 0xF0));                  /* x1 | x3 */
+    const __m256i q9 = iqk_mul9_u8(q);
+    if (k == 6) return iqk_tq1_top(_mm256_blend_epi32(q9, iqk_mul3_u8(q9), 0xF0));                /* x9 | x27 */
+    /* x81 | qh: dwords of qh bytes times 1, 3, 9, 27 */
+    const __m256i h = _mm256_set1_epi32((int)iqk_u32(b->qh)), h3 = iqk_mul3_u8(h), h9 = iqk_mul9_u8(h);
+    const __m256i hh = _mm256_blend_epi32(_mm256_blend_epi32(h, h3, 0x20), _mm256_blend_epi32(h9, iqk_mul3_u8(h9), 0x80), 0xC0);
+    return iqk_tq1_top(_mm256_blend_epi32(iqk_mul9_u8(q9), hh, 0xF0));
 }
 
 IQK_INLINE __m256i iqk_tq2_group(const block_tq2_0 *b, int k) {
