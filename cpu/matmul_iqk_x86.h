@@ -272,14 +272,19 @@ IQK_INLINE void iqk_tq_body(const bool is_tq1, int64_t n, const void *w, const v
             const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
             sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(iqk_load(y->bsums), one16));
         }
+        /* u . y pair sums stay within int16 over the block (8 groups x 2 x 2 x 127 = 4064):
+         * int16 adds, one widening madd per block */
+        __m256i s16[MM_MAX_TOK];
+        for (int t = 0; t < NT; t++) s16[t] = _mm256_setzero_si256();
         for (int k = 0; k < 8; k++) {
             const __m256i u = is_tq1 ? iqk_tq1_group((const block_tq1_0 *)(const void *)blk, k)
                                      : iqk_tq2_group((const block_tq2_0 *)(const void *)blk, k);
             for (int t = 0; t < NT; t++) {
                 const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
-                sumi[t] = IQK_DPWSSD(sumi[t], _mm256_maddubs_epi16(u, iqk_load(y->qs + 32 * k)), one16);
+                s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(u, iqk_load(y->qs + 32 * k)));
             }
         }
+        for (int t = 0; t < NT; t++) sumi[t] = IQK_DPWSSD(sumi[t], s16[t], one16);
         const float dw = _cvtsh_ss(is_tq1 ? ((const block_tq1_0 *)(const void *)blk)->d : ((const block_tq2_0 *)(const void *)blk)->d);
         for (int t = 0; t < NT; t++) {
             const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
