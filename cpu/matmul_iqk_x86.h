@@ -199,6 +199,7 @@ IQK_INLINE void iqk_body(const qtype T, int64_t n, const void *w, const void *x,
         iqk_prefetch(blk + IQK_PREFETCH_BLOCKS * bsize, bsize);
         __m256i sumi[MM_MAX_TOK];
         for (int t = 0; t < NT; t++) sumi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
         for (int ib = 0; ib < 8; ib++) {
             const iqk_group g = iqk_decode(T, blk, ib);
             for (int t = 0; t < NT; t++) {
@@ -276,6 +277,7 @@ IQK_INLINE void iqk_tq_body(const bool is_tq1, int64_t n, const void *w, const v
          * int16 adds, one widening madd per block */
         __m256i s16[MM_MAX_TOK];
         for (int t = 0; t < NT; t++) s16[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             const __m256i u = is_tq1 ? iqk_tq1_group((const block_tq1_0 *)(const void *)blk, k)
                                      : iqk_tq2_group((const block_tq2_0 *)(const void *)blk, k);
@@ -470,6 +472,7 @@ IQK_INLINE void iqp_decode(const qtype T, const uint8_t *w, size_t w_rb, int64_t
             float *fs = fsc + (size_t)b * runs * IQP_ROWS + r;
             if (iqp_is_tq(T)) {
                 const float dw = _cvtsh_ss(T == QT_TQ1_0 ? ((const block_tq1_0 *)(const void *)blk)->d : ((const block_tq2_0 *)(const void *)blk)->d);
+#pragma GCC unroll 8
                 for (int k = 0; k < 8; k++) {
                     const __m256i u = T == QT_TQ1_0 ? iqk_tq1_group((const block_tq1_0 *)(const void *)blk, k)
                                                     : iqk_tq2_group((const block_tq2_0 *)(const void *)blk, k);
