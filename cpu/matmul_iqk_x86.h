@@ -2,14 +2,16 @@
  * against Q8_K activations (IQ4_XS, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M,
  * TQ1_0, TQ2_0), written once and included by matmul_iq_avx2.c and matmul_iq_avx512.c. The
  * includer defines IQK_ATTR (function attributes), IQK_DPWSSD(acc, a, b) (acc + the int32
- * pair sums of int16 a * b: madd + add on AVX2, one vpdpwssd with AVX512-VNNI) and IQK_SUFFIX.
+ * pair sums of int16 a * b: madd + add on AVX2, one vpdpwssd with AVX512-VNNI), IQK_SUFFIX,
+ * IQD_NT (tokens of the 4-row prompt kernel) and, for AVX-512, IQD_ZMM (the 16-row one).
  *
  * Every i-quant block decodes, 32 elements at a time, to w = dw * sc * v with v a signed byte
  * (grid value with its sign, IQ4 level; IQ1_S/IQ1_M: 8 * grid + the +-1 delta, so that the
  * delta needs no activation sums), sc a small integer scale per 16 or 32 elements and dw one
  * float per block. A group is applied to every token as maddubs(|v|, sign(y, v)) and one
- * madd with the scales. A block is decoded once for up to MM_MAX_TOK tokens (NT); the 4-row
- * form (IQK_ROWS4) reuses each activation load across four weight rows as well.
+ * madd with the scales. The mat-vec (dot) decodes a block once for up to MM_MAX_TOK tokens;
+ * the prompt kernels (gemm, more than 2 * MM_MAX_TOK tokens) decode rows once per slab of
+ * blocks and chunk of tokens into a plain int8 form and then only multiply and add.
  * The grids and value tables are quant_iq.h's. */
 #include <immintrin.h>
 #include "cpu_kernels.h"

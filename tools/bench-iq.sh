@@ -10,9 +10,10 @@
 #   ANVIL=build/anvil REPS=3 TYPES="IQ2_XXS IQ3_S" tools/bench-iq.sh
 #
 # Environment: ANVIL (default build/anvil), MODELS_DIR (default ~/.cache/anvil-bench-models),
-# REPS (2), THREADS (1,2), PP (128), TG (32), TYPES (IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ1_S
-# IQ1_M IQ4_XS IQ4_NL TQ1_0 TQ2_0), LLAMACPP_BIN (llama-quantize's folder). Extra arguments
-# go to compare-llamacpp.
+# REPS (2), THREADS (1,2), PP (128), TG (32), TYPES (IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_S
+# IQ1_S IQ1_M IQ4_XS IQ4_NL TQ1_0 TQ2_0: llama-quantize's file types; note its IQ2_S mix is
+# made of IQ2_XS tensors, IQ2_M's of IQ2_S ones), LLAMACPP_BIN (llama-quantize's folder).
+# Extra arguments go to compare-llamacpp.
 set -eu
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 ANVIL=${ANVIL:-$REPO/build/anvil}
@@ -21,7 +22,7 @@ REPS=${REPS:-2}
 THREADS=${THREADS:-1,2}
 PP=${PP:-128}
 TG=${TG:-32}
-TYPES=${TYPES:-IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ1_S IQ1_M IQ4_XS IQ4_NL TQ1_0 TQ2_0}
+TYPES=${TYPES:-IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_S IQ1_S IQ1_M IQ4_XS IQ4_NL TQ1_0 TQ2_0}
 BIN=${LLAMACPP_BIN:-$HOME/.cache/llamacpp-current/src/llama.cpp/build-cpu/bin}
 LOCK=/tmp/anvil-quiet.lock
 
