@@ -425,7 +425,7 @@ IQK_INLINE void iqd_kernel(const qtype T, const iqd_block *d, const uint8_t (*sv
 IQK_INLINE void iqd_gemm4(const qtype T, int64_t n, const void *w, size_t w_rb, const void *x, size_t xs, int n_tok, float *out,
                           int64_t out_stride, bool accumulate) {
     iqd_block d[4 * IQD_SLAB];
-    uint8_t sv[T == QT_IQ4_XS ? 4 * IQD_SLAB : 1][QK_K];
+    uint8_t sv[4 * IQD_SLAB][QK_K]; /* IQ4_XS only (the others keep no signs) */
     float acc[IQD_TCHUNK * 4];
     const int64_t nbk = n / QK_K;
     for (int tc = 0; tc < n_tok; tc += IQD_TCHUNK) {
