@@ -357,7 +357,7 @@ backend *cpu_backend_new(int n_threads) {
     mm_kernels_scalar(&c->kernels);
     mm_kernels_iq_scalar(&c->kernels);
     if (c->simd >= CPU_SIMD_AVX2) { mm_kernels_avx2(&c->kernels); mm_kernels_iq_avx2(&c->kernels); }
-    if (c->simd >= CPU_SIMD_AVX512) mm_kernels_avx512(&c->kernels);
+    if (c->simd >= CPU_SIMD_AVX512) { mm_kernels_avx512(&c->kernels); mm_kernels_iq_avx512(&c->kernels); }
     snprintf(desc, 64, "CPU, %d thread%s, %s kernels", n_threads, n_threads == 1 ? "" : "s", simd_names[c->simd]);
     be->ops = &cpu_ops_table;
     be->name = "cpu";

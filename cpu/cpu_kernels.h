@@ -33,6 +33,13 @@ typedef void (*mm_quant_fn)(const float *x, void *y, int64_t n);
 #define MM_MAX_TOK4 8
 typedef void (*mm_dot4_fn)(int64_t n, const void *w, size_t w_rb, const void *x, size_t x_stride, int nt, float *res);
 
+/* Prompt-sized batches: gemm_rows[type] weight rows (w + r * w_rb) against all n_tok
+ * tokens, out[t * out_stride + r] (+)= row r . token t. The weights are decoded once per
+ * slab of blocks and token chunk (not once per token tile), which is what the 256-element
+ * i-quants' grid lookups need. */
+typedef void (*mm_gemm_fn)(int64_t n, const void *w, size_t w_rb, const void *x, size_t x_stride, int n_tok, float *out,
+                            int64_t out_stride, bool accumulate);
+
 /* Packed weights (repack.h): one group of 16 rows (grp, nb blocks of 32) x nt <= PK_MAX_TOK
  * tokens of blk_q8s (token t at act + t * act_rb): out[t * out_stride + r] (+)= row r for the
  * rows set in mask. */
@@ -53,6 +60,8 @@ typedef struct {
     mm_dot_fn dot[QT_COUNT];   /* NULL: type not supported by matmul */
     mm_dot4_fn dot4[QT_COUNT]; /* optional 4-row form (NULL: rows go one by one) */
     uint8_t dot4_nt[QT_COUNT]; /* tokens one dot4 call takes at most (register budget) */
+    mm_gemm_fn gemm[QT_COUNT];   /* optional, above 2 * MM_MAX_TOK tokens (before dot4) */
+    uint8_t gemm_rows[QT_COUNT]; /* rows one gemm call takes (divides MM_ROW_TILE) */
     mm_quant_fn quant_q8x, quant_q8k;
     /* Float helpers (attention): dot, y += a * x, F16 -> F32. */
     float (*vec_dot_f32)(const float *a, const float *b, int64_t n);
@@ -67,10 +76,12 @@ typedef struct {
 void mm_kernels_scalar(mm_kernels *k);
 void mm_kernels_avx2(mm_kernels *k);
 void mm_kernels_avx512(mm_kernels *k);
-/* matmul_iq.c / matmul_iq_avx2.c: MXFP4 and the i-quants (called by cpu_backend.c after
- * the table above: scalar always, AVX2 where the CPU has it). */
+/* matmul_iq.c / matmul_iq_avx2.c / matmul_iq_avx512.c: MXFP4, the i-quants and the TQ types
+ * (called by cpu_backend.c after the tables above: scalar always, AVX2 and AVX-512 where the
+ * CPU has them). */
 void mm_kernels_iq_scalar(mm_kernels *k);
 void mm_kernels_iq_avx2(mm_kernels *k);
+void mm_kernels_iq_avx512(mm_kernels *k);
 /* matmul_packed_avx512.c: the kernels on repacked weights (called by mm_kernels_avx512). */
 void mm_packed_install_avx512(mm_kernels *k);
 /* matmul_pkq5_avx512.c: the Q5_K mat-vec (1-3 tokens) on repacked weights (called by

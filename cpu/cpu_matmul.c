@@ -319,6 +319,8 @@ typedef struct {
     mm_dot_fn dot;
     mm_dot4_fn dot4;
     int dot4_nt;
+    mm_gemm_fn gemm;
+    int gemm_rows;
     mm_quant_fn quant;
     const uint8_t *w;
     size_t w_rb;
@@ -350,8 +352,12 @@ static void mm_chunk(void *ctx, int64_t chunk, int ith) {
     const int64_t r1 = r0 + j->rows_per_chunk < j->rows ? r0 + j->rows_per_chunk : j->rows;
     for (int64_t rb = r0; rb < r1; rb += MM_ROW_TILE) {
         const int64_t re = rb + MM_ROW_TILE < r1 ? rb + MM_ROW_TILE : r1;
-        int64_t r4 = rb; /* rows [rb, r4) go through dot4 */
-        if (j->dot4) {
+        int64_t r4 = rb; /* rows [rb, r4) go through gemm or dot4 */
+        if (j->gemm) {
+            r4 = rb + (re - rb) / j->gemm_rows * j->gemm_rows;
+            for (int64_t r = rb; r < r4; r += j->gemm_rows)
+                j->gemm(j->cols, j->w + (size_t)r * j->w_rb, j->w_rb, act, act_rb, j->n_tok, j->out + r, j->rows, j->accumulate);
+        } else if (j->dot4) {
             r4 = rb + (re - rb) / 4 * 4;
             float res4[4 * MM_MAX_TOK4];
             for (int t0 = 0; t0 < j->n_tok; t0 += j->dot4_nt) {
@@ -528,7 +534,8 @@ static int64_t mm_prepare(cpu_ctx *c, uint32_t wtype, const void *w, int64_t col
     /* Up to MM_MAX_TOK tokens (decode steps of a few batched sequences: memory-bound) one
      * sequential weight stream with the tokens in registers beats four interleaved rows. */
     const bool rows4 = n_tok > 2 * MM_MAX_TOK && k->dot4_nt[wtype] > 0;
-    *j = (mm_job){.dot = k->dot[wtype], .dot4 = rows4 ? k->dot4[wtype] : NULL, .dot4_nt = k->dot4_nt[wtype], .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
+    *j = (mm_job){.dot = k->dot[wtype], .dot4 = rows4 ? k->dot4[wtype] : NULL, .dot4_nt = k->dot4_nt[wtype],
+                  .gemm = n_tok > 2 * MM_MAX_TOK ? k->gemm[wtype] : NULL, .gemm_rows = k->gemm_rows[wtype], .w = w, .w_rb = qtype_row_size((qtype)wtype, cols), .cols = cols, .rows = rows,
                   .x = x, .out = out, .n_tok = n_tok, .accumulate = accumulate};
     const act_kind a = k->act[wtype];
     if (a != ACT_F32) {

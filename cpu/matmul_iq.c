@@ -2,8 +2,8 @@
  * (MXFP4, the i-quants, TQ1_0/TQ2_0), against the activations ggml uses for them: blk_q8x
  * for the 32-element types (MXFP4, IQ4_NL), Q8_K for the 256-element ones (decoded by
  * iq_decode_block to int8 values, per-16 scales and per-8 offsets). Installed into the
- * kernel table by mm_kernels_iq_scalar (cpu_backend.c); SIMD forms (MXFP4, IQ4_NL,
- * IQ4_XS): matmul_iq_avx2.c. The IQ3/IQ2/IQ1 and TQ kernels are scalar only. */
+ * kernel table by mm_kernels_iq_scalar (cpu_backend.c); the SIMD forms of every one of them:
+ * matmul_iq_avx2.c, matmul_iq_avx512.c and matmul_iqk_x86.h. */
 #include "cpu_kernels.h"
 #include "fp16.h"
 #include "quant_iq.h"

@@ -1,11 +1,18 @@
-/* matmul_iq_avx2: AVX2 dot kernels of the non-linear 4-bit weight types (MXFP4 and IQ4_NL
- * against blk_q8x, IQ4_XS against Q8_K): the 16 values of the type are a pshufb table, so a block decodes to 32 signed
+/* matmul_iq_avx2: AVX2 dot kernels of the read-only weight types: MXFP4 and IQ4_NL against
+ * blk_q8x here, the 256-element i-quants and TQ types against Q8_K from matmul_iqk_x86.h. MXFP4/IQ4_NL: the 16 values of the type are a pshufb table, so a block decodes to 32 signed
  * bytes in two instructions; the integer dot is maddubs + madd on |w| and sign(w) * x.
  * Installed by mm_kernels_iq_avx2 after the run-time CPU check (cpu_backend.c). */
 #include "cpu_kernels.h"
 #include "quant_iq.h"
 
 #include <immintrin.h>
+
+/* ---- the 256-element i-quants and TQ types against Q8_K: matmul_iqk_x86.h with madd + add ---- */
+#define IQK_ATTR
+#define IQK_DPWSSD(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
+#define IQK_SUFFIX _avx2
+#define IQD_NT 2
+#include "matmul_iqk_x86.h"
 
 #define INLINE static inline __attribute__((always_inline))
 #define ACT(x, xs, t) ((const void *)((const uint8_t *)(x) + (size_t)(t) * (xs)))
@@ -70,34 +77,6 @@ INLINE void iq4_nl_body(int64_t n, const void *w, const void *x, size_t xs, cons
     for (int t = 0; t < NT; t++) res[t] = hsum_ps(acc[t]);
 }
 
-/* IQ4_XS: eight 32-element sub-blocks with 6-bit scales (minus 32) under one fp16; the
- * integer sums are scaled per sub-block and summed exactly per super-block. */
-INLINE void iq4_xs_body(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
-    const block_iq4_xs *b = w;
-    const __m256i table = table16(kvalues_iq4nl);
-    __m256 acc[MM_MAX_TOK];
-    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        __m256i v[8], ls[8];
-        for (int ib = 0; ib < 8; ib++) {
-            v[ib] = lut_nibbles(b[i].qs + 16 * ib, table);
-            const int sc = (((b[i].scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((b[i].scales_h >> 2 * ib) & 3) << 4)) - 32;
-            ls[ib] = _mm256_set1_epi32(sc);
-        }
-        const float dw = _cvtsh_ss(b[i].d);
-        for (int t = 0; t < NT; t++) {
-            const block_q8_K *y = (const block_q8_K *)ACT(x, xs, t) + i;
-            __m256i sumi = _mm256_setzero_si256();
-            for (int ib = 0; ib < 8; ib++) {
-                const __m256i yq = _mm256_loadu_si256((const __m256i *)(const void *)(y->qs + 32 * ib));
-                sumi = _mm256_add_epi32(sumi, _mm256_mullo_epi32(dot_s8s8(v[ib], yq), ls[ib]));
-            }
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y->d), _mm256_cvtepi32_ps(sumi), acc[t]);
-        }
-    }
-    for (int t = 0; t < NT; t++) res[t] = hsum_ps(acc[t]);
-}
-
 #define NT_DISPATCH(name, body)                                                                   \
     static void name(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {     \
         switch (nt) {                                                                             \
@@ -109,10 +88,9 @@ INLINE void iq4_xs_body(int64_t n, const void *w, const void *x, size_t xs, cons
     }
 NT_DISPATCH(dot_mxfp4_avx2, mxfp4_body)
 NT_DISPATCH(dot_iq4_nl_avx2, iq4_nl_body)
-NT_DISPATCH(dot_iq4_xs_avx2, iq4_xs_body)
 
 void mm_kernels_iq_avx2(mm_kernels *k) {
     k->dot[QT_MXFP4] = dot_mxfp4_avx2;
     k->dot[QT_IQ4_NL] = dot_iq4_nl_avx2;
-    k->dot[QT_IQ4_XS] = dot_iq4_xs_avx2;
+    iqk_install(k);
 }

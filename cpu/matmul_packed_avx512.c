@@ -8,6 +8,7 @@
  * sum), then d_w * d_x * sum is added in block order, as ggml's q*_0 x q8_0 dot does.
  * Q4_K/Q5_K/Q6_K: exact per-superblock integer sums (ggml's q*_K x q8_K), one float add each. */
 #include "cpu_kernels.h"
+#include "quant_iq.h"
 #include "repack.h"
 
 #include <immintrin.h>
@@ -24,13 +25,21 @@ static inline int32_t pk_load4(const int8_t *p) {
     return v;
 }
 
-/* is_q4: Q4_0 (4 steps of packed nibbles: low = elements 4k.., high = 16 + 4k..), else
- * Q8_0 (8 steps of signed bytes, made unsigned by xor 0x80: offset -128). */
-PK_INLINE void pk_body(const bool is_q4, int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, const int NT,
+/* IQ4_NL's 16 levels plus 128 (unsigned, 1..241), as a pshufb table in every 128-bit lane:
+ * the packed IQ4_NL kernel is Q4_0's with the nibbles looked up, offset -128. */
+PK_INLINE __m512i pk_iq4nl_table(void) {
+    const __m128i t = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)kvalues_iq4nl), _mm_set1_epi8((char)0x80));
+    return _mm512_broadcast_i32x4(t);
+}
+
+/* is_q4: Q4_0 (4 steps of packed nibbles: low = elements 4k.., high = 16 + 4k..; is_nl:
+ * IQ4_NL, the nibbles through pk_iq4nl_table), else Q8_0 (8 steps of signed bytes, made
+ * unsigned by xor 0x80: offset -128). */
+PK_INLINE void pk_body_nl(const bool is_q4, const bool is_nl, int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, const int NT,
                        float *out, int64_t out_stride, __mmask16 mask, bool accumulate) {
     const size_t pblk = is_q4 ? PK_ROWS * sizeof(block_q4_0) : PK_ROWS * sizeof(block_q8_0);
-    const int off = is_q4 ? -8 : -128;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), x80 = _mm512_set1_epi8((char)0x80);
+    const int off = is_q4 && !is_nl ? -8 : -128;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), x80 = _mm512_set1_epi8((char)0x80), lut = pk_iq4nl_table();
     __m512 acc[PK_MAX_TOK];
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
@@ -42,6 +51,7 @@ PK_INLINE void pk_body(const bool is_q4, int64_t nb, const uint8_t *grp, const v
                 const __m512i p = _mm512_loadu_si512((const void *)(pb + 32 + 64 * k));
                 w[k] = _mm512_and_si512(p, m4);
                 w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+                if (is_nl) { w[k] = _mm512_shuffle_epi8(lut, w[k]); w[k + 4] = _mm512_shuffle_epi8(lut, w[k + 4]); }
             }
         } else {
             for (int k = 0; k < 8; k++) w[k] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(pb + 32 + 64 * k)), x80);
@@ -61,23 +71,33 @@ PK_INLINE void pk_body(const bool is_q4, int64_t nb, const uint8_t *grp, const v
     }
 }
 
-#define PK_KERNEL(name, is_q4)                                                                                          \
+PK_INLINE void pk_body(const bool is_q4, int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, const int NT,
+                       float *out, int64_t out_stride, __mmask16 mask, bool accumulate) {
+    pk_body_nl(is_q4, false, nb, grp, act, act_rb, NT, out, out_stride, mask, accumulate);
+}
+PK_INLINE void pk_body_iq4nl(const bool is_q4, int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, const int NT,
+                             float *out, int64_t out_stride, __mmask16 mask, bool accumulate) {
+    pk_body_nl(is_q4, true, nb, grp, act, act_rb, NT, out, out_stride, mask, accumulate);
+}
+
+#define PK_KERNEL(name, body, is_q4)                                                                                          \
     PK_ATTR static void name(int64_t nb, const uint8_t *grp, const void *act, size_t act_rb, int nt, float *out,       \
                              int64_t out_stride, uint32_t mask, bool accumulate) {                                     \
         const __mmask16 m = (__mmask16)mask;                                                                            \
         switch (nt) {                                                                                                   \
-        case 8: pk_body(is_q4, nb, grp, act, act_rb, 8, out, out_stride, m, accumulate); break;                         \
-        case 7: pk_body(is_q4, nb, grp, act, act_rb, 7, out, out_stride, m, accumulate); break;                         \
-        case 6: pk_body(is_q4, nb, grp, act, act_rb, 6, out, out_stride, m, accumulate); break;                         \
-        case 5: pk_body(is_q4, nb, grp, act, act_rb, 5, out, out_stride, m, accumulate); break;                         \
-        case 4: pk_body(is_q4, nb, grp, act, act_rb, 4, out, out_stride, m, accumulate); break;                         \
-        case 3: pk_body(is_q4, nb, grp, act, act_rb, 3, out, out_stride, m, accumulate); break;                         \
-        case 2: pk_body(is_q4, nb, grp, act, act_rb, 2, out, out_stride, m, accumulate); break;                         \
-        default: pk_body(is_q4, nb, grp, act, act_rb, 1, out, out_stride, m, accumulate); break;                        \
+        case 8: body(is_q4, nb, grp, act, act_rb, 8, out, out_stride, m, accumulate); break;                         \
+        case 7: body(is_q4, nb, grp, act, act_rb, 7, out, out_stride, m, accumulate); break;                         \
+        case 6: body(is_q4, nb, grp, act, act_rb, 6, out, out_stride, m, accumulate); break;                         \
+        case 5: body(is_q4, nb, grp, act, act_rb, 5, out, out_stride, m, accumulate); break;                         \
+        case 4: body(is_q4, nb, grp, act, act_rb, 4, out, out_stride, m, accumulate); break;                         \
+        case 3: body(is_q4, nb, grp, act, act_rb, 3, out, out_stride, m, accumulate); break;                         \
+        case 2: body(is_q4, nb, grp, act, act_rb, 2, out, out_stride, m, accumulate); break;                         \
+        default: body(is_q4, nb, grp, act, act_rb, 1, out, out_stride, m, accumulate); break;                        \
         }                                                                                                               \
     }
-PK_KERNEL(pk_q4_0_vnni, true)
-PK_KERNEL(pk_q8_0_vnni, false)
+PK_KERNEL(pk_q4_0_vnni, pk_body, true)
+PK_KERNEL(pk_iq4_nl_vnni, pk_body_iq4nl, true)
+PK_KERNEL(pk_q8_0_vnni, pk_body, false)
 
 /* Q4_K / Q5_K (has_qh): per superblock the exact integer sums of ggml's q4_K x q8_K dot:
  * isum = sum_j sc_j * (q_j . y_j) (vpdpbusd per sub-block, vpmulld by the row's scale) and
@@ -289,5 +309,6 @@ void mm_packed_install_avx512(mm_kernels *k) {
     k->packed[QT_Q4_K] = pk_q4_K_vnni;
     k->packed[QT_Q5_K] = pk_q5_K_vnni;
     k->packed[QT_Q4_0] = pk_q4_0_vnni;
+    k->packed[QT_IQ4_NL] = pk_iq4_nl_vnni;
     k->packed[QT_Q8_0] = pk_q8_0_vnni;
 }

@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 
 bool repack_supported(uint32_t type) {
-    return type == QT_Q4_0 || type == QT_Q8_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K ||
+    return type == QT_Q4_0 || type == QT_IQ4_NL || type == QT_Q8_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K ||
            type == QT_F16 || type == QT_BF16;
 }
 
@@ -95,8 +95,8 @@ static void repack_f16(const void *src, int64_t cols, int64_t rows, uint8_t *dst
     }
 }
 
-/* Q4_0 group block: 16 x fp16 d, then 4 steps k of 16 rows x 4 bytes qs[4k..4k+3] (low
- * nibbles: elements 4k..4k+3, high: 16+4k..). Q8_0: 16 x fp16 d, then 8 steps k of 16 rows
+/* Q4_0 (and IQ4_NL: the same block layout) group block: 16 x fp16 d, then 4 steps k of 16
+ * rows x 4 bytes qs[4k..4k+3] (low nibbles: elements 4k..4k+3, high: 16+4k..). Q8_0: 16 x fp16 d, then 8 steps k of 16 rows
  * x 4 bytes qs[4k..4k+3]. */
 void repack_rows(uint32_t type, const void *src, int64_t cols, int64_t rows, uint8_t *dst) {
     if (type == QT_Q4_K || type == QT_Q5_K) { repack_k45(type == QT_Q5_K, src, cols, rows, dst); return; }
@@ -104,7 +104,7 @@ void repack_rows(uint32_t type, const void *src, int64_t cols, int64_t rows, uin
     if (type == QT_F16 || type == QT_BF16) { repack_f16(src, cols, rows, dst); return; }
     const int64_t nb = cols / 32, groups = (rows + PK_ROWS - 1) / PK_ROWS;
     const size_t rb = qtype_row_size((qtype)type, cols);
-    const bool q4 = type == QT_Q4_0;
+    const bool q4 = type == QT_Q4_0 || type == QT_IQ4_NL; /* block_iq4_nl has block_q4_0's layout */
     const size_t blk = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0), qbytes = q4 ? 16 : 32;
     const size_t pblk = PK_ROWS * blk;
     for (int64_t g = 0; g < groups; g++) {

@@ -76,7 +76,7 @@ typedef struct {
     size_t bytes;       /* packed bytes held (memory cost of repacking) */
 } cpu_packed_set;
 
-/* Whether the packed layout exists for this type (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16). */
+/* Whether the packed layout exists for this type (Q4_0, IQ4_NL, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16). */
 bool repack_supported(uint32_t type);
 /* Bytes of one packed group of PK_ROWS rows of `cols` elements. */
 size_t repack_group_bytes(uint32_t type, int64_t cols);

@@ -132,6 +132,53 @@ static void test_matmul(backend *be, bool is_scalar) {
     }
 }
 
+/* The prompt-sized i-quant / TQ kernels (gemm: decoded once per slab of 8 blocks and chunk
+ * of 128 tokens, 16 or 4 rows per call): 9 blocks per row (a full slab and a ragged one),
+ * 133 tokens (a full chunk, then 5: one tile short of 8), 37 rows (two 16-row tiles + 5 rows
+ * through the mat-vec kernel), against the reference and the scalar path. */
+static const uint32_t big_types[] = {QT_IQ4_XS, QT_IQ3_XXS, QT_IQ3_S, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ1_S, QT_IQ1_M, QT_TQ1_0, QT_TQ2_0};
+#define N_BIG_TYPES (int)(sizeof big_types / sizeof big_types[0])
+static float *big_scalar[N_BIG_TYPES];
+
+static void test_matmul_big(backend *be, bool is_scalar) {
+    const int64_t rows = 37, cols = 256 * 9;
+    const int n_tok = 133;
+    for (int ti = 0; ti < N_BIG_TYPES; ti++) {
+        const uint32_t type = big_types[ti];
+        const size_t rb = qtype_row_size(type, cols);
+        rng = 5000 + (uint64_t)ti;
+        float *wf = rand_floats(cols * rows, -1.0f, 1.0f), *x = rand_floats(cols * n_tok, -2.0f, 2.0f);
+        uint8_t *wq = malloc(rb * (size_t)rows);
+        for (int64_t r = 0; r < rows; r++) iq_rand_row(type, wf + r * cols, wq + rb * (size_t)r, cols, &rng);
+        be_tensor *w = be->ops->weight_new(be, type, cols, rows, wq);
+        CHECK(w != NULL);
+        if (w) {
+            vt xt = make_f32(be, x, cols, n_tok), ot = make(be, QT_F32, rows, n_tok, 1);
+            be->ops->matmul(be, w, &xt.view, &ot.view, n_tok, false);
+            float *got = read_f32(&ot.view, rows * n_tok), *want = calloc((size_t)(rows * n_tok), sizeof(float));
+            ref_matmul(type, wq, cols, rows, x, want, n_tok, false);
+            const float err = tu_rel_err(got, want, rows * n_tok);
+            CHECKF(err < 1.2e-2f, "matmul %s %lldx%lld n_tok %d: rel err %g", qtype_get(type)->name, (long long)rows, (long long)cols, n_tok, err);
+            if (is_scalar) {
+                free(big_scalar[ti]);
+                big_scalar[ti] = got;
+                got = NULL;
+            } else if (big_scalar[ti]) {
+                const float e2 = tu_rel_err(got, big_scalar[ti], rows * n_tok);
+                CHECKF(e2 < 1e-5f, "matmul %s %lldx%lld n_tok %d: SIMD vs scalar rel err %g", qtype_get(type)->name, (long long)rows, (long long)cols, n_tok, e2);
+            }
+            free(got);
+            free(want);
+            be_tensor_free(xt.base);
+            be_tensor_free(ot.base);
+            be_tensor_free(w);
+        }
+        free(wf);
+        free(x);
+        free(wq);
+    }
+}
+
 /* ---- element-wise and row ops ---- */
 
 static void test_rms_norm(backend *be) {
@@ -354,6 +401,7 @@ int main(void) {
             CHECK(cpu_backend_threads(be) == threads);
             printf("path %s, %d thread(s): %s\n", paths[pi], threads, be->device_desc);
             test_matmul(be, pi == 0 && threads == 1);
+            test_matmul_big(be, pi == 0 && threads == 1);
             test_rms_norm(be);
             test_elementwise(be);
             test_glu(be);
@@ -369,5 +417,6 @@ int main(void) {
         printf("matmul %-5s worst rel err vs ref %.2e, SIMD vs scalar %.2e\n", qtype_get(mm_types[a])->name, worst_vs_ref[a], worst_vs_scalar[a]);
     for (int a = 0; a < N_MM_TYPES; a++)
         for (int b = 0; b < N_MM_NTOK; b++) for (int c = 0; c < 2; c++) free(scalar_results[a][b][c]);
+    for (int a = 0; a < N_BIG_TYPES; a++) free(big_scalar[a]);
     return tu_finish();
 }

@@ -13,6 +13,7 @@
 #include "ref_ops.h"
 #include "repack.h"
 #include "testutil.h"
+#include "gguf/iq_rand.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -121,7 +122,7 @@ int main(void) {
         printf("no AVX-512 VNNI here: only the layout is tested\n");
         return tu_finish();
     }
-    static const uint32_t types[] = {QT_Q4_0, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_F16, QT_BF16};
+    static const uint32_t types[] = {QT_Q4_0, QT_IQ4_NL, QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_F16, QT_BF16};
     static const int64_t rows_list[] = {1, 15, 16, 17, 37, 50};
     static const int64_t nb_list[] = {1, 7, 11};
     static const int ntoks[] = {1, 2, 3, 4, 7, 8, 9, 16, 17, 33};
@@ -144,7 +145,7 @@ int main(void) {
                     const size_t rb = qtype_row_size(type, cols);
                     float *wf = rand_floats(cols * rows, -1, 1);
                     uint8_t *wq = malloc(rb * (size_t)rows);
-                    for (int64_t r = 0; r < rows; r++) quantize_row(type, wf + r * cols, wq + rb * (size_t)r, cols);
+                    for (int64_t r = 0; r < rows; r++) iq_rand_row(type, wf + r * cols, wq + rb * (size_t)r, cols, &rng);
                     be_tensor *w = be->ops->weight_new(be, type, cols, rows, wq);
                     be_tensor *wp = plain->ops->weight_new(plain, type, cols, rows, wq);
                     CHECK(w && wp);
