@@ -32,9 +32,12 @@ SRC
   $SUDO apt-get update -qq
 fi
 ver() { apt-cache showsrc "$1" | awk '/^Version:/{print $2; exit}'; }
+# RECIPE names how they are built: bump it when an option below changes (r2: PCRE2's 32-bit
+# library, which the pre-tokenizer splitter uses).
+RECIPE=r2
 key=""
 for p in "${pkgs[@]}"; do key+="$p-$(ver "$p")_"; done
-key=${key%_}
+key=${key%_}_$RECIPE
 root=$cache/${key//[:~+]/.}
 prefix=$root/prefix
 if [ -f "$prefix/.done" ]; then echo "$prefix"; exit 0; fi
@@ -57,7 +60,7 @@ cmake_dep() {
 }
 
 cmake_dep pcre2 "$(srcdir pcre2)" -DPCRE2_BUILD_PCRE2GREP=OFF -DPCRE2_BUILD_TESTS=OFF \
-  -DPCRE2_SUPPORT_JIT=ON -DPCRE2_STATIC_PIC=ON
+  -DPCRE2_BUILD_PCRE2_32=ON -DPCRE2_SUPPORT_JIT=ON -DPCRE2_STATIC_PIC=ON
 cmake_dep cjson "$(srcdir cjson)" -DENABLE_CJSON_TEST=OFF -DENABLE_CJSON_UTILS=OFF \
   -DBUILD_SHARED_AND_STATIC_LIBS=OFF -DENABLE_CUSTOM_COMPILER_FLAGS=OFF
 cmake_dep curl "$(srcdir curl)" -DCURL_USE_SCHANNEL=ON -DCURL_USE_OPENSSL=OFF -DHTTP_ONLY=ON \

@@ -20,7 +20,7 @@ function(anvil_win_lib name lib)
   set_target_properties(${name} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${P}/include
     INTERFACE_LINK_LIBRARIES "${P}/lib/${lib};${ARGN}")
 endfunction()
-anvil_win_lib(PkgConfig::PCRE2 libpcre2-8.a)
+anvil_win_lib(PkgConfig::PCRE2 libpcre2-8.a ${P}/lib/libpcre2-32.a)
 target_compile_definitions(PkgConfig::PCRE2 INTERFACE PCRE2_STATIC)
 anvil_win_lib(PkgConfig::CJSON libcjson.a)
 set_property(TARGET PkgConfig::CJSON APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES ${P}/include/cjson)
