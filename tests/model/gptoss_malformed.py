@@ -12,8 +12,10 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import gguf
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from gguf_rewrite import rewrite  # noqa: E402
 
 ARCH = "gpt-oss"
 # (case name, edit, text the one error line must contain)
@@ -35,38 +37,6 @@ CASES = [
 ]
 
 
-def rewrite(src, dst, edit):
-    r = gguf.GGUFReader(src)
-    w = gguf.GGUFWriter(dst, ARCH)
-    for name, f in r.fields.items():
-        if name.startswith("GGUF.") or name == "general.architecture":
-            continue
-        if edit[0] == "dropkey" and name == edit[1]:
-            continue
-        val = f.contents()
-        if edit[0] == "setu32" and name == edit[1]:
-            val = edit[2]
-        sub = f.types[1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
-        w.add_key_value(name, val, f.types[0], sub_type=sub)
-    if edit[0] == "setarr":
-        w.add_key_value(edit[1], edit[2], gguf.GGUFValueType.ARRAY, sub_type=edit[3])
-    for t in r.tensors:
-        if edit[0] == "drop" and t.name == edit[1]:
-            continue
-        data = np.array(t.data)
-        raw = t.tensor_type
-        if t.name == edit[1] and edit[0] == "shape":
-            data = np.resize(data.reshape(-1), int(np.prod(edit[2]))).reshape(edit[2]).astype(np.float32)
-        elif t.name == edit[1] and edit[0] == "f16":
-            data = data.astype(np.float16)
-            raw = gguf.GGMLQuantizationType.F16
-        w.add_tensor(t.name, data, raw_dtype=raw)  # quantized: data is the byte shape the reader gives
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--anvil", required=True)
@@ -81,7 +51,7 @@ def main():
     for case, edit, want in [("good", ("none", ""), None)] + CASES:
         path = good if case == "good" else os.path.join(a.dir, "bad-gptoss-%s.gguf" % case)
         if case != "good":
-            rewrite(good, path, edit)
+            rewrite(good, path, ARCH, edit)
         r = subprocess.run([a.anvil, "eval", path, "--tokens", "1,2", "--dump", os.path.join(a.dir, "x.json")],
                            capture_output=True, text=True, env=dict(os.environ, ANVIL_DEVICE="cpu"))
         lines = [ln for ln in r.stderr.splitlines() if ln.strip() and "vulkan0" not in ln]
@@ -93,7 +63,7 @@ def main():
         bad += not ok
     # a rewrite with nothing changed also loads (so each refusal above is the edit's)
     same = os.path.join(a.dir, "gptoss-rewritten.gguf")
-    rewrite(good, same, ("none", ""))
+    rewrite(good, same, ARCH, ("none", ""))
     r = subprocess.run([a.anvil, "eval", same, "--tokens", "1,2", "--dump", os.path.join(a.dir, "x.json")],
                        capture_output=True, text=True, env=dict(os.environ, ANVIL_DEVICE="cpu"))
     print("%s rewritten-unchanged: rc %d" % ("ok" if r.returncode == 0 else "FAIL", r.returncode))

@@ -15,8 +15,10 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import gguf
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from gguf_rewrite import rewrite  # noqa: E402
 
 ARCH = "mistral3"
 # (case name, edit, text the one error line must contain)
@@ -41,27 +43,6 @@ OLLAMA_CASES = [
 ]
 
 
-def rewrite(src, dst, edit):
-    r = gguf.GGUFReader(src)
-    w = gguf.GGUFWriter(dst, ARCH)
-    for name, f in r.fields.items():
-        if name.startswith("GGUF.") or name == "general.architecture":
-            continue
-        val = f.contents()
-        if name == edit[1] and edit[0] in ("setu32", "setf32"):
-            val = edit[2]
-        sub = f.types[1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
-        w.add_key_value(name, val, f.types[0], sub_type=sub)
-    for t in r.tensors:
-        w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
-    if edit[0] == "addvec":
-        w.add_tensor(edit[1], np.zeros(edit[2], dtype=np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-
-
 def run(anvil, path, tmp):
     r = subprocess.run([anvil, "eval", path, "--tokens", "1,2", "--dump", os.path.join(tmp, "x.json")],
                        capture_output=True, text=True, env=dict(os.environ, ANVIL_DEVICE="cpu"))
@@ -82,7 +63,7 @@ def main():
                        + (["--ollama-keys"] if variant == "ollama" else []), check=True, capture_output=True)
         # the unmodified file and a rewrite with nothing changed load (so each refusal is the edit's)
         same = os.path.join(a.dir, "mistral3-rewritten-%s.gguf" % variant)
-        rewrite(good, same, ("none", ""))
+        rewrite(good, same, ARCH, ("none", ""))
         r = subprocess.run([a.anvil, "show", good], capture_output=True, text=True)
         caps = r.stdout.split("Capabilities")[-1].split()
         ok = r.returncode == 0 and "ministral3" in r.stdout and caps[:3] == ["completion", "tools", "thinking"]
@@ -94,7 +75,7 @@ def main():
             bad += rc != 0
         for case, edit, want in cases:
             path = os.path.join(a.dir, "bad-mistral3-%s.gguf" % case)
-            rewrite(good, path, edit)
+            rewrite(good, path, ARCH, edit)
             rc, lines = run(a.anvil, path, a.dir)
             ok = rc != 0 and rc < 128 and len(lines) == 1 and want in lines[0]
             print("%s %s: rc %d: %s" % ("ok" if ok else "FAIL", case, rc, " | ".join(lines)))
