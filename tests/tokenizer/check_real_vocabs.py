@@ -51,33 +51,6 @@ def merges_from_ranks(ranks, n_merged_from=256):
     return pairs
 
 
-def write_gguf(path, pre, tokens, types, merges, bos, eos, add_bos):
-    import gguf
-    w = gguf.GGUFWriter(path, "llama")
-    w.add_name("real-" + pre)
-    w.add_context_length(256)
-    w.add_embedding_length(64)
-    w.add_block_count(1)
-    w.add_feed_forward_length(128)
-    w.add_head_count(2)
-    w.add_head_count_kv(2)
-    w.add_rope_dimension_count(32)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_vocab_size(len(tokens))
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre(pre)
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(bos)
-    w.add_eos_token_id(eos)
-    w.add_add_bos_token(add_bos)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-
-
 def o200k_gguf(src, path):
     data = open(src, "rb").read()
     (n,) = struct.unpack_from("<I", data, 0)
@@ -101,7 +74,7 @@ def o200k_gguf(src, path):
         tokens.append(specials.get(i, "<|reserved_%d|>" % i))
         types.append(CONTROL)
     merges = ["%s %s" % (text(l), text(r)) for l, r, _ in merges_from_ranks(ranks)]
-    write_gguf(path, "gpt-4o", tokens, types, merges, 199999, 199999, False)
+    mpg.write_vocab_gguf(path, "real-gpt-4o", "gpt-4o", tokens, types, merges, 199999, 199999, False)
     return len(tokens), len(merges)
 
 
@@ -121,7 +94,7 @@ def tekken_gguf(src, path):
         tokens.append(text(base64.b64decode(v["token_bytes"])))
         types.append(NORMAL)
     merges = ["%s %s" % (text(l), text(r)) for l, r, _ in merges_from_ranks(ranks)]
-    write_gguf(path, "tekken", tokens, types, merges, 1, 2, True)
+    mpg.write_vocab_gguf(path, "real-tekken", "tekken", tokens, types, merges, 1, 2, True)
     return len(tokens), len(merges)
 
 

@@ -111,16 +111,12 @@ def raw_utf8_vocab(tokens, merges):
     return out, types, new_merges
 
 
-def write_model(path, pre, vocab):
+def write_vocab_gguf(path, name, pre, toks, types, merges, bos, eos, add_bos=None):
+    """A vocab-only llama-arch GGUF (a byte-level BPE vocabulary under tokenizer.ggml.pre = pre),
+    the form llama.cpp's models/ggml-vocab-*.gguf take; add_bos None: the key is not written."""
     import gguf
-    if pre in RAW_UTF8:
-        toks, types, merges = raw_utf8_vocab(vocab["tokens"], vocab["merges"])
-    else:
-        toks, types, merges = list(vocab["tokens"]), [NORMAL] * len(vocab["tokens"]), list(vocab["merges"])
-    toks += SPECIAL
-    types += [CONTROL] * len(SPECIAL)
     w = gguf.GGUFWriter(path, "llama")
-    w.add_name("tok-pre-" + pre)
+    w.add_name(name)
     w.add_context_length(256)
     w.add_embedding_length(64)
     w.add_block_count(1)
@@ -135,12 +131,24 @@ def write_model(path, pre, vocab):
     w.add_token_list(toks)
     w.add_token_types(types)
     w.add_token_merges(merges)
-    w.add_bos_token_id(toks.index("<s>"))
-    w.add_eos_token_id(toks.index("</s>"))
+    w.add_bos_token_id(bos)
+    w.add_eos_token_id(eos)
+    if add_bos is not None:
+        w.add_add_bos_token(add_bos)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def write_model(path, pre, vocab):
+    if pre in RAW_UTF8:
+        toks, types, merges = raw_utf8_vocab(vocab["tokens"], vocab["merges"])
+    else:
+        toks, types, merges = list(vocab["tokens"]), [NORMAL] * len(vocab["tokens"]), list(vocab["merges"])
+    toks += SPECIAL
+    types += [CONTROL] * len(SPECIAL)
+    write_vocab_gguf(path, "tok-pre-" + pre, pre, toks, types, merges, toks.index("<s>"), toks.index("</s>"))
 
 
 def model_path(d, pre):
