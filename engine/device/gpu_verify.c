@@ -388,7 +388,7 @@ static void model_cases(spec_list *l, const model *m, int mm_tok) {
     }
     const model_layer *L0 = &m->layers[0];
     const int hd = hp->head_dim_k, nt = 4;
-    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
+    const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_kv_head * hd;
     add_rms(l, hp->n_embd, nt, L0->attn_norm ? host_data(L0->attn_norm) : NULL, hp->norm_eps, "rms_norm");
     if (L0->q_norm) add_rms(l, hd, (int64_t)nt * hp->n_head, host_data(L0->q_norm), hp->norm_eps, "qk-norm");
     if (L0->bq) add_simple(l, K_ADD, nt * qd, qd, BE_GLU_SILU, "bias");
@@ -402,8 +402,8 @@ static void model_cases(spec_list *l, const model *m, int mm_tok) {
     const float *ff = m->rope_freqs ? host_data(m->rope_freqs) : NULL;
     be_rope_params rp = { .n_rot = hp->n_rot, .mode = hp->rope_mode, .freq_base = hp->rope_base, .freq_scale = hp->rope_scale };
     add_rope(l, nt, hp->n_head, hd, 37, &rp, ff);
-    add_rope(l, 1, hp->n_head_kv, hd, 1000, &rp, ff);
-    add_rope_store(l, hp->n_head, hp->n_head_kv, hd, &rp, ff);
+    add_rope(l, 1, hp->n_kv_head, hd, 1000, &rp, ff);
+    add_rope_store(l, hp->n_head, hp->n_kv_head, hd, &rp, ff);
     bool has_swa = false;
     for (int il = 0; il < hp->n_layer; il++) has_swa |= model_layer_is_swa(hp, il);
     if (has_swa && hp->rope_base_swa != hp->rope_base) {
@@ -412,8 +412,8 @@ static void model_cases(spec_list *l, const model *m, int mm_tok) {
         add_rope(l, nt, hp->n_head, hd, 37, &rs, ff);
     }
     (void)kvd;
-    add_kv(l, hp->n_head, hp->n_head_kv, hd, hp->attn_scale, 0);
-    if (has_swa && hp->swa_window > 0) add_kv(l, hp->n_head, hp->n_head_kv, hd, hp->attn_scale, hp->swa_window < 200 ? hp->swa_window : 200);
+    add_kv(l, hp->n_head, hp->n_kv_head, hd, hp->attn_scale, 0);
+    if (has_swa && hp->swa_window > 0) add_kv(l, hp->n_head, hp->n_kv_head, hd, hp->attn_scale, hp->swa_window < 200 ? hp->swa_window : 200);
 }
 
 /* Without a model: every weight type at a 7B-like width, the common head shapes. */

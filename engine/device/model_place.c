@@ -134,7 +134,7 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     int n_ctx = o->n_ctx > 0 ? o->n_ctx : model_default_ctx(&hp);
     if (hp.n_ctx_train > 0 && n_ctx > hp.n_ctx_train) n_ctx = hp.n_ctx_train;
     const uint64_t n_seq = o->n_seq > 0 ? (uint64_t)o->n_seq : 1;
-    const uint64_t kvd = (uint64_t)hp.n_head_kv * hp.head_dim_k;
+    const uint64_t kvd = (uint64_t)hp.n_kv_head * hp.head_dim_k;
     for (int il = 0; il < hp.n_layer; il++)
         lkv[il] = 2 * (uint64_t)n_ctx * n_seq * (uint64_t)qtype_row_size(o->kv_type, (int64_t)kvd);
     const uint64_t nb = 512;

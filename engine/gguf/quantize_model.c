@@ -267,8 +267,8 @@ static int plan_sorted(const gguf_file *f, const order_key *keys, int ftype, boo
         s.falcon = strcmp(arch, "falcon") == 0;
         s.n_layer = hparam(f, arch, "block_count", 0);
         const int n_head = hparam(f, arch, "attention.head_count", 0);
-        const int n_head_kv = hparam(f, arch, "attention.head_count_kv", n_head);
-        s.n_gqa = n_head_kv > 0 ? n_head / n_head_kv : 0;
+        const int n_kv_head = hparam(f, arch, "attention.head_count_kv", n_head);
+        s.n_gqa = n_kv_head > 0 ? n_head / n_kv_head : 0;
         s.n_expert = hparam(f, arch, "expert_count", 0);
         free(arch);
     }

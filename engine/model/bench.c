@@ -28,7 +28,7 @@ void bench_weight_bytes_per_token(const model *m, bench_weight_bytes *out) {
 
 uint64_t bench_kv_bytes_at(const model_hparams *hp, uint32_t kv_type, int pos) {
     if (pos < 0) return 0;
-    const uint64_t row = qtype_row_size((qtype)kv_type, (int64_t)hp->n_head_kv * hp->head_dim_k);
+    const uint64_t row = qtype_row_size((qtype)kv_type, (int64_t)hp->n_kv_head * hp->head_dim_k);
     uint64_t total = 0;
     for (int il = 0; il < hp->n_layer; il++) {
         uint64_t rows = (uint64_t)pos + 1;

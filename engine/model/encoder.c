@@ -69,12 +69,12 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
         !get_u32(f, arch, "block_count", &hp->n_layer, true) || !get_u32(f, arch, "feed_forward_length", &hp->n_ff, true) ||
         !get_u32(f, arch, "attention.head_count", &hp->n_head, true) || !get_u32(f, arch, "pooling_type", &pool, false))
         return -1;
-    hp->n_head_kv = hp->n_head;
-    if (!get_u32(f, arch, "attention.head_count_kv", &hp->n_head_kv, false)) return -1;
-    if (hp->n_ctx_train < 1 || hp->n_embd < 1 || hp->n_layer < 1 || hp->n_ff < 1 || hp->n_head < 1 || hp->n_head_kv < 1 ||
-        hp->n_embd % hp->n_head || hp->n_head % hp->n_head_kv || (hp->n_embd / hp->n_head) % 2) {
-        anv_set_error("%s: invalid %s shape (n_embd %d, n_layer %d, n_ff %d, n_head %d, n_head_kv %d, context %d)", f->path, arch,
-                      hp->n_embd, hp->n_layer, hp->n_ff, hp->n_head, hp->n_head_kv, hp->n_ctx_train);
+    hp->n_kv_head = hp->n_head;
+    if (!get_u32(f, arch, "attention.head_count_kv", &hp->n_kv_head, false)) return -1;
+    if (hp->n_ctx_train < 1 || hp->n_embd < 1 || hp->n_layer < 1 || hp->n_ff < 1 || hp->n_head < 1 || hp->n_kv_head < 1 ||
+        hp->n_embd % hp->n_head || hp->n_head % hp->n_kv_head || (hp->n_embd / hp->n_head) % 2) {
+        anv_set_error("%s: invalid %s shape (n_embd %d, n_layer %d, n_ff %d, n_head %d, n_kv_head %d, context %d)", f->path, arch,
+                      hp->n_embd, hp->n_layer, hp->n_ff, hp->n_head, hp->n_kv_head, hp->n_ctx_train);
         return -1;
     }
     if (pool != MODEL_POOL_MEAN && pool != MODEL_POOL_CLS && pool != MODEL_POOL_LAST) {
@@ -136,13 +136,13 @@ static int load_layer(model *m, int il, backend *be) {
     const model_hparams *hp = &m->hp;
     model_layer *L = &m->layers[il];
     enc_layer *E = &m->enc->layers[il];
-    const int64_t e = hp->n_embd, kvd = (int64_t)hp->n_head_kv * hp->head_dim_k, f = hp->n_ff;
+    const int64_t e = hp->n_embd, kvd = (int64_t)hp->n_kv_head * hp->head_dim_k, f = hp->n_ff;
     bool fail = false;
     L->be = be;
     char name[128];
     snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", il);
     if (gguf_find_tensor(m->gguf, name)) {
-        if (hp->n_head_kv != hp->n_head) { anv_set_error("%s: fused attn_qkv with GQA is unsupported", m->gguf->path); return -1; }
+        if (hp->n_kv_head != hp->n_head) { anv_set_error("%s: fused attn_qkv with GQA is unsupported", m->gguf->path); return -1; }
         L->wq = put(m, be, name, e, e, 0, true, &fail);
         L->wk = put(m, be, name, e, e, e, true, &fail);
         L->wv = put(m, be, name, e, e, 2 * e, true, &fail);
@@ -255,7 +255,7 @@ static void scratch_free(enc_scratch *s) {
 
 static int scratch_new(enc_scratch *s, const model *m, backend *be, int n) {
     const model_hparams *hp = &m->hp;
-    const int64_t e = hp->n_embd, kvd = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    const int64_t e = hp->n_embd, kvd = (int64_t)hp->n_kv_head * hp->head_dim_k;
     memset(s, 0, sizeof *s);
     s->be = be;
     s->x = be_tensor_new(be, QT_F32, e, n);
@@ -286,7 +286,7 @@ static void run_layer(const model *m, int il, enc_scratch *s, const be_tensor *c
     const enc_layer *E = &m->enc->layers[il];
     backend *be = s->be;
     const backend_ops *op = be->ops;
-    const int64_t e = hp->n_embd, kvd = (int64_t)hp->n_head_kv * hp->head_dim_k, nf = (int64_t)n * hp->n_ff;
+    const int64_t e = hp->n_embd, kvd = (int64_t)hp->n_kv_head * hp->head_dim_k, nf = (int64_t)n * hp->n_ff;
     op->matmul(be, L->wq, s->x, s->q, n, false);
     op->matmul(be, L->wk, s->x, s->k, n, false);
     op->matmul(be, L->wv, s->x, s->v, n, false);
@@ -298,9 +298,9 @@ static void run_layer(const model *m, int il, enc_scratch *s, const be_tensor *c
     if (hp->arch == ARCH_NOMIC_BERT) {
         be_rope_params rp = {.n_rot = hp->n_rot, .mode = hp->rope_mode, .freq_base = hp->rope_base, .freq_scale = hp->rope_scale};
         op->rope(be, s->q, n, hp->n_head, hp->head_dim_k, 0, &rp);
-        op->rope(be, s->k, n, hp->n_head_kv, hp->head_dim_k, 0, &rp);
+        op->rope(be, s->k, n, hp->n_kv_head, hp->head_dim_k, 0, &rp);
     }
-    be_attn_params ap = {.n_tok = n, .pos0 = 0, .n_head = hp->n_head, .n_kv_head = hp->n_head_kv, .head_dim = hp->head_dim_k,
+    be_attn_params ap = {.n_tok = n, .pos0 = 0, .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .head_dim = hp->head_dim_k,
                          .scale = hp->attn_scale, .noncausal = true};
     op->attention(be, s->q, s->k, s->v, s->att, &ap);
     op->matmul(be, L->wo, s->att, s->x, n, true);   /* x += Wo att */

@@ -74,7 +74,7 @@ static int add_scratch(scratch_set *ss, const model *m, backend *be, bool with_l
         s = &ss->sc[ss->n_sc++];
         s->be = be;
         const int nb = ss->n_batch;
-        const int64_t qd = (int64_t)hp->n_head * hp->head_dim_k, kvd = (int64_t)hp->n_head_kv * hp->head_dim_k;
+        const int64_t qd = (int64_t)hp->n_head * hp->head_dim_k, kvd = (int64_t)hp->n_kv_head * hp->head_dim_k;
         s->x = be_tensor_new(be, QT_F32, hp->n_embd, nb);
         s->xn = be_tensor_new(be, QT_F32, hp->n_embd, nb);
         s->tmp = be_tensor_new(be, QT_F32, hp->n_embd, nb);
@@ -125,7 +125,7 @@ static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *pare
         anv_set_error("KV cache type must be f16, f32, q8_0 or q4_0");
         return NULL;
     }
-    const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    const int64_t kvd = (int64_t)hp->n_kv_head * hp->head_dim_k;
     if ((kv_type == QT_Q8_0 || kv_type == QT_Q4_0) && hp->head_dim_k % 32) {
         /* each head must start on a 32-element block (the attention ops read per head) */
         anv_set_error("a %s KV cache needs head_dim (%d) to be a multiple of 32; use --kv-type f16", qtype_get(kv_type)->name, hp->head_dim_k);
@@ -223,7 +223,7 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
     backend *be = s->be;
     const backend_ops *op = be->ops;
     const int hd = hp->head_dim_k;
-    const int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_head_kv * hd;
+    const int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_kv_head * hd;
     const bool swa = model_layer_is_swa(hp, il);
 
     /* attention block */
@@ -238,7 +238,7 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
     }
     if (L->q_norm) {
         op->rms_norm(be, s->q, L->q_norm, s->q, (int64_t)nt * hp->n_head, hd, hp->norm_eps);
-        op->rms_norm(be, s->k, L->k_norm, s->k, (int64_t)nt * hp->n_head_kv, hd, hp->norm_eps);
+        op->rms_norm(be, s->k, L->k_norm, s->k, (int64_t)nt * hp->n_kv_head, hd, hp->norm_eps);
     }
     be_rope_params rp = {
         .n_rot = hp->n_rot,
@@ -262,10 +262,10 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
         const kv_rot *kr = &sq->c->rot;
         /* fused (backend.h rope_store) where the cache is not rotated: rope q, k + both stores */
         const bool fused = !kr->n_k && op->rope_store &&
-                           op->rope_store(be, &q, &k, &v, sq->c->k_cache[il], sq->c->v_cache[il], sq->n, hp->n_head, hp->n_head_kv, hd, pos0, &rp);
+                           op->rope_store(be, &q, &k, &v, sq->c->k_cache[il], sq->c->v_cache[il], sq->n, hp->n_head, hp->n_kv_head, hd, pos0, &rp);
         if (!fused) {
             op->rope(be, &q, sq->n, hp->n_head, hd, pos0, &rp);
-            op->rope(be, &k, sq->n, hp->n_head_kv, hd, pos0, &rp);
+            op->rope(be, &k, sq->n, hp->n_kv_head, hd, pos0, &rp);
         }
         if (hp->attn_temp_scale != 0.0f) scale_queries_by_position(hp, be, &q, pos0, sq->n);
         if (kr->n_k) { /* quantized cache: q, k, v rotated (kv_rot.h), att the temporary */
@@ -281,7 +281,7 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
             op->store_rows(be, &v, sq->c->v_cache[il], pos0, sq->n);
         }
         be_attn_params ap = {
-            .n_tok = sq->n, .pos0 = pos0, .n_head = hp->n_head, .n_kv_head = hp->n_head_kv, .head_dim = hd,
+            .n_tok = sq->n, .pos0 = pos0, .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .head_dim = hd,
             .scale = hp->attn_scale, .window = swa ? hp->swa_window : 0, .softcap = 0, .noncausal = hp->noncausal,
             .sinks = L->attn_sinks,
         };

@@ -92,11 +92,11 @@ static bool check_counts(const gguf_file *f, const char *arch, const model_hpara
     if (!check_pos(f, arch, "context_length", hp->n_ctx_train) || !check_pos(f, arch, "embedding_length", hp->n_embd) ||
         !check_pos(f, arch, "block_count", hp->n_layer) || !check_pos(f, arch, "feed_forward_length", hp->n_ff) ||
         !check_pos(f, arch, "attention.head_count", hp->n_head) ||
-        !check_pos(f, arch, "attention.head_count_kv", hp->n_head_kv))
+        !check_pos(f, arch, "attention.head_count_kv", hp->n_kv_head))
         return false;
-    if (hp->n_head % hp->n_head_kv != 0) {
+    if (hp->n_head % hp->n_kv_head != 0) {
         anv_set_error("%s: metadata %s.attention.head_count = %d is not a multiple of %s.attention.head_count_kv = %d",
-                      f->path, arch, hp->n_head, arch, hp->n_head_kv);
+                      f->path, arch, hp->n_head, arch, hp->n_kv_head);
         return false;
     }
     if (!has_key_length && hp->n_embd % hp->n_head != 0) {
@@ -152,8 +152,8 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     if (!read_u32(f, arch, "block_count", &hp->n_layer, true)) return -1;
     if (!read_u32(f, arch, "feed_forward_length", &hp->n_ff, true)) return -1;
     if (!read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
-    hp->n_head_kv = hp->n_head;
-    if (!read_u32(f, arch, "attention.head_count_kv", &hp->n_head_kv, false)) return -1;
+    hp->n_kv_head = hp->n_head;
+    if (!read_u32(f, arch, "attention.head_count_kv", &hp->n_kv_head, false)) return -1;
     bool has_key_length = key_present(f, arch, "attention.key_length");
     if (!check_counts(f, arch, hp, has_key_length)) return -1;
     hp->head_dim_k = hp->n_embd / hp->n_head;
@@ -347,7 +347,7 @@ static be_tensor *place_layer(model *m, backend *be, int il, const char *suffix,
 static int load_layer(model *m, int il, backend *be) {
     const model_hparams *hp = &m->hp;
     model_layer *L = &m->layers[il];
-    const int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim_k, kvd = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    const int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim_k, kvd = (int64_t)hp->n_kv_head * hp->head_dim_k;
     bool fail = false;
     L->be = be;
     L->attn_norm = place_layer(m, be, il, "attn_norm.weight", e, 1, true, &fail);

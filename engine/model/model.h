@@ -20,7 +20,7 @@ typedef enum { MODEL_POOL_NONE = 0, MODEL_POOL_MEAN = 1, MODEL_POOL_CLS = 2, MOD
 typedef struct {
     model_arch arch;
     const char *arch_name;
-    int n_vocab, n_ctx_train, n_embd, n_layer, n_ff, n_head, n_head_kv, head_dim_k, head_dim_v;
+    int n_vocab, n_ctx_train, n_embd, n_layer, n_ff, n_head, n_kv_head, head_dim_k, head_dim_v;
     float norm_eps;
     float rope_base, rope_base_swa, rope_scale, rope_scale_swa;
     /* YaRN (rope.scaling.type yarn, yarn.c): ext_factor 0 = off; attn_factor as llama.cpp's

@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
     int32_t *toks = text ? tokenizer_encode(m->tok, text, len, true, false, &n_tok) : NULL;
     if (!toks || n_tok < n_ctx) { fprintf(stderr, "kvq_measure: %s has %d tokens, fewer than --ctx %d\n", argv[2], n_tok, n_ctx); return 1; }
     const int V = m->hp.n_vocab, first = n_ctx / 2, n_pos = n_ctx - 1 - first;
-    const int64_t kvd = (int64_t)m->hp.n_head_kv * m->hp.head_dim_k;
+    const int64_t kvd = (int64_t)m->hp.n_kv_head * m->hp.head_dim_k;
     float *ref = malloc((size_t)n_pos * V * sizeof(float)), *lp = malloc((size_t)n_pos * V * sizeof(float));
     if (!ref || !lp || eval_type(m, toks, n_ctx, first, QT_F16, ref) != 0) return 1;
     printf("model %s, backend %s, %d positions scored of %d, vocab %d, %d layers, K/V row %lld elements\n", argv[1],

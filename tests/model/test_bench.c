@@ -74,7 +74,7 @@ static void test_kv_accounting(void) {
     model_hparams hp = {0};
     hp.n_layer = 3;
     hp.n_head = 4;
-    hp.n_head_kv = 2;
+    hp.n_kv_head = 2;
     hp.head_dim_k = hp.head_dim_v = 32;
     CHECK(bench_kv_bytes_at(&hp, QT_F16, 0) == 3ull * 2 * 1 * 128);
     CHECK(bench_kv_bytes_at(&hp, QT_F16, 99) == 3ull * 2 * 100 * 128);
@@ -89,7 +89,7 @@ static void test_kv_accounting(void) {
     model_hparams g = {0};
     g.n_layer = 7;
     g.n_head = 4;
-    g.n_head_kv = 1;
+    g.n_kv_head = 1;
     g.head_dim_k = g.head_dim_v = 64;
     g.swa_pattern = 6;
     g.swa_window = 8;

@@ -130,7 +130,7 @@ int cmd_show(int argc, char **argv) {
     printf("    %-20s %d\n", "context length", hp->n_ctx_train);
     printf("    %-20s %d\n", "embedding length", hp->n_embd);
     printf("    %-20s %d\n", "layers", hp->n_layer);
-    printf("    %-20s %d / %d (head dim %d)\n", "heads (q / kv)", hp->n_head, hp->n_head_kv, hp->head_dim_k);
+    printf("    %-20s %d / %d (head dim %d)\n", "heads (q / kv)", hp->n_head, hp->n_kv_head, hp->head_dim_k);
     printf("    %-20s %d\n", "feed-forward length", hp->n_ff);
     uint32_t ftype;
     const char *ftype_name = gguf_get_u32(f, "general.file_type", &ftype) ? quant_ftype_name((int)ftype) : NULL;

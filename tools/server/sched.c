@@ -212,7 +212,7 @@ static uint64_t tensor_bytes(const be_tensor *t) { return t ? be_nbytes(t) : 0; 
 static void measure(lmodel *lm) {
     const model *m = lm->m;
     const model_hparams *hp = &m->hp;
-    const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    const int64_t kvd = (int64_t)hp->n_kv_head * hp->head_dim_k;
     const uint64_t kv_layer = 2ull * (uint64_t)lm->n_ctx * qtype_row_size(lm->s->cfg.kv_type, kvd) * (uint64_t)lm->n_slots;
     uint64_t cpu = 0, vram = 0;
     bool cpu_used = false, gpu_used = false;
