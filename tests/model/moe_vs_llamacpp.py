@@ -7,7 +7,7 @@ families; works for any model both load): KL divergence per position and greedy 
 
 --base compares against a committed llama.cpp dump (tests/data/golden/moe/*.kld.gz; no llama.cpp
 needed); --write-base runs llama.cpp and stores its dump there (the regeneration command is
-tests/data/golden/moe/regen.sh).
+tests/data/golden/regen-llamacpp.sh moe BUILD).
 
 llama.cpp side: `llama-perplexity -m M -f TEXT -c CTX --chunks 1 -t 1 --kl-divergence-base B`
 (TEXT: a fixed English paragraph, repeated) writes the chunk's tokens and, for positions

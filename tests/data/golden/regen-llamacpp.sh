@@ -1,11 +1,13 @@
 #!/bin/sh
-# Regenerates the MoE goldens (*.kld.gz) from today's llama.cpp (llama-perplexity in $LLAMACPP_BIN,
-# default ~/.cache/llamacpp-current/src/llama.cpp/build-cpu/bin) for every model of manifest.json.
-#   tests/data/golden/moe/regen.sh BUILD_DIR      (BUILD_DIR/anvil is run once as a check)
+# Regenerates one family's llama.cpp goldens (tests/data/golden/FAMILY/*.kld.gz, read by
+# tests/model/vs_llamacpp.cmake) from today's llama.cpp (llama-perplexity in $LLAMACPP_BIN, default
+# ~/.cache/llamacpp-current/src/llama.cpp/build-cpu/bin) for every model of FAMILY/manifest.json.
+#   tests/data/golden/regen-llamacpp.sh FAMILY BUILD_DIR      (e.g. moe build; BUILD_DIR/anvil makes the files)
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../../.." && pwd)
-build=${1:?usage: regen.sh BUILD_DIR}
+golden=$(cd "$(dirname "$0")" && pwd)
+here=$golden/${1:?usage: regen-llamacpp.sh FAMILY BUILD_DIR}
+root=$(cd "$golden/../../.." && pwd)
+build=${2:?usage: regen-llamacpp.sh FAMILY BUILD_DIR}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 - "$here/manifest.json" <<'PY' > "$tmp/list"
