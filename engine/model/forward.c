@@ -1,59 +1,19 @@
 /* forward: the one transformer forward pass, written once against backend.h, for every
- * supported family (llama, mistral3: query temperature, qwen2, qwen3, gemma3, the MoE families
- * and gpt-oss: YaRN rope, attention sinks, output bias) and any split of layers between the
- * CPU and a GPU backend. Activations cross between backends once per boundary. */
+ * supported decoder family and any split of layers between the CPU and a GPU backend: the
+ * contexts (KV caches, activation scratch shared by server slots), the embedding lookup, each
+ * layer as its blocks (attention.c, feed_forward.c; pass.h), the output head and pooling, and
+ * the eval entry points of model.h. Activations cross between backends once per boundary. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "encoder.h"
 #include "error.h"
-#include "kv_rot.h"
-#include "model.h"
 #include "moe.h"
+#include "pass.h"
 #include "quant.h"
-#include "yarn.h"
 
-#define MAX_BACKENDS 2
 #define LOGITS_SCRATCH_BYTES (64u << 20)
-
-/* Per-backend activations for one micro-batch of up to n_batch tokens. */
-typedef struct {
-    backend *be;
-    be_tensor *x;       /* residual stream [n_batch][n_embd] */
-    be_tensor *xn;      /* normed input of a block [n_batch][n_embd] */
-    be_tensor *tmp;     /* block output before the post-norm (gemma3) [n_batch][n_embd] */
-    be_tensor *q, *k, *v, *att;  /* [n_batch][n_head*hd], [n_batch][n_kv*hd] x2, [n_batch][n_head*hd] */
-    be_tensor *gate, *up;        /* [n_batch][n_ff] */
-    be_tensor *logits;           /* [logit_rows][n_vocab], only on the output backend */
-    be_tensor *moe_in, *moe_logits, *moe_shlog; /* MoE models (moe.h moe_bufs), else NULL */
-} scratch;
-
-/* The activations of one forward pass: owned by one context, borrowed by the contexts
- * created with model_ctx_new_shared (server slots batched together). */
-typedef struct {
-    int n_batch, logit_rows;
-    scratch sc[MAX_BACKENDS];
-    int n_sc;
-    float *host_x;                    /* staging for crossing backends [n_batch][n_embd] */
-} scratch_set;
-
-struct model_ctx {
-    model *m;
-    int n_ctx, n_past;
-    uint32_t kv_type;
-    be_tensor **k_cache, **v_cache;   /* per layer, on the layer's backend */
-    kv_rot rot;                       /* quantized caches: the Hadamard rotation (kv_rot.h) */
-    scratch_set own;                  /* used unless shared != NULL */
-    scratch_set *ss;                  /* &own, or the parent's */
-    int32_t *history;                 /* the tokens whose K/V are in the cache [n_ctx] */
-};
-
-/* One sequence of a batch: its context and its rows [row0, row0 + n) of the activations. */
-typedef struct {
-    model_ctx *c;
-    int row0, n;
-} seq_span;
 
 static void free_scratch(scratch *s) {
     be_tensor *ts[] = {s->x, s->xn, s->tmp, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits,
@@ -198,128 +158,14 @@ static void cross(scratch_set *ss, const model *m, scratch *from, scratch *to, i
     be_upload(to->x, 0, ss->host_x, bytes);
 }
 
-/* mistral3's query temperature (llama.cpp's build_inp_attn_scale, applied to the roped q): row t
- * of q (position pos0 + t) times 1 + scale * ln(floor(pos / floor_scale) + 1). The factor is
- * constant over runs of floor_scale positions, so each run is one scale op on a row view. */
-static void scale_queries_by_position(const model_hparams *hp, backend *be, be_tensor *q, int pos0, int n) {
-    const int64_t qd = (int64_t)hp->n_head * hp->head_dim_k;
-    const int fl = hp->attn_temp_floor;
-    for (int t = 0; t < n;) {
-        const int block = (pos0 + t) / fl;
-        int64_t next = ((int64_t)block + 1) * fl - pos0;   /* first row of the next block */
-        const int end = next > n ? n : (int)next;
-        if (block > 0) {
-            const float f = (float)(log(floorf((float)(pos0 + t) / (float)fl) + 1.0) * hp->attn_temp_scale + 1.0);
-            be_tensor rows = be_view_rows(q, t, end - t);
-            be->ops->scale(be, &rows, (int64_t)(end - t) * qd, f);
-        }
-        t = end;
-    }
-}
-
+/* Layer il over the batch: the blocks add into the residual s->x. */
 static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span *seqs, int n_seq) {
-    const model_hparams *hp = &m->hp;
-    const model_layer *L = &m->layers[il];
-    backend *be = s->be;
-    const backend_ops *op = be->ops;
-    const int hd = hp->head_dim_k;
-    const int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_kv_head * hd;
-    const bool swa = model_layer_is_swa(hp, il);
-
-    /* attention block */
-    op->rms_norm(be, s->x, L->attn_norm, s->xn, nt, e, hp->norm_eps);
-    op->matmul(be, L->wq, s->xn, s->q, nt, false);
-    op->matmul(be, L->wk, s->xn, s->k, nt, false);
-    op->matmul(be, L->wv, s->xn, s->v, nt, false);
-    if (L->bq) {
-        op->add(be, s->q, L->bq, s->q, nt * qd, qd);
-        op->add(be, s->k, L->bk, s->k, nt * kvd, kvd);
-        op->add(be, s->v, L->bv, s->v, nt * kvd, kvd);
-    }
-    if (L->q_norm) {
-        op->rms_norm(be, s->q, L->q_norm, s->q, (int64_t)nt * hp->n_head, hd, hp->norm_eps);
-        op->rms_norm(be, s->k, L->k_norm, s->k, (int64_t)nt * hp->n_kv_head, hd, hp->norm_eps);
-    }
-    be_rope_params rp = {
-        .n_rot = hp->n_rot,
-        .mode = hp->rope_mode,
-        .freq_base = swa ? hp->rope_base_swa : hp->rope_base,
-        .freq_scale = swa ? hp->rope_scale_swa : hp->rope_scale,
-        .freq_factors = be == m->cpu ? m->rope_freqs : m->rope_freqs_gpu,
+    const layer_pass p = {
+        .m = m, .hp = &m->hp, .L = &m->layers[il], .il = il, .be = s->be, .op = s->be->ops, .s = s,
+        .nt = nt, .seqs = seqs, .n_seq = n_seq,
     };
-    yarn_rope_params(hp, rp.freq_base, &rp);
-    /* Position-dependent part, per sequence: each has its own positions and KV cache. */
-    for (int si = 0; si < n_seq; si++) {
-        const seq_span *sq = &seqs[si];
-        const int pos0 = sq->c->n_past;
-        be_tensor q = *s->q, k = *s->k, v = *s->v, att = *s->att;
-        if (n_seq > 1) {
-            q = be_view_rows(s->q, sq->row0, sq->n);
-            k = be_view_rows(s->k, sq->row0, sq->n);
-            v = be_view_rows(s->v, sq->row0, sq->n);
-            att = be_view_rows(s->att, sq->row0, sq->n);
-        }
-        const kv_rot *kr = &sq->c->rot;
-        /* fused (backend.h rope_store) where the cache is not rotated: rope q, k + both stores */
-        const bool fused = !kr->n_k && op->rope_store &&
-                           op->rope_store(be, &q, &k, &v, sq->c->k_cache[il], sq->c->v_cache[il], sq->n, hp->n_head, hp->n_kv_head, hd, pos0, &rp);
-        if (!fused) {
-            op->rope(be, &q, sq->n, hp->n_head, hd, pos0, &rp);
-            op->rope(be, &k, sq->n, hp->n_kv_head, hd, pos0, &rp);
-        }
-        if (hp->attn_temp_scale != 0.0f) scale_queries_by_position(hp, be, &q, pos0, sq->n);
-        if (kr->n_k) { /* quantized cache: q, k, v rotated (kv_rot.h), att the temporary */
-            be_tensor tk = be_view_reshape(&att, kvd, sq->n);
-            kv_rot_apply(kr, be, false, &q, &att, sq->n);
-            op->store_rows(be, &att, &q, 0, sq->n);
-            kv_rot_apply(kr, be, false, &k, &tk, sq->n);
-            op->store_rows(be, &tk, sq->c->k_cache[il], pos0, sq->n);
-            kv_rot_apply(kr, be, true, &v, &tk, sq->n);
-            op->store_rows(be, &tk, sq->c->v_cache[il], pos0, sq->n);
-        } else if (!fused) {
-            op->store_rows(be, &k, sq->c->k_cache[il], pos0, sq->n);
-            op->store_rows(be, &v, sq->c->v_cache[il], pos0, sq->n);
-        }
-        be_attn_params ap = {
-            .n_tok = sq->n, .pos0 = pos0, .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .head_dim = hd,
-            .scale = hp->attn_scale, .window = swa ? hp->swa_window : 0, .softcap = 0, .noncausal = hp->noncausal,
-            .sinks = L->attn_sinks,
-        };
-        op->attention(be, &q, sq->c->k_cache[il], sq->c->v_cache[il], &att, &ap);
-        if (kr->n_k) { /* the output back from V's rotation */
-            kv_rot_apply(kr, be, true, &att, &q, sq->n);
-            op->store_rows(be, &q, &att, 0, sq->n);
-        }
-    }
-    if (L->post_attn_norm) {
-        op->matmul(be, L->wo, s->att, s->tmp, nt, false);
-        op->rms_norm(be, s->tmp, L->post_attn_norm, s->tmp, nt, e, hp->norm_eps);
-        op->add(be, s->x, s->tmp, s->x, nt * e, nt * e);
-    } else {
-        op->matmul(be, L->wo, s->att, s->x, nt, true);   /* residual fused into the matmul */
-        if (L->bo) op->add(be, s->x, L->bo, s->x, nt * e, e);
-    }
-
-    /* feed-forward block */
-    op->rms_norm(be, s->x, L->ffn_norm, s->xn, nt, e, hp->norm_eps);
-    if (L->moe_router) {
-        moe_bufs mb = {s->x, s->xn, s->gate, s->up, s->moe_in, s->tmp, s->moe_logits, s->moe_shlog};
-        moe_ffn(m, L, &mb, nt);
-        return;
-    }
-    const be_glu_kind act = hp->arch == ARCH_GEMMA3 ? BE_GLU_GELU_TANH : BE_GLU_SILU;
-    if (!op->matmul_glu || !op->matmul_glu(be, L->w_gate, L->w_up, s->xn, s->gate, nt, act)) {
-        op->matmul(be, L->w_gate, s->xn, s->gate, nt, false);
-        op->matmul(be, L->w_up, s->xn, s->up, nt, false);
-        op->glu(be, s->gate, s->up, s->gate, (int64_t)nt * hp->n_ff, act);
-    }
-    if (L->post_ffn_norm) {
-        op->matmul(be, L->w_down, s->gate, s->tmp, nt, false);
-        op->rms_norm(be, s->tmp, L->post_ffn_norm, s->tmp, nt, e, hp->norm_eps);
-        op->add(be, s->x, s->tmp, s->x, nt * e, nt * e);
-    } else {
-        op->matmul(be, L->w_down, s->gate, s->x, nt, true);
-    }
+    attention_block(&p);
+    feed_forward_block(&p);
 }
 
 /* Final norm + output head for rows [row0, row0+n) of src; logits to host. */

@@ -1,7 +1,7 @@
 /* model: loads a GGUF model (llama incl. mixtral-style MoE, mistral3, qwen2, qwen3, gemma3, qwen2moe, qwen3moe,
- * gpt-oss;
- * the embedding models gemma-embedding, and bert / nomic-bert through encoder.c) into per-layer
- * backends and runs the one forward pass (forward.c) over a KV cache. */
+ * gpt-oss; the embedding models gemma-embedding, and bert / nomic-bert through encoder.c) into
+ * per-layer backends and runs the one forward pass (forward.c, its blocks attention.c,
+ * feed_forward.c, moe.c over pass.h) over a KV cache. */
 #ifndef ANVIL_MODEL_H
 #define ANVIL_MODEL_H
 #include <stdbool.h>
@@ -54,14 +54,28 @@ typedef struct {
                                    * 3 softmax over the top-k logits (gpt-oss) */
 } model_hparams;
 
+/* One decoder layer's weights, on its backend. Shapes [rows][cols] as the ops use them (a weight
+ * [out][in] maps an activation row of in to one of out); hd = head_dim_k; NULL = absent. */
 typedef struct {
-    be_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm;
-    be_tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
+    /* attention (attention.c) */
+    be_tensor *attn_norm;            /* [n_embd] */
+    be_tensor *wq, *wk, *wv;         /* [n_head*hd][n_embd], [n_kv_head*hd][n_embd] x2 */
+    be_tensor *wo;                   /* [n_embd][n_head*hd] */
+    be_tensor *bq, *bk, *bv;         /* qwen2: [n_head*hd], [n_kv_head*hd] x2 */
+    be_tensor *q_norm, *k_norm;      /* qwen3, gemma3: per head [hd] */
+    be_tensor *post_attn_norm;       /* gemma: [n_embd] on the block output */
+    /* feed-forward (feed_forward.c) */
+    be_tensor *ffn_norm;             /* [n_embd] */
+    be_tensor *w_gate, *w_up;        /* [n_ff][n_embd] */
+    be_tensor *w_down;               /* [n_embd][n_ff] */
+    be_tensor *post_ffn_norm;        /* gemma: [n_embd] */
     /* MoE (moe.c): router [n_expert][n_embd], one 2-D weight per expert cut from the 3-D
-     * GGUF tensors, the shared expert and its sigmoid gate [1][n_embd] (qwen2moe) */
+     * GGUF tensors ([n_ff_exp][n_embd], down [n_embd][n_ff_exp]), the shared expert
+     * ([n_ff_shexp][n_embd]...) and its sigmoid gate [1][n_embd] (qwen2moe) */
     be_tensor *moe_router, **exp_gate, **exp_up, **exp_down;
     be_tensor *sh_gate, *sh_up, *sh_down, *sh_router;
-    /* gpt-oss (gptoss.c): output bias, attention sinks [n_head], router bias, per-expert biases */
+    /* gpt-oss (gptoss.c): output bias [n_embd], attention sinks [n_head], router bias
+     * [n_expert], per-expert biases */
     be_tensor *bo, *attn_sinks, *moe_router_b, **exp_gate_b, **exp_up_b, **exp_down_b;
     backend *be;
 } model_layer;
