@@ -223,8 +223,13 @@ void doctor_gather(doctor_facts *f, const device_list *l, int select_rc, const c
     f->select_rc = select_rc;
     dev_fmt(f->select_error, sizeof f->select_error, "%s", select_error ? select_error : "");
     dev_fmt(f->hsa_override, sizeof f->hsa_override, "%s", env.hsa_override ? env.hsa_override : "");
-    dev_fmt(f->loader_name, sizeof f->loader_name, "libvulkan.so.1");
-    void *h = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+#ifdef _WIN32
+    const char *loader = "vulkan-1.dll";   /* what volk opens there (vk_loader.c) */
+#else
+    const char *loader = "libvulkan.so.1";
+#endif
+    dev_fmt(f->loader_name, sizeof f->loader_name, "%s", loader);
+    void *h = dlopen(loader, RTLD_NOW | RTLD_LOCAL);
     if (h) { f->loader_found = true; dlclose(h); }
     else { const char *e = dlerror(); dev_fmt(f->loader_error, sizeof f->loader_error, "%s", e ? e : "not found"); }
     doctor_scan_icds(f);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "path.h"
 #include "gguf.h"
 #include "options.h"
 #include "quantize_model.h"
@@ -115,8 +116,7 @@ static char *read_word(cursor *c) {
 
 static bool looks_like_path(const char *v) {
     size_t n = strlen(v);
-    return v[0] == '/' || !strncmp(v, "./", 2) || !strncmp(v, "../", 3) || !strncmp(v, "~/", 2) ||
-           (n > 5 && !strcasecmp(v + n - 5, ".gguf"));
+    return path_is_absolute(v) || path_is_explicit_relative(v) || (n > 5 && !strcasecmp(v + n - 5, ".gguf"));
 }
 
 /* FROM's value: a digest and a store name stay as they are; a path becomes absolute. */
@@ -130,11 +130,14 @@ static int resolve_from(const char *v, const char *base_dir, int line, char **ou
         return 0;
     }
     char *path = NULL;
-    if (!strncmp(v, "~/", 2)) {
+    if (v[0] == '~' && path_is_explicit_relative(v)) {
         const char *home = getenv("HOME");
+#ifdef _WIN32
+        if (!home || !*home) home = getenv("USERPROFILE");
+#endif
         if (!home) return line_error(line, "FROM %s: HOME is not set", v);
         path = store_fmt("%s/%s", home, v + 2);
-    } else if (v[0] == '/') {
+    } else if (path_is_absolute(v)) {
         path = strdup(v);
     } else {
         char cwd[4096];
@@ -393,8 +396,7 @@ static int check_messages(const char *json) {
 
 static bool from_is_path(const char *from) {
     struct stat st;
-    return from[0] == '/' || !strncmp(from, "./", 2) || !strncmp(from, "../", 3) ||
-           (stat(from, &st) == 0 && S_ISREG(st.st_mode));
+    return path_is_absolute(from) || path_is_explicit_relative(from) || (stat(from, &st) == 0 && S_ISREG(st.st_mode));
 }
 
 /* Re-quantizes in_path into a blob; digest_out/size_out describe it. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "path.h"
 #include "weight_cache.h"
 
 #define MANIFEST_MAX (4u << 20)
@@ -36,19 +37,13 @@ static bool is_dir(const char *p) {
     return p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Same directory (after following links)? */
-static bool same_dir(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 store *store_open_at(const char *root, const char *ollama_root) {
     if (!root || !*root) { anv_set_error("store: no root directory given"); return NULL; }
     store *s = calloc(1, sizeof *s);
     if (!s || !(s->root = strdup(root))) { free(s); anv_set_error("out of memory"); return NULL; }
     size_t n = strlen(s->root);
     while (n > 1 && s->root[n - 1] == '/') s->root[--n] = 0;
-    if (ollama_root && *ollama_root && !same_dir(root, ollama_root)) {
+    if (ollama_root && *ollama_root && !path_same_dir(root, ollama_root)) {
         s->ollama_root = strdup(ollama_root);
         n = strlen(s->ollama_root);
         while (n > 1 && s->ollama_root[n - 1] == '/') s->ollama_root[--n] = 0;

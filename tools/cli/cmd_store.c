@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "error.h"
+#include "path.h"
 #include "readfile.h"
 #include "model_create.h"
 #include "store.h"
@@ -197,10 +198,9 @@ int cmd_create(int argc, char **argv) {
     struct stat st;
     const bool piped = !strcmp(file, "-") || stat(file, &st) != 0 || !S_ISREG(st.st_mode);
     char *dir = strdup(piped ? "." : file);
-    char *slash = piped ? NULL : strrchr(dir, '/');
-    if (slash) *slash = 0;
-    else if (!piped) strcpy(dir, ".");
-    if (!dir[0]) strcpy(dir, "/");
+    const ptrdiff_t dir_len = piped ? -1 : path_dir_len(dir);
+    if (dir_len >= 0) dir[dir_len] = 0;
+    else strcpy(dir, ".");
     fprintf(stderr, "parsing modelfile\n");
     create_spec spec;
     int rc = modelfile_parse(text, dir, &spec);

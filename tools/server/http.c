@@ -1187,7 +1187,6 @@ http_server *http_start(const http_config *c, const http_route *routes, int n_ro
                                  MHD_OPTION_CONNECTION_TIMEOUT, idle,
                                  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
-                                 MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                                  MHD_OPTION_END);
     freeaddrinfo(ai);

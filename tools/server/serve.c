@@ -52,8 +52,13 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_MAX_EMBED_INPUTS", "100000", "inputs one embedding request may hold; more: 400"},
     {"ANVIL_CLEAN_INTERVAL", "600", "seconds between sweeps of stale temporary files (a killed create, pull or "
      "upload's; 0: only at start-up)"},
+#ifdef _WIN32
+    {"ANVIL_MODELS", "%USERPROFILE%\\.anvil\\models", "the writable model store"},
+    {"OLLAMA_MODELS", "%USERPROFILE%\\.ollama\\models", "Ollama's store, listed and run read-only when present"},
+#else
     {"ANVIL_MODELS", "~/.anvil/models", "the writable model store"},
     {"OLLAMA_MODELS", "~/.ollama/models", "Ollama's store, listed and run read-only when present"},
+#endif
     {"ANVIL_KEEP_ALIVE", "5m", "how long an idle model stays loaded (0 unloads at once, -1 forever)"},
     {"ANVIL_MAX_LOADED_MODELS", "3", "models kept loaded at once"},
     {"ANVIL_NUM_PARALLEL", "2", "parallel requests per model (each with its own KV cache)"},
@@ -70,7 +75,11 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_VK_NO_PIPELINE_CACHE", "0", "1 disables the on-disk Vulkan pipeline cache"},
     {"ANVIL_VK_MAX_ALLOCATION", "(device)", "largest single Vulkan allocation in bytes"},
     {"ANVIL_VK_MV_ROWS", "(auto)", "rows per workgroup of the Vulkan mat-vec kernels (1-8)"},
+#ifdef _WIN32
+    {"ANVIL_VK_LOADER", "vulkan-1.dll", "the Vulkan loader library to open"},
+#else
     {"ANVIL_VK_LOADER", "libvulkan.so.1", "the Vulkan loader library to open"},
+#endif
     {"ANVIL_VK_PROFILE", "0", "1 logs per-kernel GPU timings"},
     {"ANVIL_VK_VALIDATE", "0", "1 enables the Vulkan validation layer"},
     {"ANVIL_CPU_SIMD", "(auto)", "CPU kernels: scalar, avx2 or avx512"},

@@ -80,6 +80,7 @@ fi
 python3 tools/make_test_model.py --family gemma3 --preset tiny --type q8_0 \
   --out "$models/server-gemma3-tiny-q8_0.gguf" --if-changed >/dev/null
 run_py server_clients python3 tests/server/clients.py "$exe" "$models/server-gemma3-tiny-q8_0.gguf"
+run_py cli_habits python3 tests/cli/habits.py "$exe" "$models/server-gemma3-tiny-q8_0.gguf" --windows
 
 wait_py
 

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""habits: the day-one paper cuts of issue 31 that a user coming from Ollama hits first, each
+observed through the binary (Linux, and Windows under Wine with --windows):
+- a second `anvil serve` on a port already served fails at once with one line naming the
+  address, and the first server keeps answering (MHD's SO_REUSEPORT let both listen and split
+  the requests);
+- `anvil create -f DIR/Modelfile` resolves a relative FROM against the Modelfile's folder, not
+  the current one (on Windows also with a backslash in the -f path);
+- Windows only: `anvil doctor` looks for vulkan-1.dll (it looked for libvulkan.so.1 and always
+  reported "No Vulkan loader"); FROM C:\\... and FROM C:/... (drive-letter paths; Wine's Z: is /);
+  an Ollama store in another folder of the same drive is listed (MinGW's stat reports inode 0, so
+  every folder looked like the Anvil store and the Ollama store was dropped); `serve --help` shows
+  %USERPROFILE% paths.
+
+usage: habits.py ANVIL_BINARY MODEL.gguf [--windows]
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
+from common import Server, check, finish, request  # noqa: E402
+
+anvil, model = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+windows = "--windows" in sys.argv[3:]
+tmp = tempfile.mkdtemp(prefix="anvil-habits-")
+
+
+def win_path(p, sep="\\"):
+    """A Unix path as a Windows program under Wine names it (drive Z: is /)."""
+    return "Z:" + p.replace("/", sep)
+
+
+def run(args, env=None, cwd=None, timeout=120):
+    e = dict(os.environ, HOME=tmp, ANVIL_MODELS=os.path.join(tmp, "store"), ANVIL_BACKEND="cpu")
+    e.pop("OLLAMA_MODELS", None)
+    e.pop("ANVIL_HOST", None)
+    e.pop("OLLAMA_HOST", None)
+    e.update(env or {})
+    return subprocess.run([anvil] + args, capture_output=True, text=True, env=e, cwd=cwd or tmp, timeout=timeout)
+
+
+# 1. a second server on a served port
+srv = Server(anvil)
+try:
+    t0 = time.time()
+    second = subprocess.Popen([anvil, "serve"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env=dict(srv.env, ANVIL_HOST=srv.host))
+    try:
+        _, err = second.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        second.terminate()
+        _, err = second.communicate()
+        second.returncode = None
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(second.returncode not in (0, None), "a second serve on %s exits non-zero at once (got %s)" % (srv.host, second.returncode))
+    check(any("cannot listen on" in l and str(srv.port) in l for l in lines),
+          "its error names the address", lines[-3:])
+    check(time.time() - t0 < 30, "it fails at once (%.1f s)" % (time.time() - t0))
+    status, _, _ = request(srv, "GET", "/api/version")
+    check(status == 200, "the first server still answers (%d)" % status)
+finally:
+    srv.stop()
+
+# 2. relative FROM against the Modelfile's folder
+mdir = os.path.join(tmp, "modelfiles", "sub")
+os.makedirs(mdir)
+shutil.copy(model, os.path.join(mdir, "m.gguf"))
+with open(os.path.join(mdir, "Modelfile"), "w") as f:
+    f.write("FROM ./m.gguf\nPARAMETER temperature 0\n")
+elsewhere = os.path.join(tmp, "elsewhere")
+os.makedirs(elsewhere)
+dash_f = os.path.join(mdir, "Modelfile")
+p = run(["create", "relfrom", "-f", dash_f], cwd=elsewhere)
+check(p.returncode == 0, "create -f DIR/Modelfile with FROM ./m.gguf from another folder", p.stderr.strip()[-300:])
+if windows:
+    p = run(["create", "relfrom-bs", "-f", win_path(dash_f)], cwd=elsewhere)
+    check(p.returncode == 0, "create -f Z:\\...\\Modelfile (backslashes), relative FROM", p.stderr.strip()[-300:])
+
+if windows:
+    # 3. doctor's loader
+    p = run(["doctor"])
+    out = p.stdout + p.stderr
+    check("libvulkan.so.1" not in out, "doctor under Windows does not look for libvulkan.so.1")
+    check("No Vulkan loader" not in out, "doctor finds Wine's vulkan-1.dll (no 'No Vulkan loader' problem)")
+    # 4. drive-letter FROM paths
+    for i, sep in enumerate(("\\", "/")):
+        mf = os.path.join(tmp, "Modelfile-drive%d" % i)
+        with open(mf, "w") as f:
+            f.write("FROM %s\n" % win_path(os.path.join(mdir, "m.gguf"), sep))
+        p = run(["create", "drive%d" % i, "-f", mf])
+        check(p.returncode == 0, "FROM %s" % (win_path(mdir, sep) + sep + "m.gguf",), p.stderr.strip()[-300:])
+    # 5. an Ollama store in another folder of the same drive is listed
+    ollama_store = os.path.join(tmp, "ollama-store")
+    p = run(["create", "from-ollama", "-f", dash_f], env={"ANVIL_MODELS": ollama_store})
+    check(p.returncode == 0, "a model created in the second store", p.stderr.strip()[-300:])
+    p = run(["list"], env={"OLLAMA_MODELS": ollama_store})
+    check("from-ollama" in p.stdout, "anvil list shows the Ollama store's model", p.stdout[-400:])
+    # 6. serve --help
+    p = run(["serve", "--help"])
+    check("%USERPROFILE%" in p.stdout and "~/.anvil" not in p.stdout, "serve --help shows Windows paths")
+    check("vulkan-1.dll" in p.stdout, "serve --help names vulkan-1.dll as the loader")
+
+shutil.rmtree(tmp, ignore_errors=True)
+finish()
