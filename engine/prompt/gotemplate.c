@@ -397,6 +397,110 @@ static val prop_type(ex *x, int pos, const cJSON *t) {
     return take_tail(x, pos, start);
 }
 
+/* A []string or []any field of a struct as fmt's %v prints it: [a b], and [] when absent. */
+static void emit_go_slice(ex *x, int pos, const cJSON *j) {
+    if (cJSON_IsArray(j)) emit_go_any(x, pos, j);
+    else emit(x, pos, "[]", 2);
+}
+
+static void emit_go_str(ex *x, int pos, const cJSON *o, const char *k) {
+    const cJSON *v = jget(o, k);
+    if (cJSON_IsString(v)) emit(x, pos, v->valuestring, strlen(v->valuestring));
+}
+
+/* fmt's %v of Ollama's template types (template.go, api/types.go), as `{{ . }}` prints them: the
+ * types with a String method (templateTools, templateTool, templateProperties, templateArgs) as
+ * their JSON; a struct without one as {field field ...}, each field by its own %v (a nil
+ * interface <nil>, a nil slice []); api.ToolProperty's *ToolPropertiesMap, which Go prints as a
+ * pointer address, as its JSON. */
+static void emit_go_template_value(ex *x, int pos, const cJSON *j, jtype jt) {
+    step(x, pos);
+    switch (jt) {
+    case JT_TOOLS: case JT_TOOL: emit_json_node(x, pos, j); return;
+    case JT_PROPS: case JT_ARGS:
+        if (!j || cJSON_IsNull(j)) emit(x, pos, "{}", 2);
+        else emit_json_node(x, pos, j);
+        return;
+    case JT_ANY: emit_go_any(x, pos, j); return;
+    case JT_TFUNC:   /* {Name Description Parameters} */
+        emit(x, pos, "{", 1);
+        emit_go_str(x, pos, j, "name");
+        emit(x, pos, " ", 1);
+        emit_go_str(x, pos, j, "description");
+        emit(x, pos, " ", 1);
+        emit_go_template_value(x, pos, jget(j, "parameters"), JT_TPARAMS);
+        emit(x, pos, "}", 1);
+        return;
+    case JT_TPARAMS:   /* {Type Defs Items Required Properties} */
+        emit(x, pos, "{", 1);
+        emit_go_str(x, pos, j, "type");
+        emit(x, pos, " ", 1);
+        emit_go_any(x, pos, jget(j, "$defs"));
+        emit(x, pos, " ", 1);
+        emit_go_any(x, pos, jget(j, "items"));
+        emit(x, pos, " ", 1);
+        emit_go_slice(x, pos, jget(j, "required"));
+        emit(x, pos, " ", 1);
+        emit_go_template_value(x, pos, jget(j, "properties"), JT_PROPS);
+        emit(x, pos, "}", 1);
+        return;
+    case JT_PROP: {   /* {AnyOf Type Items Description Enum Properties Required} */
+        emit(x, pos, "{", 1);
+        const cJSON *any_of = jget(j, "anyOf");
+        emit(x, pos, "[", 1);
+        for (const cJSON *c = cJSON_IsArray(any_of) ? any_of->child : NULL; c; c = c->next) {
+            if (c != any_of->child) emit(x, pos, " ", 1);
+            emit_go_template_value(x, pos, c, JT_PROP);
+        }
+        emit(x, pos, "] ", 2);
+        val t = prop_type(x, pos, jget(j, "type"));
+        emit(x, pos, t.s, t.n);
+        emit(x, pos, " ", 1);
+        emit_go_any(x, pos, jget(j, "items"));
+        emit(x, pos, " ", 1);
+        emit_go_str(x, pos, j, "description");
+        emit(x, pos, " ", 1);
+        emit_go_slice(x, pos, jget(j, "enum"));
+        emit(x, pos, " ", 1);
+        const cJSON *props = jget(j, "properties");
+        if (props) emit_json_node(x, pos, props);
+        else emit(x, pos, "<nil>", 5);
+        emit(x, pos, " ", 1);
+        emit_go_slice(x, pos, jget(j, "required"));
+        emit(x, pos, "}", 1);
+        return;
+    }
+    case JT_CALLS:
+        emit(x, pos, "[", 1);
+        for (const cJSON *c = cJSON_IsArray(j) ? j->child : NULL; c; c = c->next) {
+            if (c != j->child) emit(x, pos, " ", 1);
+            emit_go_template_value(x, pos, c, JT_CALL);
+        }
+        emit(x, pos, "]", 1);
+        return;
+    case JT_CALL:   /* {ID Function} */
+        emit(x, pos, "{", 1);
+        emit_go_str(x, pos, j, "ID");
+        emit(x, pos, " ", 1);
+        emit_go_template_value(x, pos, jget(j, "Function"), JT_CFUNC);
+        emit(x, pos, "}", 1);
+        return;
+    case JT_CFUNC: {   /* {Index Name Arguments} */
+        char buf[32];
+        const cJSON *i = jget(j, "Index");
+        emit(x, pos, "{", 1);
+        emit(x, pos, buf, (size_t)snprintf(buf, sizeof buf, "%" PRId64, i ? (int64_t)i->valuedouble : 0));
+        emit(x, pos, " ", 1);
+        emit_go_str(x, pos, j, "Name");
+        emit(x, pos, " ", 1);
+        emit_go_template_value(x, pos, jget(j, "Arguments"), JT_ARGS);
+        emit(x, pos, "}", 1);
+        return;
+    }
+    }
+}
+
+
 static void emit_value(ex *x, int pos, const val *v) {
     char buf[32];
     switch (v->k) {
@@ -408,16 +512,7 @@ static void emit_value(ex *x, int pos, const val *v) {
     case V_MSGS:
         if (v->nmsg == 0) { emit(x, pos, "[]", 2); return; }
         break;
-    case V_JSON:   /* the types with a String method print as JSON (a nil map as {}) */
-        if (v->jt == JT_TOOLS) { emit_json_node(x, pos, v->j); return; }
-        if (v->jt == JT_PROPS || v->jt == JT_ARGS) {
-            if (!v->j || cJSON_IsNull(v->j)) emit(x, pos, "{}", 2);
-            else emit_json_node(x, pos, v->j);
-            return;
-        }
-        if (v->jt == JT_ANY) { emit_go_any(x, pos, v->j); return; }   /* decoded JSON: Go maps, slices, float64s */
-        if (v->jt == JT_CALLS && cJSON_IsArray(v->j) && !v->j->child) { emit(x, pos, "[]", 2); return; }
-        break;
+    case V_JSON: emit_go_template_value(x, pos, v->j, v->jt); return;   /* Go's %v of Ollama's types */
     default: break;
     }
     xerr(x, pos, "cannot print a value of type %s", type_name(v));

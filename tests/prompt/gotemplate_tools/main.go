@@ -5,6 +5,12 @@
 // CI has no Go; the JSON is committed. Regenerate (from the repository root):
 //
 //	cd tests/prompt/gotemplate_tools && go run . > ../gotemplate_tools.json
+//
+// The committed JSON was made against Ollama v0.33.0-rc2 (ollama/ollama fb3076099: its api, auth,
+// template, thinking, tools, types, envconfig, format, fs, internal and version folders by git
+// archive, then `go mod edit -replace github.com/ollama/ollama=THAT_FOLDER`). v0.17.4, the newest
+// on the module proxy, renders the same but for the last template's {{ . }} of a tool (it had no
+// templateTool.String, so it printed the struct).
 package main
 
 import (
@@ -59,6 +65,12 @@ var templates = []string{
 	"{{ range $i, $m := .Messages }}{{ if $m.Thinking }}\n[THINK] {{ .Thinking }} [/THINK]\n{{ end }}{{ .Content }}{{ end }}",
 	"{{ if .Messages }}{{ range .Messages }}<|channel|>{{ .Thinking }}{{ .Content }}<|end|>{{ end }}{{ end }}",
 	"{{ range .Messages }}x{{ end }}{{ range .Tools }}<t>{{ .Thinking }}</t>{{ end }}",
+	// the values printed themselves (issue 31; older llama3.x templates do): Go's %v, templateTool's
+	// String is its JSON, the structs without one print as {field field ...}; not a property with
+	// nested properties (Go prints that *ToolPropertiesMap as a pointer address)
+	"{{ range .Tools }}{{ . }}\n{{ .Function }}\n{{ .Function.Parameters }}\n" +
+		"{{ range $k, $p := .Function.Parameters.Properties }}{{ if ne $k \"where\" }}{{ $k }}={{ $p }}\n{{ end }}{{ end }}{{ end }}" +
+		"{{ range .Messages }}{{ .Role }}: {{ .ToolCalls }}{{ range .ToolCalls }} {{ . }} {{ .Function }}{{ end }}\n{{ end }}",
 }
 
 const toolsJSON = `[{"type": "function", "function": {"name": "get_weather", "description": "Weather <now> & later",
