@@ -505,3 +505,12 @@ uint64_t model_n_params(const model *m) {
     }
     return n;
 }
+
+bool model_file_embeds_only(const gguf_file *f) {
+    char *arch = gguf_get_str_dup(f, "general.architecture");
+    char key[96];
+    snprintf(key, sizeof key, "%s.pooling_type", arch ? arch : "");
+    const bool r = arch && gguf_find(f, key) != NULL;
+    free(arch);
+    return r;
+}

@@ -114,6 +114,10 @@ bool model_layer_is_swa(const model_hparams *hp, int il);
  * default_pattern) into hp; -1 + error naming the key if it is malformed. */
 int model_read_swa_pattern(const gguf_file *f, model_hparams *hp, int default_pattern);
 
+/* Ollama's rule, from the header alone: a file with {arch}.pooling_type set embeds and does not
+ * complete (one slot in the server; `run` prints its embedding). */
+bool model_file_embeds_only(const gguf_file *f);
+
 model *model_load(const char *path, const model_load_opts *opts);
 void model_free(model *m);
 /* The host memory ledger of ANVIL_MAX_HOST_MEMORY: a placed model holds the bytes its

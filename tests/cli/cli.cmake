@@ -15,12 +15,13 @@ if(TARGET anvil)
   add_test(NAME cli_format_run
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/format_run.py $<TARGET_FILE:anvil>)
   set_tests_properties(cli_format_run PROPERTIES TIMEOUT 600)
-  # issue 31's day-one paper cuts: a second serve on a served port, relative FROM (habits.py; the
+  # issue 31's day-one paper cuts: a second serve on a served port, relative FROM, Ollama's run flags and
+  # an embedding model's run (habits.py; the
   # Windows ones under Wine in tools/windows/test-wine.sh with --windows)
   add_test(NAME cli_habits
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/habits.py $<TARGET_FILE:anvil>
-                   ${ANVIL_TEST_MODELS}/server-gemma3-tiny-q8_0.gguf)
-  set_tests_properties(cli_habits PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 180)
+                   ${ANVIL_TEST_MODELS}/server-gemma3-tiny-q8_0.gguf --embed ${ANVIL_TEST_MODELS}/embed-bert.gguf)
+  set_tests_properties(cli_habits PROPERTIES FIXTURES_REQUIRED "anvil_server_model;embed_models" TIMEOUT 180)
   # -v/--version and -ngl above the layer count (= all layers) on the server tests' tiny model
   add_test(NAME cli_conventions
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/conventions.py $<TARGET_FILE:anvil>

@@ -6,16 +6,24 @@ observed through the binary (Linux, and Windows under Wine with --windows):
   the requests);
 - `anvil create -f DIR/Modelfile` resolves a relative FROM against the Modelfile's folder, not
   the current one (on Windows also with a backslash in the -f path);
+- `anvil run` takes Ollama's run flags (--keepalive, --nowordwrap, --insecure, --truncate,
+  --dimensions; "unknown option" broke scripts), and an embedding model's run prints its
+  embedding as Ollama's CLI does (one JSON array, normalised, cut to --dimensions), the same in
+  this process and through a server (equal to the server's /api/embed), and --truncate=false
+  refuses an input longer than the context;
 - Windows only: `anvil doctor` looks for vulkan-1.dll (it looked for libvulkan.so.1 and always
   reported "No Vulkan loader"); FROM C:\\... and FROM C:/... (drive-letter paths; Wine's Z: is /);
   an Ollama store in another folder of the same drive is listed (MinGW's stat reports inode 0, so
   every folder looked like the Anvil store and the Ollama store was dropped); `serve --help` shows
   %USERPROFILE% paths.
 
-usage: habits.py ANVIL_BINARY MODEL.gguf [--windows]
+usage: habits.py ANVIL_BINARY MODEL.gguf [--embed EMBEDDING.gguf] [--windows]
 """
+import json
+import math
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -26,6 +34,7 @@ from common import Server, check, finish, request  # noqa: E402
 
 anvil, model = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 windows = "--windows" in sys.argv[3:]
+embed_model = os.path.abspath(sys.argv[sys.argv.index("--embed") + 1]) if "--embed" in sys.argv else None
 tmp = tempfile.mkdtemp(prefix="anvil-habits-")
 
 
@@ -80,26 +89,59 @@ if windows:
     p = run(["create", "relfrom-bs", "-f", win_path(dash_f)], cwd=elsewhere)
     check(p.returncode == 0, "create -f Z:\\...\\Modelfile (backslashes), relative FROM", p.stderr.strip()[-300:])
 
+# 3. Ollama's run flags, and an embedding model's run
+flags = ["--keepalive", "1m", "--nowordwrap", "--insecure"]
+p = run(["run", model, "hi", "-n", "2", "--local"] + flags)
+check(p.returncode == 0, "run takes --keepalive, --nowordwrap and --insecure", p.stderr.strip()[-300:])
+if embed_model:
+    text = "The quick brown fox jumps over the lazy dog"
+    p = run(["run", embed_model, text, "--local", "--dimensions", "8", "--truncate"] + flags)
+    local = json.loads(p.stdout) if p.returncode == 0 else None
+    check(isinstance(local, list) and len(local) == 8 and abs(sum(x * x for x in local) - 1) < 1e-5,
+          "run EMBEDDING-MODEL TEXT --dimensions 8 prints a unit vector of 8", (p.stdout[:200], p.stderr[-300:]))
+    p = run(["run", embed_model, text, "--local"])
+    full = json.loads(p.stdout) if p.returncode == 0 else []
+    check(len(full) > 8, "without --dimensions: every dimension (%d)" % len(full), p.stderr[-300:])
+    p = run(["run", embed_model, " ".join([text] * 40), "--local", "--ctx", "16", "--truncate=false"])
+    check(p.returncode != 0 and "exceeds the context length" in p.stderr, "--truncate=false refuses a long input",
+          p.stderr[-300:])
+    p = run(["run", embed_model, " ".join([text] * 40), "--local", "--ctx", "16"])
+    check(p.returncode == 0 and len(json.loads(p.stdout or "[]")) == len(full), "by default a long input is cut",
+          p.stderr[-300:])
+    srv = Server(anvil)
+    try:
+        _, _, body = request(srv, "POST", "/api/embed", {"model": embed_model, "input": text, "dimensions": 8})
+        api = json.loads(body)["embeddings"][0]
+        p = run(["run", embed_model, text, "--dimensions", "8"] + flags, env={"ANVIL_HOST": srv.host})
+        remote = json.loads(p.stdout) if p.returncode == 0 else None
+        f32 = lambda v: [struct.unpack("f", struct.pack("f", x))[0] for x in v or []]  # noqa: E731
+        check(remote is not None and f32(remote) == f32(api), "through the server: the server's /api/embed vector (as float32)",
+              (remote, api, p.stderr[-300:]))
+        cos = sum(a * b for a, b in zip(local or [], api)) / max(1e-30, math.sqrt(sum(a * a for a in api)))
+        check(local is not None and cos > 0.99999, "in this process: the same vector (cosine %.7f)" % cos)
+    finally:
+        srv.stop()
+
 if windows:
-    # 3. doctor's loader
+    # 4. doctor's loader
     p = run(["doctor"])
     out = p.stdout + p.stderr
     check("libvulkan.so.1" not in out, "doctor under Windows does not look for libvulkan.so.1")
     check("No Vulkan loader" not in out, "doctor finds Wine's vulkan-1.dll (no 'No Vulkan loader' problem)")
-    # 4. drive-letter FROM paths
+    # 5. drive-letter FROM paths
     for i, sep in enumerate(("\\", "/")):
         mf = os.path.join(tmp, "Modelfile-drive%d" % i)
         with open(mf, "w") as f:
             f.write("FROM %s\n" % win_path(os.path.join(mdir, "m.gguf"), sep))
         p = run(["create", "drive%d" % i, "-f", mf])
         check(p.returncode == 0, "FROM %s" % (win_path(mdir, sep) + sep + "m.gguf",), p.stderr.strip()[-300:])
-    # 5. an Ollama store in another folder of the same drive is listed
+    # 6. an Ollama store in another folder of the same drive is listed
     ollama_store = os.path.join(tmp, "ollama-store")
     p = run(["create", "from-ollama", "-f", dash_f], env={"ANVIL_MODELS": ollama_store})
     check(p.returncode == 0, "a model created in the second store", p.stderr.strip()[-300:])
     p = run(["list"], env={"OLLAMA_MODELS": ollama_store})
     check("from-ollama" in p.stdout, "anvil list shows the Ollama store's model", p.stdout[-400:])
-    # 6. serve --help
+    # 7. serve --help
     p = run(["serve", "--help"])
     check("%USERPROFILE%" in p.stdout and "~/.anvil" not in p.stdout, "serve --help shows Windows paths")
     check("vulkan-1.dll" in p.stdout, "serve --help names vulkan-1.dll as the loader")

@@ -37,6 +37,18 @@ int cli_int(const char *flag, const char *s, long lo, long hi);
 double cli_float(const char *flag, const char *s);
 
 int cmd_run(int argc, char **argv);
+/* cmd_run_embed.c: `anvil run` of an embedding model (Ollama's {arch}.pooling_type rule). */
+typedef struct {
+    const char *model;            /* as the user named it (the server's name for it) */
+    const char *model_path;       /* the GGUF (in-process) */
+    const cli_model_opts *mo;
+    const char *text;
+    bool remote;                  /* through the running server's /api/embed */
+    const char *keep_alive;       /* --keepalive (remote) */
+    int truncate;                 /* --truncate[=false]: -1 unset (true), 0, 1 */
+    int dimensions;               /* --dimensions: 0 = all */
+} run_embed_opts;
+int run_embedding(const run_embed_opts *o);
 int cmd_show(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);

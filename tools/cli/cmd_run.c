@@ -50,6 +50,9 @@ typedef struct {
     bool hide_thinking;   /* --hidethinking: think, but do not print the trace */
     int chat_fmt;         /* chat_format, -1 = detect */
     char *format;         /* --format: "json" or the schema file's text (the API's "format") */
+    const char *keep_alive; /* --keepalive: how long the server keeps the model loaded */
+    int truncate;         /* --truncate[=false] (embedding models): -1 unset */
+    int dimensions;       /* --dimensions N (embedding models) */
     grammar *grammar;     /* built from format */
 } run_opts;
 
@@ -71,6 +74,11 @@ static void run_usage(void) {
          "  --local               run in this process even when an anvil server is running\n"
          "  --think[=false|low|medium|high]  thinking on (or off) for a model that can think\n"
          "  --hidethinking        think, but print only the answer\n"
+         "  --keepalive DURATION  how long a running server keeps the model loaded (5m, 1h, 0, -1)\n"
+         "  --truncate[=false]    embedding models: cut an input longer than the context (default)\n"
+         "  --dimensions N        embedding models: keep the first N dimensions (renormalised)\n"
+         "  --nowordwrap  --insecure   accepted for Ollama's scripts (Anvil does not wrap; run\n"
+         "                        does not pull)\n"
          "A store model's PARAMETERs (num_predict, stop, seed, num_ctx, num_gpu, num_thread ...)\n"
          "apply first; the flags given here replace them.");
 }
@@ -343,7 +351,7 @@ static void print_remote_stats(const client_gen_result *r) {
 static char *remote_answer(const run_opts *o, const char *model, const char *options_json,
                            const chat_message *hist, int n_hist) {
     client_gen_request q = {.model = model, .system = o->system, .options_json = options_json,
-                            .format = o->format, .raw = o->raw, .on_text = print_piece,
+                            .format = o->format, .raw = o->raw, .on_text = print_piece, .keep_alive = o->keep_alive,
                             .on_thinking = print_thinking, .think = o->think};
     stream_target t = {.hide_thinking = o->hide_thinking};
     q.user = &t;
@@ -410,7 +418,7 @@ static void load_format(run_opts *o, const char *arg) {
 }
 
 int cmd_run(int argc, char **argv) {
-    run_opts o = {.chat_fmt = -1};
+    run_opts o = {.chat_fmt = -1, .truncate = -1};
     const char *format_arg = NULL;
     cli_model_opts_default(&o.mo);
     const char *model_arg = NULL;
@@ -450,6 +458,14 @@ int cmd_run(int argc, char **argv) {
             else anv_die("--think: '%s' is not true, false, low, medium or high", v);
         }
         else if (!strcmp(a, "--hidethinking")) o.hide_thinking = true;
+        else if (!strcmp(a, "--keepalive")) o.keep_alive = cli_value(argc, argv, &i);
+        else if (!strcmp(a, "--truncate") || !strncmp(a, "--truncate=", 11)) {
+            const char *v = a[10] == '=' ? a + 11 : "true";
+            if (strcmp(v, "true") && strcmp(v, "false")) anv_die("--truncate: '%s' is not true or false", v);
+            o.truncate = !strcmp(v, "true");
+        }
+        else if (!strcmp(a, "--dimensions")) o.dimensions = cli_int(a, cli_value(argc, argv, &i), 1, 1 << 20);
+        else if (!strcmp(a, "--nowordwrap") || !strcmp(a, "--insecure")) continue;
         else if (!strcmp(a, "--local")) o.local = true;
         else if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) o.interactive = true;
         else if (!strcmp(a, "--template")) {
@@ -488,6 +504,24 @@ int cmd_run(int argc, char **argv) {
     /* A running server keeps the model loaded between runs; flags it cannot honour keep
      * the run in this process. */
     bool local_only = o.local || o.chat_fmt >= 0 || o.mo.kv_type != QT_F16 || o.mo.tensor_split;
+    gguf_file *header = gguf_open(entry.model_path);
+    const bool embeds = header && model_file_embeds_only(header);
+    gguf_close(header);
+    if (embeds) {
+        char *abs = entry.model_digest ? NULL : realpath(entry.model_path, NULL);
+        const bool remote = !local_only && client_server_up();
+        run_embed_opts eo = {.model = abs ? abs : model_arg, .model_path = entry.model_path, .mo = &o.mo, .text = prompt,
+                             .remote = remote, .keep_alive = o.keep_alive, .truncate = o.truncate,
+                             .dimensions = o.dimensions};
+        int rc = run_embedding(&eo);
+        free(abs);
+        free(prompt);
+        grammar_free(o.grammar);
+        free(o.format);
+        options_clear(&o.ro);
+        store_entry_clear(&entry);
+        return rc;
+    }
     if (!local_only && client_server_up()) {
         /* a file path goes to the server as an absolute path (its working directory differs) */
         char *abs = entry.model_digest ? NULL : realpath(entry.model_path, NULL);

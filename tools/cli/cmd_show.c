@@ -138,9 +138,7 @@ int cmd_show(int argc, char **argv) {
     else printf("    %-20s %s (most bytes)\n", "quantization", qtype_get((uint32_t)main_type) ? qtype_get((uint32_t)main_type)->name : "?");
     printf("    %-20s %llu (%.1f MiB)\n", "tensors", (unsigned long long)f->n_tensors, (double)f->size / 1048576.0);
     printf("    %-20s %s, %d tokens\n", "tokenizer", tokenizer_kind(m->tok) == TOK_KIND_SPM ? "SentencePiece (llama)" : tokenizer_kind(m->tok) == TOK_KIND_WPM ? "WordPiece (bert)" : "byte-level BPE (gpt2)", tokenizer_n_vocab(m->tok));
-    char pool_key[96];
-    snprintf(pool_key, sizeof pool_key, "%s.pooling_type", hp->arch_name);
-    const bool embeds = hp->embedding_only || gguf_find(f, pool_key) != NULL;
+    const bool embeds = hp->embedding_only || model_file_embeds_only(f);
     if (embeds) printf("    %-20s none (an embedding model)\n", "chat format");
     else printf("    %-20s %s%s\n", "chat format", chat_format_name(prompt_detect_format(m)),
            prompt_model_is_base(m) ? " (a base model: no template and no instruct marker in its name; runs as a completion)"

@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "embed_input.h"
 #include "envvar.h"
 #include "model_place.h"
 #include "prompt.h"
@@ -258,12 +259,7 @@ static void discard_model(lmodel *lm) {
  * loads: Ollama gives such a model one slot, as it has no generation to batch. */
 static bool file_embeds_only(const char *path) {
     gguf_file *f = gguf_open(path);
-    if (!f) return false;
-    char *arch = gguf_get_str_dup(f, "general.architecture");
-    char key[96];
-    snprintf(key, sizeof key, "%s.pooling_type", arch ? arch : "");
-    bool r = arch && gguf_find(f, key) != NULL;
-    free(arch);
+    const bool r = f && model_file_embeds_only(f);
     gguf_close(f);
     return r;
 }
@@ -817,17 +813,6 @@ void sched_result_clear(sched_result *res) {
 
 /* The tokens the tokenizer appends to every text (BERT's [SEP], an EOS where the vocabulary
  * adds one): what an empty text encodes to after its BOS. Their count (at most cap). */
-static int end_tokens(const tokenizer *tok, int32_t *out, int cap) {
-    int n = 0;
-    int32_t *e = tokenizer_encode(tok, "", 0, tokenizer_add_bos(tok), false, &n);
-    int skip = e && n > 0 && tokenizer_add_bos(tok) && e[0] == tokenizer_bos(tok) ? 1 : 0;
-    int k = e ? n - skip : 0;
-    if (k > cap) k = 0;
-    if (k > 0) memcpy(out, e + skip, (size_t)k * sizeof *out);
-    free(e);
-    return k;
-}
-
 int sched_embed(sched *s, const sched_embed_request *r, sched_embed_result *res) {
     memset(res, 0, sizeof *res);
     job j = {.kind = JOB_EMBED, .t_start_ns = sched_now_ns(), .er = r};
@@ -880,25 +865,14 @@ int sched_embed(sched *s, const sched_embed_request *r, sched_embed_result *res)
                 if (rc) break;
             } else {
                 const char *in = r->inputs[i] ? r->inputs[i] : "";
-                j.in_tokens[i] = tokenizer_encode(m->tok, in, strlen(in), tokenizer_add_bos(m->tok), true, &j.in_len[i]);
+                j.in_tokens[i] = embed_tokenize(m->tok, in, &j.in_len[i]);
                 if (!j.in_tokens[i]) { sched_job_fail(&j, 400, "tokenizing input %d: %s", i, anv_last_error()); rc = -1; break; }
             }
             if (j.in_len[i] == 0) { sched_job_fail(&j, 400, "input %d is empty", i); rc = -1; break; }
-            if (j.in_len[i] > lm->n_ctx) {
-                if (!r->truncate) {   /* Ollama's runner's words (errorInputTooLong) */
-                    sched_job_fail(&j, 400, "the input length exceeds the context length");
-                    rc = -1;
-                    break;
-                }
-                /* Ollama truncates to the first tokens and re-adds the end tokens the tokenizer
-                 * appends (BERT's [SEP]); the pooling then sees a well-formed input. */
-                int32_t end[4];
-                int n_end = r->token_inputs ? 0 : end_tokens(m->tok, end, 4);
-                int32_t *t = j.in_tokens[i];
-                const int n = j.in_len[i];
-                if (n_end >= lm->n_ctx || memcmp(t + n - n_end, end, (size_t)n_end * sizeof *end)) n_end = 0;
-                memcpy(t + lm->n_ctx - n_end, end, (size_t)n_end * sizeof *end);
-                j.in_len[i] = lm->n_ctx;
+            if (embed_fit_context(m->tok, j.in_tokens[i], &j.in_len[i], lm->n_ctx, r->truncate, !r->token_inputs) != 0) {
+                sched_job_fail(&j, 400, "%s", anv_last_error());
+                rc = -1;
+                break;
             }
             res->prompt_eval_count += j.in_len[i];
         }

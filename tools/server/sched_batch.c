@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "embed_input.h"
 #include "error.h"
 #include "prompt.h"
 
@@ -233,13 +234,6 @@ static void step(lmodel *lm, step_out *so, step_stats *st) {
 
 /* ---------------------------------------------------------------- embeddings */
 
-static void normalize(float *v, int n) {
-    double ss = 0;
-    for (int i = 0; i < n; i++) ss += (double)v[i] * v[i];
-    float inv = ss > 0 ? (float)(1.0 / sqrt(ss)) : 0.0f;
-    for (int i = 0; i < n; i++) v[i] *= inv;
-}
-
 bool sched_embed_abandoned(job *j, int i) {
     /* every 64 inputs (and the first): a poll of the client's socket costs a system call */
     if (i % 64 || !j->er || !j->er->still_wanted || j->er->still_wanted(j->er->user)) return false;
@@ -269,10 +263,7 @@ static void run_embed(lmodel *lm, job *j) {
             for (int k = 0; k < n_embd; k++)   /* Ollama: "embedding contains NaN or Inf values" */
                 if (!isfinite(tmp[k])) { sched_job_fail(j, 500, "embedding input %d contains NaN or Inf values", i); break; }
             if (j->status) break;
-            if (!j->embd_raw) {   /* Ollama normalises, then cuts to dimensions and normalises again */
-                normalize(tmp, n_embd);
-                if (dim < n_embd) normalize(tmp, dim);
-            }
+            if (!j->embd_raw) embed_normalize(tmp, n_embd, dim);   /* Ollama's L2, cut, L2 */
             memcpy(j->embd + (size_t)i * dim, tmp, (size_t)dim * sizeof *tmp);
         }
     }
