@@ -11,6 +11,7 @@
 
 #include "cpu_backend.h"
 #include "device.h"
+#include "envvar.h"
 #include "error.h"
 
 /* ---------------------------------------------------------------- registry */
@@ -331,9 +332,9 @@ void device_env_from_process(device_env *env) {
     env->hip_visible = env_get("HIP_VISIBLE_DEVICES");
     env->rocr_visible = env_get("ROCR_VISIBLE_DEVICES");
     env->cuda_visible = env_get("CUDA_VISIBLE_DEVICES");
-    env->backend = env_get("ANVIL_BACKEND");
+    env->backend = anv_getenv("ANVIL_BACKEND", NULL);   /* or OLLAMA_LLM_LIBRARY (envvar.h) */
     env->device = env_get("ANVIL_DEVICE");
-    env->igpu = env_get("ANVIL_IGPU");
+    env->igpu = anv_getenv("ANVIL_IGPU", NULL);         /* or OLLAMA_IGPU_ENABLE */
     env->hsa_override = env_get("HSA_OVERRIDE_GFX_VERSION");
 #if defined(_WIN32)
     env->os = DEV_OS_WINDOWS;

@@ -1,12 +1,14 @@
 /* model_place: device selection + layer placement + loading (see model_place.h). */
 #include "model_place.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_backend.h"
 #include "device.h"
+#include "envvar.h"
 #include "error.h"
 #include "gpu_verify.h"
 #ifdef ANVIL_HAVE_VULKAN
@@ -65,6 +67,22 @@ static uint64_t host_mem_available(void) {
         if (end != lim && !*end && left < avail) avail = left;
     }
     return avail;
+}
+
+/* ANVIL_GPU_OVERHEAD (or Ollama's OLLAMA_GPU_OVERHEAD): bytes kept free on each GPU, or -1 for
+ * the default (DEVICE_DEFAULT_RESERVE); -2 + error when malformed. */
+static int64_t gpu_overhead_bytes(void) {
+    const char *name;
+    const char *v = anv_getenv("ANVIL_GPU_OVERHEAD", &name);
+    if (!v) return -1;
+    char *end;
+    errno = 0;
+    const unsigned long long b = strtoull(v, &end, 10);
+    if (errno || end == v || *end || b > (1ull << 50)) {
+        anv_set_error("%s=%s: expected a byte count", name, v);
+        return -2;
+    }
+    return (int64_t)b;
 }
 
 /* Admission: the KV caches of the layers planned on the host, plus the compute buffers,
@@ -147,10 +165,12 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     device_env env;
     device_env_from_process(&env);
     if (device_list_select(dl, &env) != 0) goto done;
+    const int64_t overhead = gpu_overhead_bytes();
+    if (overhead == -2) goto done;
     device_plan_request rq = {
         .n_layer = hp.n_layer, .layer_weight_bytes = lw, .layer_kv_bytes = lkv,
         .output_bytes = out_bytes, .output_tied_bytes = tied_bytes, .compute_bytes = compute, .cpu_bytes = embd_bytes,
-        .n_gpu_layers = o->n_gpu_layers, .tensor_split = o->tensor_split, .reserve_bytes = -1,
+        .n_gpu_layers = o->n_gpu_layers, .tensor_split = o->tensor_split, .reserve_bytes = overhead,
     };
     device_plan plan;
     if (device_plan_make(dl, &rq, &plan) != 0) goto done;

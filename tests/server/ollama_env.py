@@ -6,7 +6,11 @@ listens on, and the CLI client reaching it), OLLAMA_MODELS (the store it lists),
 (models resident in /api/ps), OLLAMA_ORIGINS (the CORS header), OLLAMA_CONTEXT_LENGTH
 (context_length in /api/ps), OLLAMA_FLASH_ATTENTION (accepted, said in the log) and
 OLLAMA_KV_CACHE_TYPE (q8_0 and q4_0 run as such, /api/ps sizes the KV cache by the real
-type's bytes; a bad value refused with its name). The ANVIL_* name wins when both are set.
+type's bytes; a bad value refused with its name), the ones that map with a translation
+(OLLAMA_LLM_LIBRARY=cpu/vulkan -> ANVIL_BACKEND, OLLAMA_GPU_OVERHEAD -> ANVIL_GPU_OVERHEAD, a bad
+value refused naming it), and one warning line at start for each OLLAMA_* that has no effect
+(OLLAMA_LOAD_TIMEOUT, OLLAMA_SCHED_SPREAD, OLLAMA_LLM_LIBRARY=cuda_v12, an unknown one; none for
+OLLAMA_VULKAN=1 or a shared setting). The ANVIL_* name wins when both are set.
 
 usage: ollama_env.py ANVIL_BINARY MODEL.gguf
 """
@@ -169,5 +173,38 @@ e.update({"OLLAMA_KV_CACHE_TYPE": "bf8", "ANVIL_HOST": "127.0.0.1:0", "HOME": te
 p = subprocess.run([anvil, "serve"], env=e, capture_output=True, text=True, timeout=60)
 check(p.returncode != 0 and "OLLAMA_KV_CACHE_TYPE: 'bf8' is not f16, q8_0, q4_0 or f32" in p.stderr,
       "a bad OLLAMA_KV_CACHE_TYPE is refused, naming the variable", p.stderr[-500:])
+
+# The settings Ollama has that do nothing here: one warning line each at start, naming them.
+srv = serve({"OLLAMA_LOAD_TIMEOUT": "10m", "OLLAMA_SCHED_SPREAD": "1", "OLLAMA_LLM_LIBRARY": "cuda_v12",
+             "OLLAMA_NOT_A_SETTING": "x", "OLLAMA_VULKAN": "1", "OLLAMA_KEEP_ALIVE": "5m"})
+log = srv.log()
+for name in ("OLLAMA_LOAD_TIMEOUT", "OLLAMA_SCHED_SPREAD", "OLLAMA_LLM_LIBRARY=cuda_v12", "OLLAMA_NOT_A_SETTING"):
+    check(sum(1 for l in log.splitlines() if "warning: " + name in l) == 1, "one start-up warning for " + name, log[-1500:])
+for name in ("OLLAMA_VULKAN", "OLLAMA_KEEP_ALIVE"):
+    check("warning: " + name not in log, "no warning for " + name, log[-1500:])
+srv.stop()
+
+
+def run_local(extra_env):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("ANVIL_BACKEND", "ANVIL_GPU_OVERHEAD", "OLLAMA_"))}
+    e.update(extra_env)
+    e.update({"HOME": tempfile.gettempdir(), "ANVIL_MODELS": os.path.join(tempfile.gettempdir(), "anvil-ollama-env-unused")})
+    return subprocess.run([anvil, "run", model_path, "hi", "-n", "1", "--local"], env=e, capture_output=True, text=True,
+                          timeout=120)
+
+
+# OLLAMA_LLM_LIBRARY maps to ANVIL_BACKEND: vulkan with no usable Vulkan device is the same
+# refusal as ANVIL_BACKEND=vulkan (the variable is read), cpu runs on the CPU.
+p = run_local({"OLLAMA_LLM_LIBRARY": "vulkan", "ANVIL_VK_VISIBLE_DEVICES": "-1"})
+check(p.returncode != 0 and "no vulkan device" in p.stderr, "OLLAMA_LLM_LIBRARY=vulkan forces the Vulkan backend",
+      p.stderr[-500:])
+p = run_local({"OLLAMA_LLM_LIBRARY": "cpu_avx2"})
+check(p.returncode == 0, "OLLAMA_LLM_LIBRARY=cpu_avx2 runs on the CPU", p.stderr[-500:])
+# OLLAMA_GPU_OVERHEAD maps to ANVIL_GPU_OVERHEAD (a bad value is refused, naming it)
+p = run_local({"OLLAMA_GPU_OVERHEAD": "lots"})
+check(p.returncode != 0 and "OLLAMA_GPU_OVERHEAD=lots: expected a byte count" in p.stderr,
+      "a bad OLLAMA_GPU_OVERHEAD is refused, naming the variable", p.stderr[-500:])
+p = run_local({"OLLAMA_GPU_OVERHEAD": "536870912"})
+check(p.returncode == 0, "OLLAMA_GPU_OVERHEAD=536870912 is accepted", p.stderr[-500:])
 
 finish()

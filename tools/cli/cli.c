@@ -13,6 +13,7 @@
 
 #include "cpu_backend.h"
 #include "clock.h"
+#include "envvar.h"
 #include "error.h"
 #include "model_place.h"
 #include "quant.h"
@@ -75,6 +76,7 @@ bool cli_parse_model_opt(cli_model_opts *o, int argc, char **argv, int *i) {
 
 model *cli_load_model(const char *path, const cli_model_opts *o, double *load_seconds) {
     double t0 = anv_mono_s();
+    anv_env_warn_ollama(stderr);   /* OLLAMA_* settings that do nothing here: one line each */
     store_entry entry;  /* a model name: its GGUF blob */
     if (store_resolve(NULL, path, &entry) != 0) anv_die("%s", anv_last_error());
     model_place_opts po = {

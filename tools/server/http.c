@@ -49,6 +49,7 @@
 #include "api_error.h"
 #include "bytebuf.h"
 #include "clock.h"
+#include "envvar.h"
 #include "error.h"
 
 #define STREAM_QUEUE_CAP (1u << 20)     /* bytes buffered per stream before writers block */
@@ -1104,7 +1105,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = 0;
-    if (getenv("ANVIL_DEBUG")) anv_log("http: %s", msg);
+    if (anv_getenv("ANVIL_DEBUG", NULL)) anv_log("http: %s", msg);
 }
 
 http_server *http_start(const http_config *c, const http_route *routes, int n_routes, void *app) {

@@ -71,6 +71,7 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_DEVICE", "(auto)", "force a device: vulkan0, hip0, cpu ..."},
     {"ANVIL_VK_VISIBLE_DEVICES", "(all)", "Vulkan device indices to use (wins over GGML_VK_VISIBLE_DEVICES)"},
     {"ANVIL_IGPU", "(auto)", "1 uses integrated GPUs, 0 never"},
+    {"ANVIL_GPU_OVERHEAD", "268435456", "bytes kept free on each GPU when placing layers"},
     {"ANVIL_VK_DISABLE", "(none)", "Vulkan paths to turn off: fp16,subgroup,int8,sgsize,fuse,splitk,wide or all"},
     {"ANVIL_VK_NO_PIPELINE_CACHE", "0", "1 disables the on-disk Vulkan pipeline cache"},
     {"ANVIL_VK_MAX_ALLOCATION", "(device)", "largest single Vulkan allocation in bytes"},
@@ -105,7 +106,10 @@ static void usage(FILE *out) {
           "Logs one line per request to stderr; stops cleanly on SIGINT or SIGTERM.\n\n"
           "options:\n"
           "  --host HOST:PORT   overrides ANVIL_HOST\n\n"
-          "environment variables (default):\n", out);
+          "environment variables (default; Ollama's OLLAMA_* names of the same settings are read\n"
+          "when the ANVIL_* one is unset, and OLLAMA_IGPU_ENABLE, OLLAMA_LLM_LIBRARY, OLLAMA_DEBUG and\n"
+          "OLLAMA_GPU_OVERHEAD map to ANVIL_IGPU, ANVIL_BACKEND, ANVIL_DEBUG and ANVIL_GPU_OVERHEAD;\n"
+          "any other OLLAMA_* that is set gets a warning at start):\n", out);
     for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++)
         fprintf(out, "  %-27s %-18s %s\n", env_vars[i].name, env_vars[i].def, env_vars[i].what);
 }
@@ -212,6 +216,7 @@ int cmd_serve(int argc, char **argv) {
     if (cleaned > 0)
         fprintf(stderr, "anvil: removed %d unused blob(s) and stale temporary file(s) from %s\n", cleaned,
                 store_root(app.store));
+    anv_env_warn_ollama(stderr);   /* OLLAMA_* settings that do nothing here: one line each */
     if (sc.test_replay)
         fprintf(stderr, "anvil: warning: ANVIL_TEST_REPLAY is set: every reply replays a fixed text (a test hook)\n");
     app.sched = sched_new(&sc, app.store);
