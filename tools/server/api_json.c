@@ -309,6 +309,7 @@ static bool gen_on_text(const char *text, int len, void *user) {
         reply_parse_opts o = g->style;   /* harmony, a Go TEMPLATE's tool tag */
         o.thinking = g->q.think != CHAT_THINK_OFF;
         o.tools = g->q.tools_json != NULL;
+        o.tools_json = g->q.tools_json;   /* copied: XML call values typed by the schema */
         if (!(g->rp = reply_parser_new(&o))) return false;
     }
     if (len > 0 && (!reply_parser_feed(g->rp, text, (size_t)len, &g->dl) || !deliver(g))) return false;
