@@ -297,10 +297,11 @@ const char *const *prompt_shown_specials(const model *m) {
 }
 
 prompt_caps prompt_capabilities(const model *m, const char *template_go, int chat_format_override) {
-    prompt_caps c = {false, false};
+    prompt_caps c = {false, false, false};
     if (template_go && *template_go) {   /* Ollama: the names the template uses */
         c.thinking = strstr(template_go, ".Think") != NULL;
         c.tools = strstr(template_go, ".Tools") != NULL;
+        c.insert = strstr(template_go, ".Suffix") != NULL;   /* fill-in-the-middle */
         return c;
     }
     const char *tmpl = m ? m->chat_template : NULL;

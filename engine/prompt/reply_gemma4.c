@@ -23,15 +23,16 @@ static const char CH_OPEN[] = "<|channel>", CH_CLOSE[] = "<channel|>", CALL_OPEN
 
 struct gemma4_parser {
     bool thinking;         /* keep the thought channel (else it is dropped) */
+    bool tools;            /* the request offered tools: calls are parsed (else they are content) */
     int state;
     bool strip_name;       /* just entered the channel: "thought\n" to cut */
     bool trim_leading;     /* just left the channel: whitespace to drop */
     bytebuf held;
 };
 
-gemma4_parser *gemma4_parser_new(bool thinking) {
+gemma4_parser *gemma4_parser_new(bool thinking, bool tools) {
     gemma4_parser *g = calloc(1, sizeof *g);
-    if (g) g->thinking = thinking;
+    if (g) { g->thinking = thinking; g->tools = tools; }
     return g;
 }
 
@@ -197,7 +198,7 @@ static bool run(gemma4_parser *g, reply_delta *d, bool at_end) {
                 g->trim_leading = false;
                 continue;
             }
-            const char *ch = find(s, n, CH_OPEN), *call = find(s, n, CALL_OPEN);
+            const char *ch = find(s, n, CH_OPEN), *call = g->tools ? find(s, n, CALL_OPEN) : NULL;
             const char *hit = ch && (!call || ch < call) ? ch : call;
             if (hit) {
                 size_t pre = (size_t)(hit - s);
@@ -208,7 +209,7 @@ static bool run(gemma4_parser *g, reply_delta *d, bool at_end) {
                 g->strip_name = hit == ch;
                 continue;
             }
-            size_t out = at_end ? n : safe_len(s, n, CH_OPEN, CALL_OPEN);
+            size_t out = at_end ? n : safe_len(s, n, CH_OPEN, g->tools ? CALL_OPEN : NULL);
             if (out && !bytebuf_add(&d->content, s, out)) return false;
             held_drop(g, out);
             return true;

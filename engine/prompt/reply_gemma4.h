@@ -4,6 +4,7 @@
  *                                                 the channel name "thought\n" is cut)
  *   <|tool_call>call:NAME{key:value,..}<tool_call|>  -> a tool call; strings between <|"|>
  *                                                 delimiters, bare keys, JSON otherwise
+ *                                                 (only when the request offered tools: else content)
  *   anything else                               -> content
  * Whitespace before a marker and after a closing one is dropped. After a call, stray
  * <tool_call|> and <|tool_response> markers are dropped (the model stops there or repeats
@@ -20,7 +21,8 @@
 
 typedef struct gemma4_parser gemma4_parser;
 
-gemma4_parser *gemma4_parser_new(bool thinking);
+/* thinking: keep the thought channel; tools: the request offered tools (else calls are content). */
+gemma4_parser *gemma4_parser_new(bool thinking, bool tools);
 void gemma4_parser_free(gemma4_parser *g);
 /* Appends what text completes to d (content, thinking, calls); at_end flushes. False: out of memory. */
 bool gemma4_parser_feed(gemma4_parser *g, const char *text, size_t len, bool at_end, reply_delta *d);

@@ -45,7 +45,7 @@ reply_parser *reply_parser_new(const reply_parse_opts *o) {
     if (!p) return NULL;
     p->o = *o;
     if (o->harmony && !(p->h = harmony_parser_new(o->tools))) { free(p); return NULL; }
-    if (o->gemma4 && !o->harmony && !(p->g4 = gemma4_parser_new(o->thinking))) { free(p); return NULL; }
+    if (o->gemma4 && !o->harmony && !(p->g4 = gemma4_parser_new(o->thinking, o->tools))) { free(p); return NULL; }
     if (o->tools_json && !(p->tools_json = strdup(o->tools_json))) { reply_parser_free(p); return NULL; }
     p->o.tools_json = NULL;
     p->open_again = o->qwen35;
@@ -373,8 +373,9 @@ static bool run(reply_parser *p, reply_delta *d, bool at_end) {
                 continue;
             }
             if (hit) {
-                size_t pre = (size_t)(hit - s);
-                if (pre && !bytebuf_add(&d->thinking, s, pre)) return false;
+                size_t pre = (size_t)(hit - s), end = pre;
+                while (p->o.qwen35 && end && is_space(s[end - 1])) end--;   /* Ollama's qwen3.5 trims it */
+                if (end && !bytebuf_add(&d->thinking, s, end)) return false;
                 held_drop(p, pre + strlen(p->think_close));
                 p->state = ST_TEXT;
                 p->trim_leading = true;

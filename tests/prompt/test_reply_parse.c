@@ -139,6 +139,9 @@ static void test_gemma4(void) {
     expect("gemma4: arguments that are not an object stay content", &g, "<|tool_call>call:f{1:2:3}<tool_call|>",
            "<|tool_call>call:f{1:2:3}<tool_call|>", "", "");
     expect("gemma4: no name stays content", &g, "<|tool_call>call:{}<tool_call|>", "<|tool_call>call:{}<tool_call|>", "", "");
+    const reply_parse_opts notools = {.gemma4 = true, .thinking = true};
+    expect("gemma4: without tools a call is content", &notools, "<|channel>x<channel|><|tool_call>call:f{}<tool_call|>",
+           "<|tool_call>call:f{}<tool_call|>", "x", "");
     expect("gemma4: lookalike markers are content", &g, "a <|chan b <tool_call|> c", "a <|chan b <tool_call|> c", "", "");
     expect("gemma4: cut off inside the thinking", &g, "<|channel>thought\nhalf", "", "half", "");
     expect("gemma4: cut off in the channel name", &g, "<|channel>thou", "", "thou", "");
@@ -152,7 +155,7 @@ static void test_qwen35(void) {
     const reply_parse_opts q = {.qwen35 = true, .thinking = true, .start_in_thinking = true, .tools = true, .tools_json = tools};
     const reply_parse_opts nothink = {.qwen35 = true, .tools = true, .tools_json = tools};
     expect("qwen35: thinking (the prompt opened it), then the answer", &q, "Let me think.\n</think>\n\nIt is 18C.",
-           "It is 18C.", "Let me think.\n", "");
+           "It is 18C.", "Let me think.", "");
     expect("qwen35: a repeated leading <think> is dropped", &q, "\n<think>\nHmm.</think>Yes.", "Yes.", "Hmm.", "");
     expect("qwen35: a second <think> is thinking text", &q, "a <think> b</think>c", "c", "a <think> b", "");
     expect("qwen35: an XML call, typed by the schema", &q,
@@ -160,7 +163,7 @@ static void test_qwen35(void) {
            "<parameter=days>\n3\n</parameter>\n<parameter=t>\n2.5\n</parameter>\n<parameter=hourly>\nTrue\n</parameter>\n"
            "<parameter=tags>\n[\"a\", 1]\n</parameter>\n<parameter=where>\n{\"lat\": 1}\n</parameter>\n"
            "<parameter=mode>\n7\n</parameter>\n<parameter=extra>\n42\n</parameter>\n</function>\n</tool_call>",
-           "", "Need it.\n", "get_weather({\"city\":\"New York\",\"days\":3,\"t\":2.5,\"hourly\":true,\"tags\":[\"a\",1],"
+           "", "Need it.", "get_weather({\"city\":\"New York\",\"days\":3,\"t\":2.5,\"hourly\":true,\"tags\":[\"a\",1],"
            "\"where\":{\"lat\":1},\"mode\":7,\"extra\":\"42\"});");
     expect("qwen35: values that do not fit their type", &q,
            "</think><tool_call>\n<function=get_weather>\n<parameter=days>\nmany\n</parameter>\n<parameter=hourly>\nyes\n"
