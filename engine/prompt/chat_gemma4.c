@@ -60,17 +60,23 @@ static void add_number(bytebuf *b, double v) {
     add(b, t);
 }
 
-/* The object's members in Jinja's dictsort order (case-insensitive keys, stable). */
-static int members_sorted(const cJSON *o, const cJSON **out, int max) {
+/* The object's members in Jinja's dictsort order (case-insensitive keys, stable), malloc'd
+ * (NULL when there are none, or out of memory: b->oom). */
+static const cJSON **sorted_members(bytebuf *b, const cJSON *o, int *n_out) {
     int n = 0;
-    for (const cJSON *c = o->child; c && n < max; c = c->next) {
-        int i = n++;
+    for (const cJSON *c = o->child; c; c = c->next) n++;
+    *n_out = 0;
+    const cJSON **out = n ? malloc((size_t)n * sizeof *out) : NULL;
+    if (!out) { if (n) b->oom = true; return NULL; }
+    int k = 0;
+    for (const cJSON *c = o->child; c; c = c->next) {
+        int i = k++;
         while (i > 0 && strcasecmp(out[i - 1]->string, c->string) > 0) { out[i] = out[i - 1]; i--; }
         out[i] = c;
     }
-    return n;
+    *n_out = n;
+    return out;
 }
-enum { MAX_KEYS = 256 };
 
 /* format_argument(argument, escape_keys). */
 static void put_argument(bytebuf *b, const cJSON *v, bool escape_keys) {
@@ -81,8 +87,8 @@ static void put_argument(bytebuf *b, const cJSON *v, bool escape_keys) {
     } else if (cJSON_IsBool(v)) {
         add(b, cJSON_IsTrue(v) ? "true" : "false");
     } else if (cJSON_IsObject(v)) {
-        const cJSON *keys[MAX_KEYS];
-        int n = members_sorted(v, keys, MAX_KEYS);
+        int n;
+        const cJSON **keys = sorted_members(b, v, &n);
         add(b, "{");
         for (int i = 0; i < n; i++) {
             if (i) add(b, ",");
@@ -93,6 +99,7 @@ static void put_argument(bytebuf *b, const cJSON *v, bool escape_keys) {
             put_argument(b, keys[i], escape_keys);
         }
         add(b, "}");
+        free(keys);
     } else if (cJSON_IsArray(v)) {
         add(b, "[");
         for (const cJSON *c = v->child; c; c = c->next) {
@@ -170,8 +177,8 @@ static void comma(bytebuf *b, bool *add_comma) {
 
 /* items:{..} of an array property (dictsort of the items schema, nulls skipped). */
 static void put_items(bytebuf *b, const cJSON *items, bool interleaved) {
-    const cJSON *keys[MAX_KEYS];
-    int n = members_sorted(items, keys, MAX_KEYS);
+    int n;
+    const cJSON **keys = sorted_members(b, items, &n);
     add(b, "items:{");
     bool first = true;
     for (int i = 0; i < n; i++) {
@@ -210,12 +217,13 @@ static void put_items(bytebuf *b, const cJSON *items, bool interleaved) {
         }
     }
     add(b, "}");
+    free(keys);
 }
 
 /* format_parameters(properties): NAME:{description,enum|items|properties,nullable,required,type}. */
 static void put_parameters(bytebuf *b, const cJSON *props, bool interleaved) {
-    const cJSON *keys[MAX_KEYS];
-    int n = members_sorted(props, keys, MAX_KEYS);
+    int n;
+    const cJSON **keys = sorted_members(b, props, &n);
     bool found_first = false;
     for (int i = 0; i < n; i++) {
         const cJSON *v = keys[i];
@@ -277,6 +285,7 @@ static void put_parameters(bytebuf *b, const cJSON *props, bool interleaved) {
         put_type_upper(b, get(v, "type"));
         add(b, Q "}");
     }
+    free(keys);
 }
 
 /* <|tool>declaration:NAME{description:..,parameters:{..}}<tool|> (format_function_declaration). */
@@ -336,14 +345,15 @@ static void put_calls(bytebuf *b, const cJSON *calls) {
         add(b, cJSON_IsString(name) ? name->valuestring : "");
         add(b, "{");
         if (cJSON_IsObject(args)) {
-            const cJSON *keys[MAX_KEYS];
-            int n = members_sorted(args, keys, MAX_KEYS);
+            int n;
+            const cJSON **keys = sorted_members(b, args, &n);
             for (int k = 0; k < n; k++) {
                 if (k) add(b, ",");
                 add(b, keys[k]->string);
                 add(b, ":");
                 put_argument(b, keys[k], false);
             }
+            free(keys);
         } else if (cJSON_IsString(args)) {
             add(b, args->valuestring);
         }
@@ -374,8 +384,8 @@ static void put_response(bytebuf *b, const char *name, const cJSON *resp) {
     add(b, "<|tool_response>response:");
     add(b, name);
     if (cJSON_IsObject(resp)) {
-        const cJSON *keys[MAX_KEYS];
-        int n = members_sorted(resp, keys, MAX_KEYS);
+        int n;
+        const cJSON **keys = sorted_members(b, resp, &n);
         add(b, "{");
         for (int k = 0; k < n; k++) {
             add(b, keys[k]->string);
@@ -384,6 +394,7 @@ static void put_response(bytebuf *b, const char *name, const cJSON *resp) {
             if (k + 1 < n) add(b, ",");
         }
         add(b, "}");
+        free(keys);
     } else {
         add(b, "{value:");
         put_argument(b, resp, false);
