@@ -480,6 +480,10 @@ def think_formats_side(anvil, work):
                   dict(calls[0].function.arguments) == {"city": "Paris", "days": 3} and r.message.content == "" and
                   (r.message.thinking or "").strip() == "Need the weather.",
                   "%s chat: the thinking and the call get_weather(city=Paris, days=3) (%r)" % (fmt, r.message))
+            if fmt == "gemma4":   # think unset: Ollama drops the thought channel
+                r = cl.chat(model=model, messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[tool])
+                check(not r.message.thinking and len(r.message.tool_calls or []) == 1,
+                      "gemma4 chat, think unset: the channel dropped, the call kept (%r)" % (r.message,))
             r = cl.chat(model=model, messages=[{"role": "user", "content": "Weather in Paris?"}], think=think)
             check(not r.message.tool_calls and r.message.content,
                   "%s chat without tools: the call markers stay text (%r)" % (fmt, r.message.content[:80]))

@@ -164,7 +164,7 @@ static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm,
     stream_target t = {.reply = open_memstream(&reply, &reply_len), .hide_thinking = o->hide_thinking};
     reply_parse_opts rpo = {.thinking = true};
     prompt_reply_style(m, &ps, &rpo);   /* gpt-oss: harmony channels (its trace cannot be turned off) */
-    if (rpo.gemma4) rpo.thinking = o->think != CHAT_THINK_OFF;   /* Gemma 4: a thought channel is dropped when off */
+    if (rpo.gemma4) rpo.thinking = CHAT_THINK_IS_ON(o->think);   /* Gemma 4: the thought channel is dropped unless on */
     if (!o->raw && (o->think != CHAT_THINK_OFF || rpo.harmony || rpo.gemma4) && !(t.rp = reply_parser_new(&rpo)))
         anv_die("out of memory");
     stop_matcher *stop = NULL;
