@@ -9,7 +9,6 @@
 #include "reply_gemma4.h"
 
 #include "bytebuf.h"
-#include "chat_json.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -19,26 +18,31 @@
 enum { G4_CONTENT, G4_THINKING, G4_CALL, G4_AFTER };
 
 static const char CH_OPEN[] = "<|channel>", CH_CLOSE[] = "<channel|>", CALL_OPEN[] = "<|tool_call>",
-                  CALL_CLOSE[] = "<tool_call|>", RESP_OPEN[] = "<|tool_response>", STR_DELIM[] = "<|\"|>";
+                  CALL_CLOSE[] = "<tool_call|>", RESP_OPEN[] = "<|tool_response>";
 
 struct gemma4_parser {
     bool thinking;         /* keep the thought channel (else it is dropped) */
     bool tools;            /* the request offered tools: calls are parsed (else they are content) */
+    cJSON *tool_list;      /* the request's tools (the repairs read their schemas), NULL if none */
     int state;
     bool strip_name;       /* just entered the channel: "thought\n" to cut */
     bool trim_leading;     /* just left the channel: whitespace to drop */
     bytebuf held;
 };
 
-gemma4_parser *gemma4_parser_new(bool thinking, bool tools) {
+gemma4_parser *gemma4_parser_new(bool thinking, bool tools, const char *tools_json) {
     gemma4_parser *g = calloc(1, sizeof *g);
-    if (g) { g->thinking = thinking; g->tools = tools; }
+    if (!g) return NULL;
+    g->thinking = thinking;
+    g->tools = tools;
+    g->tool_list = tools_json ? cJSON_Parse(tools_json) : NULL;   /* not JSON: no schemas */
     return g;
 }
 
 void gemma4_parser_free(gemma4_parser *g) {
     if (!g) return;
     bytebuf_free(&g->held);
+    cJSON_Delete(g->tool_list);
     free(g);
 }
 
@@ -73,89 +77,8 @@ static size_t safe_len(const char *s, size_t n, const char *m1, const char *m2) 
 
 static const char *find(const char *s, size_t n, const char *m) { return memmem(s, n, m, strlen(m)); }
 
-/* ---- the call body: call:NAME{key:value,..} ------------------------------------------ */
-
-/* Gemma 4's argument text as JSON text: <|"|>..<|"|> strings as JSON strings, bare keys
- * after { or , quoted, JSON strings and everything else as they are. */
-static void args_as_json(bytebuf *out, const char *s, size_t n) {
-    const size_t q = strlen(STR_DELIM);
-    for (size_t i = 0; i < n;) {
-        if (n - i >= q && !memcmp(s + i, STR_DELIM, q)) {
-            const char *end = memmem(s + i + q, n - i - q, STR_DELIM, q);
-            if (!end) { bytebuf_add(out, s + i, n - i); return; }
-            char *inner = strndup(s + i + q, (size_t)(end - (s + i + q)));
-            if (!inner) { out->oom = true; return; }
-            chat_put_json_string(out, inner);
-            free(inner);
-            i = (size_t)(end - s) + q;
-            continue;
-        }
-        if (s[i] == '"') {   /* a JSON string: copied whole */
-            size_t j = i + 1;
-            bool esc = false;
-            while (j < n && (s[j] != '"' || esc)) { esc = s[j] == '\\' && !esc; j++; }
-            if (j < n) { bytebuf_add(out, s + i, j + 1 - i); i = j + 1; continue; }
-        }
-        bytebuf_add(out, s + i, 1);
-        if (s[i] != '{' && s[i] != ',') { i++; continue; }
-        i++;
-        while (i < n && is_space(s[i])) bytebuf_add(out, s + i++, 1);
-        size_t k = i;
-        while (k < n && (isalnum((unsigned char)s[k]) || s[k] == '_' || (unsigned char)s[k] >= 0x80)) k++;
-        if (k > i && k < n && s[k] == ':') {
-            bytebuf_add(out, "\"", 1);
-            bytebuf_add(out, s + i, k - i);
-            bytebuf_add(out, "\":", 2);
-            i = k + 1;
-        }
-    }
-}
-
-static char *object_text(const char *s, size_t n) {
-    bytebuf j = {0};
-    args_as_json(&j, s, n);
-    bytebuf_add(&j, "", 0);
-    cJSON *v = j.oom ? NULL : cJSON_ParseWithOpts(j.data, NULL, true);
-    bytebuf_free(&j);
-    char *out = cJSON_IsObject(v) ? cJSON_PrintUnformatted(v) : NULL;
-    cJSON_Delete(v);
-    return out;
-}
-
-char *gemma4_args_to_json(const char *s, size_t n) {
-    char *out = object_text(s, n);
-    if (out) return out;
-    /* Ollama's repairs: an odd number of <|"|> gets its last one (before a final } or ]),
-     * and then an object that opens without closing gets its } */
-    size_t count = 0, q = strlen(STR_DELIM);
-    for (const char *p = s; (p = memmem(p, (size_t)(s + n - p), STR_DELIM, q)); p += q) count++;
-    if (count % 2 == 0) return NULL;
-    size_t end = n;
-    while (end && is_space(s[end - 1])) end--;
-    size_t at = end && (s[end - 1] == '}' || s[end - 1] == ']') ? end - 1 : end;
-    bytebuf r = {0};
-    bytebuf_add(&r, s, at);
-    bytebuf_add(&r, STR_DELIM, q);
-    bytebuf_add(&r, s + at, n - at);
-    size_t i = 0;
-    while (i < r.len && is_space(r.data[i])) i++;
-    size_t e = r.len;
-    while (e && is_space(r.data[e - 1])) e--;
-    if (i < r.len && r.data[i] == '{' && !(e && r.data[e - 1] == '}')) {
-        bytebuf t = {0};
-        bytebuf_add(&t, r.data, e);
-        bytebuf_add(&t, "}", 1);
-        bytebuf_add(&t, r.data + e, r.len - e);
-        bytebuf_free(&r);
-        r = t;
-    }
-    out = r.oom ? NULL : object_text(r.data, r.len);
-    bytebuf_free(&r);
-    return out;
-}
-
 /* One call body; true with the call added, false when it is not a call (*oom on failure). */
-static bool add_call(reply_delta *d, const char *s, size_t n, bool *oom) {
+static bool add_call(reply_delta *d, const char *s, size_t n, const cJSON *tools, bool *oom) {
     static const char PREFIX[] = "call:";
     if (n < strlen(PREFIX) || memcmp(s, PREFIX, strlen(PREFIX))) return false;
     s += strlen(PREFIX);
@@ -166,10 +89,11 @@ static bool add_call(reply_delta *d, const char *s, size_t n, bool *oom) {
     while (a < b && is_space(*a)) a++;
     while (b > a && is_space(b[-1])) b--;
     if (a == b) return false;
-    char *args = gemma4_args_to_json(brace, (size_t)(s + n - brace));
-    if (!args) return false;
     char *name = strndup(a, (size_t)(b - a));
-    bool ok = name && reply_delta_add_call(d, name, args);
+    if (!name) { *oom = true; return false; }
+    char *args = gemma4_args_to_json(brace, (size_t)(s + n - brace), name, tools);
+    if (!args) { free(name); return false; }
+    bool ok = reply_delta_add_call(d, name, args);
     if (!ok) *oom = true;
     free(name);
     free(args);
@@ -246,7 +170,7 @@ static bool run(gemma4_parser *g, reply_delta *d, bool at_end) {
             if (!hit && !at_end) return true;
             size_t body = hit ? (size_t)(hit - s) : n;
             bool oom = false;
-            if (!add_call(d, s, body, &oom)) {
+            if (!add_call(d, s, body, g->tool_list, &oom)) {
                 if (oom || !call_as_content(d, s, body, hit != NULL)) return false;
             }
             held_drop(g, hit ? body + strlen(CALL_CLOSE) : n);

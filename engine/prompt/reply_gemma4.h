@@ -8,9 +8,11 @@
  *   anything else                               -> content
  * Whitespace before a marker and after a closing one is dropped. After a call, stray
  * <tool_call|> and <|tool_response> markers are dropped (the model stops there or repeats
- * them). A call whose arguments are not an object even after the repairs Ollama makes (a
- * missing closing <|"|>, a missing final }) comes back as content, markers included, never
- * dropped; a reply cut inside a call is parsed at the end. Markers cut by a feed boundary
+ * them). A call whose arguments are not an object even after the repairs Ollama makes comes
+ * back as content, markers included, never
+ * dropped (the repairs: single-quoted values, a missing closing <|"|>, a missing final },
+ * a bare text value of a string parameter of the tool's schema); a reply cut inside a call
+ * is parsed at the end. Markers cut by a feed boundary
  * are held back. */
 #ifndef ANVIL_REPLY_GEMMA4_H
 #define ANVIL_REPLY_GEMMA4_H
@@ -22,11 +24,13 @@
 typedef struct gemma4_parser gemma4_parser;
 
 /* thinking: keep the thought channel; tools: the request offered tools (else calls are content). */
-gemma4_parser *gemma4_parser_new(bool thinking, bool tools);
+gemma4_parser *gemma4_parser_new(bool thinking, bool tools, const char *tools_json);
 void gemma4_parser_free(gemma4_parser *g);
 /* Appends what text completes to d (content, thinking, calls); at_end flushes. False: out of memory. */
 bool gemma4_parser_feed(gemma4_parser *g, const char *text, size_t len, bool at_end, reply_delta *d);
-/* The arguments of a call body ("{city:<|"|>Paris<|"|>,days:2}") as compact JSON object text
- * (malloc'd); NULL when they are not an object. */
-char *gemma4_args_to_json(const char *body, size_t len);
+/* reply_gemma4_args.c: the arguments of a call body ("{city:<|"|>Paris<|"|>,days:2}") as
+ * compact JSON object text (malloc'd); NULL when they are not an object even after Ollama's
+ * repairs (tools: the request's tools as cJSON, for the schema-gated one; may be NULL). */
+struct cJSON;
+char *gemma4_args_to_json(const char *body, size_t len, const char *tool_name, const struct cJSON *tools);
 #endif

@@ -45,7 +45,7 @@ reply_parser *reply_parser_new(const reply_parse_opts *o) {
     if (!p) return NULL;
     p->o = *o;
     if (o->harmony && !(p->h = harmony_parser_new(o->tools))) { free(p); return NULL; }
-    if (o->gemma4 && !o->harmony && !(p->g4 = gemma4_parser_new(o->thinking, o->tools))) { free(p); return NULL; }
+    if (o->gemma4 && !o->harmony && !(p->g4 = gemma4_parser_new(o->thinking, o->tools, o->tools_json))) { free(p); return NULL; }
     if (o->tools_json && !(p->tools_json = strdup(o->tools_json))) { reply_parser_free(p); return NULL; }
     p->o.tools_json = NULL;
     p->open_again = o->qwen35;

@@ -134,6 +134,23 @@ static void test_gemma4(void) {
            "f({\"q\":\"open\"});");
     expect("gemma4: repaired: the closing <|\"|> and } missing", &g, "<|tool_call>call:f{q:<|\"|>open<tool_call|>", "", "",
            "f({\"q\":\"open\"});");
+    expect("gemma4: repaired: a single-quoted value, a stray <|\"|> after it", &g,
+           "<|tool_call>call:grep{include:<|\"|>*.py<|\"|>,pattern:':\\s*\\w+'<|\"|>}<tool_call|>", "", "",
+           "grep({\"include\":\"*.py\",\"pattern\":\":\\\\s*\\\\w+\"});");
+    const char *write_tool = "[{\"type\":\"function\",\"function\":{\"name\":\"write\",\"parameters\":{\"type\":\"object\","
+                             "\"properties\":{\"content\":{\"type\":\"string\"},\"mode\":{\"type\":\"string\"},"
+                             "\"n\":{\"type\":\"number\"}}}}}]";
+    const reply_parse_opts gs = {.gemma4 = true, .tools = true, .tools_json = write_tool};
+    expect("gemma4: repaired by the schema: bare text of a string parameter, cut off", &gs,
+           "<|tool_call>call:write{content:\n\n# Title, it's done", "", "",
+           "write({\"content\":\"\\n\\n# Title, it's done\"});");
+    expect("gemma4: repaired by the schema: bare text up to the next known key", &gs,
+           "<|tool_call>call:write{content:hello, world,mode:<|\"|>fast<|\"|>}<tool_call|>", "", "",
+           "write({\"content\":\"hello, world\",\"mode\":\"fast\"});");
+    expect("gemma4: not repaired without a schema", &g, "<|tool_call>call:write{content:hello}<tool_call|>",
+           "<|tool_call>call:write{content:hello}<tool_call|>", "", "");
+    expect("gemma4: not repaired for a number parameter", &gs, "<|tool_call>call:write{n:many}<tool_call|>",
+           "<|tool_call>call:write{n:many}<tool_call|>", "", "");
     expect("gemma4: not a call stays content, markers included", &g, "<|tool_call>f(x)<tool_call|> ok",
            "<|tool_call>f(x)<tool_call|>ok", "", "");
     expect("gemma4: arguments that are not an object stay content", &g, "<|tool_call>call:f{1:2:3}<tool_call|>",
