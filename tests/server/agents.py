@@ -447,8 +447,9 @@ GEMMA4_REPLY = ('<|channel>thought\nNeed the weather.<channel|><|tool_call>call:
 def think_formats_side(anvil, work):
     """Gemma 4 and Qwen 3.5: a tiny qwen3-shaped model carrying the official template (the copy
     in tests/prompt/jinja_think_goldens.json) is detected as the format; /api/show and `anvil
-    show` list tools and thinking; a replayed reply's thinking and call come back split (Qwen
-    3.5: the prompt opened <think>, the XML call's days typed by the schema)."""
+    show` list tools and thinking; a replayed reply's thinking and call come back split, whole
+    and streamed (Qwen 3.5: the prompt opened <think>, the XML call's days typed by the
+    schema); the call and its result render back; without tools the markers stay text."""
     import ollama
     with open(os.path.join(ROOT, "tests", "prompt", "jinja_think_goldens.json"), encoding="utf-8") as f:
         templates = json.load(f)["templates"]
@@ -480,6 +481,22 @@ def think_formats_side(anvil, work):
                   dict(calls[0].function.arguments) == {"city": "Paris", "days": 3} and r.message.content == "" and
                   (r.message.thinking or "").strip() == "Need the weather.",
                   "%s chat: the thinking and the call get_weather(city=Paris, days=3) (%r)" % (fmt, r.message))
+            thinking, content, got = "", "", []
+            for ch in cl.chat(model=model, messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[tool],
+                              think=think, stream=True):
+                thinking += ch.message.thinking or ""
+                content += ch.message.content or ""
+                got += ch.message.tool_calls or []
+            check(thinking.strip() == "Need the weather." and content == "" and len(got) == 1 and
+                  dict(got[0].function.arguments) == {"city": "Paris", "days": 3},
+                  "%s chat streamed: the same thinking and call (%r, %r, %r)" % (fmt, thinking, content, got))
+            msgs = [{"role": "user", "content": "Weather in Paris?"},
+                    {"role": "assistant", "content": "", "thinking": "Need the weather.",
+                     "tool_calls": [c.model_dump(exclude_none=True) for c in calls]},
+                    {"role": "tool", "content": "18C", "tool_name": "get_weather"}]
+            r2 = cl.chat(model=model, messages=msgs, tools=[tool], think=think)
+            check(r2.done and r2.prompt_eval_count > 0, "%s round trip: the call and its result rendered back (%r)"
+                  % (fmt, r2.done_reason))
             if fmt == "gemma4":   # think unset: Ollama drops the thought channel
                 r = cl.chat(model=model, messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[tool])
                 check(not r.message.thinking and len(r.message.tool_calls or []) == 1,
