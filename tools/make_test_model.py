@@ -509,7 +509,7 @@ def tensor_qtype(shape, kind, qt_main):
 
 def write_model(args, hp, path, wtype, quantizer):
     fam = BASE.get(args.family, args.family)
-    vocab = spm_vocab(fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"], agent=args.chat_template == "qwen3",
+    vocab = spm_vocab(fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"], agent=args.chat_template == "qwen3" or bool(args.chat_template_file),
                                                                                             harmony=args.chat_template == "gpt-oss")
     assert len(vocab["tokens"]) == hp["n_vocab"], (len(vocab["tokens"]), hp["n_vocab"])
     w = gguf.GGUFWriter(path, GGUF_ARCH.get(args.family, args.family))
@@ -577,15 +577,21 @@ def write_model(args, hp, path, wtype, quantizer):
         w.add_eot_token_id(ids["eot"])
     w.add_add_bos_token(vocab["model"] == "llama" or fam in ("llama", "mistral3"))
     w.add_add_eos_token(False)
+    template = None
     if fam == "gemma3":
         w.add_add_space_prefix(False)
-        w.add_chat_template(CHAT_TEMPLATES["gemma3"])
+        template = CHAT_TEMPLATES["gemma3"]
     elif fam in ("qwen2", "qwen3"):
-        w.add_chat_template(CHAT_TEMPLATES[args.chat_template or "chatml"])
+        template = CHAT_TEMPLATES[args.chat_template or "chatml"]
     elif fam == "mistral3":
-        w.add_chat_template(CHAT_TEMPLATES[args.chat_template or "ministral3"])
+        template = CHAT_TEMPLATES[args.chat_template or "ministral3"]
     elif fam == "gptoss" and args.chat_template:   # --chat-template gpt-oss: a harmony chat model
-        w.add_chat_template(CHAT_TEMPLATES[args.chat_template])
+        template = CHAT_TEMPLATES[args.chat_template]
+    if args.chat_template_file:   # a whole official template (tests/server/agents.py: Gemma 4, Qwen 3.5)
+        with open(args.chat_template_file, encoding="utf-8") as f:
+            template = f.read()
+    if template:
+        w.add_chat_template(template)
 
     qt_main = NUMPY_TYPES[wtype] if wtype in NUMPY_TYPES else K_TYPES[wtype]
     plan = tensor_plan(args, hp)
@@ -660,6 +666,8 @@ def stamp_of(args):
     """What --if-changed compares: this script, the arguments and the quantizing binary."""
     d = {k: v for k, v in sorted(vars(args).items()) if k not in ("out", "if_changed", "digest")}
     d["script"] = file_sha256(os.path.abspath(__file__))
+    if args.chat_template_file:
+        d["chat_template_sha256"] = file_sha256(args.chat_template_file)
     if args.type in K_TYPES and args.anvil and (args.quantizer or "anvil") == "anvil":
         d["anvil"] = file_sha256(args.anvil)
     return repr(d) + "\n"
@@ -673,6 +681,8 @@ def main():
     ap.add_argument("--type", default="f32", choices=list(NUMPY_TYPES) + list(K_TYPES))
     ap.add_argument("--out", help="output .gguf")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--chat-template-file", help="write this file's text as tokenizer.chat_template (instead of "
+                    "--chat-template's; qwen3 family: <think> and <tool_call> as user-defined tokens)")
     ap.add_argument("--chat-template", choices=sorted(CHAT_TEMPLATES), help="the tokenizer.chat_template to write "
                     "(default: the family's)")
     ap.add_argument("--vocab", choices=["spm", "bpe"], help="override the family's vocabulary kind")

@@ -37,7 +37,7 @@ static const char *const FORMAT_NAMES[] = {
     [CHAT_RAW] = "raw",       [CHAT_GEMMA] = "gemma",     [CHAT_LLAMA3] = "llama3",
     [CHAT_CHATML] = "chatml", [CHAT_MISTRAL] = "mistral", [CHAT_LLAMA2] = "llama2",
     [CHAT_PHI3] = "phi3",     [CHAT_PHI4] = "phi4",       [CHAT_DEEPSEEK3] = "deepseek3",
-    [CHAT_MINISTRAL3] = "ministral3",
+    [CHAT_MINISTRAL3] = "ministral3", [CHAT_GEMMA4] = "gemma4", [CHAT_QWEN35] = "qwen35",
 };
 enum { N_FORMATS = (int)(sizeof(FORMAT_NAMES) / sizeof(FORMAT_NAMES[0])) };
 
@@ -63,7 +63,7 @@ int chat_format_from_name(const char *name) {
     int f = format_by_name(name);
     if (f < 0) {
         anv_set_error("chat: unknown chat format '%s' (known: raw, gemma, llama3, chatml, mistral, llama2, phi3, "
-                      "phi4, deepseek3, ministral3 and llama.cpp's built-in names)",
+                      "phi4, deepseek3, ministral3, gemma4, qwen35 and llama.cpp's built-in names)",
                       name ? name : "(null)");
     }
     return f;
@@ -80,6 +80,11 @@ static int detect_from_template(const char *t) {
     /* Mistral 3's templates (Ministral 3, Devstral: calls as [TOOL_CALLS]name[ARGS]; Mistral Small
      * 3.2's adds [CALL_ID]) */
     if (strstr(t, "[SYSTEM_PROMPT]") && strstr(t, "[ARGS]")) return CHAT_MINISTRAL3;
+    /* Gemma 4 (llama.cpp's marker: its call prefix); Qwen 3.5 / 3.6: Qwen3-Coder's XML calls
+     * in ChatML turns, with <think> */
+    if (strstr(t, "'<|tool_call>call:'")) return CHAT_GEMMA4;
+    if (strstr(t, "<|im_start|>") && strstr(t, "<function=") && strstr(t, "<parameter=") && strstr(t, "<think>"))
+        return CHAT_QWEN35;
     const char *b = chat_builtin_detect(t);
     if (!b) return -1;
     static const struct { const char *name; chat_format f; } own[] = {
@@ -104,7 +109,7 @@ static chat_format detect_from_arch(const char *arch) {
     } table[] = {
         {"gemma", CHAT_GEMMA},   {"gemma2", CHAT_GEMMA},    {"gemma3", CHAT_GEMMA},   {"gemma3n", CHAT_GEMMA},
         {"qwen2", CHAT_CHATML},  {"qwen2moe", CHAT_CHATML}, {"qwen3", CHAT_CHATML},   {"qwen3moe", CHAT_CHATML},
-        {"llama", CHAT_LLAMA2},
+        {"llama", CHAT_LLAMA2},  {"gemma4", CHAT_GEMMA4},   {"qwen35", CHAT_QWEN35},  {"qwen35moe", CHAT_QWEN35},
     };
     if (!arch) return CHAT_RAW;
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
@@ -343,6 +348,14 @@ char *chat_apply(chat_format f, const chat_message *msgs, int n_msgs, bool add_a
         }
         return chat_ministral3_render(msgs, n_msgs, NULL);
     }
+    if (f == CHAT_GEMMA4 || f == CHAT_QWEN35) {
+        if (n_msgs < 0 || (n_msgs > 0 && !msgs)) {
+            anv_set_error("chat: invalid message list (%d messages)", n_msgs);
+            return NULL;
+        }
+        return f == CHAT_GEMMA4 ? chat_gemma4_render(msgs, n_msgs, add_assistant, NULL)
+                                : chat_qwen35_render(msgs, n_msgs, add_assistant, NULL);
+    }
     if (check_messages(f, msgs, n_msgs) != 0) return NULL;
     strbuf b = {0};
     sb_add(&b, ""); /* an empty conversation still yields "" */
@@ -354,7 +367,7 @@ char *chat_apply(chat_format f, const chat_message *msgs, int n_msgs, bool add_a
     case CHAT_LLAMA2: render_llama2(&b, msgs, n_msgs); break;
     case CHAT_PHI3: render_phi3(&b, msgs, n_msgs, add_assistant); break;
     case CHAT_PHI4: render_phi4(&b, msgs, n_msgs, add_assistant); break;
-    case CHAT_DEEPSEEK3: case CHAT_BUILTIN: case CHAT_MINISTRAL3: break; /* rendered above */
+    case CHAT_DEEPSEEK3: case CHAT_BUILTIN: case CHAT_MINISTRAL3: case CHAT_GEMMA4: case CHAT_QWEN35: break; /* above */
     case CHAT_RAW: render_raw(&b, msgs, n_msgs); break;
     }
     if (b.failed) {

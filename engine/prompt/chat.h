@@ -9,6 +9,8 @@ typedef enum {
     CHAT_RAW = 0, CHAT_GEMMA, CHAT_LLAMA3, CHAT_CHATML, CHAT_MISTRAL, CHAT_LLAMA2,
     CHAT_PHI3, CHAT_PHI4, CHAT_DEEPSEEK3,
     CHAT_MINISTRAL3,   /* Ministral 3's official template (chat_ministral3.c), always with extras */
+    CHAT_GEMMA4,       /* Gemma 4's official templates (chat_gemma4.c) */
+    CHAT_QWEN35,       /* Qwen 3.5 / 3.6's official template (chat_qwen35.c) */
     /* CHAT_BUILTIN + i: llama.cpp's built-in format i of chat_formats.c's table (the names
      * llama_chat_builtin_templates lists: command-r, granite, exaone4, gpt-oss, llama4, ..) */
     CHAT_BUILTIN = 64
@@ -62,6 +64,12 @@ char *chat_mistral_tools_render(const chat_message *msgs, int n, bool tekken, co
 char *chat_ministral3_render(const chat_message *msgs, int n, const chat_extras *x);
 /* True when the template's default system prompt asks for [THINK]..[/THINK] (Reasoning models). */
 bool chat_ministral3_thinks(const char *template_text);
+
+/* Gemma 4 (chat_gemma4.c): the current template, or the older interleaved one when
+ * x->template_text is that one; x may be NULL (no tools, thinking off). */
+char *chat_gemma4_render(const chat_message *msgs, int n, bool add_assistant, const chat_extras *x);
+/* Qwen 3.5 / 3.6 (chat_qwen35.c); x may be NULL (no tools, thinking on: the template's default). */
+char *chat_qwen35_render(const chat_message *msgs, int n, bool add_assistant, const chat_extras *x);
 
 /* Picks the format: from the template text if given (NULL/"" if the GGUF has none),
  * else from the architecture name ("gemma3" -> Gemma, "qwen2"/"qwen3" -> ChatML, ...). */

@@ -108,6 +108,7 @@ static bool is_mistral_tekken(chat_format f) {
 
 bool chat_format_has_tools(chat_format f, const char *template_text) {
     if (chat_format_is_harmony(f)) return true;
+    if (f == CHAT_GEMMA4 || f == CHAT_QWEN35) return true;   /* both templates declare tools */
     if (f == CHAT_MINISTRAL3) return !template_text || !*template_text || strstr(template_text, "[AVAILABLE_TOOLS]");
     if (f != CHAT_CHATML && f != CHAT_LLAMA3 && f != CHAT_MISTRAL && !is_mistral_tekken(f)) return false;
     /* a GGUF template that never mentions tools was not trained for them */
@@ -116,6 +117,7 @@ bool chat_format_has_tools(chat_format f, const char *template_text) {
 
 bool chat_format_has_thinking(chat_format f, const char *template_text, const char *arch) {
     if (chat_format_is_harmony(f)) return true;
+    if (f == CHAT_GEMMA4 || f == CHAT_QWEN35) return true;   /* <|think|> / enable_thinking */
     if (template_text && strstr(template_text, "<think>") && strstr(template_text, "</think>")) return true;
     /* Ministral 3 Reasoning: its system prompt asks for [THINK]..[/THINK] */
     if (f == CHAT_MINISTRAL3) return chat_ministral3_thinks(template_text);
@@ -235,6 +237,8 @@ char *chat_apply_ex(chat_format f, const chat_message *msgs, int n_msgs, bool ad
         return chat_harmony_render(msgs, n_msgs, add_assistant, x);
     }
     if (f == CHAT_MINISTRAL3) return chat_ministral3_render(msgs, n_msgs, x);   /* always: its default system prompt */
+    if (f == CHAT_GEMMA4) return chat_gemma4_render(msgs, n_msgs, add_assistant, x);
+    if (f == CHAT_QWEN35) return chat_qwen35_render(msgs, n_msgs, add_assistant, x);
     if ((f == CHAT_LLAMA3 || f == CHAT_MISTRAL || is_mistral_tekken(f)) && (has_tools || has_calls)) {
         for (int i = 0; i < n_msgs; i++)
             if (!msgs[i].role || !msgs[i].content) {

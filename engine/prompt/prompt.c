@@ -278,18 +278,30 @@ void prompt_reply_style(const model *m, const prompt_spec *p, reply_parse_opts *
         strcpy(o->think_open, "[THINK]");
         strcpy(o->think_close, "[/THINK]");
     }
+    o->gemma4 = f == CHAT_GEMMA4;   /* <|channel>..<channel|>, <|tool_call>..<tool_call|> */
+    o->qwen35 = f == CHAT_QWEN35;
+    /* Qwen 3.5's prompt ends inside <think> unless thinking is off */
+    o->start_in_thinking = f == CHAT_QWEN35 && p->think != CHAT_THINK_OFF;
 }
 
 const char *const *prompt_shown_specials(const model *m) {
     static const char *const ministral[] = {"[THINK]", "[/THINK]", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", NULL};
-    return m && prompt_detect_format(m) == CHAT_MINISTRAL3 ? ministral : NULL;
+    /* llama.cpp's converter makes these USER_DEFINED (printed anyway); other files may mark
+     * them control tokens (Ollama's gemma4 parser preserves the same set) */
+    static const char *const gemma4[] = {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>",
+                                         "<|tool_response>", "<|\"|>", NULL};
+    static const char *const qwen35[] = {"<think>", "</think>", "<tool_call>", "</tool_call>", NULL};
+    if (!m) return NULL;
+    chat_format f = prompt_detect_format(m);
+    return f == CHAT_MINISTRAL3 ? ministral : f == CHAT_GEMMA4 ? gemma4 : f == CHAT_QWEN35 ? qwen35 : NULL;
 }
 
 prompt_caps prompt_capabilities(const model *m, const char *template_go, int chat_format_override) {
-    prompt_caps c = {false, false};
+    prompt_caps c = {false, false, false};
     if (template_go && *template_go) {   /* Ollama: the names the template uses */
         c.thinking = strstr(template_go, ".Think") != NULL;
         c.tools = strstr(template_go, ".Tools") != NULL;
+        c.insert = strstr(template_go, ".Suffix") != NULL;   /* fill-in-the-middle */
         return c;
     }
     const char *tmpl = m ? m->chat_template : NULL;

@@ -22,9 +22,10 @@ typedef struct {
     int think;                      /* CHAT_THINK_* (a level: gpt-oss's Reasoning) */
 } prompt_spec;
 
-/* What the model's prompt path can do (Ollama's capabilities "tools" / "thinking"): the
- * GGUF chat format's, or a Go template's by the names it uses (.Tools, .Think). */
-typedef struct { bool tools, thinking; } prompt_caps;
+/* What the model's prompt path can do (Ollama's capabilities "tools", "insert", "thinking"):
+ * the GGUF chat format's, or a Go template's by the names it uses (.Tools, .Suffix, .Think).
+ * Ollama lists them as completion, tools, insert, thinking. */
+typedef struct { bool tools, thinking, insert; } prompt_caps;
 prompt_caps prompt_capabilities(const model *m, const char *template_go, int chat_format_override);
 
 /* How the model's reply is split (reply_parse.h), beside the request's own switches:

@@ -11,7 +11,9 @@
  * A tail that is a proper prefix of a marker the state looks for is held back. */
 #include "reply_parse.h"
 
+#include "reply_gemma4.h"
 #include "reply_harmony.h"
+#include "reply_xml_call.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -30,6 +32,9 @@ struct reply_parser {
     const char *tag;          /* opts.tool_tag when it is a marker of its own, else NULL */
     const char *think_open, *think_close;   /* <think> </think>, or a Go TEMPLATE's (opts) */
     harmony_parser *h;        /* opts.harmony: every byte goes there */
+    gemma4_parser *g4;        /* opts.gemma4: every byte goes there */
+    char *tools_json;         /* opts.tools_json, copied */
+    bool open_again;          /* qwen35: a leading <think> in the thinking may still be dropped */
 };
 
 static const char THINK_OPEN[] = "<think>", THINK_CLOSE[] = "</think>";
@@ -40,6 +45,10 @@ reply_parser *reply_parser_new(const reply_parse_opts *o) {
     if (!p) return NULL;
     p->o = *o;
     if (o->harmony && !(p->h = harmony_parser_new(o->tools))) { free(p); return NULL; }
+    if (o->gemma4 && !o->harmony && !(p->g4 = gemma4_parser_new(o->thinking, o->tools, o->tools_json))) { free(p); return NULL; }
+    if (o->tools_json && !(p->tools_json = strdup(o->tools_json))) { reply_parser_free(p); return NULL; }
+    p->o.tools_json = NULL;
+    p->open_again = o->qwen35;
     p->state = o->thinking && o->start_in_thinking ? ST_THINK : ST_TEXT;
     p->think_open = p->o.think_open[0] && p->o.think_close[0] ? p->o.think_open : THINK_OPEN;
     p->think_close = p->o.think_open[0] && p->o.think_close[0] ? p->o.think_close : THINK_CLOSE;
@@ -53,6 +62,8 @@ reply_parser *reply_parser_new(const reply_parse_opts *o) {
 void reply_parser_free(reply_parser *p) {
     if (!p) return;
     harmony_parser_free(p->h);
+    gemma4_parser_free(p->g4);
+    free(p->tools_json);
     bytebuf_free(&p->held);
     free(p);
 }
@@ -243,6 +254,17 @@ static int calls_from_args_run(reply_parser *p, reply_delta *d, const char *text
     return rc;
 }
 
+/* Qwen3-Coder's <function=NAME><parameter=K>..</function> form; 1 added, 0 not one, -1 out of memory. */
+static int call_from_xml(reply_parser *p, reply_delta *d, const char *s, size_t n) {
+    char *name = NULL;
+    int oom = 0;
+    char *args = xml_call_parse(s, n, p->tools_json, &name, &oom);
+    int rc = args ? (add_call(p, d, name, args) ? 1 : -1) : oom ? -1 : 0;
+    free(name);
+    free(args);
+    return rc;
+}
+
 /* Length of the longest tail of s[0..n) that is a proper prefix of marker. */
 static size_t partial_tail(const char *s, size_t n, const char *marker) {
     size_t m = strlen(marker);
@@ -330,16 +352,40 @@ static bool run(reply_parser *p, reply_delta *d, bool at_end) {
                 p->trim_think = false;
                 continue;
             }
+            if (p->open_again) {   /* qwen35: the model repeats the <think> the prompt opened */
+                size_t m = strlen(THINK_OPEN);
+                if (n < m && !memcmp(s, THINK_OPEN, n) && !at_end) return true;
+                p->open_again = false;
+                if (n >= m && !memcmp(s, THINK_OPEN, m)) {
+                    held_drop(p, m);
+                    p->trim_think = true;
+                }
+                continue;
+            }
             const char *hit = memmem(s, n, p->think_close, strlen(p->think_close));
+            const char *call = p->o.qwen35 ? memmem(s, n, CALL_OPEN, strlen(CALL_OPEN)) : NULL;
+            if (call && (!hit || call < hit)) {   /* qwen35: a call ends an unclosed thinking */
+                size_t pre = (size_t)(call - s), end = pre;
+                while (end && is_space(s[end - 1])) end--;
+                if (end && !bytebuf_add(&d->thinking, s, end)) return false;
+                held_drop(p, pre);
+                p->state = ST_TEXT;
+                continue;
+            }
             if (hit) {
-                size_t pre = (size_t)(hit - s);
-                if (pre && !bytebuf_add(&d->thinking, s, pre)) return false;
+                size_t pre = (size_t)(hit - s), end = pre;
+                while (p->o.qwen35 && end && is_space(s[end - 1])) end--;   /* Ollama's qwen3.5 trims it */
+                if (end && !bytebuf_add(&d->thinking, s, end)) return false;
                 held_drop(p, pre + strlen(p->think_close));
                 p->state = ST_TEXT;
                 p->trim_leading = true;
                 continue;
             }
             size_t keep = at_end ? 0 : partial_tail(s, n, p->think_close);
+            if (p->o.qwen35 && !at_end) {   /* also the whitespace a <tool_call> would cut */
+                if (partial_tail(s, n, CALL_OPEN) > keep) keep = partial_tail(s, n, CALL_OPEN);
+                while (keep < n && is_space(s[n - keep - 1])) keep++;
+            }
             if (n - keep && !bytebuf_add(&d->thinking, s, n - keep)) return false;
             held_drop(p, n - keep);
             return true;
@@ -349,6 +395,7 @@ static bool run(reply_parser *p, reply_delta *d, bool at_end) {
             if (!hit && !at_end) return true;
             size_t body = hit ? (size_t)(hit - s) : n;
             int rc = calls_from_text(p, d, s, body);
+            if (rc == 0) rc = call_from_xml(p, d, s, body);
             if (rc < 0) return false;
             if (rc == 0) { /* not a call: the text as it was */
                 if (!emit_content(p, d, CALL_OPEN, strlen(CALL_OPEN)) || !emit_content(p, d, s, body) ||
@@ -383,13 +430,22 @@ static bool harmony_run(reply_parser *p, const char *text, size_t len, bool at_e
     return ok && !d->content.oom && !d->thinking.oom;
 }
 
+static bool gemma4_run(reply_parser *p, const char *text, size_t len, bool at_end, reply_delta *d) {
+    int before = d->n_calls;
+    bool ok = gemma4_parser_feed(p->g4, text, len, at_end, d);
+    p->n_calls += d->n_calls - before;
+    return ok;
+}
+
 bool reply_parser_feed(reply_parser *p, const char *text, size_t len, reply_delta *d) {
     if (p->h) return harmony_run(p, text, len, false, d);
+    if (p->g4) return gemma4_run(p, text, len, false, d);
     if (len && !bytebuf_add(&p->held, text, len)) return false;
     return run(p, d, false);
 }
 
 bool reply_parser_finish(reply_parser *p, reply_delta *d) {
     if (p->h) return harmony_run(p, "", 0, true, d);
+    if (p->g4) return gemma4_run(p, "", 0, true, d);
     return run(p, d, true) && !d->content.oom && !d->thinking.oom;
 }

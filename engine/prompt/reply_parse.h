@@ -9,8 +9,16 @@
  *              3.2), one [TOOL_CALLS] per call, and a reply
  *              that is only a JSON object {"name": .., "parameters"|"arguments": {..}} or
  *              an array of them (Llama 3.x, and Ollama's fallback for any template).
+ *              Qwen3-Coder / Qwen 3.5's XML form inside the same tags:
+ *              <tool_call>\n<function=NAME>\n<parameter=K>\nvalue\n</parameter>..</function>
+ *              (reply_xml_call.c; values typed by the request's tool schema);
  *   harmony    gpt-oss's channels (analysis: thinking, final: content, commentary to=
- *              functions.NAME: a call), reply_harmony.c.
+ *              functions.NAME: a call), reply_harmony.c;
+ *   gemma4     Gemma 4's <|channel>thought..<channel|> and <|tool_call>call:NAME{..}<tool_call|>,
+ *              reply_gemma4.c;
+ *   qwen35     Qwen 3.5: the prompt opened <think> (start_in_thinking), a repeated leading <think>
+ *              is dropped, and a <tool_call> before </think> ends the thinking (as Ollama's
+ *              qwen3.5 parser).
  * Bytes that might begin a marker are held back until they cannot; a reply that starts
  * like a JSON tool call is held to the end and becomes content if it is not one. Text in
  * a tag that is not a valid call is returned as content, never dropped. */
@@ -32,6 +40,9 @@ typedef struct {
                                 only the built-in markers and a reply that is JSON) */
     char think_open[32], think_close[32];   /* a Go TEMPLATE's thinking tags (gotmpl_think_tags)
                                 instead of <think> </think>; both or neither */
+    bool gemma4;             /* Gemma 4's channels and calls (reply_gemma4.h) */
+    bool qwen35;             /* Qwen 3.5's thinking rules (above) */
+    const char *tools_json;  /* the request's tools (copied; NULL: none): XML call values typed by them */
 } reply_parse_opts;
 
 typedef struct {

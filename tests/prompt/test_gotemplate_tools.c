@@ -137,7 +137,21 @@ static void test_tag_parsing(void) {
     bytebuf_free(&tcalls);
     /* capabilities by the names a template uses */
     prompt_caps c = prompt_capabilities(NULL, "{{ range .Tools }}{{ end }}{{ .Prompt }}", -1);
-    CHECK(c.tools && !c.thinking);
+    CHECK(c.tools && !c.thinking && !c.insert);
+    c = prompt_capabilities(NULL, "<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}<|fim_middle|>", -1);
+    CHECK(c.insert && !c.tools && !c.thinking);   /* Ollama's "insert": a TEMPLATE with .Suffix */
+    /* the GGUF formats: Gemma 4 and Qwen 3.5 have tools and thinking; their reply styles */
+    c = prompt_capabilities(NULL, NULL, CHAT_GEMMA4);
+    CHECK(c.tools && c.thinking && !c.insert);
+    c = prompt_capabilities(NULL, NULL, CHAT_QWEN35);
+    CHECK(c.tools && c.thinking && !c.insert);
+    reply_parse_opts g4 = {0}, q35 = {0}, q35off = {0};
+    prompt_reply_style(NULL, &(prompt_spec){.chat_format_override = CHAT_GEMMA4}, &g4);
+    prompt_reply_style(NULL, &(prompt_spec){.chat_format_override = CHAT_QWEN35}, &q35);
+    prompt_reply_style(NULL, &(prompt_spec){.chat_format_override = CHAT_QWEN35, .think = CHAT_THINK_OFF}, &q35off);
+    CHECK(g4.gemma4 && !g4.qwen35 && !g4.start_in_thinking);
+    CHECK(q35.qwen35 && q35.start_in_thinking && !q35.gemma4);
+    CHECK(q35off.qwen35 && !q35off.start_in_thinking);   /* think off: the prompt closed <think> */
 }
 
 int main(void) {

@@ -375,11 +375,20 @@ def go_template_side(anvil, work, gguf):
                        capture_output=True, text=True, timeout=120)
     if not check(p.returncode == 0, "anvil create with a tools TEMPLATE (%s)" % p.stderr[-300:]):
         return
+    with open(mf, "w") as f:   # fill-in-the-middle: Ollama's "insert" capability
+        f.write('FROM %s\nTEMPLATE """<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}<|fim_middle|>"""\n' % gguf)
+    env = dict(os.environ, ANVIL_MODELS=store, HOME=store)
+    p = subprocess.run([anvil, "create", "gofim", "-f", mf], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([anvil, "show", "gofim"], env=env, capture_output=True, text=True, timeout=120).stdout
+    check(p.returncode == 0 and out.split("Capabilities", 1)[-1].split()[:2] == ["completion", "insert"],
+          "anvil show: a TEMPLATE with .Suffix lists insert (%r)" % out[-200:])
     srv = Server(anvil, env={"ANVIL_TEST_REPLAY": GO_REPLY}, models_dir=store)
     try:
         cl = ollama.Client(host=srv.base)
         check(list(cl.show("gotools").capabilities or []) == ["completion", "tools"],
               "go template: capabilities completion, tools (.Tools in the TEMPLATE)")
+        check(list(cl.show("gofim").capabilities or []) == ["completion", "insert"],
+              "go template: capabilities completion, insert (.Suffix in the TEMPLATE)")
         msgs = [{"role": "user", "content": "Weather in Paris?"}]
         r = cl.chat(model="gotools", messages=msgs, tools=[TOOL])
         calls = r.message.tool_calls or []
@@ -429,6 +438,76 @@ def ministral_side(anvil, work):
         srv.stop()
 
 
+QWEN35_REPLY = ("Need the weather.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n"
+                "</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>")
+GEMMA4_REPLY = ('<|channel>thought\nNeed the weather.<channel|><|tool_call>call:get_weather{city:<|"|>Paris<|"|>,'
+                'days:3}<tool_call|>')
+
+
+def think_formats_side(anvil, work):
+    """Gemma 4 and Qwen 3.5: a tiny qwen3-shaped model carrying the official template (the copy
+    in tests/prompt/jinja_think_goldens.json) is detected as the format; /api/show and `anvil
+    show` list tools and thinking; a replayed reply's thinking and call come back split, whole
+    and streamed (Qwen 3.5: the prompt opened <think>, the XML call's days typed by the
+    schema); the call and its result render back; without tools the markers stay text."""
+    import ollama
+    with open(os.path.join(ROOT, "tests", "prompt", "jinja_think_goldens.json"), encoding="utf-8") as f:
+        templates = json.load(f)["templates"]
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
+                                             "parameters": {"type": "object", "required": ["city"], "properties": {
+                                                 "city": {"type": "string"}, "days": {"type": "integer"}}}}}
+    for fmt, fname, reply, think in (("qwen35", "Qwen3.5-4B.jinja", QWEN35_REPLY, None),
+                                     ("gemma4", "google-gemma-4-31B-it.jinja", GEMMA4_REPLY, True)):
+        tfile = os.path.join(work, fname)
+        with open(tfile, "w", encoding="utf-8") as f:
+            f.write(templates[fname])
+        model = os.path.join(work, "%s-template.gguf" % fmt)
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_test_model.py"), "--family", "qwen3",
+                        "--preset", "tiny", "--type", "q8_0", "--chat-template-file", tfile, "--out", model,
+                        "--if-changed"], check=True, capture_output=True)
+        out = subprocess.run([anvil, "show", model], capture_output=True, text=True, timeout=120).stdout
+        caps = out.split("Capabilities", 1)[1].split() if "Capabilities" in out else []
+        check(("chat format          %s" % fmt) in out and caps[:3] == ["completion", "tools", "thinking"],
+              "%s: anvil show names the format and lists completion, tools, thinking (%r)" % (fmt, caps[:3]))
+        srv = Server(anvil, env={"ANVIL_TEST_REPLAY": reply})
+        try:
+            cl = ollama.Client(host=srv.base)
+            check(list(cl.show(model).capabilities or []) == ["completion", "tools", "thinking"],
+                  "%s /api/show: capabilities completion, tools, thinking" % fmt)
+            r = cl.chat(model=model, messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[tool],
+                        think=think)
+            calls = r.message.tool_calls or []
+            check(len(calls) == 1 and calls[0].function.name == "get_weather" and
+                  dict(calls[0].function.arguments) == {"city": "Paris", "days": 3} and r.message.content == "" and
+                  (r.message.thinking or "").strip() == "Need the weather.",
+                  "%s chat: the thinking and the call get_weather(city=Paris, days=3) (%r)" % (fmt, r.message))
+            thinking, content, got = "", "", []
+            for ch in cl.chat(model=model, messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[tool],
+                              think=think, stream=True):
+                thinking += ch.message.thinking or ""
+                content += ch.message.content or ""
+                got += ch.message.tool_calls or []
+            check(thinking.strip() == "Need the weather." and content == "" and len(got) == 1 and
+                  dict(got[0].function.arguments) == {"city": "Paris", "days": 3},
+                  "%s chat streamed: the same thinking and call (%r, %r, %r)" % (fmt, thinking, content, got))
+            msgs = [{"role": "user", "content": "Weather in Paris?"},
+                    {"role": "assistant", "content": "", "thinking": "Need the weather.",
+                     "tool_calls": [c.model_dump(exclude_none=True) for c in calls]},
+                    {"role": "tool", "content": "18C", "tool_name": "get_weather"}]
+            r2 = cl.chat(model=model, messages=msgs, tools=[tool], think=think)
+            check(r2.done and r2.prompt_eval_count > 0, "%s round trip: the call and its result rendered back (%r)"
+                  % (fmt, r2.done_reason))
+            if fmt == "gemma4":   # think unset: Ollama drops the thought channel
+                r = cl.chat(model=model, messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[tool])
+                check(not r.message.thinking and len(r.message.tool_calls or []) == 1,
+                      "gemma4 chat, think unset: the channel dropped, the call kept (%r)" % (r.message,))
+            r = cl.chat(model=model, messages=[{"role": "user", "content": "Weather in Paris?"}], think=think)
+            check(not r.message.tool_calls and r.message.content,
+                  "%s chat without tools: the call markers stay text (%r)" % (fmt, r.message.content[:80]))
+        finally:
+            srv.stop()
+
+
 def main():
     anvil, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -472,6 +551,7 @@ def main():
     go_template_side(anvil, work, qwen)
     families_side(anvil, work)
     ministral_side(anvil, work)
+    think_formats_side(anvil, work)
     finish()
 
 

@@ -172,7 +172,8 @@ static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm,
     stream_target t = {.reply = open_memstream(&reply, &reply_len), .hide_thinking = o->hide_thinking};
     reply_parse_opts rpo = {.thinking = true};
     prompt_reply_style(m, &ps, &rpo);   /* gpt-oss: harmony channels (its trace cannot be turned off) */
-    if (!o->raw && (o->think != CHAT_THINK_OFF || rpo.harmony) && !(t.rp = reply_parser_new(&rpo)))
+    if (rpo.gemma4) rpo.thinking = CHAT_THINK_IS_ON(o->think);   /* Gemma 4: the thought channel is dropped unless on */
+    if (!o->raw && (o->think != CHAT_THINK_OFF || rpo.harmony || rpo.gemma4) && !(t.rp = reply_parser_new(&rpo)))
         anv_die("out of memory");
     stop_matcher *stop = NULL;
     if (o->ro.n_stop && !(stop = stop_matcher_new(o->ro.stop, o->ro.n_stop))) anv_die("out of memory");

@@ -153,8 +153,9 @@ int cmd_show(int argc, char **argv) {
     /* Ollama's rule: a model with {arch}.pooling_type (or an encoder) embeds only; the others complete */
     printf("\n  Capabilities\n    %s\n", embeds ? "embedding" : "completion");
     if (!embeds) {   /* as /api/show: what the chat format's prompt and reply parsing support */
-        prompt_caps caps = prompt_capabilities(m, NULL, -1);
+        prompt_caps caps = prompt_capabilities(m, e.template_text, -1);   /* the Modelfile's TEMPLATE, else the GGUF's */
         if (caps.tools) printf("    tools\n");
+        if (caps.insert) printf("    insert\n");
         if (caps.thinking) printf("    thinking\n");
     }
     if (embeds) printf("    %-20s %s\n", "pooling", hp->pooling == MODEL_POOL_CLS ? "cls" : hp->pooling == MODEL_POOL_LAST ? "last" : "mean");

@@ -309,6 +309,8 @@ static bool gen_on_text(const char *text, int len, void *user) {
         reply_parse_opts o = g->style;   /* harmony, a Go TEMPLATE's tool tag */
         o.thinking = g->q.think != CHAT_THINK_OFF;
         o.tools = g->q.tools_json != NULL;
+        o.tools_json = g->q.tools_json;   /* copied: XML call values typed by the schema */
+        if (o.gemma4) o.thinking = CHAT_THINK_IS_ON(g->q.think);   /* Ollama drops Gemma 4's thought channel unless think is on */
         if (!(g->rp = reply_parser_new(&o))) return false;
     }
     if (len > 0 && (!reply_parser_feed(g->rp, text, (size_t)len, &g->dl) || !deliver(g))) return false;

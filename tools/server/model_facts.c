@@ -234,10 +234,11 @@ void facts_capabilities(const model_facts *f, const char *template_go, cJSON *ca
         }
     }
     cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
-    bool tools = false, thinking = false;
+    bool tools = false, thinking = false, insert = false;
     if (template_go && *template_go) {
         thinking = strstr(template_go, ".Think") != NULL;   /* Ollama: the names the template uses */
         tools = strstr(template_go, ".Tools") != NULL;
+        insert = strstr(template_go, ".Suffix") != NULL;
     } else if (f->file) {
         gguf_str t = {0};
         char *tmpl = NULL;
@@ -249,5 +250,6 @@ void facts_capabilities(const model_facts *f, const char *template_go, cJSON *ca
         free(tmpl);
     }
     if (tools) cJSON_AddItemToArray(caps, cJSON_CreateString("tools"));
+    if (insert) cJSON_AddItemToArray(caps, cJSON_CreateString("insert"));
     if (thinking) cJSON_AddItemToArray(caps, cJSON_CreateString("thinking"));
 }
