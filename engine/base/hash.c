@@ -2,6 +2,7 @@
 #include "hash.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -57,6 +58,19 @@ static void make_key(void) {
         k[1] = anv_siphash13(seed, k, sizeof k[0]);
     }
     memcpy(g_key, k, sizeof k);
+}
+
+static char g_tag[48];
+static pthread_once_t g_tag_once = PTHREAD_ONCE_INIT;
+
+static void make_tag(void) {
+    pthread_once(&g_key_once, make_key);
+    snprintf(g_tag, sizeof g_tag, "%ld-%012llx", (long)getpid(), (unsigned long long)(g_key[0] >> 16));
+}
+
+const char *anv_process_tag(void) {
+    pthread_once(&g_tag_once, make_tag);
+    return g_tag;
 }
 
 uint64_t anv_hash(const void *p, size_t n) {

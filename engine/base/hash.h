@@ -11,4 +11,8 @@
 uint64_t anv_hash(const void *p, size_t n);
 /* The same under an explicit key (tests, reproducible vectors). */
 uint64_t anv_siphash13(const uint64_t key[2], const void *p, size_t n);
+/* "<pid>-<12 hex digits>": this process's name in temporary file names, unique among every
+ * process that may share a folder (the pid alone is not: each container's server is pid 1 on a
+ * shared model volume); the digits come from the process key. */
+const char *anv_process_tag(void);
 #endif

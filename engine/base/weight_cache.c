@@ -2,6 +2,7 @@
  * (see weight_cache.h). */
 #include "weight_cache.h"
 #include "error.h"
+#include "hash.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -91,7 +92,7 @@ int wcache_create_temp(const char *final_path, char **tmp_out) {
     if (!tmp) { anv_set_error("out of memory"); return -1; }
     for (int attempt = 0; attempt < 100; attempt++) {
         const int k = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-        snprintf(tmp, n, "%s.%ld-%d.tmp", final_path, (long)getpid(), k);
+        snprintf(tmp, n, "%s.%s-%d.tmp", final_path, anv_process_tag(), k);
         const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_BINARY, 0644);
         if (fd >= 0) { *tmp_out = tmp; return fd; }
         if (errno != EEXIST) {

@@ -137,6 +137,7 @@ static void dequant_rows(uint32_t type, const uint8_t *buf, int64_t cols, int64_
 #define STORE_ROW0 3
 
 #include "gpu_verify_fused.h" /* the fused ops' cases (run as the forward pass issues them) */
+#include "hash.h"
 
 /* Runs the case on be; out receives out_elems floats. 0, or -1 (backend or memory error). */
 static int run_gpu(backend *be, const spec *s, const inputs *in, float *out) {
@@ -665,7 +666,7 @@ static void mkdirs(char *path) {
 int gpu_verify_cache_write(gv_target t, const gv_report *r) {
     char path[600], tmp[640];
     if (!gpu_verify_cache_path(t, path, sizeof path)) return -1;
-    fmt(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    fmt(tmp, sizeof tmp, "%s.%s.tmp", path, anv_process_tag());
     mkdirs(tmp);
     FILE *f = fopen(tmp, "w");
     if (!f) return -1;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "error.h"
 #include "quant.h"
+#include "hash.h"
 
 #ifndef O_BINARY
 #define O_BINARY 0
@@ -89,7 +90,7 @@ static size_t scalar_size(gguf_type t) {
 
 /* ---- writer lifetime ---- */
 
-/* The output is written to a temporary file beside it (".anvil-tmp-gguf-<pid>-<n>-<name>", locked
+/* The output is written to a temporary file beside it (".anvil-tmp-gguf-<process tag>-<n>-<name>", locked
  * while written, the store's prefix so its clean-up knows it) and renamed over the path only
  * when complete: a failed or killed write never leaves a partial file under the name, and never
  * removes anything it did not create. An existing path that is not a regular file (a device, a
@@ -108,7 +109,7 @@ static FILE *create_temp_beside(const char *path, char **tmp_out) {
         const size_t len = (size_t)dir_len + strlen(base) + 64;
         char *tmp = malloc(len);
         if (!tmp) { anv_set_error("%s: out of memory", path); return NULL; }
-        snprintf(tmp, len, "%.*s.anvil-tmp-gguf-%ld-%d-%s", dir_len, path, (long)getpid(), n, base);
+        snprintf(tmp, len, "%.*s.anvil-tmp-gguf-%s-%d-%s", dir_len, path, anv_process_tag(), n, base);
         const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_BINARY, 0644);
         if (fd >= 0) {
             flock(fd, LOCK_EX);   /* held until closed: a stale-temporary sweep leaves it alone */

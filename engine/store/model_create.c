@@ -22,6 +22,7 @@
 #include "quantize_model.h"
 #include "store_impl.h"
 #include "store_verify.h"
+#include "hash.h"
 
 void create_spec_clear(create_spec *c) {
     if (!c) return;
@@ -413,7 +414,7 @@ static int quantize_into_store(store *s, const char *in_path, const char *type, 
     char *blobs = store_fmt("%s/blobs", s->root);
     if (!blobs || store_mkdirs(blobs) != 0) { free(blobs); return -1; }
     static int counter;
-    char *tmp = store_fmt("%s/" STORE_TMP_PREFIX "quantize-%ld-%d", blobs, (long)getpid(),
+    char *tmp = store_fmt("%s/" STORE_TMP_PREFIX "quantize-%s-%d", blobs, anv_process_tag(),
                           __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
     free(blobs);
     if (!tmp) return -1;

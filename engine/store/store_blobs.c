@@ -18,6 +18,7 @@
 #include "gguf.h"
 #include "quantize_model.h"
 #include "readfile.h"
+#include "hash.h"
 
 char *store_fmt(const char *fmt, ...) {
     va_list ap;
@@ -54,7 +55,7 @@ int store_mkdirs(const char *dir) {
     return 0;
 }
 
-/* A temporary file next to path: "<dir>/.anvil-tmp-<pid>-<n>". fd_out gets it open. */
+/* A temporary file next to path: "<dir>/.anvil-tmp-<process tag>-<n>". fd_out gets it open. */
 static char *make_temp_beside(const char *path, int *fd_out) {
     static int counter;
     const char *slash = strrchr(path, '/');
@@ -62,7 +63,7 @@ static char *make_temp_beside(const char *path, int *fd_out) {
     const char *dir = slash ? path : ".";
     for (int attempt = 0; attempt < 100; attempt++) {
         int n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-        char *tmp = store_fmt("%.*s/" STORE_TMP_PREFIX "%ld-%d", dir_len, dir, (long)getpid(), n);
+        char *tmp = store_fmt("%.*s/" STORE_TMP_PREFIX "%s-%d", dir_len, dir, anv_process_tag(), n);
         if (!tmp) return NULL;
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) {

@@ -12,6 +12,7 @@
 #include "vk_spirv.h"
 #include "vk_int8.h"
 #include "vk_wide.h"
+#include "hash.h"
 
 static const uint32_t k_types[VKP_N_TYPES] = { QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
                                                QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K,
@@ -142,7 +143,7 @@ void vk_pipeline_cache_save(vk_ctx *c) {
     if (!data) return;
     if (c->fn.vkGetPipelineCacheData(c->dev, c->pcache, &n, data) == VK_SUCCESS) {
         char tmp[560];
-        snprintf(tmp, sizeof tmp, "%s.%d.tmp", c->pcache_path, (int)getpid());
+        snprintf(tmp, sizeof tmp, "%s.%s.tmp", c->pcache_path, anv_process_tag());
         mkdirs(tmp);
         FILE *f = fopen(tmp, "wb");
         if (f) {

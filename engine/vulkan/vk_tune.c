@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "vk_internal.h"
+#include "hash.h"
 
 #define TUNE_REPS 6
 static const uint32_t k_rows[4] = { 1, 2, 4, 8 };
@@ -90,7 +91,7 @@ void vk_tune_init(vk_ctx *c) {
 static void save(vk_ctx *c) {
     if (!c->tune_dirty || !c->tune_path[0]) return;
     char tmp[640];
-    snprintf(tmp, sizeof tmp, "%s.%d.tmp", c->tune_path, (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.%s.tmp", c->tune_path, anv_process_tag());
     for (char *p = tmp + 1; *p; p++)
         if (*p == '/') { *p = 0; mkdir(tmp, 0755); *p = '/'; }
     FILE *f = fopen(tmp, "w");

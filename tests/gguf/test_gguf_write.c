@@ -1,8 +1,10 @@
 /* test_gguf_write: the GGUF writer (engine/gguf/gguf_write.h): metadata of every type (string and
  * numeric arrays, empty ones too), tensors of several types read back through gguf_open;
  * general.alignment; streaming in odd chunks; copying a whole file (metadata + tensors) is
- * byte-identical; one-line errors and removal of partial files. With `--write PATH` it only
- * writes the sample file (tests/gguf/quant/check_gguf_write.py reads it with gguf-py). */
+ * byte-identical; one-line errors and removal of partial files; the process tag its temporaries
+ * are named by (anv_process_tag: the pid alone collides between containers, each server pid 1
+ * on a shared volume). With `--write PATH` it only writes the sample file
+ * (tests/gguf/quant/check_gguf_write.py reads it with gguf-py); `--tag` prints the tag. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "error.h"
 #include "gguf.h"
 #include "gguf_write.h"
+#include "hash.h"
 #include "quant.h"
 #include "testutil.h"
 
@@ -367,7 +370,39 @@ static void test_replace_safely(void) {
     CHECK(dir_entries() == 0);
 }
 
+/* The tag is "<pid>-<12 hex digits>", stable in a process, and its digits differ between two
+ * runs (they are random, not derived from the pid or the clock's seconds). */
+static void test_process_tag(const char *argv0) {
+    const char *tag = anv_process_tag();
+    char want_prefix[32];
+    snprintf(want_prefix, sizeof want_prefix, "%ld-", (long)getpid());
+    CHECKF(!strncmp(tag, want_prefix, strlen(want_prefix)) && strlen(tag) == strlen(want_prefix) + 12 &&
+               strspn(tag + strlen(want_prefix), "0123456789abcdef") == 12, "process tag [%s]", tag);
+    CHECK(anv_process_tag() == tag);
+#ifndef _WIN32
+    char digits[2][32] = {"", ""}, cmd[600];
+    snprintf(cmd, sizeof cmd, "'%s' --tag", argv0);
+    for (int i = 0; i < 2; i++) {
+        FILE *p = popen(cmd, "r");
+        char line[64] = "";
+        if (p && fgets(line, sizeof line, p)) {
+            const char *dash = strchr(line, '-');
+            snprintf(digits[i], sizeof digits[i], "%.12s", dash ? dash + 1 : "");
+        }
+        if (p) pclose(p);
+    }
+    CHECKF(strlen(digits[0]) == 12 && strcmp(digits[0], digits[1]) != 0, "two processes' tag digits [%s] [%s] differ",
+           digits[0], digits[1]);
+#else
+    (void)argv0;
+#endif
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--tag") == 0) {
+        puts(anv_process_tag());
+        return 0;
+    }
     make_tensor_data();
     if (argc == 3 && strcmp(argv[1], "--write") == 0) {
         const int rc = write_sample(argv[2], 0, false);
@@ -384,6 +419,7 @@ int main(int argc, char **argv) {
     test_roundtrip();
     test_errors();
     test_replace_safely();
+    test_process_tag(argv[0]);
     rmdir(g_dir);
     free(g_q4k);
     return tu_finish();
