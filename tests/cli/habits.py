@@ -11,6 +11,10 @@ observed through the binary (Linux, and Windows under Wine with --windows):
   embedding as Ollama's CLI does (one JSON array, normalised, cut to --dimensions), the same in
   this process and through a server (equal to the server's /api/embed), and --truncate=false
   refuses an input longer than the context;
+- a prompt longer than the context is shortened, not refused (Ollama's "truncate", default
+  true; OpenAI clients cannot set num_ctx): /api/chat keeps the system message and says what
+  went in "prompt_truncated", /v1/chat/completions in usage.prompt_truncated; "truncate": false
+  is a 400 naming both sizes;
 - Windows only: `anvil doctor` looks for vulkan-1.dll (it looked for libvulkan.so.1 and always
   reported "No Vulkan loader"); FROM C:\\... and FROM C:/... (drive-letter paths; Wine's Z: is /);
   an Ollama store in another folder of the same drive is listed (MinGW's stat reports inode 0, so
@@ -122,26 +126,50 @@ if embed_model:
     finally:
         srv.stop()
 
+# 4. prompts longer than the context (a 64-token context on the server)
+srv = Server(anvil, env={"ANVIL_CONTEXT_LENGTH": "64"})
+try:
+    long_text = "the quick brown fox jumps over the lazy dog " * 40
+    msgs = [{"role": "system", "content": "Answer in French."}, {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": "bonjour"}, {"role": "user", "content": long_text}]
+    st, _, body = request(srv, "POST", "/api/chat", {"model": model, "messages": msgs, "stream": False,
+                                                      "options": {"num_predict": 2, "temperature": 0}})
+    obj = json.loads(body)
+    t = obj.get("prompt_truncated") or {}
+    check(st == 200 and t.get("messages") == 2 and t.get("tokens", 0) > 0 and obj.get("prompt_eval_count", 99) <= 64,
+          "/api/chat: a prompt over the context is shortened and says so", body[-400:])
+    st, _, body = request(srv, "POST", "/api/chat", {"model": model, "messages": msgs, "stream": False, "truncate": False,
+                                                      "options": {"num_predict": 2}})
+    check(st == 400 and b"context length of 64" in body, "/api/chat with truncate false: a 400 naming the sizes", body[-300:])
+    st, _, body = request(srv, "POST", "/v1/chat/completions", {"model": model, "messages": msgs, "max_tokens": 2})
+    obj = json.loads(body)
+    t = (obj.get("usage") or {}).get("prompt_truncated") or {}
+    check(st == 200 and t.get("tokens", 0) > 0, "/v1/chat/completions: shortened, usage.prompt_truncated says so",
+          body[-400:])
+    check("a prompt longer than the context" in srv.log(), "the server log says so")
+finally:
+    srv.stop()
+
 if windows:
-    # 4. doctor's loader
+    # 5. doctor's loader
     p = run(["doctor"])
     out = p.stdout + p.stderr
     check("libvulkan.so.1" not in out, "doctor under Windows does not look for libvulkan.so.1")
     check("No Vulkan loader" not in out, "doctor finds Wine's vulkan-1.dll (no 'No Vulkan loader' problem)")
-    # 5. drive-letter FROM paths
+    # 6. drive-letter FROM paths
     for i, sep in enumerate(("\\", "/")):
         mf = os.path.join(tmp, "Modelfile-drive%d" % i)
         with open(mf, "w") as f:
             f.write("FROM %s\n" % win_path(os.path.join(mdir, "m.gguf"), sep))
         p = run(["create", "drive%d" % i, "-f", mf])
         check(p.returncode == 0, "FROM %s" % (win_path(mdir, sep) + sep + "m.gguf",), p.stderr.strip()[-300:])
-    # 6. an Ollama store in another folder of the same drive is listed
+    # 7. an Ollama store in another folder of the same drive is listed
     ollama_store = os.path.join(tmp, "ollama-store")
     p = run(["create", "from-ollama", "-f", dash_f], env={"ANVIL_MODELS": ollama_store})
     check(p.returncode == 0, "a model created in the second store", p.stderr.strip()[-300:])
     p = run(["list"], env={"OLLAMA_MODELS": ollama_store})
     check("from-ollama" in p.stdout, "anvil list shows the Ollama store's model", p.stdout[-400:])
-    # 7. serve --help
+    # 8. serve --help
     p = run(["serve", "--help"])
     check("%USERPROFILE%" in p.stdout and "~/.anvil" not in p.stdout, "serve --help shows Windows paths")
     check("vulkan-1.dll" in p.stdout, "serve --help names vulkan-1.dll as the loader")
