@@ -288,7 +288,7 @@ static lmodel *load_model(sched *s, const store_entry *e, const run_options *o) 
     lm->m = model_load_placed(e->model_path, &po);
     if (!lm->m) { free(lm); return NULL; }
     const model_hparams *hp = &lm->m->hp;
-    int n_ctx = want_ctx > 0 ? want_ctx : model_default_ctx(hp);
+    int n_ctx = want_ctx > 0 ? want_ctx : model_ctx_default(lm->m);
     if (hp->n_ctx_train > 0 && n_ctx > hp->n_ctx_train) n_ctx = hp->n_ctx_train;
     if (n_ctx < 4) n_ctx = 4;
     lm->n_ctx = n_ctx;
@@ -332,7 +332,7 @@ static bool options_match(const sched *s, const lmodel *lm, const run_options *o
         if (hp->n_ctx_train > 0 && eff > hp->n_ctx_train) eff = hp->n_ctx_train;
         if (eff < 4) eff = 4;
         if (eff != lm->n_ctx) return false;
-    } else if (lm->n_ctx != model_default_ctx(&lm->m->hp)) {
+    } else if (lm->n_ctx != model_ctx_default(lm->m)) {
         return false;
     }
     return o->num_gpu < 0 || o->num_gpu == lm->req_num_gpu;
