@@ -99,7 +99,22 @@ struct aj_gen {
     reply_parse_opts style;   /* the model's reply format (harmony or not), set by the scheduler */
     reply_delta dl;
     sched_result res;
+    /* logprobs (Ollama's and OpenAI's "logprobs" / "top_logprobs"): asked for, how many
+     * alternatives, and the entries not yet sent ({"token", "logprob", "bytes", "top_logprobs"});
+     * aj_take_logprobs hands them to the chunk or final object being built */
+    bool want_logprobs;
+    bool logprobs_legacy;     /* /v1/completions: "logprobs": N, answered in the legacy shape */
+    int top_logprobs;
+    cJSON *logprobs;
+    size_t logprobs_offset;   /* the legacy shape's text_offset of the next token */
 };
+/* "logprobs" (bool) and "top_logprobs" (0..20, Ollama's and OpenAI's limit) into g. */
+void aj_logprobs_request(aj_gen *g, const cJSON *body);
+/* The pending logprob entries (a JSON array, NULL when none or not asked), now the caller's. */
+cJSON *aj_take_logprobs(aj_gen *g);
+/* Moves the pending entries into o, a chunk or final object: Ollama's "logprobs" array, or
+ * OpenAI's choices[0].logprobs {"content": [...]} (a chat) / the legacy completion's shape. */
+void aj_attach_logprobs(aj_gen *g, cJSON *o);
 /* "tools": an array of {"type": "function", "function": {"name", ...}} into g->q. */
 void aj_tools(aj_gen *g, const cJSON *body);
 /* "think" (Ollama: true/false or "low"|"medium"|"high"|"max") or OpenAI's

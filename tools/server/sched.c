@@ -252,6 +252,7 @@ static void discard_model(lmodel *lm) {
     pthread_cond_destroy(&lm->cv);
     free(lm->slots);
     free(lm->logits);
+    free(lm->lp_scratch);
     free(lm);
 }
 
@@ -294,7 +295,8 @@ static lmodel *load_model(sched *s, const store_entry *e, const run_options *o) 
     lm->n_ctx = n_ctx;
     lm->slots = calloc((size_t)lm->n_slots, sizeof *lm->slots);
     lm->logits = malloc((size_t)lm->n_slots * hp->n_vocab * sizeof(float));
-    if (!lm->slots || !lm->logits) { anv_set_error("out of memory"); goto fail; }
+    lm->lp_scratch = malloc((size_t)lm->n_slots * hp->n_vocab * sizeof(float));   /* logprobs' raw rows */
+    if (!lm->slots || !lm->logits || !lm->lp_scratch) { anv_set_error("out of memory"); goto fail; }
     lm->parent = model_ctx_new(lm->m, n_ctx, s->cfg.kv_type);
     if (!lm->parent) goto fail;
     lm->slots[0].ctx = lm->parent;
@@ -318,6 +320,7 @@ fail:
     model_ctx_free(lm->parent);
     free(lm->slots);
     free(lm->logits);
+    free(lm->lp_scratch);
     model_free(lm->m);
     free(lm);
     return NULL;

@@ -109,7 +109,10 @@ static void admit(lmodel *lm) {
                                                  .stop = j->stop, .num_predict = j->opt.num_predict,
                                                  .on_text = j->gr->on_text, .user = j->gr->user,
                                                  .forced = j->forced, .n_forced = j->n_forced,
-                                                 .shown_specials = prompt_shown_specials(lm->m)});
+                                                 .shown_specials = prompt_shown_specials(lm->m),
+                                                 .on_logprob = j->gr->on_logprob, .top_logprobs = j->gr->top_logprobs,
+                                                 .raw_scratch = lm->lp_scratch + (size_t)best * lm->m->hp.n_vocab,
+                                                 .n_logits = lm->m->hp.n_vocab});
         lm->n_active++;
     }
 }

@@ -8,6 +8,7 @@
 #define ANVIL_SCHED_H
 #include <stdbool.h>
 #include <stdint.h>
+#include "gen_step.h"
 #include "chat.h"
 #include "reply_parse.h"
 #include "store.h"
@@ -62,6 +63,10 @@ typedef struct {
     bool no_truncate;               /* "truncate": false: a prompt over the context is a 400, never
                                        shortened (default: shortened, prepare_gen in sched.c) */
     sched_text_fn on_text;
+    /* optional: each generated token's log-probabilities (the request's logprobs), called on
+     * the worker before that token's text reaches on_text, with the same user pointer */
+    gen_logprob_fn on_logprob;
+    int top_logprobs;               /* 0..20 alternatives per token (with on_logprob) */
     void *user;
     /* NULL or false once nobody waits for the answer (client gone): a request still in
      * the queue is then dropped (status 499) before it costs a prompt evaluation. */
