@@ -5,8 +5,9 @@
  * system (a string or text blocks) the system message; messages' content blocks the turns
  * (text, thinking, tool_use as the assistant's tool calls, each tool_result a role "tool"
  * turn before the user's text, named after its tool_use); tools' input_schema the function
- * parameters; thinking {type: enabled|disabled} the think switch; max_tokens,
- * stop_sequences, temperature, top_p, top_k Ollama's options. The reply is thinking, text
+ * parameters; thinking {type: enabled|disabled} (or output_config.effort) the think switch;
+ * output_config.format's json_schema the grammar; max_tokens, stop_sequences, temperature,
+ * top_p, top_k Ollama's options. The reply is thinking, text
  * and tool_use blocks (ids toolu_..., input the parsed object), stop_reason end_turn,
  * max_tokens, stop_sequence (with the stop_sequence that matched) or tool_use, and usage.
  * Errors are Anthropic's {"type":"error","error":{"type","message"}} (api_error.h). */
@@ -318,17 +319,49 @@ static void read_tools(an_gen *g, const cJSON *body) {
 }
 
 /* "thinking": {"type": "enabled", "budget_tokens": N} turns the model's thinking on
- * (the budget is not enforced), "disabled" off; absent: the model's default. */
+ * (the budget is not enforced), "disabled" off; without it output_config.effort (low,
+ * medium, high, xhigh, max) turns it on at that level, as Ollama does; else the model's
+ * default. */
 static void read_thinking(an_gen *g, const cJSON *body) {
     api_req *c = g->out.c;
     const cJSON *th = aj_object(c, body, "thinking");
     const char *type = th ? aj_string(c, th, "type") : NULL;
     if (th) aj_int(c, th, "budget_tokens", 0, 0, 1 << 30);
+    const cJSON *oc = aj_object(c, body, "output_config");
+    const char *effort = oc ? aj_string(c, oc, "effort") : NULL;
     g->out.q.think = CHAT_THINK_DEFAULT;
-    if (c->failed || !th) return;
-    if (type && (!strcmp(type, "enabled") || !strcmp(type, "adaptive"))) g->out.q.think = CHAT_THINK_ON;
-    else if (type && !strcmp(type, "disabled")) g->out.q.think = CHAT_THINK_OFF;
-    else aj_fail(c, 400, "thinking.type", "invalid value for 'thinking.type': expected enabled or disabled");
+    if (c->failed) return;
+    if (th) {
+        if (type && (!strcmp(type, "enabled") || !strcmp(type, "adaptive"))) g->out.q.think = CHAT_THINK_ON;
+        else if (type && !strcmp(type, "disabled")) g->out.q.think = CHAT_THINK_OFF;
+        else aj_fail(c, 400, "thinking.type", "invalid value for 'thinking.type': expected enabled or disabled");
+    } else if (effort) {
+        static const struct { const char *name; int think; } lv[] = {
+            {"low", CHAT_THINK_LOW}, {"medium", CHAT_THINK_MEDIUM}, {"high", CHAT_THINK_HIGH},
+            {"xhigh", CHAT_THINK_HIGH}, {"max", CHAT_THINK_HIGH}};
+        for (size_t i = 0; i < sizeof lv / sizeof lv[0] && g->out.q.think == CHAT_THINK_DEFAULT; i++)
+            if (!strcmp(effort, lv[i].name)) g->out.q.think = lv[i].think;
+        if (g->out.q.think == CHAT_THINK_DEFAULT)
+            aj_fail(c, 400, "output_config.effort", "invalid value for 'output_config.effort': expected low, medium, high, "
+                    "xhigh or max");
+    }
+}
+
+/* output_config.format {"type": "json_schema", "schema": {...}}: the grammar's format. */
+static void read_output_format(an_gen *g, const cJSON *body) {
+    api_req *c = g->out.c;
+    const cJSON *oc = aj_object(c, body, "output_config");
+    const cJSON *fmt = oc ? aj_object(c, oc, "format") : NULL;
+    const char *type = fmt ? aj_string(c, fmt, "type") : NULL;
+    if (c->failed || !fmt) return;
+    const cJSON *schema = aj_object(c, fmt, "schema");
+    if (c->failed) return;
+    if (!type || strcmp(type, "json_schema") || !schema) {
+        aj_fail(c, 400, "output_config.format", "output_config.format must be {\"type\": \"json_schema\", \"schema\": {...}}");
+        return;
+    }
+    if (!(g->out.format = cJSON_PrintUnformatted(schema))) aj_fail(c, 500, NULL, "out of memory");
+    g->out.q.format = g->out.format;
 }
 
 /* max_tokens (required), temperature, top_p, top_k, stop_sequences: Ollama's options. */
@@ -564,6 +597,7 @@ void anthropic_messages(http_req *r) {
     random_id(g.id, sizeof g.id, "msg_");
     read_prompt(&g, body);
     read_options(&g, body);
+    read_output_format(&g, body);
     c.stream = aj_bool(&c, body, "stream", false);
     aj_object(&c, body, "metadata");   /* checked, not used */
     if (!c.failed && aj_generate(&g.out)) {

@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""agent_apis: the agent APIs of `anvil serve` driven by the official SDKs: Anthropic's
+Messages API (/v1/messages, /v1/messages/count_tokens) through the `anthropic` package and
+OpenAI's Responses API (/v1/responses) through the `openai` package, plus the raw SSE
+framing (event names, order, sequence numbers) and error bodies with the standard library.
+
+Deterministic where it must be: a tiny random qwen3 model (Qwen 3 template: tools and
+<think>) under ANVIL_TEST_REPLAY, so each reply is a fixed text the parsers see exactly as
+a Qwen 3 model would say it; a tiny gemma3 model sampled greedily for what replay cannot
+show (the json_schema grammar, a streamed reply equal to the whole one).
+
+Checked:
+- messages.create with tools: thinking and tool_use blocks (id toolu_..., input the parsed
+  object), stop_reason tool_use, usage; the same through messages.stream (the SDK's own
+  accumulation) and the raw event sequence (message_start, ping, content_block_start /
+  delta / stop with thinking_delta and input_json_delta, message_delta, message_stop, each
+  "event:" line naming its data's type); the round trip tool_use -> tool_result (and an
+  is_error result) -> answer; system as a string and as text blocks (count_tokens: the same
+  prompt, longer than without); count_tokens equal to a create's input + cache-read tokens;
+  stop reasons end_turn, max_tokens (output_tokens = max_tokens), stop_sequence with the
+  stop_sequence that matched (whole and streamed); thinking enabled / disabled; errors as
+  Anthropic's envelope with the right status: bad JSON, missing max_tokens, unknown model
+  (NotFoundError), an image block, a bad role, an unknown route, a bad key (x-api-key
+  accepted, like Bearer);
+- responses.create with tools: reasoning and function_call items (call_id, arguments JSON
+  text), the stream through responses.stream (the SDK validates item identities) and the
+  raw events (response.created first, sequence numbers 0.., function_call_arguments delta
+  and done, response.completed last); the round trip function_call -> function_call_output;
+  instructions; max_output_tokens -> status incomplete (response.incomplete streamed);
+  reasoning.effort none; previous_response_id a 400; text.format json_schema output that
+  validates against the schema.
+
+  agent_apis.py ANVIL WORKDIR"""
+import json
+import os
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Server, check, finish, post_json, request  # noqa: E402
+
+import anthropic  # noqa: E402
+import jsonschema  # noqa: E402
+import openai  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CALL_REPLY = ('<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n'
+              '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>')
+TEXT_REPLY = '<think>ok</think>\n\nHello world. END more text'
+SCHEMA = {"type": "object", "properties": {"color": {"type": "string", "enum": ["red", "green", "blue"]},
+                                           "ok": {"type": "boolean"}},
+          "required": ["color", "ok"]}
+AN_TOOL = {"name": "get_weather", "description": "Current weather in a city",
+           "input_schema": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}}
+RS_TOOL = {"type": "function", "name": "get_weather", "description": "Current weather in a city",
+           "parameters": AN_TOOL["input_schema"]}
+ASK = [{"role": "user", "content": "Weather in Paris?"}]
+
+
+def make(work, family, template=None):
+    out = os.path.join(work, "%s-%s.gguf" % (family, template or "default"))
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "make_test_model.py"), "--family", family, "--preset", "tiny",
+           "--type", "q8_0", "--out", out, "--if-changed"]
+    if template:
+        cmd += ["--chat-template", template]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return out
+
+
+def sse_events(raw):
+    """[(event name, data object)] of an SSE body."""
+    out = []
+    for block in raw.decode().split("\n\n"):
+        name, data = None, None
+        for line in block.split("\n"):
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                data = json.loads(line[6:])
+        if data is not None:
+            out.append((name, data))
+    return out
+
+
+def anthropic_tools(srv, model):
+    cl = anthropic.Anthropic(base_url=srv.base, api_key="unused")
+    r = cl.messages.create(model=model, max_tokens=200, messages=ASK, tools=[AN_TOOL])
+    kinds = [b.type for b in r.content]
+    check(r.id.startswith("msg_") and r.type == "message" and r.role == "assistant" and r.model == model,
+          "messages: id msg_..., type message, role assistant, the model (%r %r)" % (r.id, r.model))
+    check(kinds == ["thinking", "tool_use"], "messages: a thinking block, then a tool_use block (%r)" % kinds)
+    use = r.content[-1]
+    check(use.id.startswith("toolu_") and use.name == "get_weather" and use.input == {"city": "Paris"},
+          "messages: tool_use id toolu_..., name, input the parsed object (%r)" % use)
+    check(r.content[0].thinking == "The user wants the weather.\n", "messages: the thinking text (%r)" % r.content[0])
+    check(r.stop_reason == "tool_use" and r.stop_sequence is None, "messages: stop_reason tool_use (%r)" % r.stop_reason)
+    check(r.usage.input_tokens + (r.usage.cache_read_input_tokens or 0) > 0 and r.usage.output_tokens > 0,
+          "messages: usage input and output tokens (%r)" % r.usage)
+
+    with cl.messages.stream(model=model, max_tokens=200, messages=ASK, tools=[AN_TOOL]) as s:
+        m = s.get_final_message()
+    check([b.type for b in m.content] == kinds and m.content[-1].input == {"city": "Paris"} and
+          m.content[0].thinking == r.content[0].thinking and m.stop_reason == "tool_use" and
+          m.usage.output_tokens == r.usage.output_tokens,
+          "messages.stream: the SDK accumulates the same message (%r)" % m)
+    total = m.usage.input_tokens + (m.usage.cache_read_input_tokens or 0)
+    check(total == r.usage.input_tokens + (r.usage.cache_read_input_tokens or 0),
+          "messages.stream: input + cache-read tokens equal the whole reply's (%r)" % m.usage)
+
+    # the raw event sequence
+    st, hdrs, raw = request(srv, "POST", "/v1/messages", {"model": model, "max_tokens": 200, "messages": ASK,
+                                                          "tools": [AN_TOOL], "stream": True})
+    ev = sse_events(raw)
+    names = [n for n, _ in ev]
+    check(st == 200 and hdrs.get("content-type", "").startswith("text/event-stream"), "stream: 200 text/event-stream")
+    check(all(n == d.get("type") for n, d in ev), "stream: every event line names its data's type")
+    squeezed = [n for i, n in enumerate(names) if i == 0 or n != names[i - 1] or n != "content_block_delta"]
+    want = ["message_start", "ping", "content_block_start", "content_block_delta", "content_block_stop",
+            "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]
+    check(squeezed == want, "stream: the event order of a thinking block then a tool_use block (%r)" % squeezed)
+    deltas = [d["delta"]["type"] for n, d in ev if n == "content_block_delta"]
+    check(set(deltas) == {"thinking_delta", "input_json_delta"}, "stream: thinking_delta and input_json_delta (%r)" % deltas)
+    starts = [d for n, d in ev if n == "content_block_start"]
+    check([s["index"] for s in starts] == [0, 1] and starts[1]["content_block"]["input"] == {},
+          "stream: block indexes 0, 1; tool_use starts with input {} (%r)" % starts)
+    md = [d for n, d in ev if n == "message_delta"][0]
+    check(md["delta"]["stop_reason"] == "tool_use" and md["usage"]["output_tokens"] > 0,
+          "stream: message_delta stop_reason tool_use and usage (%r)" % md)
+    check(not raw.rstrip().endswith(b"[DONE]"), "stream: no OpenAI [DONE] line")
+
+    # the round trip: the tool_use and its result go back, an error result too
+    back = ASK + [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in r.content]},
+                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "18C and sunny"}]}]
+    r2 = cl.messages.create(model=model, max_tokens=200, messages=back, tools=[AN_TOOL])
+    check(r2.stop_reason == "tool_use" and r2.usage.output_tokens > 0, "round trip: the tool_result is answered (%r)" % r2)
+    n_plain = cl.messages.count_tokens(model=model, messages=back, tools=[AN_TOOL]).input_tokens
+    err = [dict(back[-1]["content"][0], is_error=True)]
+    n_err = cl.messages.count_tokens(model=model, messages=back[:-1] + [{"role": "user", "content": err}],
+                                     tools=[AN_TOOL]).input_tokens
+    n_before = cl.messages.count_tokens(model=model, messages=ASK, tools=[AN_TOOL]).input_tokens
+    check(n_plain > n_before and n_err > n_plain,
+          "round trip: the call and result reach the prompt; is_error adds to it (%d < %d < %d)" % (n_before, n_plain, n_err))
+    blocks = [{"type": "tool_result", "tool_use_id": use.id, "content": [{"type": "text", "text": "18C and sunny"}]}]
+    n_blocks = cl.messages.count_tokens(model=model, messages=back[:-1] + [{"role": "user", "content": blocks}],
+                                        tools=[AN_TOOL]).input_tokens
+    check(n_blocks == n_plain, "round trip: a tool_result's text blocks render as its string (%d, %d)" % (n_blocks, n_plain))
+
+    # system: a string and text blocks are the same prompt; count_tokens matches a reply's usage
+    n_sys = cl.messages.count_tokens(model=model, messages=ASK, system="Be brief.").input_tokens
+    n_sys_blocks = cl.messages.count_tokens(model=model, messages=ASK,
+                                            system=[{"type": "text", "text": "Be brief."}]).input_tokens
+    n_none = cl.messages.count_tokens(model=model, messages=ASK).input_tokens
+    check(n_sys == n_sys_blocks > n_none, "system: a string and text blocks count the same, more than none (%d %d %d)"
+          % (n_sys, n_sys_blocks, n_none))
+    r3 = cl.messages.create(model=model, max_tokens=200, messages=ASK, system="Be brief.")
+    check(r3.usage.input_tokens + r3.usage.cache_read_input_tokens == n_sys,
+          "count_tokens equals a reply's input + cache-read tokens (%d, %r)" % (n_sys, r3.usage))
+    r4 = cl.messages.create(model=model, max_tokens=200, messages=ASK, tools=[AN_TOOL], tool_choice={"type": "none"})
+    check(not any(b.type == "tool_use" for b in r4.content) and r4.stop_reason == "end_turn",
+          "tool_choice none: no tools offered, the call stays text (%r)" % r4.content)
+
+
+def anthropic_text(srv, model):
+    cl = anthropic.Anthropic(base_url=srv.base, api_key="unused")
+    r = cl.messages.create(model=model, max_tokens=200, messages=ASK)
+    check([b.type for b in r.content] == ["thinking", "text"] and r.content[1].text == "Hello world. END more text" and
+          r.stop_reason == "end_turn" and r.stop_sequence is None,
+          "end_turn: thinking and text blocks (%r)" % r)
+    r = cl.messages.create(model=model, max_tokens=200, messages=ASK, stop_sequences=["NEVER", "END"])
+    check(r.stop_reason == "stop_sequence" and r.stop_sequence == "END" and r.content[-1].text == "Hello world. ",
+          "stop_sequence: the reason, the sequence that matched, the text before it (%r)" % r)
+    with cl.messages.stream(model=model, max_tokens=200, messages=ASK, stop_sequences=["END"]) as s:
+        m = s.get_final_message()
+    check(m.stop_reason == "stop_sequence" and m.stop_sequence == "END" and m.content[-1].text == "Hello world. ",
+          "stop_sequence streamed: message_delta carries it (%r)" % m)
+    r = cl.messages.create(model=model, max_tokens=3, messages=ASK)
+    check(r.stop_reason == "max_tokens" and r.usage.output_tokens == 3, "max_tokens: the reason, 3 output tokens (%r)" % r)
+    with cl.messages.stream(model=model, max_tokens=3, messages=ASK) as s:
+        m = s.get_final_message()
+    check(m.stop_reason == "max_tokens" and m.usage.output_tokens == 3, "max_tokens streamed (%r)" % m)
+    r = cl.messages.create(model=model, max_tokens=200, messages=ASK, thinking={"type": "enabled", "budget_tokens": 1024})
+    check(r.content[0].type == "thinking" and r.content[0].thinking == "ok", "thinking enabled: the block (%r)" % r.content)
+    r = cl.messages.create(model=model, max_tokens=200, messages=ASK, thinking={"type": "disabled"})
+    check([b.type for b in r.content] == ["text"] and r.content[0].text.startswith("<think>"),
+          "thinking disabled: nothing split out (%r)" % r.content)
+    # a multi-turn conversation with an assistant thinking block sent back
+    conv = ASK + [{"role": "assistant", "content": [{"type": "thinking", "thinking": "ok", "signature": ""},
+                                                    {"type": "text", "text": "Hello world."}]},
+                  {"role": "user", "content": "And tomorrow?"}]
+    r = cl.messages.create(model=model, max_tokens=200, messages=conv, metadata={"user_id": "x"},
+                           extra_body={"temperature": 0.5, "top_p": 0.9, "top_k": 20})
+    check(r.stop_reason == "end_turn", "a conversation with thinking sent back, sampling fields, metadata (%r)" % r)
+
+
+def anthropic_errors(srv, model):
+    cl = anthropic.Anthropic(base_url=srv.base, api_key="unused", max_retries=0)
+
+    def raw(body, path="/v1/messages", want=400, etype="invalid_request_error", what=""):
+        st, _, o, data = post_json(srv, path, body)
+        ok = st == want and isinstance(o, dict) and o.get("type") == "error" and \
+            o.get("error", {}).get("type") == etype and isinstance(o["error"].get("message"), str)
+        check(ok, "error %s: %d %s in Anthropic's envelope (%d %r)" % (what, want, etype, st, data[:200]))
+        return o["error"]["message"] if ok else ""
+
+    raw(b'{"model": ', what="bad JSON")
+    msg = raw({"model": model, "messages": ASK}, what="missing max_tokens")
+    check("max_tokens" in msg, "missing max_tokens: the message names it (%r)" % msg)
+    msg = raw({"model": model, "max_tokens": 5, "messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}]}, what="image")
+    check("text-only" in msg, "image: refused clearly (%r)" % msg)
+    raw({"model": model, "max_tokens": 5, "messages": [{"role": "system", "content": "x"}]}, what="bad role")
+    raw({"model": model, "max_tokens": 5, "messages": []}, what="empty messages")
+    raw({"model": model, "max_tokens": 5, "messages": ASK, "tool_choice": {"type": "tool", "name": "nope"},
+         "tools": [AN_TOOL]}, what="tool_choice naming no tool")
+    raw({"model": model, "max_tokens": 5, "messages": ASK, "tools": [{"type": "web_search_20250305", "name": "ws"}]},
+        what="a server tool")
+    raw({"model": model, "max_tokens": 5, "messages": ASK}, path="/v1/messages/nope", want=404, etype="not_found_error",
+        what="unknown route")
+    try:
+        cl.messages.create(model="no-such-model", max_tokens=5, messages=ASK)
+        check(False, "unknown model: NotFoundError")
+    except anthropic.NotFoundError as e:
+        check(e.status_code == 404 and e.body["error"]["type"] == "not_found_error",
+              "unknown model: NotFoundError, not_found_error (%r)" % e.body)
+    try:
+        with cl.messages.stream(model="no-such-model", max_tokens=5, messages=ASK) as s:
+            s.get_final_message()
+        check(False, "unknown model streamed: NotFoundError")
+    except anthropic.NotFoundError:
+        check(True, "unknown model streamed: NotFoundError before the stream begins")
+    try:
+        cl.messages.create(model=model, max_tokens=0, messages=ASK)
+        check(False, "max_tokens 0: BadRequestError")
+    except anthropic.BadRequestError as e:
+        check("max_tokens" in str(e), "max_tokens 0: BadRequestError naming it (%s)" % e)
+
+
+def auth(anvil, model):
+    srv = Server(anvil, env={"ANVIL_API_KEY": "sekret", "ANVIL_TEST_REPLAY": TEXT_REPLY})
+    try:
+        r = anthropic.Anthropic(base_url=srv.base, api_key="sekret").messages.create(model=model, max_tokens=50,
+                                                                                      messages=ASK)
+        check(r.stop_reason == "end_turn", "auth: x-api-key with the key is accepted")
+        try:
+            anthropic.Anthropic(base_url=srv.base, api_key="wrong", max_retries=0).messages.create(
+                model=model, max_tokens=5, messages=ASK)
+            check(False, "auth: a wrong x-api-key is refused")
+        except anthropic.AuthenticationError as e:
+            check(e.status_code == 401 and e.body["error"]["type"] == "authentication_error",
+                  "auth: a wrong x-api-key is a 401 authentication_error (%r)" % e.body)
+        r = openai.OpenAI(base_url=srv.base + "/v1", api_key="sekret").responses.create(model=model, input="hi")
+        check(r.status == "completed", "auth: Bearer still accepted (Responses)")
+    finally:
+        srv.stop()
+
+
+def responses_tools(srv, model):
+    cl = openai.OpenAI(base_url=srv.base + "/v1", api_key="unused", max_retries=0)
+    r = cl.responses.create(model=model, input="Weather in Paris?", tools=[RS_TOOL])
+    kinds = [o.type for o in r.output]
+    check(r.id.startswith("resp_") and r.object == "response" and r.status == "completed",
+          "responses: id resp_..., object response, status completed (%r)" % r.id)
+    check(kinds == ["reasoning", "function_call"], "responses: a reasoning item and a function_call (%r)" % kinds)
+    fc = r.output[-1]
+    check(fc.call_id.startswith("call_") and fc.name == "get_weather" and json.loads(fc.arguments) == {"city": "Paris"},
+          "responses: function_call call_id, name, arguments JSON text (%r)" % fc)
+    check(r.output[0].summary[0].text == "The user wants the weather.\n", "responses: the reasoning summary (%r)" % r.output[0])
+    check(r.usage.input_tokens > 0 and r.usage.output_tokens > 0 and
+          r.usage.total_tokens == r.usage.input_tokens + r.usage.output_tokens, "responses: usage (%r)" % r.usage)
+
+    with cl.responses.stream(model=model, input="Weather in Paris?", tools=[RS_TOOL]) as s:
+        f = s.get_final_response()
+    check([o.type for o in f.output] == kinds and json.loads(f.output[-1].arguments) == {"city": "Paris"} and
+          f.usage.input_tokens == r.usage.input_tokens, "responses.stream: the SDK assembles the same response (%r)" % f)
+
+    st, _, raw = request(srv, "POST", "/v1/responses", {"model": model, "input": "Weather in Paris?", "tools": [RS_TOOL],
+                                                        "stream": True})
+    ev = sse_events(raw)
+    names = [n for n, _ in ev]
+    check(st == 200 and all(n == d.get("type") for n, d in ev), "responses stream: event lines name their types")
+    check([d["sequence_number"] for _, d in ev] == list(range(len(ev))), "responses stream: sequence numbers 0, 1, ...")
+    check(names[:2] == ["response.created", "response.in_progress"] and names[-1] == "response.completed",
+          "responses stream: created, in_progress first, completed last (%r)" % names[:3])
+    for want in ("response.output_item.added", "response.function_call_arguments.delta",
+                 "response.function_call_arguments.done", "response.output_item.done"):
+        check(want in names, "responses stream: %s" % want)
+
+    # the round trip: the call and its output go back
+    back = [{"role": "user", "content": "Weather in Paris?"}, r.output[0].model_dump(exclude_none=True),
+            {"type": "function_call", "call_id": fc.call_id, "name": fc.name, "arguments": fc.arguments},
+            {"type": "function_call_output", "call_id": fc.call_id, "output": "18C and sunny"}]
+    r2 = cl.responses.create(model=model, input=back, tools=[RS_TOOL])
+    check(r2.status == "completed" and r2.usage.input_tokens > r.usage.input_tokens,
+          "responses round trip: the call and its output reach the prompt (%d > %d)"
+          % (r2.usage.input_tokens, r.usage.input_tokens))
+    r3 = cl.responses.create(model=model, input="Weather in Paris?", tools=[RS_TOOL], instructions="Be brief.")
+    check(r3.usage.input_tokens > r.usage.input_tokens and r3.instructions == "Be brief.",
+          "responses: instructions reach the prompt (%d > %d)" % (r3.usage.input_tokens, r.usage.input_tokens))
+    try:
+        cl.responses.create(model=model, input="hi", previous_response_id=r.id)
+        check(False, "previous_response_id: a 400")
+    except openai.BadRequestError as e:
+        check("previous_response_id" in str(e), "previous_response_id: a 400 naming it (%s)" % e)
+    try:
+        cl.responses.create(model="no-such-model", input="hi")
+        check(False, "responses unknown model: NotFoundError")
+    except openai.NotFoundError:
+        check(True, "responses unknown model: NotFoundError")
+
+
+def responses_text(srv, model):
+    cl = openai.OpenAI(base_url=srv.base + "/v1", api_key="unused", max_retries=0)
+    r = cl.responses.create(model=model, input=[{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}])
+    check(r.output_text == "Hello world. END more text" and [o.type for o in r.output] == ["reasoning", "message"],
+          "responses text: output_text and a reasoning item (%r)" % r.output)
+    r = cl.responses.create(model=model, input="hi", reasoning={"effort": "none"})
+    check([o.type for o in r.output] == ["message"] and r.output_text.startswith("<think>"),
+          "responses reasoning.effort none: nothing split out (%r)" % r.output)
+    r = cl.responses.create(model=model, input="hi", max_output_tokens=3)
+    check(r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens" and r.usage.output_tokens == 3,
+          "responses max_output_tokens: status incomplete (%r %r)" % (r.status, r.incomplete_details))
+    st, _, raw = request(srv, "POST", "/v1/responses", {"model": model, "input": "hi", "max_output_tokens": 3, "stream": True})
+    names = [n for n, _ in sse_events(raw)]
+    check(names[-1] == "response.incomplete", "responses max_output_tokens streamed: response.incomplete (%r)" % names[-1:])
+    with cl.responses.stream(model=model, input="hi") as s:
+        text = "".join(e.delta for e in s if e.type == "response.output_text.delta")
+        f = s.get_final_response()
+    check(text == f.output_text == "Hello world. END more text", "responses.stream: text deltas add up (%r)" % text)
+
+
+def greedy_side(anvil, work):
+    """Sampled (greedy) on a gemma3 model: the json_schema grammar, a streamed reply equal to the whole."""
+    gemma = make(work, "gemma3")
+    srv = Server(anvil)
+    try:
+        cl = openai.OpenAI(base_url=srv.base + "/v1", api_key="unused", max_retries=0)
+        r = cl.responses.create(model=gemma, input="A color?", temperature=0, max_output_tokens=256,
+                                text={"format": {"type": "json_schema", "name": "c", "schema": SCHEMA}})
+        try:
+            jsonschema.validate(json.loads(r.output_text), SCHEMA)
+            check(True, "responses json_schema: the output validates")
+        except (ValueError, jsonschema.ValidationError) as e:
+            check(False, "responses json_schema: the output validates (%r: %s)" % (r.output_text, e))
+        an = anthropic.Anthropic(base_url=srv.base, api_key="unused")
+        w = an.messages.create(model=gemma, max_tokens=8, messages=ASK, extra_body={"temperature": 0})
+        with an.messages.stream(model=gemma, max_tokens=8, messages=ASK, extra_body={"temperature": 0}) as s:
+            m = s.get_final_message()
+        text = lambda msg: "".join(b.text for b in msg.content if b.type == "text")  # noqa: E731
+        check(text(w) == text(m) and w.usage.output_tokens == m.usage.output_tokens and
+              w.stop_reason == m.stop_reason, "messages greedy: streamed equals whole (%r, %r)" % (text(w), text(m)))
+        check(1 <= w.usage.output_tokens <= 8, "messages greedy: output_tokens within max_tokens (%r)" % w.usage)
+        o = an.messages.create(model=gemma, max_tokens=256, messages=ASK, extra_body={"temperature": 0},
+                               output_config={"format": {"type": "json_schema", "schema": SCHEMA}})
+        try:
+            jsonschema.validate(json.loads(text(o)), SCHEMA)
+            check(True, "messages output_config.format json_schema: the output validates")
+        except (ValueError, jsonschema.ValidationError) as e:
+            check(False, "messages output_config.format json_schema: the output validates (%r: %s)" % (text(o), e))
+    finally:
+        srv.stop()
+
+
+def main():
+    anvil, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    qwen = make(work, "qwen3", "qwen3")
+    srv = Server(anvil, env={"ANVIL_TEST_REPLAY": CALL_REPLY})
+    try:
+        anthropic_tools(srv, qwen)
+        anthropic_errors(srv, qwen)
+        responses_tools(srv, qwen)
+    finally:
+        srv.stop()
+    srv = Server(anvil, env={"ANVIL_TEST_REPLAY": TEXT_REPLY})
+    try:
+        anthropic_text(srv, qwen)
+        responses_text(srv, qwen)
+    finally:
+        srv.stop()
+    auth(anvil, qwen)
+    greedy_side(anvil, work)
+    finish()
+
+
+if __name__ == "__main__":
+    main()
