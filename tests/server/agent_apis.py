@@ -153,6 +153,8 @@ def anthropic_tools(srv, model):
     n_none = cl.messages.count_tokens(model=model, messages=ASK).input_tokens
     check(n_sys == n_sys_blocks > n_none, "system: a string and text blocks count the same, more than none (%d %d %d)"
           % (n_sys, n_sys_blocks, n_none))
+    n_sys_msg = cl.messages.count_tokens(model=model, messages=[{"role": "system", "content": "Be brief."}] + ASK).input_tokens
+    check(n_sys_msg == n_sys, "a role system message (Claude Code sends them) is the system turn (%d, %d)" % (n_sys_msg, n_sys))
     r3 = cl.messages.create(model=model, max_tokens=200, messages=ASK, system="Be brief.")
     check(r3.usage.input_tokens + r3.usage.cache_read_input_tokens == n_sys,
           "count_tokens equals a reply's input + cache-read tokens (%d, %r)" % (n_sys, r3.usage))
@@ -209,7 +211,7 @@ def anthropic_errors(srv, model):
     msg = raw({"model": model, "max_tokens": 5, "messages": [{"role": "user", "content": [
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}]}, what="image")
     check("text-only" in msg, "image: refused clearly (%r)" % msg)
-    raw({"model": model, "max_tokens": 5, "messages": [{"role": "system", "content": "x"}]}, what="bad role")
+    raw({"model": model, "max_tokens": 5, "messages": [{"role": "tool", "content": "x"}]}, what="bad role")
     raw({"model": model, "max_tokens": 5, "messages": []}, what="empty messages")
     raw({"model": model, "max_tokens": 5, "messages": ASK, "tool_choice": {"type": "tool", "name": "nope"},
          "tools": [AN_TOOL]}, what="tool_choice naming no tool")

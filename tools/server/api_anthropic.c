@@ -3,6 +3,7 @@
  * (text_delta, thinking_delta, input_json_delta) / _stop, message_delta, message_stop)
  * and POST /v1/messages/count_tokens. A request becomes the scheduler's chat request:
  * system (a string or text blocks) the system message; messages' content blocks the turns
+ * (a role "system" message among them a system turn)
  * (text, thinking, tool_use as the assistant's tool calls, each tool_result a role "tool"
  * turn before the user's text, named after its tool_use); tools' input_schema the function
  * parameters; thinking {type: enabled|disabled} (or output_config.effort) the think switch;
@@ -160,10 +161,17 @@ static void read_message(an_gen *g, const cJSON *msg, int i) {
     snprintf(f, sizeof f, "%s.role", field);
     const cJSON *role_v = aj_need(c, aj_any(aj_need(c, msg, field, AJ_OBJECT), "role"), f, AJ_STRING);
     if (!role_v) return;
+    if (!strcmp(role_v->valuestring, "system")) {   /* a system message among the turns: its text */
+        snprintf(f, sizeof f, "%s.content", field);
+        char *text = text_of(c, aj_any(msg, "content"), f);
+        chat_message *m = text ? push_turn(g, "system") : NULL;
+        if (m) m->content = text;
+        else if (text) { free(text); aj_fail(c, 500, NULL, "too many turns"); }
+        return;
+    }
     const bool user = !strcmp(role_v->valuestring, "user");
     if (!user && strcmp(role_v->valuestring, "assistant")) {
-        aj_fail(c, 400, f, "invalid role '%.40s' in '%s': expected user or assistant (system goes in 'system')",
-                role_v->valuestring, f);
+        aj_fail(c, 400, f, "invalid role '%.40s' in '%s': expected user, assistant or system", role_v->valuestring, f);
         return;
     }
     snprintf(f, sizeof f, "%s.content", field);
