@@ -28,11 +28,17 @@ Checked:
   and done, response.completed last); the round trip function_call -> function_call_output;
   instructions; max_output_tokens -> status incomplete (response.incomplete streamed);
   reasoning.effort none; previous_response_id a 400; text.format json_schema output that
-  validates against the schema.
+  validates against the schema;
+- Claude Code itself, when a `claude` binary is found (ANVIL_TEST_CLAUDE or PATH; the npm
+  package @anthropic-ai/claude-code, not installed by tools/install-deps.sh, so skipped with
+  a message otherwise): `claude -p` with only its Bash tool against the server, the replayed
+  reply a Bash call that writes a file; the file must appear (Claude Code ran the tool_use)
+  and a second request must carry its tool_result.
 
   agent_apis.py ANVIL WORKDIR"""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -363,6 +369,39 @@ def greedy_side(anvil, work):
         srv.stop()
 
 
+def claude_code_side(anvil, work, model):
+    claude = os.environ.get("ANVIL_TEST_CLAUDE") or shutil.which("claude")
+    if not claude:
+        print("skip Claude Code: no `claude` binary (set ANVIL_TEST_CLAUDE or npm install @anthropic-ai/claude-code)")
+        return
+    home = os.path.join(work, "claude-home")
+    shutil.rmtree(home, ignore_errors=True)
+    os.makedirs(home)
+    marker = os.path.join(home, "ran.txt")
+    call = {"name": "Bash", "arguments": {"command": "echo anvil > %s" % marker, "description": "write a file"}}
+    srv = Server(anvil, env={"ANVIL_TEST_REPLAY": "<tool_call>%s</tool_call>" % json.dumps(call),
+                             "ANVIL_CONTEXT_LENGTH": "32768"})
+    try:
+        env = dict(os.environ, HOME=home, ANTHROPIC_BASE_URL=srv.base, ANTHROPIC_API_KEY="", ANTHROPIC_AUTH_TOKEN="anvil",
+                   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
+                   ANTHROPIC_DEFAULT_HAIKU_MODEL=model, CLAUDE_CODE_SUBAGENT_MODEL=model)
+        p = subprocess.run([claude, "-p", "Write the file", "--model", model, "--tools", "Bash", "--allowedTools", "Bash",
+                            "--max-turns", "2", "--output-format", "json"], env=env, cwd=home, capture_output=True,
+                           text=True, timeout=240)
+        try:
+            out = json.loads(p.stdout)
+        except ValueError:
+            out = {}
+        check(os.path.exists(marker), "Claude Code: it ran the Bash tool_use (%r %r)" % (p.stdout[-400:], p.stderr[-400:]))
+        check(out.get("num_turns", 0) >= 2 and out.get("stop_reason") == "tool_use",
+              "Claude Code: the tool_result went back for another turn (%r)" % p.stdout[-400:])
+    finally:
+        srv.stop()
+    posts = [l for l in srv.lines if 'path="/v1/messages"' in l]
+    check(len(posts) >= 2 and all("status=200" in l for l in posts), "Claude Code: every /v1/messages answered 200 (%r)"
+          % posts[-3:])
+
+
 def main():
     anvil, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -382,6 +421,7 @@ def main():
         srv.stop()
     auth(anvil, qwen)
     greedy_side(anvil, work)
+    claude_code_side(anvil, work, qwen)
     finish()
 
 
