@@ -26,7 +26,8 @@ Checked:
   text), the stream through responses.stream (the SDK validates item identities) and the
   raw events (response.created first, sequence numbers 0.., function_call_arguments delta
   and done, response.completed last); the round trip function_call -> function_call_output;
-  instructions; max_output_tokens -> status incomplete (response.incomplete streamed);
+  instructions; Codex's tools (a namespace's members, web_search left out, other server tools a
+  400); include reasoning.encrypted_content (taken back as input); max_output_tokens -> status incomplete (response.incomplete streamed);
   reasoning.effort none; previous_response_id a 400; text.format json_schema output that
   validates against the schema;
 - Claude Code itself, when a `claude` binary is found (ANVIL_TEST_CLAUDE or PATH; the npm
@@ -305,6 +306,30 @@ def responses_tools(srv, model):
     r3 = cl.responses.create(model=model, input="Weather in Paris?", tools=[RS_TOOL], instructions="Be brief.")
     check(r3.usage.input_tokens > r.usage.input_tokens and r3.instructions == "Be brief.",
           "responses: instructions reach the prompt (%d > %d)" % (r3.usage.input_tokens, r.usage.input_tokens))
+    # Codex's tools: a namespace's members are "namespace.name", web_search is left out
+    ns = {"type": "namespace", "name": "agents", "description": "d",
+          "tools": [{"type": "function", "name": "spawn", "parameters": {"type": "object", "properties": {}}}]}
+    r5 = cl.responses.create(model=model, input="hi", tools=[RS_TOOL, ns, {"type": "web_search"}],
+                             tool_choice={"type": "function", "name": "agents.spawn"})
+    check(r5.status == "completed", "responses: a namespace's function is agents.spawn, web_search is dropped")
+    try:
+        cl.responses.create(model=model, input="hi", tools=[ns], tool_choice={"type": "function", "name": "spawn"})
+        check(False, "responses: a namespace member is not offered under its bare name")
+    except openai.BadRequestError:
+        check(True, "responses: a namespace member is not offered under its bare name")
+    try:
+        cl.responses.create(model=model, input="hi", tools=[{"type": "file_search", "vector_store_ids": ["x"]}])
+        check(False, "responses: file_search is a 400")
+    except openai.BadRequestError as e:
+        check("file_search" in str(e), "responses: file_search is a 400 naming it (%s)" % e)
+    # include reasoning.encrypted_content: the reasoning text, which reads back as the summary does
+    r6 = cl.responses.create(model=model, input="Weather in Paris?", tools=[RS_TOOL], include=["reasoning.encrypted_content"])
+    rs = r6.output[0]
+    check(rs.encrypted_content == rs.summary[0].text, "responses include: encrypted_content is the reasoning (%r)" % rs)
+    enc_only = {"type": "reasoning", "id": rs.id, "summary": [], "encrypted_content": rs.encrypted_content}
+    # (Anvil's Qwen 3 prompt drops earlier turns' thinking, so this checks acceptance only)
+    r7 = cl.responses.create(model=model, input=[back[0], enc_only] + back[2:], tools=[RS_TOOL])
+    check(r7.status == "completed", "responses: a reasoning item with only encrypted_content is taken back")
     try:
         cl.responses.create(model=model, input="hi", previous_response_id=r.id)
         check(False, "previous_response_id: a 400")

@@ -8,7 +8,8 @@
  * turn) or items: messages (input_text / output_text parts), function_call (the
  * assistant's tool calls), function_call_output (a role "tool" turn named after its
  * call), reasoning (the next assistant turn's thinking); tools the flat function form
- * {type, name, description, parameters}; tool_choice none / auto / required / {type:
+ * {type, name, description, parameters} (a namespace's members as "namespace.name",
+ * web_search left out); tool_choice none / auto / required / {type:
  * function, name}; max_output_tokens, temperature, top_p Ollama's options; reasoning.effort
  * the think switch; text.format json_object / json_schema the grammar. The reply's output
  * is a reasoning item, a message with output_text, and function_call items (call_id,
@@ -181,7 +182,8 @@ static void add_function_output(rs_gen *g, const cJSON *item, const char *field)
     if (cJSON_IsString(name)) m->tool_name = dup_n(c, name->valuestring, strlen(name->valuestring));
 }
 
-/* A reasoning item: its summary (or content) text, the next assistant turn's thinking. */
+/* A reasoning item: its summary (or content, or encrypted_content: this server's own is the
+ * plain text) text, the next assistant turn's thinking. */
 static void add_reasoning(rs_gen *g, const cJSON *item, const char *field) {
     api_req *c = g->out.c;
     bytebuf b = {0};
@@ -197,6 +199,10 @@ static void add_reasoning(rs_gen *g, const cJSON *item, const char *field) {
             bytebuf_add(&b, t->valuestring, strlen(t->valuestring));
         }
     }
+    char f[80];
+    snprintf(f, sizeof f, "%s.encrypted_content", field);
+    const cJSON *enc = aj_check(c, aj_any(item, "encrypted_content"), f, AJ_STRING);
+    if (!b.len && enc) bytebuf_add(&b, enc->valuestring, strlen(enc->valuestring));
     free(g->pending_thinking);
     g->pending_thinking = !c->failed && b.len ? dup_n(c, b.data, b.len) : NULL;
     bytebuf_free(&b);
@@ -250,7 +256,36 @@ static void read_input(rs_gen *g, const cJSON *body) {
     g->out.q.n_messages = g->out.n_msgs;
 }
 
-/* "tools" (flat function tools) and "tool_choice" into g->out.q.tools_json. */
+/* One function tool (field names it) into out as Ollama's {"type": "function", "function":
+ * {..}}, its name prefixed with a namespace's ("ns.name"); skipped when tool_choice names
+ * another or is none. False + failure on a malformed one. */
+static bool add_function_tool(api_req *c, const cJSON *t, const char *field, const char *prefix, const char *mode,
+                              const char *only, cJSON *out, bool *found) {
+    char f[96], name[256];
+    snprintf(f, sizeof f, "%s.name", field);
+    const cJSON *name_v = aj_need(c, aj_any(t, "name"), f, AJ_STRING);
+    snprintf(f, sizeof f, "%s.description", field);
+    const cJSON *desc = aj_check(c, aj_any(t, "description"), f, AJ_STRING);
+    snprintf(f, sizeof f, "%s.parameters", field);
+    const cJSON *params = aj_check(c, aj_any(t, "parameters"), f, AJ_OBJECT);
+    if (c->failed) return false;
+    if (!*name_v->valuestring) { aj_fail(c, 400, field, "'%s.name' must not be empty", field); return false; }
+    snprintf(name, sizeof name, "%s%s%.200s", prefix ? prefix : "", prefix ? "." : "", name_v->valuestring);
+    if (!strcmp(mode, "none") || (only && strcmp(only, name))) return true;
+    *found = true;
+    cJSON *o = cJSON_CreateObject(), *fn;
+    cJSON_AddStringToObject(o, "type", "function");
+    fn = cJSON_AddObjectToObject(o, "function");
+    cJSON_AddStringToObject(fn, "name", name);
+    if (desc) cJSON_AddStringToObject(fn, "description", desc->valuestring);
+    cJSON_AddItemToObject(fn, "parameters", params ? cJSON_Duplicate(params, true) : cJSON_CreateObject());
+    cJSON_AddItemToArray(out, o);
+    return true;
+}
+
+/* "tools" and "tool_choice" into g->out.q.tools_json: function tools; a namespace's
+ * member functions as "namespace.name" (as Ollama); web_search, a tool the server would run,
+ * is left out (the model is not offered it); any other type is a 400. */
 static void read_tools(rs_gen *g, const cJSON *body) {
     api_req *c = g->out.c;
     const cJSON *tools = aj_array(c, body, "tools");
@@ -281,27 +316,31 @@ static void read_tools(rs_gen *g, const cJSON *body) {
         if (!aj_need(c, t, field, AJ_OBJECT)) break;
         snprintf(f, sizeof f, "%s.type", field);
         const cJSON *type = aj_need(c, aj_any(t, "type"), f, AJ_STRING);
-        if (type && strcmp(type->valuestring, "function")) {
-            aj_fail(c, 400, f, "unsupported tool type '%.60s' in '%s': only function tools exist here", type->valuestring, f);
+        if (!type) break;
+        const char *ty = type->valuestring;
+        if (!strcmp(ty, "function")) {
+            if (!add_function_tool(c, t, field, NULL, mode, only, out, &found)) break;
+        } else if (!strcmp(ty, "namespace")) {
+            snprintf(f, sizeof f, "%s.name", field);
+            const cJSON *ns = aj_need(c, aj_any(t, "name"), f, AJ_STRING);
+            snprintf(f, sizeof f, "%s.tools", field);
+            const cJSON *members = ns ? aj_need(c, aj_any(t, "tools"), f, AJ_ARRAY) : NULL, *m;
+            int j = 0;
+            cJSON_ArrayForEach(m, members) {
+                char mf[80], mtf[96];
+                snprintf(mf, sizeof mf, "%s.tools[%d]", field, j++);
+                snprintf(mtf, sizeof mtf, "%s.type", mf);
+                const cJSON *mt = aj_check(c, aj_any(aj_need(c, m, mf, AJ_OBJECT), "type"), mtf, AJ_STRING);
+                if (!c->failed && mt && strcmp(mt->valuestring, "function"))
+                    aj_fail(c, 400, mtf, "unsupported tool type '%.60s' in '%s': a namespace holds function tools", mt->valuestring, mtf);
+                if (c->failed || !add_function_tool(c, m, mf, ns->valuestring, mode, only, out, &found)) break;
+            }
+            if (c->failed) break;
+        } else if (strcmp(ty, "web_search") && strcmp(ty, "web_search_preview")) {
+            aj_fail(c, 400, f, "unsupported tool type '%.60s' in '%s': only function tools (and namespaces of them) exist "
+                    "here", ty, f);
             break;
         }
-        snprintf(f, sizeof f, "%s.name", field);
-        const cJSON *name = aj_need(c, aj_any(t, "name"), f, AJ_STRING);
-        snprintf(f, sizeof f, "%s.description", field);
-        const cJSON *desc = aj_check(c, aj_any(t, "description"), f, AJ_STRING);
-        snprintf(f, sizeof f, "%s.parameters", field);
-        const cJSON *params = aj_check(c, aj_any(t, "parameters"), f, AJ_OBJECT);
-        if (c->failed) break;
-        if (!*name->valuestring) { aj_fail(c, 400, field, "'%s.name' must not be empty", field); break; }
-        if (!strcmp(mode, "none") || (only && strcmp(only, name->valuestring))) continue;
-        found = true;
-        cJSON *o = cJSON_CreateObject(), *fn;
-        cJSON_AddStringToObject(o, "type", "function");
-        fn = cJSON_AddObjectToObject(o, "function");
-        cJSON_AddStringToObject(fn, "name", name->valuestring);
-        if (desc) cJSON_AddStringToObject(fn, "description", desc->valuestring);
-        cJSON_AddItemToObject(fn, "parameters", params ? cJSON_Duplicate(params, true) : cJSON_CreateObject());
-        cJSON_AddItemToArray(out, o);
     }
     if (!c->failed && only && !found)
         aj_fail(c, 400, "tool_choice", "tool_choice names the function '%.100s', which is not in 'tools'", only);
@@ -393,18 +432,31 @@ static cJSON *message_item(const char *id, const char *status, const char *text,
     return it;
 }
 
-static cJSON *reasoning_item(const char *id, const char *text, size_t n, bool with_summary) {
+/* A reasoning item; done: its summary, and with encrypted (include
+ * "reasoning.encrypted_content") the text as encrypted_content too, as Ollama sends it:
+ * what a client sends back for the next turn. */
+static cJSON *reasoning_item(const char *id, const char *text, size_t n, bool done, bool encrypted) {
     cJSON *it = cJSON_CreateObject();
     cJSON_AddStringToObject(it, "id", id);
     cJSON_AddStringToObject(it, "type", "reasoning");
     cJSON *summary = cJSON_AddArrayToObject(it, "summary");
-    if (with_summary) {
+    if (done) {
         cJSON *s = cJSON_CreateObject();
         cJSON_AddStringToObject(s, "type", "summary_text");
         aj_add_text(s, "text", text, n);
         cJSON_AddItemToArray(summary, s);
+        if (encrypted) aj_add_text(it, "encrypted_content", text, n);
     }
     return it;
+}
+
+/* Did the request ask for reasoning.encrypted_content in "include"? */
+static bool wants_encrypted(const rs_gen *g) {
+    const cJSON *inc = cJSON_GetObjectItemCaseSensitive(g->body, "include"), *v;
+    if (!cJSON_IsArray(inc)) return false;
+    cJSON_ArrayForEach(v, inc)
+        if (cJSON_IsString(v) && !strcmp(v->valuestring, "reasoning.encrypted_content")) return true;
+    return false;
 }
 
 /* The function_call item of the reply's call i (arguments "" while in progress). */
@@ -477,7 +529,7 @@ static void whole_items(rs_gen *g) {
     char id[80];
     if (g->out.thinking.len) {
         item_id(g, "rs", cJSON_GetArraySize(g->items), id, sizeof id);
-        cJSON_AddItemToArray(g->items, reasoning_item(id, bytebuf_str(&g->out.thinking), g->out.thinking.len, true));
+        cJSON_AddItemToArray(g->items, reasoning_item(id, bytebuf_str(&g->out.thinking), g->out.thinking.len, true, wants_encrypted(g)));
     }
     if (g->out.text.len || !n_calls(g)) {
         item_id(g, "msg", cJSON_GetArraySize(g->items), id, sizeof id);
@@ -540,7 +592,7 @@ static bool close_item(rs_gen *g, const char *status) {
         cJSON_AddStringToObject(part, "type", "summary_text");
         aj_add_text(part, "text", text, n);
         ok = ok && send_event(g, "response.reasoning_summary_part.done", e);
-        item = reasoning_item(g->open_id, text, n, true);
+        item = reasoning_item(g->open_id, text, n, true, wants_encrypted(g));
     } else {
         e = item_event(g);
         cJSON_AddNumberToObject(e, "content_index", 0);
@@ -567,7 +619,7 @@ static bool open_item(rs_gen *g, int kind) {
     item_id(g, kind == ITEM_REASONING ? "rs" : "msg", index, g->open_id, sizeof g->open_id);
     g->open = kind;
     if (kind == ITEM_REASONING) {
-        ok = ok && send_item(g, "response.output_item.added", reasoning_item(g->open_id, "", 0, false));
+        ok = ok && send_item(g, "response.output_item.added", reasoning_item(g->open_id, "", 0, false, false));
         cJSON *e = item_event(g), *part;
         cJSON_AddNumberToObject(e, "summary_index", 0);
         part = cJSON_AddObjectToObject(e, "part");
