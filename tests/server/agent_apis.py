@@ -30,6 +30,8 @@ Checked:
   400); include reasoning.encrypted_content (taken back as input); max_output_tokens -> status incomplete (response.incomplete streamed);
   reasoning.effort none; previous_response_id a 400; text.format json_schema output that
   validates against the schema;
+- a field of the wrong type is a 400 naming it; 240 seeded random mutations of valid requests
+  (both APIs, some streamed) answer 200 or a 4xx with a well-formed body, the server alive;
 - Claude Code itself, when a `claude` binary is found (ANVIL_TEST_CLAUDE or PATH; the npm
   package @anthropic-ai/claude-code, not installed by tools/install-deps.sh, so skipped with
   a message otherwise): `claude -p` with only its Bash tool against the server, the replayed
@@ -37,8 +39,10 @@ Checked:
   and a second request must carry its tool_result.
 
   agent_apis.py ANVIL WORKDIR"""
+import copy
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -245,6 +249,92 @@ def anthropic_errors(srv, model):
         check("max_tokens" in str(e), "max_tokens 0: BadRequestError naming it (%s)" % e)
 
 
+def wrong_types(srv, model):
+    """Every field of the wrong type is a 400 naming it; random mutations of valid requests never
+    crash the server (status 200 or 4xx, a JSON or SSE body; the sanitizers watch the rest)."""
+    m = model
+    cases = [
+        ("/v1/messages", {"model": m, "max_tokens": "5", "messages": ASK}, "max_tokens"),
+        ("/v1/messages", {"model": m, "max_tokens": 5, "messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+        ("/v1/messages", {"model": m, "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "text"}]}]},
+         "messages[0].content[0].text"),
+        ("/v1/messages", {"model": m, "max_tokens": 5, "messages": [{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": 5}]}]}, "messages[0].content[0].tool_use_id"),
+        ("/v1/messages", {"model": m, "max_tokens": 5, "messages": [{"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t", "name": "x", "input": "{}"}]}]}, "messages[0].content[0].input"),
+        ("/v1/messages", {"model": m, "max_tokens": 5, "messages": ASK, "system": 5}, "system"),
+        ("/v1/messages", {"model": m, "max_tokens": 5, "messages": ASK, "stop_sequences": ["a", 5]}, "stop_sequences[1]"),
+        ("/v1/messages", {"model": m, "max_tokens": 5, "messages": ASK, "tools": [{"name": "x"}]}, "tools[0].input_schema"),
+        ("/v1/messages", {"model": m, "max_tokens": 5, "messages": ASK, "thinking": {"type": "sometimes"}}, "thinking.type"),
+        ("/v1/messages", {"model": m, "max_tokens": 5, "messages": ASK, "tool_choice": {"type": "all"}}, "tool_choice.type"),
+        ("/v1/messages/count_tokens", {"model": m, "messages": "hi"}, "messages"),
+        ("/v1/responses", {"model": m, "input": 5}, "input"),
+        ("/v1/responses", {"model": m, "input": [{"type": "function_call", "name": "x", "arguments": "[1]"}]},
+         "input[0].arguments"),
+        ("/v1/responses", {"model": m, "input": [{"role": "critic", "content": "x"}]}, "input[0].role"),
+        ("/v1/responses", {"model": m, "input": "hi", "max_output_tokens": 0}, "max_output_tokens"),
+        ("/v1/responses", {"model": m, "input": "hi", "tools": [{"type": "function"}]}, "tools[0].name"),
+        ("/v1/responses", {"model": m, "input": "hi", "text": {"format": {"type": "yaml"}}}, "text.format.type"),
+        ("/v1/responses", {"model": m, "input": [{"type": "item_reference", "id": "x"}]}, "input[0].type"),
+    ]
+    for path, body, field in cases:
+        st, _, o, raw = post_json(srv, path, body)
+        msg = json.dumps(o) if o is not None else ""
+        check(st == 400 and field in msg, "%s: a bad '%s' is a 400 naming it (%d %r)" % (path, field, st, raw[:200]))
+    rng = random.Random(31)
+    values = [None, 5, -1, 1e300, "", "x", True, [], {}, [5], {"type": 5}, "\u00e9\ud83d\ude00", [{"type": "text"}]]
+    seeds = [("/v1/messages", {"model": m, "max_tokens": 20, "system": [{"type": "text", "text": "s"}], "stream": False,
+                               "messages": ASK + [{"role": "assistant", "content": [
+                                   {"type": "thinking", "thinking": "t"},
+                                   {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "P"}}]},
+                                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                                 "content": [{"type": "text", "text": "ok"}]}]}],
+                               "tools": [AN_TOOL], "tool_choice": {"type": "auto"}, "stop_sequences": ["zz"]}),
+             ("/v1/responses", {"model": m, "max_output_tokens": 20, "instructions": "i", "stream": False,
+                                "input": [{"role": "user", "content": [{"type": "input_text", "text": "q"}]},
+                                          {"type": "reasoning", "summary": [{"type": "summary_text", "text": "r"}]},
+                                          {"type": "function_call", "call_id": "c", "name": "get_weather",
+                                           "arguments": "{}"},
+                                          {"type": "function_call_output", "call_id": "c", "output": "o"}],
+                                "tools": [RS_TOOL], "text": {"format": {"type": "text"}}})]
+
+    def paths(o, pre=()):
+        yield pre
+        if isinstance(o, dict):
+            for k, v in o.items():
+                yield from paths(v, pre + (k,))
+        elif isinstance(o, list):
+            for i, v in enumerate(o):
+                yield from paths(v, pre + (i,))
+
+    bad, statuses = [], {}
+    for n in range(240):
+        route, seed = seeds[n % 2]
+        body = copy.deepcopy(seed)
+        for _ in range(rng.randint(1, 3)):
+            p = rng.choice([p for p in paths(body) if p and p[0] != "model"])
+            parent = body
+            for k in p[:-1]:
+                parent = parent[k]
+            parent[p[-1]] = copy.deepcopy(rng.choice(values))
+        if n % 5 == 0:
+            body["stream"] = True
+        st, hdrs, raw = request(srv, "POST", route, body)
+        statuses[st] = statuses.get(st, 0) + 1
+        ok = st in (200, 400, 404) and raw
+        if ok and hdrs.get("content-type", "").startswith("text/event-stream"):
+            ok = all(e for e in sse_events(raw))
+        elif ok:
+            try:
+                json.loads(raw)
+            except ValueError:
+                ok = False
+        if not ok:
+            bad.append((route, st, json.dumps(body)[:200], raw[:200]))
+    check(not bad and srv.alive() and statuses.get(200, 0) >= 24 and statuses.get(400, 0) >= 24,
+          "240 mutated requests: 200 or a 4xx, well-formed bodies, the server alive (statuses %r; %r)" % (statuses, bad[:3]))
+
+
 def auth(anvil, model):
     srv = Server(anvil, env={"ANVIL_API_KEY": "sekret", "ANVIL_TEST_REPLAY": TEXT_REPLY})
     try:
@@ -436,6 +526,7 @@ def main():
         anthropic_tools(srv, qwen)
         anthropic_errors(srv, qwen)
         responses_tools(srv, qwen)
+        wrong_types(srv, qwen)
     finally:
         srv.stop()
     srv = Server(anvil, env={"ANVIL_TEST_REPLAY": TEXT_REPLY})
