@@ -20,7 +20,7 @@ void aj_fail(api_req *c, int status, const char *param, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    cJSON *o = api_error_object(c->openai, status, param, msg);
+    cJSON *o = c->anthropic ? api_error_anthropic(status, msg) : api_error_object(c->openai, status, param, msg);
     if (!c->begun) { aj_reply(c->r, status, o); return; }
     aj_send(c, o);
     http_stream_end(c->r);
@@ -255,10 +255,16 @@ bool aj_send(api_req *c, cJSON *o) {
     if (!c->stream) { aj_reply(c->r, 200, o); return true; }
     aj_begin(c);
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    if (!s) return false;
-    const char *pre = c->openai ? "data: " : "", *post = c->openai ? "\n\n" : "\n";
+    const cJSON *type = c->sse_named ? cJSON_GetObjectItemCaseSensitive(o, "type") : NULL;
     bytebuf line = {0};
+    if (s && cJSON_IsString(type)) {   /* "event: <type>\n" (the type is ours: no newlines) */
+        bytebuf_add(&line, "event: ", 7);
+        bytebuf_add(&line, type->valuestring, strlen(type->valuestring));
+        bytebuf_add(&line, "\n", 1);
+    }
+    cJSON_Delete(o);
+    if (!s) { bytebuf_free(&line); return false; }
+    const char *pre = c->openai ? "data: " : "", *post = c->openai ? "\n\n" : "\n";
     bytebuf_add(&line, pre, strlen(pre));
     bytebuf_add(&line, s, strlen(s));
     bytebuf_add(&line, post, strlen(post));
@@ -270,7 +276,7 @@ bool aj_send(api_req *c, cJSON *o) {
 
 void aj_end(api_req *c) {
     if (!c->begun) return;
-    if (c->openai) http_stream_write(c->r, "data: [DONE]\n\n", 14);
+    if (c->openai && !c->sse_named) http_stream_write(c->r, "data: [DONE]\n\n", 14);
     http_stream_end(c->r);
 }
 
@@ -294,6 +300,8 @@ static bool deliver(aj_gen *g) {
         bytebuf_add(&g->text, bytebuf_str(&d->content), d->content.len);
         bytebuf_add(&g->thinking, bytebuf_str(&d->thinking), d->thinking.len);
         ok = ok && !g->text.oom && !g->thinking.oom;
+    } else if (g->emit) {
+        ok = ok && g->emit(g, d);
     } else if (d->content.len || d->thinking.len || d->n_calls) {
         cJSON *o = g->chunk(g, d);
         aj_attach_logprobs(g, o);

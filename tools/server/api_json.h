@@ -22,6 +22,10 @@
 typedef struct {
     http_req *r;
     bool openai;      /* OpenAI's error envelope, streams as SSE (else Ollama's, NDJSON) */
+    bool anthropic;   /* Anthropic's error envelope (api_error_anthropic) instead */
+    bool sse_named;   /* SSE events named after their object's "type" ("event: <type>" before
+                         "data:"), the stream ends without "data: [DONE]" (Anthropic's
+                         Messages and OpenAI's Responses streams) */
     bool stream;      /* the answer is a stream of objects (aj_send) */
     bool begun;       /* the stream has begun (status 200 sent): errors go into it */
     bool failed;
@@ -88,6 +92,9 @@ typedef struct aj_gen aj_gen;
 struct aj_gen {
     api_req *c;
     cJSON *(*chunk)(const aj_gen *g, const reply_delta *d);
+    /* Instead of chunk when set: sends what d holds as any number of events (an API whose
+     * stream is blocks that open and close); false once the client has gone. */
+    bool (*emit)(aj_gen *g, const reply_delta *d);
     sched_gen_request q;
     chat_message *msgs;   /* q.messages, each string malloc'd (aj_messages) */
     int n_msgs;

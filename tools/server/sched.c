@@ -833,8 +833,12 @@ int sched_generate(sched *s, const sched_gen_request *r, sched_result *res) {
             pthread_mutex_unlock(&s->mu);
             rc = prepare_gen(s, lm, &e, r, &j);
             pthread_mutex_lock(&s->mu);
-            /* Once queued, the worker releases the queue position on admission. */
-            if (rc == 0 && run_job(s, lm, &j)) queued = false;
+            if (rc == 0 && r->count_only) {   /* the prompt's length, nothing evaluated */
+                res->prompt_eval_count = res->prompt_tokens = j.n_prompt;
+                res->done_reason = "count";
+            } else if (rc == 0 && run_job(s, lm, &j)) {
+                queued = false;   /* once queued, the worker releases the queue position on admission */
+            }
         }
         sched_release_ref(lm);
     }
@@ -853,6 +857,8 @@ void sched_result_clear(sched_result *res) {
     free(res->context);
     res->context = NULL;
     res->n_context = 0;
+    free(res->stop_sequence);
+    res->stop_sequence = NULL;
 }
 
 /* The tokens the tokenizer appends to every text (BERT's [SEP], an EOS where the vocabulary

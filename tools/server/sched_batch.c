@@ -133,7 +133,10 @@ static void finish(slot *sl, const char *reason, bool pending_unevaluated, step_
     if (j->status == 0) gen_seq_finish(&sl->gen);
     sched_result *res = j->res;
     res->done_reason = reason;
+    const char *hit = sl->gen.stop_hit ? stop_matcher_hit(j->stop) : NULL;
+    if (hit && !res->stop_sequence) res->stop_sequence = strdup(hit);   /* NULL when out of memory: no name */
     res->prompt_eval_count = sl->n_prompt_eval;
+    res->prompt_tokens = j->n_prompt;
     res->eval_count = sl->gen.n_gen;
     int64_t t_pd = sl->t_prompt_done_ns ? sl->t_prompt_done_ns : now;
     res->prompt_eval_ns = t_pd - sl->t_admit_ns;
