@@ -863,7 +863,12 @@ static enum MHD_Result on_headers(http_server *s, http_req *r) {
         MHD_destroy_response(resp);
         return ret;
     }
-    if (s->api_key && strcmp(r->path, "/")) {
+    /* open with a key set: the health and readiness probes' routes, and /metrics for scrapers
+     * (ANVIL_METRICS_AUTH=1 closes it) */
+    const bool probe = (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD")) &&
+                       (!strcmp(r->path, "/") || !strcmp(r->path, "/api/version") ||
+                        (!strcmp(r->path, "/metrics") && !s->cfg.metrics_auth));
+    if (s->api_key && !probe) {
         /* "Authorization: Bearer <key>" (Ollama, OpenAI) or "x-api-key: <key>" (Anthropic) */
         const char *auth = http_header(r, "Authorization");
         const char *tok = auth && !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : http_header(r, "x-api-key");

@@ -64,7 +64,10 @@ typedef struct {
                                 * default max_upload; past it, or past the spool's free disk space
                                 * less 1 GiB: 507 */
     const char *origins;    /* ANVIL_ORIGINS, comma separated, added to Ollama's defaults */
-    const char *api_key;    /* ANVIL_API_KEY: require "Authorization: Bearer <key>" or "x-api-key: <key>" */
+    const char *api_key;    /* ANVIL_API_KEY: require "Authorization: Bearer <key>" or "x-api-key: <key>" on
+                               every route but GET / and GET /api/version (probes), and /metrics
+                               unless metrics_auth (Prometheus scrapes) */
+    bool metrics_auth;      /* ANVIL_METRICS_AUTH=1: /metrics needs the key too */
     const char *spool_dir;  /* where HTTP_ROUTE_SPOOL_BODY bodies go (created); NULL = $TMPDIR or /tmp */
     /* Connection bounds (0: the default). A connection holds no thread until its request
      * is complete; its handler then runs on a thread of its own. */
