@@ -699,7 +699,9 @@ def write_qwen35_keys(w, hp):
     w.add_ssm_group_count(hp["ssm_n_k_head"])
     w.add_ssm_time_step_rank(HV)
     w.add_ssm_inner_size(S * HV)
-    w.add_recurrent_layers([qwen35_is_recurrent(hp, i) for i in range(hp["n_layer"])] + [False] * hp["n_nextn"])
+    # add_recurrent_layers (newer gguf-py than some installs have): the same array by its key
+    w.add_array("%s.attention.recurrent_layers" % w.arch,
+                [qwen35_is_recurrent(hp, i) for i in range(hp["n_layer"])] + [False] * hp["n_nextn"])
     w.add_full_attention_interval(hp["full_attn_interval"])
     w.add_rope_dimension_count(hp["head_dim"] // 4)
     w.add_nextn_predict_layers(hp["n_nextn"])

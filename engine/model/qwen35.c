@@ -196,7 +196,7 @@ int qwen35_load_layer(model *m, int il, backend *be) {
     L->be = be;
     if (!be->ops->conv1d_state || !be->ops->delta_net) {
         anv_set_error("%s: layer %d of this qwen35 model cannot run on %s: that backend lacks the recurrent-layer ops "
-                      "(conv1d_state, delta_net); keep the layers on the CPU (no GPU layers)", m->gguf->path, il, be->name);
+                      "(conv1d_state, delta_net); run it on the CPU (-ngl 0 or ANVIL_DEVICE=cpu)", m->gguf->path, il, be->name);
         return -1;
     }
     L->attn_norm = place_blk(m, be, il, "attn_norm.weight", e, 1, &fail);
