@@ -128,6 +128,11 @@ PRESETS = {
     # a ~0.5B qwen3moe-style speed shape (16 experts, 4 used, ~0.15B active)
     "moe500m":  dict(n_embd=1024, n_ff=3072, n_vocab=4096, n_layer=12, n_head=16, n_head_kv=4,
                      n_expert=16, n_expert_used=4, n_ff_exp=768, moe_only=True),
+    # qwen35 speed shape: Qwen3.5-0.8B's widths (1024 wide, 8 heads of 256, 16 + 16 linear heads of
+    # 128, FFN 3584) with 8 layers (6 DeltaNet + 2 attention) and a small vocabulary
+    "bench35":  dict(n_embd=1024, n_ff=3584, n_vocab=4096, n_layer=8, n_head=8, n_head_kv=2, head_dim=256,
+                     ssm_d_state=128, ssm_n_k_head=16, ssm_n_v_head=16, rope_sections=[11, 11, 10, 0],
+                     qwen35_only=True),
     "7b":       dict(n_embd=4096, n_ff=11008, n_vocab=32000, n_layer=32, n_head=32, n_head_kv=32,
                      llama_only=True),
 }
@@ -138,6 +143,8 @@ def hparams_for(args):
     pre = dict(PRESETS[args.preset])
     if pre.pop("llama_only", False) and args.family not in ("llama", "mistral3"):   # mistral3: the llama body
         raise SystemExit("make_test_model: preset %s is defined for --family llama (and mistral3) only" % args.preset)
+    if pre.pop("qwen35_only", False) and args.family != "qwen35":
+        raise SystemExit("make_test_model: preset %s is defined for --family qwen35 only" % args.preset)
     if pre.pop("moe_only", False) and args.family not in BASE:
         raise SystemExit("make_test_model: preset %s is defined for the MoE families only" % args.preset)
     fam.update(pre)
