@@ -123,8 +123,9 @@ void attention_block(const layer_pass *p) {
         attend_sequence(p, sq, &q, &k, &v, &att, &rp, swa);
     }
     if (L->wq_gate) {   /* qwen35's gated attention: att *= sigmoid(x' W_gate^T) */
-        linear(p, L->wq_gate, s->xn, s->dn_gate);
-        p->op->glu(p->be, s->dn_gate, s->att, s->att, (int64_t)p->nt * qd, BE_GLU_SIGMOID);
+        be_tensor g = be_view_reshape(s->dn_gate, qd, s->dn_gate->rows);   /* rows of n_head * hd */
+        linear(p, L->wq_gate, s->xn, &g);
+        p->op->glu(p->be, &g, s->att, s->att, (int64_t)p->nt * qd, BE_GLU_SIGMOID);
     }
     project_into_residual(p, L->wo, s->att, L->bo, L->post_attn_norm);
 }

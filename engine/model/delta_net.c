@@ -183,9 +183,10 @@ void delta_net_block(const layer_pass *p) {
     const backend_ops *op = p->op;
     const int S = hp->ssm_d_state, Hv = hp->ssm_n_v_head;
 
+    be_tensor z = be_view_reshape(s->dn_gate, hp->ssm_d_inner, s->dn_gate->rows);   /* rows of d_inner */
     norm(p, s->x, L->attn_norm, s->xn);
     linear(p, L->ssm_qkv, s->xn, s->dn_qkv);
-    linear(p, L->ssm_z, s->xn, s->dn_gate);
+    linear(p, L->ssm_z, s->xn, &z);
     linear(p, L->ssm_beta, s->xn, s->dn_beta);
     linear(p, L->ssm_alpha, s->xn, s->dn_alpha);
     /* the recurrent part per sequence: its rows with its own context's states */
@@ -201,6 +202,6 @@ void delta_net_block(const layer_pass *p) {
     }
     /* gated norm per value head: rms_norm(o) * ssm_norm * silu(z) */
     rms_norm_rows(p, s->dn_out, L->ssm_norm, s->dn_out, (int64_t)p->nt * Hv, S);
-    op->glu(p->be, s->dn_gate, s->dn_out, s->dn_out, (int64_t)p->nt * hp->ssm_d_inner, BE_GLU_SILU);
+    op->glu(p->be, &z, s->dn_out, s->dn_out, (int64_t)p->nt * hp->ssm_d_inner, BE_GLU_SILU);
     linear_add(p, L->ssm_out, s->dn_out, s->x);
 }

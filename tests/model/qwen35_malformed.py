@@ -2,8 +2,7 @@
 """qwen35_malformed: a qwen35 (Qwen3.5 / 3.6 dense) file with missing or inconsistent ssm
 metadata, a missing or mis-shaped recurrent tensor, a non-F32 conv kernel, no rope sections or
 no layer left after the MTP layers is refused with one line naming the problem (never a crash
-or a silent wrong answer); so is a qwen35 layer placed on a backend without the recurrent ops
-(lavapipe, where installed). Each case is the good synthetic file (tools/make_test_model.py
+or a silent wrong answer). Each case is the good synthetic file (tools/make_test_model.py
 --family qwen35) rewritten with gguf-py, one thing changed; the good file and a plain rewrite
 load.
 
@@ -18,7 +17,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gguf_rewrite import rewrite  # noqa: E402
 
 ARCH = "qwen35"
-LVP = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
 # (case name, edit, text the one error line must contain)
 CASES = [
     ("no-state-size", ("dropkey", ARCH + ".ssm.state_size"), "missing metadata key qwen35.ssm.state_size"),
@@ -35,9 +33,9 @@ CASES = [
 ]
 
 
-def run(anvil, path, tmp, env=None):
+def run(anvil, path, tmp):
     r = subprocess.run([anvil, "eval", path, "--tokens", "1,2", "--dump", os.path.join(tmp, "x.json")],
-                       capture_output=True, text=True, env=env or dict(os.environ, ANVIL_DEVICE="cpu"))
+                       capture_output=True, text=True, env=dict(os.environ, ANVIL_DEVICE="cpu"))
     return r.returncode, [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("anvil: cpu")
                           and not ln.startswith("anvil: vulkan0")]
 
@@ -65,12 +63,6 @@ def main():
         rc, lines = run(a.anvil, path, a.dir)
         ok = rc != 0 and rc < 128 and len(lines) == 1 and want in lines[0]
         print("%s %s: rc %d: %s" % ("ok" if ok else "FAIL", case, rc, " | ".join(lines)))
-        bad += not ok
-    if os.path.exists(LVP):   # a GPU backend without the recurrent ops: refused, not run elsewhere
-        env = dict(os.environ, ANVIL_DEVICE="vulkan0", VK_ICD_FILENAMES=LVP, ASAN_OPTIONS="detect_leaks=0")
-        rc, lines = run(a.anvil, good, a.dir, env)
-        ok = rc != 0 and rc < 128 and len(lines) == 1 and "lacks the recurrent-layer ops" in lines[0]
-        print("%s vulkan placement: rc %d: %s" % ("ok" if ok else "FAIL", rc, " | ".join(lines)))
         bad += not ok
     return 1 if bad else 0
 
