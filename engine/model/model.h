@@ -1,5 +1,5 @@
 /* model: loads a GGUF model (llama incl. mixtral-style MoE, mistral3, qwen2, qwen3, gemma3, qwen2moe, qwen3moe,
- * gpt-oss; the embedding models gemma-embedding, and bert / nomic-bert through encoder.c) into
+ * gpt-oss, the hybrid qwen35 (qwen35.c, delta_net.c); the embedding models gemma-embedding, and bert / nomic-bert through encoder.c) into
  * per-layer backends and runs the one forward pass (forward.c, its blocks attention.c,
  * feed_forward.c, moe.c over pass.h) over a KV cache. */
 #ifndef ANVIL_MODEL_H
@@ -154,7 +154,12 @@ int model_ctx_n_ctx(const model_ctx *c);
 void model_ctx_reset(model_ctx *c);
 /* The tokens in the cache (model_ctx_n_past of them). */
 const int32_t *model_ctx_history(const model_ctx *c);
-/* Forgets every token after the first n (prefix reuse between requests). */
+/* Forgets every token after the first n (prefix reuse between requests). A hybrid model's
+ * recurrent layers (qwen35) cannot un-apply tokens: the context keeps state checkpoints (after
+ * every evaluation of >= 2 tokens of a sequence, i.e. each prompt or prompt chunk; a ring of 3;
+ * none after single-token decode steps), and truncate rolls back to the newest one at a
+ * position <= n, or to 0 if there is none. n_past may therefore end below n: callers re-read
+ * model_ctx_n_past and evaluate the tokens from there (generate.c and the server do). */
 void model_ctx_truncate(model_ctx *c, int n);
 /* Runs n tokens at positions n_past.. and advances n_past. logits: n_vocab floats of the
  * last token, or n * n_vocab if all_logits. Returns 0, or -1 with anv_last_error(). */
