@@ -104,9 +104,17 @@ FAMILY = {
     "qwen35": dict(n_layer=5, n_head=4, n_head_kv=2, head_dim=64, tied=False, vocab="bpe",
                    rope_base=10000000.0, eps=1e-6, ctx=262144, ssm_d_conv=4, ssm_d_state=32,
                    ssm_n_k_head=2, ssm_n_v_head=4, full_attn_interval=4, rope_sections=[3, 3, 2, 0], n_nextn=1),
+    # Qwen3.5 MoE (GGUF arch "qwen35moe", conversion/qwen.py Qwen3_5MoeTextModel): qwen35's layers
+    # with experts (F32 router, softmax, top-k renormalised) and a sigmoid-gated shared expert of
+    # width expert_shared_feed_forward_length (= n_ff here), the MTP layer likewise
+    "qwen35moe": dict(n_layer=5, n_head=4, n_head_kv=2, head_dim=64, tied=False, vocab="bpe",
+                      rope_base=10000000.0, eps=1e-6, ctx=262144, ssm_d_conv=4, ssm_d_state=32,
+                      ssm_n_k_head=2, ssm_n_v_head=4, full_attn_interval=4, rope_sections=[3, 3, 2, 0], n_nextn=1,
+                      n_expert=6, n_expert_used=2, shexp=True),
 }
 # MoE family -> the dense family whose attention and vocabulary it shares; the GGUF arch name.
-BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss", "mistral3moe": "mistral3"}
+BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss", "mistral3moe": "mistral3",
+        "qwen35moe": "qwen35"}
 GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss", "mistral3moe": "mistral3"}
 # Mistral's control tokens (tekken / v7+ tokenizers; as user-visible strings in the chat templates)
 MISTRAL_SPECIALS = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
@@ -143,7 +151,7 @@ def hparams_for(args):
     pre = dict(PRESETS[args.preset])
     if pre.pop("llama_only", False) and args.family not in ("llama", "mistral3"):   # mistral3: the llama body
         raise SystemExit("make_test_model: preset %s is defined for --family llama (and mistral3) only" % args.preset)
-    if pre.pop("qwen35_only", False) and args.family != "qwen35":
+    if pre.pop("qwen35_only", False) and args.family not in ("qwen35", "qwen35moe"):
         raise SystemExit("make_test_model: preset %s is defined for --family qwen35 only" % args.preset)
     if pre.pop("moe_only", False) and args.family not in BASE:
         raise SystemExit("make_test_model: preset %s is defined for the MoE families only" % args.preset)
@@ -490,6 +498,17 @@ def qwen35_tensor_plan(hp, plan, logit_scale):
 
     def ffn(p):
         plan.append((p + "post_attention_norm.weight", (E,), "norm", 0.2))
+        if "n_expert" in hp:   # qwen35moe: experts + the gated shared expert (n_ff wide)
+            X, FE = hp["n_expert"], hp["n_ff_exp"]
+            plan.append((p + "ffn_gate_inp.weight", (X, E), "router", 2.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_exps.weight", (X, FE, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_down_exps.weight", (X, E, FE), "mat", 1.0 / math.sqrt(FE)))
+            plan.append((p + "ffn_up_exps.weight", (X, FE, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_inp_shexp.weight", (E,), "bias", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_shexp.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_down_shexp.weight", (E, F), "mat", 1.0 / math.sqrt(F)))
+            plan.append((p + "ffn_up_shexp.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+            return
         plan.append((p + "ffn_gate.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
         plan.append((p + "ffn_up.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
         plan.append((p + "ffn_down.weight", (E, F), "mat", 1.0 / math.sqrt(F)))

@@ -35,6 +35,7 @@ static const arch_desc ARCHS[] = {
     {"qwen3moe", ARCH_QWEN3MOE, BE_ROPE_NEOX},
     {"gpt-oss", ARCH_GPTOSS, BE_ROPE_NEOX},      /* gptoss.c */
     {"qwen35", ARCH_QWEN35, BE_ROPE_NEOX},       /* qwen35.c: IMROPE, NEOX for text positions */
+    {"qwen35moe", ARCH_QWEN35, BE_ROPE_NEOX},    /* the same body, MoE feed-forward (moe.c) */
 };
 
 /* Reads "<arch>.<suffix>" as u32; missing and required -> error. */
@@ -140,7 +141,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
         if (gguf_str_eq(a, ARCHS[i].name)) ad = &ARCHS[i];
     if (!ad) {
-        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, mistral3, qwen2, qwen3, qwen35, gemma3, qwen2moe, qwen3moe, gpt-oss, gemma-embedding, bert, nomic-bert)",
+        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, mistral3, qwen2, qwen3, qwen35, qwen35moe, gemma3, qwen2moe, qwen3moe, gpt-oss, gemma-embedding, bert, nomic-bert)",
                       f->path, (int)(a.len > 64 ? 64 : a.len), a.ptr);
         return -1;
     }

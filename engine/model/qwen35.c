@@ -1,5 +1,7 @@
-/* qwen35: Qwen3.5 / 3.6 dense hyperparameters and layer weights. Facts from today's
- * llama.cpp (src/models/qwen35.cpp, conversion/qwen.py Qwen3_5TextModel, gguf-py
+/* qwen35: Qwen3.5 / 3.6 hyperparameters and layer weights, dense (qwen35) and MoE (qwen35moe:
+ * the same layers with moe.c's experts and sigmoid-gated shared expert, softmax routing over
+ * all experts, top-k weights renormalised). Facts from today's llama.cpp (src/models/qwen35.cpp,
+ * qwen35moe.cpp, conversion/qwen.py Qwen3_5TextModel / Qwen3_5MoeTextModel, gguf-py
  * constants.py MODEL_ARCH.QWEN35):
  *  - block_count counts the MTP layers too: n_layer = block_count - nextn_predict_layers;
  *  - ssm.conv_kernel = d_conv, ssm.state_size = head_k_dim, ssm.group_count = key heads,
@@ -142,11 +144,7 @@ int qwen35_read_hparams(const gguf_file *f, model_hparams *hp) {
             return -1;
         }
     }
-    if (hp->n_expert > 0) {
-        anv_set_error("%s: metadata %s.expert_count = %d: a qwen35 model is dense (qwen35moe is not supported yet)", f->path, arch, hp->n_expert);
-        return -1;
-    }
-    return 0;
+    return 0;   /* qwen35moe's experts: moe_read_hparams (a dense qwen35 with experts is refused there) */
 }
 
 static be_tensor *place_blk(model *m, backend *be, int il, const char *suffix, int64_t ne0, int64_t ne1, bool *failed) {
@@ -225,6 +223,7 @@ int qwen35_load_layer(model *m, int il, backend *be) {
         L->k_norm = place_blk(m, be, il, "attn_k_norm.weight", hp->head_dim_k, 1, &fail);
     }
     L->ffn_norm = place_blk(m, be, il, "post_attention_norm.weight", e, 1, &fail);
+    if (hp->n_expert > 0) return fail || moe_load_layer(m, il, be) != 0 ? -1 : 0;   /* qwen35moe: moe.c */
     L->w_gate = place_blk(m, be, il, "ffn_gate.weight", e, hp->n_ff, &fail);
     L->w_up = place_blk(m, be, il, "ffn_up.weight", e, hp->n_ff, &fail);
     L->w_down = place_blk(m, be, il, "ffn_down.weight", hp->n_ff, e, &fail);

@@ -1,4 +1,4 @@
-# qwen35.cmake: the Qwen3.5 / 3.6 dense family (engine/model/qwen35.c, delta_net.c) against today's
+# qwen35.cmake: the Qwen3.5 / 3.6 families qwen35 and qwen35moe (engine/model/qwen35.c, delta_net.c) against today's
 # llama.cpp and its own invariants. Owns: the goldens of tests/data/golden/qwen35/manifest.json
 # (anvil_llamacpp_goldens: KL per position vs llama.cpp's dump, CPU and lavapipe),
 # tests/model/test_qwen35.c (chunk invariance of a 2,000-token prompt, model_eval_multi vs one
@@ -9,7 +9,7 @@ anvil_tests_need_python(qwen35 numpy gguf)
 include(${ANVIL_TESTS}/model/vs_llamacpp.cmake)
 anvil_llamacpp_goldens(qwen35)
 set(_lvp /usr/share/vulkan/icd.d/lvp_icd.x86_64.json)
-set(_q35_fixtures "anvil_qwen35_qwen35-tiny-f32;anvil_qwen35_qwen35-tinyk-q4_K_M")
+set(_q35_fixtures "anvil_qwen35_qwen35-tiny-f32;anvil_qwen35_qwen35-tinyk-q4_K_M;anvil_qwen35_qwen35moe-tiny-f32")
 if(TEST test_qwen35)
   set_tests_properties(test_qwen35 PROPERTIES FIXTURES_REQUIRED "${_q35_fixtures}"
     ENVIRONMENT "ANVIL_TEST_MODELS=${ANVIL_TEST_MODELS}" LABELS qwen35)

@@ -1,5 +1,5 @@
 /* test_qwen35: the invariants of a hybrid (recurrent + attention) model's context, on the
- * synthetic qwen35 files of tests/data/golden/qwen35 ($ANVIL_TEST_MODELS, tests/model/qwen35.cmake):
+ * synthetic qwen35 / qwen35moe files of tests/data/golden/qwen35 ($ANVIL_TEST_MODELS, tests/model/qwen35.cmake):
  *  - chunk invariance: a 2,000-token prompt evaluated in chunks of 1, 7, 64 and 512 tokens gives
  *    the logits of every position the 512-token evaluation gives (the conv and delta-rule states
  *    carry across calls exactly as within one);
@@ -207,7 +207,8 @@ int main(int argc, char **argv) {
     if (vulkan) { printf("built without Vulkan\n"); return tu_finish(); }
 #endif
     static const struct { const char *name; double tol, tol_gpu; bool long_test; } files[] = {
-        {"qwen35-tiny-f32", 1e-4, 1e-3, true}, {"qwen35-tinyk-q4_K_M", 2e-3, 3e-2, false}};
+        {"qwen35-tiny-f32", 1e-4, 1e-3, true}, {"qwen35-tinyk-q4_K_M", 2e-3, 3e-2, false},
+        {"qwen35moe-tiny-f32", 1e-4, 1e-3, false}};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s.gguf", dir, files[i].name);
