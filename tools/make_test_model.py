@@ -94,9 +94,27 @@ FAMILY = {
                         rope_base=1000000.0, eps=1e-5, ctx=256, yarn_factor=16.0, yarn_orig_ctx=16,
                         yarn_beta_fast=4.0, yarn_beta_slow=0.25, yarn_log_mul=1.0, temp_scale=0.1,
                         n_expert=5, n_expert_used=2),
+    # Qwen3.5 dense (GGUF arch "qwen35", llama.cpp's conversion/qwen.py Qwen3_5TextModel): gated
+    # DeltaNet layers (fused qkv, z gate, conv1d kernel 4 kept F32, dt bias, a = -exp(A_log), beta
+    # and alpha projections, gated norm, ssm_out) with a gated full-attention layer every 4th
+    # (attn_q twice as wide: query + sigmoid output gate per head, q/k norms, IMROPE sections
+    # [3, 3, 2, 0] over the 16 rotated dims = partial_rotary_factor 0.25 of head_dim 64), the FFN
+    # after post_attention_norm, and one MTP (nextn) layer at the end that inference skips.
+    # 4 value heads over 2 key heads (the head tiling matters).
+    "qwen35": dict(n_layer=5, n_head=4, n_head_kv=2, head_dim=64, tied=False, vocab="bpe",
+                   rope_base=10000000.0, eps=1e-6, ctx=262144, ssm_d_conv=4, ssm_d_state=32,
+                   ssm_n_k_head=2, ssm_n_v_head=4, full_attn_interval=4, rope_sections=[3, 3, 2, 0], n_nextn=1),
+    # Qwen3.5 MoE (GGUF arch "qwen35moe", conversion/qwen.py Qwen3_5MoeTextModel): qwen35's layers
+    # with experts (F32 router, softmax, top-k renormalised) and a sigmoid-gated shared expert of
+    # width expert_shared_feed_forward_length (= n_ff here), the MTP layer likewise
+    "qwen35moe": dict(n_layer=5, n_head=4, n_head_kv=2, head_dim=64, tied=False, vocab="bpe",
+                      rope_base=10000000.0, eps=1e-6, ctx=262144, ssm_d_conv=4, ssm_d_state=32,
+                      ssm_n_k_head=2, ssm_n_v_head=4, full_attn_interval=4, rope_sections=[3, 3, 2, 0], n_nextn=1,
+                      n_expert=6, n_expert_used=2, shexp=True),
 }
 # MoE family -> the dense family whose attention and vocabulary it shares; the GGUF arch name.
-BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss", "mistral3moe": "mistral3"}
+BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss", "mistral3moe": "mistral3",
+        "qwen35moe": "qwen35"}
 GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss", "mistral3moe": "mistral3"}
 # Mistral's control tokens (tekken / v7+ tokenizers; as user-visible strings in the chat templates)
 MISTRAL_SPECIALS = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
@@ -118,6 +136,11 @@ PRESETS = {
     # a ~0.5B qwen3moe-style speed shape (16 experts, 4 used, ~0.15B active)
     "moe500m":  dict(n_embd=1024, n_ff=3072, n_vocab=4096, n_layer=12, n_head=16, n_head_kv=4,
                      n_expert=16, n_expert_used=4, n_ff_exp=768, moe_only=True),
+    # qwen35 speed shape: Qwen3.5-0.8B's widths (1024 wide, 8 heads of 256, 16 + 16 linear heads of
+    # 128, FFN 3584) with 8 layers (6 DeltaNet + 2 attention) and a small vocabulary
+    "bench35":  dict(n_embd=1024, n_ff=3584, n_vocab=4096, n_layer=8, n_head=8, n_head_kv=2, head_dim=256,
+                     ssm_d_state=128, ssm_n_k_head=16, ssm_n_v_head=16, rope_sections=[11, 11, 10, 0],
+                     qwen35_only=True),
     "7b":       dict(n_embd=4096, n_ff=11008, n_vocab=32000, n_layer=32, n_head=32, n_head_kv=32,
                      llama_only=True),
 }
@@ -128,6 +151,8 @@ def hparams_for(args):
     pre = dict(PRESETS[args.preset])
     if pre.pop("llama_only", False) and args.family not in ("llama", "mistral3"):   # mistral3: the llama body
         raise SystemExit("make_test_model: preset %s is defined for --family llama (and mistral3) only" % args.preset)
+    if pre.pop("qwen35_only", False) and args.family not in ("qwen35", "qwen35moe"):
+        raise SystemExit("make_test_model: preset %s is defined for --family qwen35 only" % args.preset)
     if pre.pop("moe_only", False) and args.family not in BASE:
         raise SystemExit("make_test_model: preset %s is defined for the MoE families only" % args.preset)
     fam.update(pre)
@@ -281,8 +306,8 @@ def bpe_vocab(family, n_vocab, agent=False, harmony=False):
     elif family == "mistral3":  # the real files say pre "tekken" (being added to Anvil separately)
         specials, pre = list(MISTRAL_SPECIALS), "llama-bpe"
     else:
-        specials, pre = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen2"
-        if family == "qwen3":
+        specials, pre = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen35" if family == "qwen35" else "qwen2"
+        if family in ("qwen3", "qwen35"):
             specials += ["<think>", "</think>"] + (["<tool_call>", "</tool_call>"] if agent else [])
             if harmony:  # --chat-template gpt-oss: the harmony markers, control tokens as in gpt-oss's vocab
                 specials += ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|return|>",
@@ -390,6 +415,8 @@ def tensor_plan(args, hp):
     plan = [("token_embd.weight", (V, E), "mat", embd_scale)]
     if fam == "llama" and hp.get("rope_freqs"):
         plan.append(("rope_freqs.weight", (D // 2,), "rope_freqs", 0.0))
+    if fam == "qwen35":
+        return qwen35_tensor_plan(hp, plan, logit_scale)
     for i in range(hp["n_layer"]):
         p = "blk.%d." % i
         plan.append((p + "attn_norm.weight", (E,), "norm", 0.2))
@@ -450,12 +477,81 @@ def tensor_plan(args, hp):
     return plan
 
 
+def qwen35_is_recurrent(hp, il):
+    return (il + 1) % hp["full_attn_interval"] != 0
+
+
+def qwen35_tensor_plan(hp, plan, logit_scale):
+    """qwen35's tensors after token_embd: per layer attn_norm, the DeltaNet or the gated
+    attention, post_attention_norm, the FFN; then the MTP layer (nextn) and the output."""
+    E, F, V, H, HKV, D = hp["n_embd"], hp["n_ff"], hp["n_vocab"], hp["n_head"], hp["n_head_kv"], hp["head_dim"]
+    S, HK, HV = hp["ssm_d_state"], hp["ssm_n_k_head"], hp["ssm_n_v_head"]
+    conv_ch = 2 * HK * S + HV * S
+
+    def attention(p):
+        plan.append((p + "attn_q.weight", (2 * H * D, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "attn_k.weight", (HKV * D, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "attn_v.weight", (HKV * D, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "attn_output.weight", (E, H * D), "mat", 1.0 / math.sqrt(H * D)))
+        plan.append((p + "attn_q_norm.weight", (D,), "qknorm", 0.2))
+        plan.append((p + "attn_k_norm.weight", (D,), "qknorm", 0.2))
+
+    def ffn(p):
+        plan.append((p + "post_attention_norm.weight", (E,), "norm", 0.2))
+        if "n_expert" in hp:   # qwen35moe: experts + the gated shared expert (n_ff wide)
+            X, FE = hp["n_expert"], hp["n_ff_exp"]
+            plan.append((p + "ffn_gate_inp.weight", (X, E), "router", 2.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_exps.weight", (X, FE, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_down_exps.weight", (X, E, FE), "mat", 1.0 / math.sqrt(FE)))
+            plan.append((p + "ffn_up_exps.weight", (X, FE, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_inp_shexp.weight", (E,), "bias", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_shexp.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_down_shexp.weight", (E, F), "mat", 1.0 / math.sqrt(F)))
+            plan.append((p + "ffn_up_shexp.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+            return
+        plan.append((p + "ffn_gate.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "ffn_up.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "ffn_down.weight", (E, F), "mat", 1.0 / math.sqrt(F)))
+
+    for i in range(hp["n_layer"]):
+        p = "blk.%d." % i
+        plan.append((p + "attn_norm.weight", (E,), "norm", 0.2))
+        if qwen35_is_recurrent(hp, i):
+            plan.append((p + "attn_qkv.weight", (conv_ch, E), "mat", 1.5 / math.sqrt(E)))
+            plan.append((p + "attn_gate.weight", (HV * S, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ssm_conv1d.weight", (conv_ch, hp["ssm_d_conv"]), "conv", 0.6))
+            plan.append((p + "ssm_dt.bias", (HV,), "bias", 0.5))
+            plan.append((p + "ssm_a", (HV,), "ssm_a", 0.0))
+            plan.append((p + "ssm_beta.weight", (HV, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ssm_alpha.weight", (HV, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ssm_norm.weight", (S,), "norm", 0.2))
+            plan.append((p + "ssm_out.weight", (E, HV * S), "mat", 1.0 / math.sqrt(HV * S)))
+        else:
+            attention(p)
+        ffn(p)
+    for i in range(hp["n_layer"], hp["n_layer"] + hp["n_nextn"]):   # MTP: a full-attention block + nextn
+        p = "blk.%d." % i
+        plan.append((p + "attn_norm.weight", (E,), "norm", 0.2))
+        attention(p)
+        ffn(p)
+        plan.append((p + "nextn.eh_proj.weight", (E, 2 * E), "mat", 1.0 / math.sqrt(2 * E)))
+        plan.append((p + "nextn.enorm.weight", (E,), "norm", 0.2))
+        plan.append((p + "nextn.hnorm.weight", (E,), "norm", 0.2))
+        plan.append((p + "nextn.shared_head_norm.weight", (E,), "norm", 0.2))
+    plan.append(("output_norm.weight", (E,), "norm", 0.2))
+    if not hp["tied"]:
+        plan.append(("output.weight", (V, E), "mat", logit_scale))
+    return plan
+
+
 def make_values(seed, name, shape, kind, scale, hp):
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
     if kind == "rope_freqs":
         return llama3_rope_factors(hp["head_dim"], hp["rope_base"], hp["rope_orig_ctx"])
+    if kind == "ssm_a":   # the converter's -exp(A_log): per-token decays exp(softplus(.) * a) in ~0.5 .. 0.98
+        return -rng.uniform(0.03, 1.0, shape).astype(np.float32)
     x = rng.standard_normal(shape, dtype=np.float32)
-    if kind in ("mat", "bias", "bias2d", "router"):
+    if kind in ("mat", "bias", "bias2d", "router", "conv"):
         return x * np.float32(scale)
     if kind.startswith("norm"):  # GGUF norm weights are the multiplier itself (gemma's +1 is
         mean = float(kind[5:] or 1.0)  # pre-applied by llama.cpp's converter): mean 1 or "norm:MEAN"
@@ -500,7 +596,7 @@ def encode(x, qt, quantizer):
 def tensor_qtype(shape, kind, qt_main):
     """Matrices take the file's type; vectors, 2-D biases and routers stay F32; MXFP4 (gpt-oss)
     is for the 3-D expert tensors only, the rest F32."""
-    if len(shape) < 2 or kind in ("router", "bias2d"):
+    if len(shape) < 2 or kind in ("router", "bias2d", "conv"):   # conv: ssm_conv1d, F32 as llama.cpp keeps it
         return QT.F32
     if qt_main == QT.MXFP4 and len(shape) != 3:
         return QT.F32
@@ -517,7 +613,7 @@ def write_model(args, hp, path, wtype, quantizer):
     w.add_name("anvil-test-%s-%s-%s" % (args.family, args.preset, args.type))
     w.add_context_length(hp["ctx"])
     w.add_embedding_length(hp["n_embd"])
-    w.add_block_count(hp["n_layer"])
+    w.add_block_count(hp["n_layer"] + hp.get("n_nextn", 0))
     w.add_feed_forward_length(hp["n_ff"])
     w.add_head_count(hp["n_head"])
     w.add_head_count_kv(hp["n_head_kv"])
@@ -555,6 +651,8 @@ def write_model(args, hp, path, wtype, quantizer):
         elif args.gemma3_swa == "array":   # one bool per layer (gguf-py's Sequence[bool] form)
             w.add_sliding_window_pattern([True, False, True, True, False, True, False][:hp["n_layer"]])
             w.add_rope_freq_base_swa(5000.0)
+    if fam == "qwen35":
+        write_qwen35_keys(w, hp)
     w.add_file_type(getattr(gguf.LlamaFileType, FILE_TYPES[wtype]))
     if wtype not in ("f32", "f16", "bf16"):
         w.add_quantization_version(gguf.GGML_QUANT_VERSION)
@@ -581,7 +679,7 @@ def write_model(args, hp, path, wtype, quantizer):
     if fam == "gemma3":
         w.add_add_space_prefix(False)
         template = CHAT_TEMPLATES["gemma3"]
-    elif fam in ("qwen2", "qwen3"):
+    elif fam in ("qwen2", "qwen3", "qwen35"):
         template = CHAT_TEMPLATES[args.chat_template or "chatml"]
     elif fam == "mistral3":
         template = CHAT_TEMPLATES[args.chat_template or "ministral3"]
@@ -611,6 +709,28 @@ def write_model(args, hp, path, wtype, quantizer):
         w.write_tensor_data(encode(make_values(args.seed, name, shape, kind, scale, hp), qt, quantizer))
     w.close()
     return plan
+
+
+def write_qwen35_keys(w, hp):
+    """qwen35's keys as conversion/qwen.py writes them (TextModel: key/value_length, mrope
+    sections padded to 4; Qwen3NextModel: ssm.*, attention.recurrent_layers from layer_types,
+    full_attention_interval, rope.dimension_count = head_dim * partial_rotary_factor 0.25;
+    _QwenMtpMixin: nextn_predict_layers)."""
+    S, HV = hp["ssm_d_state"], hp["ssm_n_v_head"]
+    w.add_key_length(hp["head_dim"])
+    w.add_value_length(hp["head_dim"])
+    w.add_rope_dimension_sections(hp["rope_sections"])
+    w.add_ssm_conv_kernel(hp["ssm_d_conv"])
+    w.add_ssm_state_size(S)
+    w.add_ssm_group_count(hp["ssm_n_k_head"])
+    w.add_ssm_time_step_rank(HV)
+    w.add_ssm_inner_size(S * HV)
+    # add_recurrent_layers (newer gguf-py than some installs have): the same array by its key
+    w.add_array("%s.attention.recurrent_layers" % w.arch,
+                [qwen35_is_recurrent(hp, i) for i in range(hp["n_layer"])] + [False] * hp["n_nextn"])
+    w.add_full_attention_interval(hp["full_attn_interval"])
+    w.add_rope_dimension_count(hp["head_dim"] // 4)
+    w.add_nextn_predict_layers(hp["n_nextn"])
 
 
 def write_mistral3_keys(w, hp, ollama):

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "delta_net.h"
 #include "encoder.h"
 #include "error.h"
 #include "moe.h"
@@ -19,6 +20,7 @@ static void free_scratch(scratch *s) {
     be_tensor *ts[] = {s->x, s->xn, s->tmp, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits,
                        s->moe_in, s->moe_logits, s->moe_shlog};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
+    delta_net_scratch_free(s);
 }
 
 static scratch *scratch_for(scratch_set *ss, backend *be) {
@@ -51,6 +53,7 @@ static int add_scratch(scratch_set *ss, const model *m, backend *be, bool with_l
             if (!s->moe_in || !s->moe_logits || !s->moe_shlog) return -1;
         }
         if (!s->x || !s->xn || !s->tmp || !s->q || !s->k || !s->v || !s->att || !s->gate || !s->up) return -1;
+        if (hp->arch == ARCH_QWEN35 && delta_net_scratch_new(s, hp, nb) != 0) return -1;
     }
     if (with_logits && !s->logits) {
         s->logits = be_tensor_new(be, QT_F32, hp->n_vocab, ss->logit_rows);
@@ -102,10 +105,14 @@ static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *pare
     if (!c->k_cache || !c->v_cache || !c->history) { anv_set_error("out of memory"); goto fail; }
     for (int il = 0; il < hp->n_layer; il++) {
         backend *be = m->layers[il].be;
+        if (model_layer_is_recurrent(hp, il)) continue;   /* its state instead: c->rs */
         c->k_cache[il] = be_tensor_new(be, kv_type, kvd, n_ctx);
         c->v_cache[il] = be_tensor_new(be, kv_type, kvd, n_ctx);
         if (!c->k_cache[il] || !c->v_cache[il]) goto fail;
     }
+    bool rs_failed = false;
+    c->rs = rs_new(m, &rs_failed);
+    if (rs_failed) goto fail;
     if (kv_rot_init(&c->rot, kv_type, m) != 0) goto fail;
     if (parent) {
         c->ss = parent->ss;
@@ -137,6 +144,7 @@ void model_ctx_free(model_ctx *c) {
     free(c->k_cache);
     free(c->v_cache);
     kv_rot_free(&c->rot);
+    rs_free(c->rs);
     scratch_set_free(&c->own);
     free(c->history);
     free(c);
@@ -145,10 +153,15 @@ void model_ctx_free(model_ctx *c) {
 int model_ctx_n_past(const model_ctx *c) { return c->n_past; }
 model *model_ctx_model(const model_ctx *c) { return c->m; }
 int model_ctx_n_ctx(const model_ctx *c) { return c->n_ctx; }
-void model_ctx_reset(model_ctx *c) { c->n_past = 0; }
+void model_ctx_reset(model_ctx *c) {
+    c->n_past = 0;
+    rs_reset(c->rs);
+}
 const int32_t *model_ctx_history(const model_ctx *c) { return c->history; }
 void model_ctx_truncate(model_ctx *c, int n) {
-    if (n >= 0 && n < c->n_past) c->n_past = n;  /* later rows of the cache are overwritten */
+    if (n < 0 || n >= c->n_past) return;
+    /* later rows of the KV cache are overwritten; a recurrent state rolls back to a checkpoint */
+    c->n_past = c->rs ? rs_rollback(c->rs, n) : n;
 }
 
 /* Moves the first n rows of the residual stream from one backend's scratch to another's. */
@@ -164,7 +177,8 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
         .m = m, .hp = &m->hp, .L = &m->layers[il], .il = il, .be = s->be, .op = s->be->ops, .s = s,
         .nt = nt, .seqs = seqs, .n_seq = n_seq,
     };
-    attention_block(&p);
+    if (model_layer_is_recurrent(p.hp, il)) delta_net_block(&p);
+    else attention_block(&p);
     feed_forward_block(&p);
 }
 
@@ -246,6 +260,7 @@ static int forward(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, c
         model_ctx *c = seqs[i].c;
         memcpy(c->history + c->n_past, tokens + seqs[i].row0, (size_t)seqs[i].n * sizeof(int32_t));
         c->n_past += seqs[i].n;
+        if (c->rs && seqs[i].n >= 2) rs_checkpoint(c->rs, c->n_past);   /* a prompt (chunk): truncate's landing points */
     }
     /* ops cannot return errors: each backend keeps the first one (be_fail, backend.h) */
     for (int b = 0; b < ss->n_sc; b++) {

@@ -1,5 +1,5 @@
 /* model: reads a GGUF model's hyperparameters and weights for the supported families
- * (llama, mistral3, qwen2, qwen3, gemma3, the MoE families), checks every tensor's shape, and places each layer's
+ * (llama, mistral3, qwen2, qwen3, qwen35: qwen35.c, gemma3, the MoE families), checks every tensor's shape, and places each layer's
  * weights on a backend (the last n_gpu_layers on the GPU backend, the rest on the CPU).
  * The forward pass that uses them is forward.c. */
 #include "model.h"
@@ -15,6 +15,7 @@
 #include "gptoss.h"
 #include "moe.h"
 #include "quant.h"
+#include "qwen35.h"
 #include "yarn.h"
 
 typedef struct {
@@ -33,6 +34,8 @@ static const arch_desc ARCHS[] = {
     {"qwen2moe", ARCH_QWEN2MOE, BE_ROPE_NEOX},
     {"qwen3moe", ARCH_QWEN3MOE, BE_ROPE_NEOX},
     {"gpt-oss", ARCH_GPTOSS, BE_ROPE_NEOX},      /* gptoss.c */
+    {"qwen35", ARCH_QWEN35, BE_ROPE_NEOX},       /* qwen35.c: IMROPE, NEOX for text positions */
+    {"qwen35moe", ARCH_QWEN35, BE_ROPE_NEOX},    /* the same body, MoE feed-forward (moe.c) */
 };
 
 /* Reads "<arch>.<suffix>" as u32; missing and required -> error. */
@@ -138,7 +141,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
         if (gguf_str_eq(a, ARCHS[i].name)) ad = &ARCHS[i];
     if (!ad) {
-        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, mistral3, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss, gemma-embedding, bert, nomic-bert)",
+        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, mistral3, qwen2, qwen3, qwen35, qwen35moe, gemma3, qwen2moe, qwen3moe, gpt-oss, gemma-embedding, bert, nomic-bert)",
                       f->path, (int)(a.len > 64 ? 64 : a.len), a.ptr);
         return -1;
     }
@@ -248,6 +251,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     if (strcmp(arch, "mistral3") == 0 && mistral3_read_hparams(f, hp) != 0) return -1;
     if (moe_read_hparams(f, arch, hp) != 0) return -1;
     if (hp->arch == ARCH_GPTOSS && gptoss_read_hparams(f, hp) != 0) return -1;
+    if (hp->arch == ARCH_QWEN35 && qwen35_read_hparams(f, hp) != 0) return -1;
     return 0;
 }
 
@@ -349,6 +353,7 @@ static int load_layer(model *m, int il, backend *be) {
     model_layer *L = &m->layers[il];
     const int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim_k, kvd = (int64_t)hp->n_kv_head * hp->head_dim_k;
     bool fail = false;
+    if (hp->arch == ARCH_QWEN35) return qwen35_load_layer(m, il, be);   /* qwen35.c */
     L->be = be;
     L->attn_norm = place_layer(m, be, il, "attn_norm.weight", e, 1, true, &fail);
     L->wq = place_layer(m, be, il, "attn_q.weight", e, qd, true, &fail);
@@ -466,6 +471,7 @@ static void free_layer(model_layer *L) {
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
     gptoss_free_layer(L);
     moe_free_layer(L);
+    qwen35_free_layer(L);
 }
 
 static _Atomic uint64_t g_host_reserved;

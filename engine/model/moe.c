@@ -1,5 +1,5 @@
 /* moe: mixture-of-experts hyperparameters, expert weights and the MoE feed-forward block
- * (qwen3moe, qwen2moe with its gated shared expert, mixtral-style llama MoE; gpt-oss's router
+ * (qwen3moe, qwen2moe and qwen35moe with their gated shared expert, mixtral-style llama MoE; gpt-oss's router
  * and expert biases, softmax over the top-k logits and SWIGLU_OAI, gptoss.c), written once
  * against backend.h. Facts from llama.cpp (src/llama-graph.cpp build_moe_ffn and the
  * families' graphs): probs = softmax (or sigmoid) of the router logits over all experts,
@@ -43,7 +43,8 @@ int moe_read_hparams(const gguf_file *f, const char *arch, model_hparams *hp) {
     hp->expert_scale = 0;
     hp->expert_gating = 1;
     if (!get_u32(f, arch, "expert_count", &hp->n_expert)) return -1;
-    bool is_moe_arch = hp->arch == ARCH_QWEN2MOE || hp->arch == ARCH_QWEN3MOE || hp->arch == ARCH_GPTOSS;
+    const bool qwen35moe = strcmp(arch, "qwen35moe") == 0;   /* qwen35's body, experts + gated shared expert */
+    bool is_moe_arch = hp->arch == ARCH_QWEN2MOE || hp->arch == ARCH_QWEN3MOE || hp->arch == ARCH_GPTOSS || qwen35moe;
     if (hp->n_expert == 0) {
         if (is_moe_arch) { anv_set_error("%s: metadata %s.expert_count is missing or 0 (a %s model needs experts)", f->path, arch, arch); return -1; }
         return 0;
@@ -70,6 +71,14 @@ int moe_read_hparams(const gguf_file *f, const char *arch, model_hparams *hp) {
     }
     if (hp->arch == ARCH_QWEN2MOE) {
         if (!get_u32(f, arch, "expert_shared_feed_forward_length", &hp->n_ff_shexp)) return -1;
+    }
+    if (qwen35moe) {   /* llama.cpp's qwen35moe: the shared expert always, n_ff wide unless the key says */
+        hp->n_ff_shexp = hp->n_ff;
+        if (!get_u32(f, arch, "expert_shared_feed_forward_length", &hp->n_ff_shexp)) return -1;
+        if (hp->n_ff_shexp < 1) {
+            anv_set_error("%s: metadata %s.expert_shared_feed_forward_length = %d is invalid (must be >= 1)", f->path, arch, hp->n_ff_shexp);
+            return -1;
+        }
     }
     char key[128];
     snprintf(key, sizeof key, "%s.expert_weights_scale", arch);

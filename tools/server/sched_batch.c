@@ -103,6 +103,7 @@ static void admit(lmodel *lm) {
         /* Always evaluate at least the last prompt token: its logits start the reply. */
         int keep = best_lcp < j->n_prompt - 1 ? best_lcp : j->n_prompt - 1;
         model_ctx_truncate(sl->ctx, keep);
+        keep = model_ctx_n_past(sl->ctx);   /* a recurrent state may roll back further than asked (model.h) */
         *sl = (slot){.ctx = sl->ctx, .job = j, .state = SLOT_PROMPT, .pos = keep,
                      .t_admit_ns = sched_now_ns(), .last_used = ++lm->use_counter};
         gen_seq_init(&sl->gen, &(gen_seq_config){.tok = lm->m->tok, .smp = j->smp, .gm = j->gm,
