@@ -436,6 +436,8 @@ model *model_load(const char *path, const model_load_opts *opts) {
     if (opts->gpu) {
         n_gpu = opts->n_gpu_layers < 0 || opts->n_gpu_layers > hp->n_layer ? hp->n_layer : opts->n_gpu_layers;
     }
+    /* gemma4: the layers sharing a KV cache run on the backend of the layers they share it with */
+    if (n_gpu > 0 && hp->n_layer_kv > 0 && hp->n_layer - n_gpu > hp->n_layer_kv - 2) n_gpu = hp->n_layer - (hp->n_layer_kv - 2);
     bool fail = false;
     m->tok_embd = place(m, m->cpu, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &fail);
     if (fail) goto fail;

@@ -19,6 +19,7 @@ typedef struct {
     be_tensor *gate, *up;        /* [n_batch][n_ff] (MoE: moe_ff_width) */
     be_tensor *logits;           /* [logit_rows][n_vocab], only on the output backend */
     be_tensor *moe_in, *moe_logits, *moe_shlog; /* MoE models (moe.h moe_bufs), else NULL */
+    be_tensor *ple;              /* gemma4 per-layer inputs [n_layer * n_batch][n_pl], else NULL */
 } scratch;
 
 /* The activations of one forward pass: owned by one context, borrowed by the contexts
@@ -28,6 +29,7 @@ typedef struct {
     scratch sc[2];                    /* one per backend the model uses (CPU, GPU) */
     int n_sc;
     float *host_x;                    /* staging for crossing backends [n_batch][n_embd] */
+    float *host_ple;                  /* gemma4: [2][n_batch][n_layer * n_pl], else NULL */
 } scratch_set;
 
 struct model_ctx {
@@ -64,6 +66,10 @@ typedef struct {
 /* The blocks: each adds its output into the residual s->x for the pass's nt rows. */
 void attention_block(const layer_pass *p);     /* attention.c */
 void feed_forward_block(const layer_pass *p);  /* feed_forward.c: dense or MoE */
+void gemma4_layer(const layer_pass *p);        /* gemma4_block.c: a whole Gemma 4 layer */
+/* gemma4_block.c: the per-layer inputs of nt tokens into every scratch's ple (cpu->x holds the
+ * scaled embeddings); -1 + error. */
+int gemma4_per_layer_inputs(scratch_set *ss, const model *m, scratch *cpu, const int32_t *tokens, int nt);
 
 /* ---- op helpers (the pass's backend, its nt rows) ---- */
 
