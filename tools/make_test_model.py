@@ -107,7 +107,7 @@ FAMILY = {
     # vocabulary has 262144 tokens: too big for a committed golden).
     "gemma4": dict(n_layer=6, n_head=4, n_head_kv=2, head_dim=32, tied=True, vocab="spm",
                    rope_base=1000000.0, eps=1e-6, ctx=131072, swa=8, head_dim_full=64, n_head_kv_full=1,
-                   rope_base_swa=10000.0, softcap=30.0, n_embd_per_layer=16, shared_kv=2,
+                   rope_base_swa=10000.0, softcap=30.0, n_embd_per_layer=32, shared_kv=2,
                    swa_layers=[True, False, True, False, True, False], partial_rotary_full=0.25),
     "gemma4dense": dict(n_layer=6, n_head=4, n_head_kv=2, head_dim=32, tied=True, vocab="spm",
                         rope_base=1000000.0, eps=1e-6, ctx=262144, swa=8, head_dim_full=64, n_head_kv_full=1,
@@ -494,7 +494,7 @@ def gemma4_plan(hp):
     plan = [("token_embd.weight", (V, E), "mat", 0.5 / math.sqrt(E))]
     if P:
         plan.append(("per_layer_token_embd.weight", (V, n * P), "mat", 0.5))
-        plan.append(("per_layer_model_proj.weight", (n * P, E), "mat", 1.0))
+        plan.append(("per_layer_model_proj.weight", (n * P, E), "mat_f32", 1.0))   # llama-quantize keeps it
         plan.append(("per_layer_proj_norm.weight", (P,), "norm", 0.2))
     plan.append(("rope_freqs.weight", (hp["head_dim_full"] // 2,), "rope_freqs_prop", 0.0))
     for i, (swa, D, HKV, F, has_kv) in enumerate(gemma4_layer_shapes(hp)):
@@ -554,7 +554,7 @@ def make_values(seed, name, shape, kind, scale, hp):
     if kind == "rope_freqs":
         return llama3_rope_factors(hp["head_dim"], hp["rope_base"], hp["rope_orig_ctx"])
     x = rng.standard_normal(shape, dtype=np.float32)
-    if kind in ("mat", "bias", "bias2d", "router"):
+    if kind in ("mat", "mat_f32", "bias", "bias2d", "router"):
         return x * np.float32(scale)
     if kind.startswith("norm"):  # GGUF norm weights are the multiplier itself (gemma's +1 is
         mean = float(kind[5:] or 1.0)  # pre-applied by llama.cpp's converter): mean 1 or "norm:MEAN"
@@ -599,7 +599,7 @@ def encode(x, qt, quantizer):
 def tensor_qtype(shape, kind, qt_main):
     """Matrices take the file's type; vectors, 2-D biases and routers stay F32; MXFP4 (gpt-oss)
     is for the 3-D expert tensors only, the rest F32."""
-    if len(shape) < 2 or kind in ("router", "bias2d"):
+    if len(shape) < 2 or kind in ("router", "bias2d", "mat_f32"):
         return QT.F32
     if qt_main == QT.MXFP4 and len(shape) != 3:
         return QT.F32
