@@ -114,11 +114,22 @@ FAMILY = {
                         rope_base_swa=10000.0, softcap=30.0, n_embd_per_layer=0, shared_kv=0,
                         swa_layers=[True, True, False, True, True, False], partial_rotary_full=0.25,
                         k_eq_v_full=True),
+    # 26B-A4B-style: every layer's FFN is the dense FFN (the "shared expert", norms ffn_norm /
+    # post_ffw_norm_1) plus experts (pre_ffw_norm_2 / post_ffw_norm_2) summed before post_ffw_norm;
+    # the router reads rms_norm(x) / sqrt(n_embd) * ffn_gate_inp.scale; the experts' gate and up
+    # fused in ffn_gate_up_exps (as the converter maps HF's experts.gate_up_proj), a per-expert
+    # output scale ffn_down_exps.scale (HF's router.per_expert_scale)
+    "gemma4moe": dict(n_layer=4, n_head=4, n_head_kv=2, head_dim=32, tied=True, vocab="spm",
+                      rope_base=1000000.0, eps=1e-6, ctx=262144, swa=8, head_dim_full=64, n_head_kv_full=1,
+                      rope_base_swa=10000.0, softcap=30.0, n_embd_per_layer=0, shared_kv=0,
+                      swa_layers=[True, True, False, True], partial_rotary_full=0.25, k_eq_v_full=True,
+                      n_expert=8, n_expert_used=3),
 }
 # MoE family -> the dense family whose attention and vocabulary it shares; the GGUF arch name.
 BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss", "mistral3moe": "mistral3"}
-GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss", "mistral3moe": "mistral3", "gemma4dense": "gemma4"}
-GEMMA4 = ("gemma4", "gemma4dense")
+GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss", "mistral3moe": "mistral3", "gemma4dense": "gemma4",
+             "gemma4moe": "gemma4"}
+GEMMA4 = ("gemma4", "gemma4dense", "gemma4moe")
 # Mistral's control tokens (tekken / v7+ tokenizers; as user-visible strings in the chat templates)
 MISTRAL_SPECIALS = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
                     "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
@@ -515,6 +526,16 @@ def gemma4_plan(hp):
         plan.append((p + "ffn_gate.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
         plan.append((p + "ffn_up.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
         plan.append((p + "ffn_down.weight", (E, F), "mat", 1.0 / math.sqrt(F)))
+        if "n_expert" in hp:
+            X, FE = hp["n_expert"], hp["n_ff_exp"]
+            plan.append((p + "ffn_gate_inp.weight", (X, E), "router", 2.0))
+            plan.append((p + "ffn_gate_inp.scale", (E,), "norm", 0.2))
+            plan.append((p + "pre_ffw_norm_2.weight", (E,), "norm", 0.2))
+            plan.append((p + "post_ffw_norm_1.weight", (E,), "norm", 0.2))
+            plan.append((p + "post_ffw_norm_2.weight", (E,), "norm", 0.2))
+            plan.append((p + "ffn_gate_up_exps.weight", (X, 2 * FE, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_down_exps.weight", (X, E, FE), "mat", 1.0 / math.sqrt(FE)))
+            plan.append((p + "ffn_down_exps.scale", (X,), "norm", 0.3))
         plan.append((p + "post_ffw_norm.weight", (E,), "norm:2.5", 0.5))
         if P:
             plan.append((p + "inp_gate.weight", (P, E), "mat", 1.0 / math.sqrt(E)))
@@ -626,7 +647,11 @@ def write_model(args, hp, path, wtype, quantizer):
         w.add_head_count_kv(hp["n_head_kv"])
     w.add_rope_freq_base(hp["rope_base"])
     w.add_layer_norm_rms_eps(hp["eps"])
-    if "n_expert" in hp:
+    if "n_expert" in hp and fam == "gemma4":   # TextModel's expert keys, Gemma4Model's expert width
+        w.add_expert_count(hp["n_expert"])
+        w.add_expert_used_count(hp["n_expert_used"])
+        w.add_expert_feed_forward_length(hp["n_ff_exp"])
+    elif "n_expert" in hp:
         bad = args.bad_expert_meta or (hp["n_expert"], hp["n_expert_used"])
         w.add_expert_count(bad[0])
         w.add_expert_used_count(bad[1])

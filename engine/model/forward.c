@@ -17,7 +17,7 @@
 
 static void free_scratch(scratch *s) {
     be_tensor *ts[] = {s->x, s->xn, s->tmp, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits,
-                       s->moe_in, s->moe_logits, s->moe_shlog, s->ple};
+                       s->moe_in, s->moe_logits, s->moe_shlog, s->ple, s->moe_acc};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
 }
 
@@ -56,6 +56,7 @@ static int add_scratch(scratch_set *ss, const model *m, backend *be, bool with_l
             s->moe_logits = be_tensor_new(be, QT_F32, hp->n_expert, nb);
             s->moe_shlog = be_tensor_new(be, QT_F32, 1, nb);
             if (!s->moe_in || !s->moe_logits || !s->moe_shlog) return -1;
+            if (hp->arch == ARCH_GEMMA4 && !(s->moe_acc = be_tensor_new(be, QT_F32, hp->n_embd, 2 * (int64_t)nb))) return -1;
         }
         if (!s->x || !s->xn || !s->tmp || !s->q || !s->k || !s->v || !s->att || !s->gate || !s->up) return -1;
     }

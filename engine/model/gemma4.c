@@ -12,7 +12,13 @@
  *    rotated quarter), the sliding ones without; attention scale 1 (QK-norm, weightless V-norm);
  *  - embedding_length_per_layer_input > 0: per_layer_token_embd, per_layer_model_proj,
  *    per_layer_proj_norm and per layer inp_gate, proj, post_norm; blk.N.layer_output_scale is
- *    optional; attn_v is optional (V = K). The MoE layers (26B-A4B) are not supported yet. */
+ *    optional; attn_v is optional (V = K);
+ *  - MoE (26B-A4B): a layer with ffn_gate_inp runs its dense FFN (ffn_norm, post_ffw_norm_1) and
+ *    the experts (pre_ffw_norm_2, post_ffw_norm_2; softmax routing of rms_norm(x) / sqrt(n_embd) *
+ *    ffn_gate_inp.scale, top-k weights renormalised, GELU experts, the optional per-expert
+ *    ffn_down_exps.scale) and sums them before post_ffw_norm; expert_feed_forward_length may be
+ *    one width per layer; gate and up either fused (ffn_gate_up_exps [n_embd, 2 n_ff_exp,
+ *    n_expert], gate first) or separate. */
 #include "gemma4.h"
 
 #include <math.h>
@@ -160,6 +166,9 @@ int gemma4_read_hparams(const gguf_file *f, model_hparams *hp) {
     if (shared > 0 && shared > hp->n_layer - 2)
         return bad_key(f, arch, "attention.shared_kv_layers", shared, "at least 2 layers must keep their own KV cache");
     hp->n_layer_kv = shared > 0 ? hp->n_layer - shared : 0;
+    if (hp->n_expert > 0 &&
+        read_layer_array(f, hp, "expert_feed_forward_length", hp->layer_n_ff_exp, &hp->n_ff_exp, false) != 0)
+        return -1;
     for (int il = 0; il < hp->n_layer; il++) {
         const int kv = model_layer_n_kv_head(hp, il);
         if (hp->n_head % kv) {
@@ -201,6 +210,91 @@ static int read_out_scale(model *m, int il, float *out) {
     return 0;
 }
 
+/* n_expert 2-D weights [rows][cols] at row `row0` of each expert's [rows_total][cols] slab of t
+ * (a fused gate_up tensor: gate = rows 0.., up = rows n_ff_exp..). */
+static be_tensor **slice_experts(model *m, backend *be, const gguf_tensor *t, int64_t cols, int64_t rows, int64_t rows_total,
+                                 int64_t row0, bool *failed) {
+    const int ne = m->hp.n_expert;
+    const size_t rb = qtype_row_size((qtype)t->type, cols), eb = rb * (size_t)rows_total;
+    be_tensor **w = calloc((size_t)ne, sizeof *w);
+    if (!w) { anv_set_error("out of memory"); *failed = true; return NULL; }
+    for (int e = 0; e < ne && !*failed; e++) {
+        w[e] = be->ops->weight_new(be, t->type, cols, rows, (const uint8_t *)t->data + (size_t)e * eb + rb * (size_t)row0);
+        if (!w[e]) *failed = true;
+    }
+    return w;
+}
+
+/* blk.il.<suffix>: [cols, rows, n_expert] of a weight type; NULL + error. */
+static const gguf_tensor *find_experts(const model *m, int il, const char *suffix, int64_t cols, int64_t rows, bool required) {
+    const gguf_file *f = m->gguf;
+    char name[128];
+    snprintf(name, sizeof name, "blk.%d.%s", il, suffix);
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    if (!t) {
+        if (required) anv_set_error("%s: missing tensor '%s'", f->path, name);
+        return NULL;
+    }
+    const qtype_info *qi = qtype_get(t->type);
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != m->hp.n_expert || t->ne[3] != 1) {
+        anv_set_error("%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %d]", f->path, name,
+                      (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3], (long long)cols,
+                      (long long)rows, m->hp.n_expert);
+        return NULL;
+    }
+    if (!qi || !qi->is_weight || cols % qi->block_size) {
+        anv_set_error("%s: tensor '%s' has a type that is not supported as a weight (%s)", f->path, name, qi ? qi->name : "unknown");
+        return NULL;
+    }
+    return t;
+}
+
+/* Layer il's router, its scale, the MoE norms, the experts and their output scales. */
+static int gemma4_load_moe(model *m, int il, backend *be) {
+    const model_hparams *hp = &m->hp;
+    model_layer *L = &m->layers[il];
+    const int64_t e = hp->n_embd, ff = hp->layer_n_ff_exp[il], ne = hp->n_expert;
+    bool fail = false;
+    L->moe_router = place_blk(m, be, il, "ffn_gate_inp.weight", e, ne, true, &fail);
+    L->router_scale = place_blk(m, be, il, "ffn_gate_inp.scale", e, 1, true, &fail);
+    L->pre_norm_2 = place_blk(m, be, il, "pre_ffw_norm_2.weight", e, 1, true, &fail);
+    L->post_norm_1 = place_blk(m, be, il, "post_ffw_norm_1.weight", e, 1, true, &fail);
+    L->post_norm_2 = place_blk(m, be, il, "post_ffw_norm_2.weight", e, 1, true, &fail);
+    if (fail) return -1;
+    char name[128];
+    snprintf(name, sizeof name, "blk.%d.ffn_gate_up_exps.weight", il);
+    if (gguf_find_tensor(m->gguf, name)) {   /* fused, as the converter writes HF's experts.gate_up_proj */
+        const gguf_tensor *gu = find_experts(m, il, "ffn_gate_up_exps.weight", e, 2 * ff, true);
+        if (!gu) return -1;
+        L->exp_gate = slice_experts(m, be, gu, e, ff, 2 * ff, 0, &fail);
+        if (!fail) L->exp_up = slice_experts(m, be, gu, e, ff, 2 * ff, ff, &fail);
+        m->weight_bytes += gu->nbytes;
+    } else {
+        const gguf_tensor *g = find_experts(m, il, "ffn_gate_exps.weight", e, ff, true);
+        const gguf_tensor *u = g ? find_experts(m, il, "ffn_up_exps.weight", e, ff, true) : NULL;
+        if (!u) return -1;
+        L->exp_gate = slice_experts(m, be, g, e, ff, ff, 0, &fail);
+        if (!fail) L->exp_up = slice_experts(m, be, u, e, ff, ff, 0, &fail);
+        m->weight_bytes += g->nbytes + u->nbytes;
+    }
+    const gguf_tensor *d = fail ? NULL : find_experts(m, il, "ffn_down_exps.weight", ff, e, true);
+    if (!d) return -1;
+    L->exp_down = slice_experts(m, be, d, ff, e, e, 0, &fail);
+    m->weight_bytes += d->nbytes;
+    if (fail) return -1;
+    snprintf(name, sizeof name, "blk.%d.ffn_down_exps.scale", il);
+    const gguf_tensor *s = gguf_find_tensor(m->gguf, name);
+    if (s) {
+        if (s->type != QT_F32 || s->ne[0] != ne || s->ne[1] != 1 || s->ne[2] != 1 || s->ne[3] != 1) {
+            anv_set_error("%s: tensor '%s' must be F32 [%lld] (one scale per expert)", m->gguf->path, name, (long long)ne);
+            return -1;
+        }
+        if (!(L->exp_scale = malloc((size_t)ne * sizeof(float)))) { anv_set_error("out of memory"); return -1; }
+        memcpy(L->exp_scale, s->data, (size_t)ne * sizeof(float));
+    }
+    return 0;
+}
+
 int gemma4_load_layer(model *m, int il, backend *be) {
     const model_hparams *hp = &m->hp;
     model_layer *L = &m->layers[il];
@@ -210,15 +304,13 @@ int gemma4_load_layer(model *m, int il, backend *be) {
     const gguf_file *f = m->gguf;
     bool fail = false;
     L->be = be;
-    static const char *const unsupported[] = {"attn_qkv.weight", "ffn_gate_inp.weight"};
-    for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
-        char name[128];
-        snprintf(name, sizeof name, "blk.%d.%s", il, unsupported[i]);
-        if (gguf_find_tensor(f, name)) {
-            anv_set_error("%s: tensor '%s' is not supported for gemma4 yet (%s)", f->path, name,
-                          i == 0 ? "fused QKV" : "mixture of experts");
-            return -1;
-        }
+    char name[128];
+    snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", il);
+    if (gguf_find_tensor(f, name)) { anv_set_error("%s: tensor '%s' is not supported for gemma4 yet (fused QKV)", f->path, name); return -1; }
+    snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", il);
+    if (hp->n_expert == 0 && gguf_find_tensor(f, name)) {
+        anv_set_error("%s: tensor '%s' is there but %s.expert_count is missing or 0", f->path, name, hp->arch_name);
+        return -1;
     }
     L->attn_norm = place_blk(m, be, il, "attn_norm.weight", e, 1, true, &fail);
     L->wq = place_blk(m, be, il, "attn_q.weight", e, qd, true, &fail);
@@ -242,6 +334,7 @@ int gemma4_load_layer(model *m, int il, backend *be) {
         L->pl_post_norm = place_blk(m, be, il, "post_norm.weight", e, 1, true, &fail);
     }
     if (fail) return -1;
+    if (hp->n_expert > 0 && gemma4_load_moe(m, il, be) != 0) return -1;
     return read_out_scale(m, il, &L->out_scale);
 }
 
@@ -284,10 +377,11 @@ int gemma4_load_globals(model *m, backend *gpu) {
 }
 
 void gemma4_free_layer(model_layer *L) {
-    be_tensor_free(L->pl_gate);
-    be_tensor_free(L->pl_proj);
-    be_tensor_free(L->pl_post_norm);
-    L->pl_gate = L->pl_proj = L->pl_post_norm = NULL;
+    be_tensor *ts[] = {L->pl_gate, L->pl_proj, L->pl_post_norm, L->router_scale, L->pre_norm_2, L->post_norm_1, L->post_norm_2};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
+    L->pl_gate = L->pl_proj = L->pl_post_norm = L->router_scale = L->pre_norm_2 = L->post_norm_1 = L->post_norm_2 = NULL;
+    free(L->exp_scale);
+    L->exp_scale = NULL;
 }
 
 void gemma4_free(model *m) {

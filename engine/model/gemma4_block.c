@@ -2,6 +2,8 @@
  * src/models/gemma4.cpp builds it, and the per-layer inputs computed once per pass:
  *   x += post_norm(wo . attention(rope(qnorm(q)), rope(knorm(k)), vnorm(v)))   (scale 1)
  *   x += post_ffw_norm(down(gelu(gate h) * up h)), h = ffn_norm(x)
+ *        (MoE layers: x += post_ffw_norm(post_ffw_norm_1(that FFN) + post_ffw_norm_2(experts of
+ *        pre_ffw_norm_2(x), routed on rms_norm(x) / sqrt(n_embd) * router scale)), moe.c)
  *   x += post_norm(proj(gelu(inp_gate x) * ple[il]))                         (E2B/E4B)
  *   x *= layer_output_scale
  * with the layer's own head size, KV heads and FFN width (the scratch tensors are read as
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 
 #include "gemma4.h"
+#include "moe.h"
 #include "pass.h"
 #include "quant.h"
 #include "yarn.h"
@@ -110,7 +113,28 @@ static void gemma4_feed_forward(const layer_pass *p) {
         linear(p, L->w_up, s->xn, &up);
         p->op->glu(p->be, &gate, &up, &gate, (int64_t)p->nt * n_ff, BE_GLU_GELU_TANH);
     }
-    project_into_residual(p, L->w_down, &gate, NULL, L->post_ffn_norm);
+    if (!L->moe_router) {
+        project_into_residual(p, L->w_down, &gate, NULL, L->post_ffn_norm);
+        return;
+    }
+    const int64_t e = p->hp->n_embd, nb = s->moe_acc->rows / 2;
+    linear(p, L->w_down, &gate, s->tmp);
+    norm(p, s->tmp, L->post_norm_1, s->tmp);
+    /* the router's input: rms_norm(x) / sqrt(n_embd) * router_scale */
+    rms_norm_rows(p, s->x, NULL, s->moe_in, p->nt, e);
+    p->op->scale(p->be, s->moe_in, (int64_t)p->nt * e, 1.0f / sqrtf((float)e));
+    p->op->mul(p->be, s->moe_in, L->router_scale, s->moe_in, (int64_t)p->nt * e, e);
+    norm(p, s->x, L->pre_norm_2, s->xn);
+    /* the experts' weighted sum into acc (zeroed as 0 * x: x is finite), out their scratch */
+    be_tensor acc = be_view_rows(s->moe_acc, 0, nb), out = be_view_rows(s->moe_acc, nb, nb);
+    p->op->store_rows(p->be, s->x, &acc, 0, p->nt);
+    p->op->scale(p->be, &acc, (int64_t)p->nt * e, 0.0f);
+    moe_bufs mb = {&acc, s->xn, s->gate, s->up, s->moe_in, &out, s->moe_logits, s->moe_shlog, s->moe_in};
+    moe_ffn(p->m, L, &mb, p->nt);
+    norm(p, &acc, L->post_norm_2, &acc);
+    add_into(p, s->tmp, &acc, e);
+    norm(p, s->tmp, L->post_ffn_norm, s->tmp);
+    add_into(p, s->x, s->tmp, e);
 }
 
 /* x += post_norm(proj(gelu(inp_gate x) * ple[il])): layer il's rows of s->ple are [il * nt, (il + 1) * nt). */

@@ -57,7 +57,7 @@ typedef struct {
      * that reuses an earlier layer's KV cache (0 = none does), per-layer embedding width. Read
      * them through the model_layer_* helpers below. */
     int head_dim_swa, n_rot_swa, n_layer_kv, n_embd_per_layer;
-    int layer_n_kv_head[MODEL_MAX_LAYERS], layer_n_ff[MODEL_MAX_LAYERS];
+    int layer_n_kv_head[MODEL_MAX_LAYERS], layer_n_ff[MODEL_MAX_LAYERS], layer_n_ff_exp[MODEL_MAX_LAYERS];
 } model_hparams;
 
 /* One decoder layer's weights, on its backend. Shapes [rows][cols] as the ops use them (a weight
@@ -88,6 +88,10 @@ typedef struct {
      * where V = K (no attn_v) */
     be_tensor *pl_gate, *pl_proj, *pl_post_norm;
     float out_scale;
+    /* gemma4 MoE layers: the router input scale [n_embd], the experts' input norm, the dense
+     * FFN's and the experts' output norms; a per-expert output scale on the host (moe.c) */
+    be_tensor *router_scale, *pre_norm_2, *post_norm_1, *post_norm_2;
+    float *exp_scale;
     backend *be;
 } model_layer;
 

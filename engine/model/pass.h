@@ -20,6 +20,7 @@ typedef struct {
     be_tensor *logits;           /* [logit_rows][n_vocab], only on the output backend */
     be_tensor *moe_in, *moe_logits, *moe_shlog; /* MoE models (moe.h moe_bufs), else NULL */
     be_tensor *ple;              /* gemma4 per-layer inputs [n_layer * n_batch][n_pl], else NULL */
+    be_tensor *moe_acc;          /* gemma4 MoE: the experts' sum and output [2 * n_batch][n_embd], else NULL */
 } scratch;
 
 /* The activations of one forward pass: owned by one context, borrowed by the contexts

@@ -4,7 +4,7 @@ one line naming the problem (never a crash, a hang or a silent wrong answer): th
 head size or pattern missing, invalid rotated dims, shared-KV layers that leave fewer than 2 layers
 with a cache or would reuse a layer of the other kind, a per-layer array of the wrong length, the
 per-layer token embeddings missing or mis-shaped, a non-F32 layer output scale, a missing K
-weight, and the pieces not run yet (MoE router, fused QKV). Each case is the good synthetic file
+weight, a router in a file without experts. Each case is the good synthetic file
 (tools/make_test_model.py --family gemma4: 6 layers, sliding pattern T F T F T F, 2 shared-KV
 layers) rewritten with gguf-py, one thing changed.
 
@@ -42,7 +42,7 @@ CASES = [
      "tensor 'per_layer_token_embd.weight' has shape [160, 768, 1, 1], expected [192, 768]"),
     ("out-scale-f16", ("f16", "blk.2.layer_output_scale.weight"), "tensor 'blk.2.layer_output_scale.weight' must be one F32 value"),
     ("no-attn-k", ("drop", "blk.1.attn_k.weight"), "missing tensor 'blk.1.attn_k.weight'"),
-    ("moe-router", ("addvec", "blk.0.ffn_gate_inp.weight", 128), "tensor 'blk.0.ffn_gate_inp.weight' is not supported for gemma4 yet"),
+    ("moe-router", ("addvec", "blk.0.ffn_gate_inp.weight", 128), "tensor 'blk.0.ffn_gate_inp.weight' is there but gemma4.expert_count is missing or 0"),
 ]
 
 
