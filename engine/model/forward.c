@@ -105,12 +105,11 @@ static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *pare
             anv_set_error("a %s KV cache needs head_dim (%d) to be a multiple of 32; use --kv-type f16", qtype_get(kv_type)->name, hd);
             return NULL;
         }
-        int nk, nv, nk0, nv0;   /* one Hadamard rotation for all layers (kv_rot.h) */
-        kv_rot_sizes(kv_type, hd, &nk, &nv);
-        kv_rot_sizes(kv_type, hp->head_dim_k, &nk0, &nv0);
-        if (nk != nk0 || nv != nv0) {
-            anv_set_error("a %s KV cache for head sizes %d and %d (rotated in different groups) is not supported yet; use --kv-type f16",
-                          qtype_get(kv_type)->name, hd, hp->head_dim_k);
+        int nk, nv;   /* one Hadamard rotation for all layers, sized for the smallest head (kv_rot.h) */
+        kv_rot_sizes(kv_type, kv_rot_head_dim(hp), &nk, &nv);
+        if (nk && (hd % nk || hd % nv)) {
+            anv_set_error("a %s KV cache for head sizes %d and %d (not one rotation group) is not supported; use --kv-type f16",
+                          qtype_get(kv_type)->name, hd, kv_rot_head_dim(hp));
             return NULL;
         }
     }
