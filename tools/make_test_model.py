@@ -409,7 +409,7 @@ def llama3_rope_factors(head_dim, base, orig_ctx, factor=8.0, low=1.0, high=4.0)
 def tensor_plan(args, hp):
     """[(name, numpy shape (rows, cols) or (n,), kind, scale)] in llama.cpp's file order."""
     if args.family in GEMMA4:
-        return gemma4_plan(hp)
+        return gemma4_plan(hp, getattr(args, "ollama_keys", False))
     moe = args.family in BASE
     fam = BASE.get(args.family, args.family)
     E, F, V, H, HKV, D = hp["n_embd"], hp["n_ff"], hp["n_vocab"], hp["n_head"], hp["n_head_kv"], hp["head_dim"]
@@ -498,7 +498,7 @@ def gemma4_layer_shapes(hp):
     return out
 
 
-def gemma4_plan(hp):
+def gemma4_plan(hp, ollama=False):
     """gemma4 tensors in the converter's order (norms F32; norm weights are the multiplier: Gemma 4
     has no +1 shift)."""
     E, V, H, P, n = hp["n_embd"], hp["n_vocab"], hp["n_head"], hp["n_embd_per_layer"], hp["n_layer"]
@@ -542,10 +542,15 @@ def gemma4_plan(hp):
             plan.append((p + "proj.weight", (E, P), "mat", 1.0 / math.sqrt(P)))
             plan.append((p + "post_norm.weight", (E,), "norm:2.5", 0.5))
     plan.append(("output_norm.weight", (E,), "norm:6", 1.0))
+    if ollama:   # Ollama's library files carry the vision and audio towers in the same GGUF: a token of each
+        plan.append(("v.patch_embd.weight", (32, 48), "mat", 0.1))
+        plan.append(("v.clamp_data", (32,), "bias", 0.1))
+        plan.append(("mm.input_projection.weight", (E, 32), "mat", 0.1))
+        plan.append(("a.conv1d.0.weight", (32, 32), "mat", 0.1))
     return plan
 
 
-def write_gemma4_keys(w, hp):
+def write_gemma4_keys(w, hp, ollama=False):
     """gemma4 metadata as Gemma4Model.set_gguf_parameters leaves it (its overrides of Gemma3Model's
     and TextModel's keys: key_length = the full layers' head size, head_count_kv and
     feed_forward_length as per-layer arrays where they differ)."""
@@ -565,6 +570,11 @@ def write_gemma4_keys(w, hp):
     w.add_rope_dimension_count(hp["head_dim_full"])
     w.add_rope_dimension_count_swa(hp["head_dim"])
     w.add_rope_freq_base_swa(hp["rope_base_swa"])
+    if ollama:   # convert_gemma4.go: the towers' keys (the text keys are llama.cpp's names)
+        w.add_uint32("gemma4.vision.block_count", 1)
+        w.add_uint32("gemma4.vision.embedding_length", 32)
+        w.add_uint32("gemma4.audio.block_count", 1)
+        w.add_uint32("gemma4.audio.embedding_length", 32)
 
 
 def make_values(seed, name, shape, kind, scale, hp):
@@ -672,7 +682,7 @@ def write_model(args, hp, path, wtype, quantizer):
     if fam == "mistral3":
         write_mistral3_keys(w, hp, args.ollama_keys)
     if fam == "gemma4":
-        write_gemma4_keys(w, hp)
+        write_gemma4_keys(w, hp, args.ollama_keys)
     if fam in ("qwen3", "gemma3"):
         w.add_key_length(hp["head_dim"])
         w.add_value_length(hp["head_dim"])
@@ -689,7 +699,8 @@ def write_model(args, hp, path, wtype, quantizer):
     if wtype not in ("f32", "f16", "bf16"):
         w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     w.add_tokenizer_model(vocab["model"])
-    w.add_tokenizer_pre(vocab["pre"])
+    # Ollama's gemma4 files: tokenizer model "llama" with pre "gemma4" (convert_gemma4.go)
+    w.add_tokenizer_pre("gemma4" if fam == "gemma4" and args.ollama_keys else vocab["pre"])
     w.add_token_list(vocab["tokens"])
     if vocab["scores"] is not None:
         w.add_token_scores(vocab["scores"])
@@ -827,7 +838,8 @@ def main():
                          "pattern (period 3, rope.freq_base_swa 25000), array (a bool per layer, base 5000), "
                          "off (no sliding_window key: every layer global)")
     ap.add_argument("--ollama-keys", action="store_true",
-                    help="mistral3: Ollama's metadata keys for YaRN and the query temperature (same weights)")
+                    help="mistral3: Ollama's metadata keys for YaRN and the query temperature (same weights); "
+                         "gemma4: Ollama's library-file extras (pre gemma4, vision/audio tower tensors and keys)")
     ap.add_argument("--no-rope-freqs", action="store_true",
                     help="llama: no rope_freqs tensor and base 10000 (Llama 2 style rope)")
     ap.add_argument("--rope-orig-ctx", type=float, default=None,
