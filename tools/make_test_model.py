@@ -150,6 +150,11 @@ PRESETS = {
     # a ~0.5B qwen3moe-style speed shape (16 experts, 4 used, ~0.15B active)
     "moe500m":  dict(n_embd=1024, n_ff=3072, n_vocab=4096, n_layer=12, n_head=16, n_head_kv=4,
                      n_expert=16, n_expert_used=4, n_ff_exp=768, moe_only=True),
+    # a ~120M E2B-style gemma4 speed shape: 10 layers (4 sliding + 1 full, twice), the last 5
+    # sharing the KV caches of layers 3 and 4, head sizes 128 / 256, per-layer inputs of 128
+    "bench4e":  dict(n_embd=1024, n_ff=2816, n_vocab=8192, n_layer=10, n_head=8, n_head_kv=2, head_dim=128,
+                     head_dim_full=256, n_head_kv_full=1, shared_kv=5, n_embd_per_layer=128, swa=512,
+                     swa_layers=[True, True, True, True, False], gemma4_only=True),
     "7b":       dict(n_embd=4096, n_ff=11008, n_vocab=32000, n_layer=32, n_head=32, n_head_kv=32,
                      llama_only=True),
 }
@@ -160,6 +165,8 @@ def hparams_for(args):
     pre = dict(PRESETS[args.preset])
     if pre.pop("llama_only", False) and args.family not in ("llama", "mistral3"):   # mistral3: the llama body
         raise SystemExit("make_test_model: preset %s is defined for --family llama (and mistral3) only" % args.preset)
+    if pre.pop("gemma4_only", False) and args.family != "gemma4":
+        raise SystemExit("make_test_model: preset %s is defined for --family gemma4 only" % args.preset)
     if pre.pop("moe_only", False) and args.family not in BASE:
         raise SystemExit("make_test_model: preset %s is defined for the MoE families only" % args.preset)
     fam.update(pre)
