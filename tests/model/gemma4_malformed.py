@@ -4,7 +4,9 @@ one line naming the problem (never a crash, a hang or a silent wrong answer): th
 head size or pattern missing, invalid rotated dims, shared-KV layers that leave fewer than 2 layers
 with a cache or would reuse a layer of the other kind, a per-layer array of the wrong length, the
 per-layer token embeddings missing or mis-shaped, a non-F32 layer output scale, a missing K
-weight, a router in a file without experts. Each case is the good synthetic file
+weight, a router in a file without experts; for the MoE file (--family gemma4moe: 4 layers, 8
+experts) a per-layer expert width array of the wrong length, a missing router scale, a mis-shaped
+per-expert scale and a mis-shaped fused gate_up. Each case is the good synthetic file
 (tools/make_test_model.py --family gemma4: 6 layers, sliding pattern T F T F T F, 2 shared-KV
 layers) rewritten with gguf-py, one thing changed.
 
@@ -45,6 +47,15 @@ CASES = [
     ("moe-router", ("addvec", "blk.0.ffn_gate_inp.weight", 128), "tensor 'blk.0.ffn_gate_inp.weight' is there but gemma4.expert_count is missing or 0"),
 ]
 
+MOE_CASES = [
+    ("moe-ff-exp-array-short", ("setarr", A + ".expert_feed_forward_length", [96] * 3, U32),
+     "gemma4.expert_feed_forward_length has 3 entries, expected one per layer (4)"),
+    ("moe-no-router-scale", ("drop", "blk.1.ffn_gate_inp.scale"), "missing tensor 'blk.1.ffn_gate_inp.scale'"),
+    ("moe-expert-scale-shape", ("shape", "blk.2.ffn_down_exps.scale", (6,)), "tensor 'blk.2.ffn_down_exps.scale' must be F32 [8]"),
+    ("moe-gate-up-shape", ("shape", "blk.0.ffn_gate_up_exps.weight", (8, 96, 128)),
+     "tensor 'blk.0.ffn_gate_up_exps.weight' has shape [128, 96, 8, 1], expected [128, 192, 8]"),
+]
+
 
 def run(anvil, path, tmp):
     try:
@@ -62,23 +73,24 @@ def main():
     ap.add_argument("--dir", required=True)
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
-    good = os.path.join(a.dir, "gemma4-good.gguf")
-    subprocess.run([sys.executable, a.gen, "--family", "gemma4", "--preset", "tiny", "--type", "f32", "--out", good],
-                   check=True, capture_output=True)
-    same = os.path.join(a.dir, "gemma4-rewritten.gguf")
-    rewrite(good, same, A, ("none", ""))
     bad = 0
-    for path in (good, same):   # the unmodified file and a rewrite with nothing changed load
-        rc, lines = run(a.anvil, path, a.dir)
-        print("%s %s loads: rc %d %s" % ("ok" if rc == 0 else "FAIL", os.path.basename(path), rc, " | ".join(lines)))
-        bad += rc != 0
-    for case, edit, want in CASES:
-        path = os.path.join(a.dir, "bad-gemma4-%s.gguf" % case)
-        rewrite(good, path, A, edit)
-        rc, lines = run(a.anvil, path, a.dir)
-        ok = 0 < rc < 128 and len(lines) == 1 and want in lines[0]
-        print("%s %s: rc %d: %s" % ("ok" if ok else "FAIL", case, rc, " | ".join(lines)))
-        bad += not ok
+    for family, cases in (("gemma4", CASES), ("gemma4moe", MOE_CASES)):
+        good = os.path.join(a.dir, "%s-good.gguf" % family)
+        subprocess.run([sys.executable, a.gen, "--family", family, "--preset", "tiny", "--type", "f32", "--out", good],
+                       check=True, capture_output=True)
+        same = os.path.join(a.dir, "%s-rewritten.gguf" % family)
+        rewrite(good, same, A, ("none", ""))
+        for path in (good, same):   # the unmodified file and a rewrite with nothing changed load
+            rc, lines = run(a.anvil, path, a.dir)
+            print("%s %s loads: rc %d %s" % ("ok" if rc == 0 else "FAIL", os.path.basename(path), rc, " | ".join(lines)))
+            bad += rc != 0
+        for case, edit, want in cases:
+            path = os.path.join(a.dir, "bad-gemma4-%s.gguf" % case)
+            rewrite(good, path, A, edit)
+            rc, lines = run(a.anvil, path, a.dir)
+            ok = 0 < rc < 128 and len(lines) == 1 and want in lines[0]
+            print("%s %s: rc %d: %s" % ("ok" if ok else "FAIL", case, rc, " | ".join(lines)))
+            bad += not ok
     return 1 if bad else 0
 
 
