@@ -23,6 +23,8 @@ typedef struct {
      * output gate [n_batch][max(d_inner, n_head*hd)], the delta output [n_batch][d_inner],
      * alpha and beta [n_batch][n_v_head] */
     be_tensor *dn_qkv, *dn_conv, *dn_gate, *dn_out, *dn_alpha, *dn_beta;
+    be_tensor *ple;              /* gemma4 per-layer inputs [n_layer * n_batch][n_pl], else NULL */
+    be_tensor *moe_acc;          /* gemma4 MoE: the experts' sum and output [2 * n_batch][n_embd], else NULL */
 } scratch;
 
 /* The activations of one forward pass: owned by one context, borrowed by the contexts
@@ -32,6 +34,7 @@ typedef struct {
     scratch sc[2];                    /* one per backend the model uses (CPU, GPU) */
     int n_sc;
     float *host_x;                    /* staging for crossing backends [n_batch][n_embd] */
+    float *host_ple;                  /* gemma4: [2][n_batch][n_layer * n_pl], else NULL */
 } scratch_set;
 
 struct model_ctx {
@@ -70,6 +73,10 @@ typedef struct {
 void attention_block(const layer_pass *p);     /* attention.c */
 void feed_forward_block(const layer_pass *p);  /* feed_forward.c: dense or MoE */
 void delta_net_block(const layer_pass *p);     /* delta_net.c: a recurrent layer's token mixing (qwen35) */
+void gemma4_layer(const layer_pass *p);        /* gemma4_block.c: a whole Gemma 4 layer */
+/* gemma4_block.c: the per-layer inputs of nt tokens into every scratch's ple (cpu->x holds the
+ * scaled embeddings); -1 + error. */
+int gemma4_per_layer_inputs(scratch_set *ss, const model *m, scratch *cpu, const int32_t *tokens, int nt);
 
 /* ---- op helpers (the pass's backend, its nt rows) ---- */
 
