@@ -215,20 +215,29 @@ static bool handle_line(stream_state *st, const char *line, size_t len) {
     return go_on;
 }
 
-static size_t stream_cb(char *data, size_t size, size_t nmemb, void *user) {
-    stream_state *st = user;
-    size_t n = size * nmemb;
-    if (st->raw.len < 65536) bytebuf_add(&st->raw, data, n);
+/* NDJSON framing for curl's write callbacks: keeps the first 64 KiB in raw (a non-2xx reply's
+ * body), gathers bytes into line and calls on_line with each complete non-empty line. Returns n,
+ * or 0 (curl then stops) when on_line says stop or memory runs out. */
+static size_t split_lines(const char *data, size_t n, bytebuf *line, bytebuf *raw,
+                          bool (*on_line)(const char *l, size_t len, void *user), void *user) {
+    if (raw->len < 65536) bytebuf_add(raw, data, n);
     for (size_t i = 0; i < n; i++) {
         if (data[i] != '\n') {
-            if (!bytebuf_add(&st->line, data + i, 1)) return 0;
+            if (!bytebuf_add(line, data + i, 1)) return 0;
             continue;
         }
-        bool go_on = st->line.len ? handle_line(st, st->line.data, st->line.len) : true;
-        st->line.len = 0;
+        bool go_on = line->len ? on_line(line->data, line->len, user) : true;
+        line->len = 0;
         if (!go_on) return 0;
     }
     return n;
+}
+
+static bool gen_line(const char *l, size_t len, void *user) { return handle_line(user, l, len); }
+
+static size_t stream_cb(char *data, size_t size, size_t nmemb, void *user) {
+    stream_state *st = user;
+    return split_lines(data, size * nmemb, &st->line, &st->raw, gen_line, st);
 }
 
 /* The request body: model, prompt or messages, and the optional fields. */
@@ -337,26 +346,23 @@ typedef struct {
     bool stopped;
 } json_stream;
 
-static size_t json_stream_cb(char *data, size_t size, size_t nmemb, void *user) {
+/* One object line: an {"error"} ends the stream with its message, anything else goes to fn. */
+static bool json_line(const char *l, size_t len, void *user) {
     json_stream *st = user;
-    size_t n = size * nmemb;
-    if (st->raw.len < 65536) bytebuf_add(&st->raw, data, n);
-    for (size_t i = 0; i < n; i++) {
-        if (data[i] != '\n') {
-            if (!bytebuf_add(&st->line, data + i, 1)) return 0;
-            continue;
-        }
-        cJSON *j = st->line.len ? cJSON_ParseWithLength(st->line.data, st->line.len) : NULL;
-        st->line.len = 0;
-        if (!cJSON_IsObject(j)) { cJSON_Delete(j); continue; }
+    cJSON *j = cJSON_ParseWithLength(l, len);
+    bool go_on = true;
+    if (cJSON_IsObject(j)) {
         const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
-        bool go_on = true;
         if (cJSON_IsString(err)) { snprintf(st->error, sizeof st->error, "%s", err->valuestring); go_on = false; }
         else if (!st->fn(j, st->user)) { st->stopped = true; go_on = false; }
-        cJSON_Delete(j);
-        if (!go_on) return 0;
     }
-    return n;
+    cJSON_Delete(j);
+    return go_on;
+}
+
+static size_t json_stream_cb(char *data, size_t size, size_t nmemb, void *user) {
+    json_stream *st = user;
+    return split_lines(data, size * nmemb, &st->line, &st->raw, json_line, st);
 }
 
 int client_stream_json(const char *method, const char *path, const char *json_body, client_json_fn fn, void *user) {
