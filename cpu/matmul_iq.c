@@ -81,6 +81,7 @@ IQ_DOT(tq2_0, QT_TQ2_0)
 
 static uint64_t iq2xs_words[1u << 16];
 static pthread_once_t iq2xs_words_once = PTHREAD_ONCE_INIT;
+const uint64_t *iq2xs_word_table;
 
 static void iq2xs_words_build(void) {
     for (uint32_t q = 0; q < (1u << 16); q++) {
@@ -93,9 +94,10 @@ static void iq2xs_words_build(void) {
         }
         iq2xs_words[q] = word;
     }
+    __atomic_store_n(&iq2xs_word_table, (const uint64_t *)iq2xs_words, __ATOMIC_RELEASE);
 }
 
-const uint64_t *iq2xs_word_values(void) {
+const uint64_t *iq2xs_word_table_build(void) {
     pthread_once(&iq2xs_words_once, iq2xs_words_build);
     return iq2xs_words;
 }

@@ -265,6 +265,53 @@ IQK_INLINE void iqk_iq2xs_body(int64_t n, const void *w, const void *x, size_t x
     for (int t = 0; t < NT; t++) res[t] = iqk_hsum(acc[t]);
 }
 
+#ifdef IQD_ZMM
+/* IQ2_XS mat-vec, AVX-512: 64 elements per zmm, the 8 words' values by one vpgatherdq from
+ * the table, the four 16-element scales of the 64 by one vpermw from the block's 16 in run
+ * order (so the bias needs no reordering of bsums). */
+/* vpermw indices that put scale word 4 j + k of the 16 into every word of 128-bit lane k. */
+IQK_INLINE __m512i iqk_iq2xs_lane_pick(int j) {
+    const long long w = 0x0001000100010001ll, base = 4 * j * w;
+    return _mm512_set_epi64(base + 3 * w, base + 3 * w, base + 2 * w, base + 2 * w, base + w, base + w, base, base);
+}
+IQK_INLINE void iqk_iq2xs_body_zmm(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
+    const long long *tab = (const long long *)iq2xs_word_values();
+    __m512 acc[MM_MAX_TOK];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const block_iq2_xs *b = (const block_iq2_xs *)w + i;
+        iqk_prefetch((const uint8_t *)(b + IQK_PREFETCH_BLOCKS), sizeof *b);
+        const __m128i sb = _mm_loadl_epi64((const __m128i *)(const void *)b->scales);
+        const __m128i m4 = _mm_set1_epi8(0x0f);
+        const __m128i runs8 = _mm_unpacklo_epi8(_mm_and_si128(sb, m4), _mm_and_si128(_mm_srli_epi16(sb, 4), m4));
+        const __m256i sc = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepu8_epi16(runs8), 1), _mm256_set1_epi16(1));
+        const __m256i nsc = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 6));
+        const __m512i sc512 = _mm512_castsi256_si512(sc);
+        __m512i sumi[MM_MAX_TOK];
+        for (int t = 0; t < NT; t++) {
+            const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+            sumi[t] = _mm512_zextsi256_si512(_mm256_madd_epi16(nsc, iqk_load(y->bsums)));
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            const __m256i idx = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b->qs + 8 * j)));
+            const __m512i u = _mm512_i32gather_epi64(idx, tab, 8);
+            const __m512i scj = _mm512_permutexvar_epi16(iqk_iq2xs_lane_pick(j), sc512);
+            for (int t = 0; t < NT; t++) {
+                const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+                sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_maddubs_epi16(u, _mm512_loadu_si512((const void *)(y->qs + 64 * j))), scj);
+            }
+        }
+        const float dw = _cvtsh_ss(b->d) * 0.125f;
+        for (int t = 0; t < NT; t++) {
+            const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * y->d), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) res[t] = _mm512_reduce_add_ps(acc[t]);
+}
+#endif
+
 /* ---- ternary types: u = w + 1 in {0, 1, 2}; dot = d * dy * (u . y - sum(y)) ---- */
 
 /* TQ1_0 packs 5 (or 4) base-3 digits per byte as ceil(x * 256 / 3^5): digit n of byte b is
@@ -363,7 +410,11 @@ IQK_TYPE_BODY(iq4_xs, QT_IQ4_XS)
 IQK_TYPE_BODY(iq3_xxs, QT_IQ3_XXS)
 IQK_TYPE_BODY(iq3_s, QT_IQ3_S)
 IQK_TYPE_BODY(iq2_xxs, QT_IQ2_XXS)
+#ifdef IQD_ZMM
+IQK_KERNEL(iq2_xs, iqk_iq2xs_body_zmm)
+#else
 IQK_KERNEL(iq2_xs, iqk_iq2xs_body)
+#endif
 IQK_TYPE_BODY(iq2_s, QT_IQ2_S)
 IQK_TYPE_BODY(iq1_s, QT_IQ1_S)
 IQK_TYPE_BODY(iq1_m, QT_IQ1_M)
