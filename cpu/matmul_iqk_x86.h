@@ -9,7 +9,9 @@
  * (grid value with its sign, IQ4 level; IQ1_S/IQ1_M: 8 * grid + the +-1 delta, so that the
  * delta needs no activation sums), sc a small integer scale per 16 or 32 elements and dw one
  * float per block. A group is applied to every token as maddubs(|v|, sign(y, v)) and one
- * madd with the scales. The mat-vec (dot) decodes a block once for up to MM_MAX_TOK tokens;
+ * madd with the scales (IQ2_XS's mat-vec instead looks up v + 64 for each 16-bit word in one
+ * table and takes the bias back out with the activation sums, see iqk_iq2xs_body). The
+ * mat-vec (dot) decodes a block once for up to MM_MAX_TOK tokens;
  * the prompt kernels (gemm, more than 2 * MM_MAX_TOK tokens) decode rows once per slab of
  * blocks and chunk of tokens into a plain int8 form and then only multiply and add.
  * The grids and value tables are quant_iq.h's. */
