@@ -82,6 +82,15 @@ void mm_kernels_avx512(mm_kernels *k);
 void mm_kernels_iq_scalar(mm_kernels *k);
 void mm_kernels_iq_avx2(mm_kernels *k);
 void mm_kernels_iq_avx512(mm_kernels *k);
+/* matmul_iq.c: the IQ2_XS mat-vec lookup (matmul_iqk_x86.h): for each of the 65536 16-bit
+ * qs words (9-bit grid index, 7-bit sign index) its 8 signed values v + 64 as bytes (0.5 MiB,
+ * built on first use, thread-safe; the kernels call iq2xs_word_values once per row). */
+extern const uint64_t *iq2xs_word_table; /* NULL until built */
+const uint64_t *iq2xs_word_table_build(void);
+static inline const uint64_t *iq2xs_word_values(void) {
+    const uint64_t *t = __atomic_load_n(&iq2xs_word_table, __ATOMIC_ACQUIRE);
+    return t ? t : iq2xs_word_table_build();
+}
 /* matmul_packed_avx512.c: the kernels on repacked weights (called by mm_kernels_avx512). */
 void mm_packed_install_avx512(mm_kernels *k);
 /* matmul_pkq5_avx512.c: the Q5_K mat-vec (1-3 tokens) on repacked weights (called by

@@ -8,6 +8,8 @@
 #include "fp16.h"
 #include "quant_iq.h"
 
+#include <pthread.h>
+
 #define ACT_ROW(x, xs, t) ((const void *)((const uint8_t *)(x) + (size_t)(t) * (xs)))
 
 static void dot_mxfp4(int64_t n, const void *w, const void *x, size_t xs, int nt, float *res) {
@@ -76,6 +78,29 @@ IQ_DOT(iq1_s, QT_IQ1_S)
 IQ_DOT(iq1_m, QT_IQ1_M)
 IQ_DOT(tq1_0, QT_TQ1_0)
 IQ_DOT(tq2_0, QT_TQ2_0)
+
+static uint64_t iq2xs_words[1u << 16];
+static pthread_once_t iq2xs_words_once = PTHREAD_ONCE_INIT;
+const uint64_t *iq2xs_word_table;
+
+static void iq2xs_words_build(void) {
+    for (uint32_t q = 0; q < (1u << 16); q++) {
+        const uint64_t g = iq2xs_grid[q & 511];
+        const uint8_t signs = iq_ksigns(q >> 9);
+        uint64_t word = 0;
+        for (int j = 0; j < 8; j++) {
+            const int v = (int)((g >> 8 * j) & 0xff);
+            word |= (uint64_t)(uint8_t)((signs >> j & 1 ? -v : v) + 64) << 8 * j;
+        }
+        iq2xs_words[q] = word;
+    }
+    __atomic_store_n(&iq2xs_word_table, (const uint64_t *)iq2xs_words, __ATOMIC_RELEASE);
+}
+
+const uint64_t *iq2xs_word_table_build(void) {
+    pthread_once(&iq2xs_words_once, iq2xs_words_build);
+    return iq2xs_words;
+}
 
 void mm_kernels_iq_scalar(mm_kernels *k) {
     const struct { qtype t; act_kind a; mm_dot_fn f; } tab[] = {

@@ -1,6 +1,7 @@
 /* matmul_iq_avx512: the AVX512-VNNI form of matmul_iqk_x86.h's i-quant and TQ kernels against
  * Q8_K: the mat-vec in 256-bit vectors via AVX512VL (the per-group scale madd and the int32
- * add fuse into one vpdpwssd), prompts through the 16-row vpdpbusd kernel (IQD_ZMM).
+ * add fuse into one vpdpwssd; IQ2_XS's in 512-bit ones, table words gathered 8 at a time),
+ * prompts through the 16-row vpdpbusd kernel (IQD_ZMM).
  * Installed by mm_kernels_iq_avx512 after mm_kernels_avx512 (cpu_backend.c). */
 #include "cpu_kernels.h"
 

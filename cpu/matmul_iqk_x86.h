@@ -9,7 +9,9 @@
  * (grid value with its sign, IQ4 level; IQ1_S/IQ1_M: 8 * grid + the +-1 delta, so that the
  * delta needs no activation sums), sc a small integer scale per 16 or 32 elements and dw one
  * float per block. A group is applied to every token as maddubs(|v|, sign(y, v)) and one
- * madd with the scales. The mat-vec (dot) decodes a block once for up to MM_MAX_TOK tokens;
+ * madd with the scales (IQ2_XS's mat-vec instead looks up v + 64 for each 16-bit word in one
+ * table and takes the bias back out with the activation sums, see iqk_iq2xs_body). The
+ * mat-vec (dot) decodes a block once for up to MM_MAX_TOK tokens;
  * the prompt kernels (gemm, more than 2 * MM_MAX_TOK tokens) decode rows once per slab of
  * blocks and chunk of tokens into a plain int8 form and then only multiply and add.
  * The grids and value tables are quant_iq.h's. */
@@ -219,6 +221,99 @@ IQK_INLINE void iqk_body(const qtype T, int64_t n, const void *w, const void *x,
     for (int t = 0; t < NT; t++) res[t] = iqk_hsum(acc[t]);
 }
 
+/* IQ2_XS mat-vec: each 16-bit qs word (grid index, sign index) looks up its 8 values
+ * v + 64 at once (iq2xs_word_values: no sign decoding, no |v| / sign split), so a 32-element
+ * group is four loads, one maddubs and one vpdpwssd per token; u = v + 64 <= 107 keeps
+ * maddubs' pair sums below 2^15. The bias comes back out once per block as
+ * -64 * sum(sc16 * bsums). The 16 scales sit as int16 with runs 0, 2, .. 14 in the low lane
+ * and 1, 3, .. 15 in the high one, so group g's pair is one in-lane shuffle. */
+IQK_INLINE void iqk_iq2xs_body(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
+    const uint64_t *tab = iq2xs_word_values();
+    const __m256i evens_odds = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                                0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    __m256 acc[MM_MAX_TOK];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const block_iq2_xs *b = (const block_iq2_xs *)w + i;
+        iqk_prefetch((const uint8_t *)(b + IQK_PREFETCH_BLOCKS), sizeof *b);
+        const __m128i sb = _mm_loadl_epi64((const __m128i *)(const void *)b->scales);
+        const __m128i m4 = _mm_set1_epi8(0x0f);
+        const __m256i sc = _mm256_add_epi16(_mm256_slli_epi16(_mm256_set_m128i(_mm_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sb, 4), m4)),
+                                                                                _mm_cvtepu8_epi16(_mm_and_si128(sb, m4))), 1),
+                                            _mm256_set1_epi16(1));
+        const __m256i nsc = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 6));
+        __m256i sumi[MM_MAX_TOK];
+        for (int t = 0; t < NT; t++) {
+            const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+            const __m256i bs = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(iqk_load(y->bsums), evens_odds), 0xD8);
+            sumi[t] = _mm256_madd_epi16(nsc, bs);
+        }
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) {
+            const uint16_t *q = b->qs + 4 * g;
+            const __m256i u = _mm256_set_epi64x((long long)tab[q[3]], (long long)tab[q[2]], (long long)tab[q[1]], (long long)tab[q[0]]);
+            const __m256i scg = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g)));
+            for (int t = 0; t < NT; t++) {
+                const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+                sumi[t] = IQK_DPWSSD(sumi[t], _mm256_maddubs_epi16(u, iqk_load(y->qs + 32 * g)), scg);
+            }
+        }
+        const float dw = _cvtsh_ss(b->d) * 0.125f;
+        for (int t = 0; t < NT; t++) {
+            const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * y->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) res[t] = iqk_hsum(acc[t]);
+}
+
+#ifdef IQD_ZMM
+/* IQ2_XS mat-vec, AVX-512: 64 elements per zmm, the 8 words' values by one vpgatherdq from
+ * the table, the four 16-element scales of the 64 by one vpermw from the block's 16 in run
+ * order (so the bias needs no reordering of bsums). */
+/* vpermw indices that put scale word 4 j + k of the 16 into every word of 128-bit lane k. */
+IQK_INLINE __m512i iqk_iq2xs_lane_pick(int j) {
+    const long long w = 0x0001000100010001ll, base = 4 * j * w;
+    return _mm512_set_epi64(base + 3 * w, base + 3 * w, base + 2 * w, base + 2 * w, base + w, base + w, base, base);
+}
+IQK_INLINE void iqk_iq2xs_body_zmm(int64_t n, const void *w, const void *x, size_t xs, const int NT, float *res) {
+    const long long *tab = (const long long *)iq2xs_word_values();
+    __m512 acc[MM_MAX_TOK];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const block_iq2_xs *b = (const block_iq2_xs *)w + i;
+        iqk_prefetch((const uint8_t *)(b + IQK_PREFETCH_BLOCKS), sizeof *b);
+        const __m128i sb = _mm_loadl_epi64((const __m128i *)(const void *)b->scales);
+        const __m128i m4 = _mm_set1_epi8(0x0f);
+        const __m128i runs8 = _mm_unpacklo_epi8(_mm_and_si128(sb, m4), _mm_and_si128(_mm_srli_epi16(sb, 4), m4));
+        const __m256i sc = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepu8_epi16(runs8), 1), _mm256_set1_epi16(1));
+        const __m256i nsc = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 6));
+        const __m512i sc512 = _mm512_castsi256_si512(sc);
+        __m512i sumi[MM_MAX_TOK];
+        for (int t = 0; t < NT; t++) {
+            const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+            sumi[t] = _mm512_zextsi256_si512(_mm256_madd_epi16(nsc, iqk_load(y->bsums)));
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            const __m256i idx = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b->qs + 8 * j)));
+            const __m512i u = _mm512_i32gather_epi64(idx, tab, 8);
+            const __m512i scj = _mm512_permutexvar_epi16(iqk_iq2xs_lane_pick(j), sc512);
+            for (int t = 0; t < NT; t++) {
+                const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+                sumi[t] = _mm512_dpwssd_epi32(sumi[t], _mm512_maddubs_epi16(u, _mm512_loadu_si512((const void *)(y->qs + 64 * j))), scj);
+            }
+        }
+        const float dw = _cvtsh_ss(b->d) * 0.125f;
+        for (int t = 0; t < NT; t++) {
+            const block_q8_K *y = (const block_q8_K *)IQK_ACT(x, xs, t) + i;
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * y->d), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) res[t] = _mm512_reduce_add_ps(acc[t]);
+}
+#endif
+
 /* ---- ternary types: u = w + 1 in {0, 1, 2}; dot = d * dy * (u . y - sum(y)) ---- */
 
 /* TQ1_0 packs 5 (or 4) base-3 digits per byte as ceil(x * 256 / 3^5): digit n of byte b is
@@ -317,7 +412,11 @@ IQK_TYPE_BODY(iq4_xs, QT_IQ4_XS)
 IQK_TYPE_BODY(iq3_xxs, QT_IQ3_XXS)
 IQK_TYPE_BODY(iq3_s, QT_IQ3_S)
 IQK_TYPE_BODY(iq2_xxs, QT_IQ2_XXS)
-IQK_TYPE_BODY(iq2_xs, QT_IQ2_XS)
+#ifdef IQD_ZMM
+IQK_KERNEL(iq2_xs, iqk_iq2xs_body_zmm)
+#else
+IQK_KERNEL(iq2_xs, iqk_iq2xs_body)
+#endif
 IQK_TYPE_BODY(iq2_s, QT_IQ2_S)
 IQK_TYPE_BODY(iq1_s, QT_IQ1_S)
 IQK_TYPE_BODY(iq1_m, QT_IQ1_M)

@@ -3,7 +3,9 @@
  * 2816x1024 matvec (1 token, weights cycled through > L3 so they come from DRAM), and
  * tokens/s of a batch-64 matmul over both, at 1 and 2 threads.
  * Timing: best of 10 rounds; 1 thread uses thread CPU time, 2 threads wall clock.
- * Usage: bench_cpu_ops [type ...]   (default: every matmul type; ANVIL_CPU_SIMD applies) */
+ * Usage: bench_cpu_ops [type ...]   (default: every matmul type; ANVIL_CPU_SIMD applies)
+ * BENCH_WS_MIB=N cycles the matmuls through N MiB of weight copies instead (e.g. 24: a small
+ * model's weights, which stay in this machine's L3, where the i-quant decode is compute-bound). */
 #include "cpu_backend.h"
 #include "error.h"
 #include "quant.h"
@@ -15,6 +17,7 @@
 #include <time.h>
 
 #define WORKING_SET (256u << 20) /* bytes of weights cycled through: 8x the 32 MiB L3 */
+static size_t matmul_working_set = WORKING_SET; /* BENCH_WS_MIB */
 
 /* Wall clock; with 1 thread the bench uses the thread's CPU time instead, which on a shared
  * machine leaves out the time the OS gave the core to someone else. */
@@ -83,7 +86,7 @@ typedef struct { be_tensor **w; int n_copies; size_t bytes; int64_t cols, rows; 
 static int make_wset(backend *be, uint32_t type, int64_t cols, int64_t rows, wset *s) {
     const size_t rb = qtype_row_size(type, cols);
     s->bytes = rb * (size_t)rows;
-    s->n_copies = (int)(WORKING_SET / s->bytes) + 1;
+    s->n_copies = (int)(matmul_working_set / s->bytes) + 1;
     s->cols = cols;
     s->rows = rows;
     s->data = malloc(s->bytes * (size_t)s->n_copies);
@@ -131,7 +134,9 @@ int main(int argc, char **argv) {
     static const char *default_types[] = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "f16", "bf16", "f32"};
     const char **types = argc > 1 ? (const char **)(argv + 1) : default_types;
     const int n_types = argc > 1 ? argc - 1 : (int)(sizeof default_types / sizeof default_types[0]);
-    printf("kernels: %s\n", cpu_backend_simd());
+    const char *ws = getenv("BENCH_WS_MIB");
+    if (ws && atoi(ws) > 0) matmul_working_set = (size_t)atoi(ws) << 20;
+    printf("kernels: %s; matmul weights cycled through %zu MiB\n", cpu_backend_simd(), matmul_working_set >> 20);
     printf("read bandwidth (STREAM-like sum over %u MiB): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n", WORKING_SET >> 20,
            read_bandwidth(1), read_bandwidth(2));
     printf("times: best of 10 rounds; 1 thread = thread CPU time, 2 threads = wall clock\n");

@@ -1,6 +1,7 @@
 /* test_cpu_ops: every CPU backend op against ref_ops, on odd shapes and views with a
  * non-zero offset, for each SIMD path this CPU has (forced with ANVIL_CPU_SIMD) at 1 and
- * 2 threads. Matmul covers every weight type at 1, 7 and 64 tokens, accumulate on/off;
+ * 2 threads. Matmul covers every weight type at 1, 7 and 64 tokens, accumulate on/off
+ * (IQ2_XS also with every one of its 65536 qs words);
  * attention covers F32/F16/Q8_0 caches, GQA ratios 1, 3, 4, 6, 1 and 64 tokens, window, softcap,
  * noncausal (encoders) with and without a symmetric window.
  *
@@ -15,6 +16,7 @@
 #include "error.h"
 #include "fp16.h"
 #include "quant.h"
+#include "quant_iq.h"
 #include "ref_ops.h"
 #include "testutil.h"
 #include "gguf/iq_rand.h"
@@ -177,6 +179,53 @@ static void test_matmul_big(backend *be, bool is_scalar) {
         free(x);
         free(wq);
     }
+}
+
+/* IQ2_XS's mat-vec looks each 16-bit qs word (grid index, sign index) up in one table:
+ * every one of the 65536 words, once, in 64 rows of 32 blocks (random block scales), at 1, 3
+ * and 4 tokens against the reference and the scalar path (a wrong table entry moves its row
+ * by far more than the 1e-5 SIMD-vs-scalar tolerance). */
+#define IQ2XS_ALL_ROWS 64
+#define IQ2XS_ALL_COLS (256 * 32)
+static const int iq2xs_all_ntoks[3] = {1, 3, 4};
+static float *iq2xs_all_scalar[3];
+
+static void test_matmul_iq2xs_all_words(backend *be, bool is_scalar) {
+    const int64_t rows = IQ2XS_ALL_ROWS, cols = IQ2XS_ALL_COLS, nb = rows * cols / QK_K;
+    block_iq2_xs *wq = malloc((size_t)nb * sizeof *wq);
+    rng = 9000;
+    for (int64_t b = 0; b < nb; b++) {
+        wq[b].d = fp32_to_fp16(tu_rand_f32(&rng, 0.01f, 0.05f));
+        for (int k = 0; k < QK_K / 8; k++) wq[b].qs[k] = (uint16_t)(b * (QK_K / 8) + k);
+        for (int k = 0; k < QK_K / 32; k++) wq[b].scales[k] = (uint8_t)(tu_rand_f32(&rng, 0.0f, 255.99f));
+    }
+    be_tensor *w = be->ops->weight_new(be, QT_IQ2_XS, cols, rows, wq);
+    CHECK(w != NULL);
+    for (int ni = 0; w && ni < 3; ni++) {
+        const int n_tok = iq2xs_all_ntoks[ni];
+        float *x = rand_floats(cols * n_tok, -2.0f, 2.0f);
+        vt xt = make_f32(be, x, cols, n_tok), ot = make(be, QT_F32, rows, n_tok, 1);
+        be->ops->matmul(be, w, &xt.view, &ot.view, n_tok, false);
+        float *got = read_f32(&ot.view, rows * n_tok), *want = calloc((size_t)(rows * n_tok), sizeof(float));
+        ref_matmul(QT_IQ2_XS, wq, cols, rows, x, want, n_tok, false);
+        const float err = tu_rel_err(got, want, rows * n_tok);
+        CHECKF(err < 1.2e-2f, "matmul iq2_xs every qs word, n_tok %d: rel err %g", n_tok, err);
+        if (is_scalar) {
+            free(iq2xs_all_scalar[ni]);
+            iq2xs_all_scalar[ni] = got;
+            got = NULL;
+        } else if (iq2xs_all_scalar[ni]) {
+            const float e2 = tu_rel_err(got, iq2xs_all_scalar[ni], rows * n_tok);
+            CHECKF(e2 < 1e-5f, "matmul iq2_xs every qs word, n_tok %d: SIMD vs scalar rel err %g", n_tok, e2);
+        }
+        free(got);
+        free(want);
+        free(x);
+        be_tensor_free(xt.base);
+        be_tensor_free(ot.base);
+    }
+    if (w) be_tensor_free(w);
+    free(wq);
 }
 
 /* ---- element-wise and row ops ---- */
@@ -402,6 +451,7 @@ int main(void) {
             printf("path %s, %d thread(s): %s\n", paths[pi], threads, be->device_desc);
             test_matmul(be, pi == 0 && threads == 1);
             test_matmul_big(be, pi == 0 && threads == 1);
+            test_matmul_iq2xs_all_words(be, pi == 0 && threads == 1);
             test_rms_norm(be);
             test_elementwise(be);
             test_glu(be);
@@ -418,5 +468,6 @@ int main(void) {
     for (int a = 0; a < N_MM_TYPES; a++)
         for (int b = 0; b < N_MM_NTOK; b++) for (int c = 0; c < 2; c++) free(scalar_results[a][b][c]);
     for (int a = 0; a < N_BIG_TYPES; a++) free(big_scalar[a]);
+    for (int a = 0; a < 3; a++) free(iq2xs_all_scalar[a]);
     return tu_finish();
 }
