@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench-readme.sh: regenerates the README's CPU results table in one command: Anvil against
+# bench-readme.sh: regenerates the CPU results table of docs/measurements.md in one command: Anvil against
 # today's llama.cpp (llama-bench) on the same files. Makes the synthetic llama models (the
 # ~91M bench91m and the ~580M 500m preset of tools/make_test_model.py, F16, then
 # `anvil quantize` to Q4_0, Q4_K_M, Q5_K_M, Q6_K, Q8_0; skipped when present), the Gemma 3 270M
