@@ -60,6 +60,12 @@ typedef struct {
     grammar *grammar;     /* built from format */
 } run_opts;
 
+#ifdef ANVIL_HAVE_LIBEDIT
+#define ANVIL_LINE_INPUT "libedit (line editing, arrow-up history in ~/.anvil/history)"
+#else
+#define ANVIL_LINE_INPUT "plain reads (built without libedit: no line editing or history)"
+#endif
+
 static void run_usage(void) {
     puts("usage: anvil run MODEL [PROMPT] [options]\n"
          "  -n, --num-predict N   tokens to generate (default -1: until the model stops)\n"
@@ -83,6 +89,9 @@ static void run_usage(void) {
          "  --dimensions N        embedding models: keep the first N dimensions (renormalised)\n"
          "  --nowordwrap  --insecure   accepted for Ollama's scripts (Anvil does not wrap; run\n"
          "                        does not pull)\n"
+         "Without PROMPT: a chat (type /? for its commands: /set parameter|system|format|verbose|think,\n"
+         "/show, /load, /save, /clear, /bye; Ctrl+C stops a reply, Ctrl+D exits); this build reads\n"
+         "lines with " ANVIL_LINE_INPUT ".\n"
          "A store model's PARAMETERs (num_predict, stop, seed, num_ctx, num_gpu, num_thread ...)\n"
          "apply first; the flags given here replace them.");
 }
@@ -160,7 +169,8 @@ static bool stream_and_capture(const char *text, int len, void *user) {
 }
 
 /* Renders the conversation, generates the reply (streamed) and returns it (malloc'd);
- * NULL when Ctrl+C stopped it (the interactive chat). */
+ * NULL when Ctrl+C stopped it (the interactive chat) or generation failed (anv_last_error(),
+ * e.g. a prompt longer than the context; repl_interrupted() tells the two apart). */
 static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm, const run_opts *o,
                     const chat_message *hist, int n_hist, gen_stats *st) {
     prompt_spec ps = {
@@ -198,8 +208,7 @@ static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm,
     stop_matcher_free(stop);
     fclose(t.reply);
     free(toks);
-    if (rc != 0) { free(reply); anv_die("%s", anv_last_error()); }
-    if (repl_interrupted()) { free(reply); return NULL; }
+    if (rc != 0 || repl_interrupted()) { free(reply); return NULL; }
     return reply;
 }
 
@@ -509,6 +518,7 @@ static char *local_reply(void *user, const repl_session *s, const chat_message *
     gen_stats st;
     double t0 = anv_mono_s();
     char *reply = answer(lc->m, lc->ctx, lc->smp, lc->gm, o, hist, n_hist, &st);
+    if (!reply && !repl_interrupted()) printf("error: %s\n", anv_last_error());   /* the chat goes on */
     if (reply && s->verbose) print_stats(0, &st, anv_mono_s() - t0);
     return reply;
 }
@@ -677,7 +687,9 @@ int cmd_run(int argc, char **argv) {
     if (prompt) {
         chat_message msg = {.role = "user", .content = prompt};
         gen_stats st;
-        free(answer(lc.m, lc.ctx, lc.smp, lc.gm, &o, &msg, 1, &st));
+        char *reply = answer(lc.m, lc.ctx, lc.smp, lc.gm, &o, &msg, 1, &st);
+        if (!reply) anv_die("%s", anv_last_error());
+        free(reply);
         fputc('\n', stdout);
         if (o.mo.verbose) print_stats(load_s, &st, anv_mono_s() - t_start);
         free(prompt);

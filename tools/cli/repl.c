@@ -490,8 +490,10 @@ static void send_message(repl_session *s, const repl_backend *b, conversation *c
     if (reply) {
         conv_add(c, "assistant", reply);
         fputs("\n\n", stdout);
+    } else if (repl_interrupted()) {
+        fputc('\n', stdout);   /* stopped by Ctrl+C: the user's message stays, the partial reply not (Ollama) */
     } else {
-        fputc('\n', stdout);   /* stopped (Ctrl+C) or failed: the user's message stays, like Ollama */
+        free((char *)c->msgs[--c->n].content);   /* failed (error printed): as if not sent */
     }
     fflush(stdout);
 }

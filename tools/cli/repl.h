@@ -25,7 +25,8 @@ typedef struct {
 
 typedef struct {
     /* Streams the reply to the conversation so far; returns it (malloc'd), or NULL when
-     * Ctrl+C stopped it (nothing of it is kept, like Ollama) or it failed (error printed). */
+     * Ctrl+C stopped it (repl_interrupted(): the user's message stays, nothing of the reply,
+     * like Ollama) or it failed (the error printed: the user's message is dropped too). */
     char *(*reply)(void *user, const repl_session *s, const chat_message *hist, int n_hist);
     /* The session's parameters or format changed; -1 + anv_last_error() when they cannot
      * apply (the REPL prints it and undoes the change). */
