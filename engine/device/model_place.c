@@ -18,6 +18,29 @@
 
 int model_default_ctx(const model_hparams *hp) { return hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096; }
 
+int model_default_ctx_for_gpu(const model_hparams *hp, uint64_t gpu_mem_total) {
+    const uint64_t gib = 1ull << 30;
+    const int tier = gpu_mem_total >= 48 * gib ? 262144 : gpu_mem_total >= 24 * gib ? 32768 : 4096;
+    return hp->n_ctx_train > 0 && hp->n_ctx_train < tier ? hp->n_ctx_train : tier;
+}
+
+int model_ctx_default(const model *m) { return m->default_ctx > 0 ? m->default_ctx : model_default_ctx(&m->hp); }
+
+/* The KV cache bytes of every layer for n_ctx positions of n_seq sequences. */
+static void kv_bytes(const model_hparams *hp, int n_ctx, uint64_t n_seq, uint32_t kv_type, uint64_t *lkv) {
+    const uint64_t kvd = (uint64_t)hp->n_kv_head * hp->head_dim_k;
+    for (int il = 0; il < hp->n_layer; il++)
+        lkv[il] = 2 * (uint64_t)n_ctx * n_seq * (uint64_t)qtype_row_size(kv_type, (int64_t)kvd);
+}
+
+/* The placement of one GPU entry, or -1 (CPU only). */
+static int plan_gpu(const device_list *dl, const device_plan *plan) {
+    for (int i = 0; i < plan->n_entries; i++)
+        if (dl->dev[plan->entries[i].device].backend != DEV_BACKEND_CPU && plan->entries[i].layer_end > plan->entries[i].layer_begin)
+            return plan->entries[i].device;
+    return -1;
+}
+
 /* Bytes of every tensor named "blk.<il>.*", and of the output head. */
 static void layer_bytes(const gguf_file *f, int n_layer, uint64_t *per_layer, uint64_t *output, uint64_t *embd, uint64_t *tied) {
     memset(per_layer, 0, sizeof *per_layer * (size_t)n_layer);
@@ -153,8 +176,7 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     if (hp.n_ctx_train > 0 && n_ctx > hp.n_ctx_train) n_ctx = hp.n_ctx_train;
     const uint64_t n_seq = o->n_seq > 0 ? (uint64_t)o->n_seq : 1;
     const uint64_t kvd = (uint64_t)hp.n_kv_head * hp.head_dim_k;
-    for (int il = 0; il < hp.n_layer; il++)
-        lkv[il] = 2 * (uint64_t)n_ctx * n_seq * (uint64_t)qtype_row_size(o->kv_type, (int64_t)kvd);
+    kv_bytes(&hp, n_ctx, n_seq, o->kv_type, lkv);
     const uint64_t nb = 512;
     const uint64_t qd = (uint64_t)hp.n_head * hp.head_dim_k;
     uint64_t compute = nb * 4 * (3 * (uint64_t)hp.n_embd + 2 * qd + 2 * kvd + 2 * (uint64_t)hp.n_ff) + (64u << 20);
@@ -174,6 +196,21 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
     };
     device_plan plan;
     if (device_plan_make(dl, &rq, &plan) != 0) goto done;
+    /* No num_ctx: a GPU holding the whole model grows the default context by its memory
+     * (Ollama's tiers), as far as every layer and the larger KV caches still fit on it. */
+    const int dev0 = plan_gpu(dl, &plan);
+    if (o->n_ctx <= 0 && dev0 >= 0 && plan.n_gpu_layers == hp.n_layer) {
+        for (int want = model_default_ctx_for_gpu(&hp, dl->dev[dev0].mem_total); want > n_ctx; want /= 8) {
+            kv_bytes(&hp, want, n_seq, o->kv_type, lkv);
+            device_plan bigger;
+            if (device_plan_make(dl, &rq, &bigger) == 0 && bigger.n_gpu_layers == hp.n_layer && plan_gpu(dl, &bigger) == dev0) {
+                plan = bigger;
+                n_ctx = want;
+                break;
+            }
+        }
+        kv_bytes(&hp, n_ctx, n_seq, o->kv_type, lkv);
+    }
     uint64_t host_need = 0;
     if (check_host_memory(&hp, &plan, lkv, compute, n_ctx, (int)n_seq, &host_need) != 0) goto done;
     int gpu_entries = 0, gpu_dev = -1;
@@ -215,6 +252,7 @@ model *model_load_placed(const char *path, const model_place_opts *o) {
         if (!m) goto done;
     }
     m->owns_gpu = gpu != NULL;
+    m->default_ctx = o->n_ctx > 0 ? 0 : n_ctx;
     model_reserve_host(m, host_need);
 done:
     model_free(probe);

@@ -28,6 +28,14 @@ model *model_load_placed(const char *path, const model_place_opts *o);
  * n_gpu_layers (-1 = all) on gpu (borrowed: set m->owns_gpu to hand it over), or all on
  * the CPU if gpu is NULL. No device selection: the caller chose the device. */
 model *model_load_with(const char *path, int n_threads, backend *gpu, int n_gpu_layers);
-/* The context size model_ctx_new() uses for n_ctx <= 0. */
+/* The context size model_ctx_new() uses for n_ctx <= 0 on a model loaded without placement
+ * (min(4096, the trained context)). */
 int model_default_ctx(const model_hparams *hp);
+/* Ollama's default context by the memory of the GPU that holds the model (its envconfig: 4k;
+ * 32k from 24 GiB; 256k from 48 GiB), capped at the trained context; gpu_mem_total 0 (no GPU)
+ * gives model_default_ctx. model_load_placed grows a model's default to it only where every
+ * layer and the larger KV caches still fit on that GPU (m->default_ctx). */
+int model_default_ctx_for_gpu(const model_hparams *hp, uint64_t gpu_mem_total);
+/* The context a request without num_ctx gets on m (m->default_ctx, else model_default_ctx). */
+int model_ctx_default(const model *m);
 #endif

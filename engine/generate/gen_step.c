@@ -1,6 +1,7 @@
 /* gen_step: one sequence's sample/accept/stream step (gen_step.h). */
 #include "gen_step.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,9 +44,31 @@ static gen_status fail(gen_seq *g, const char *what) {
 
 static bool at_limit(const gen_seq *g) { return g->c.num_predict >= 0 && g->n_gen >= g->c.num_predict; }
 
+/* The log-softmax normaliser of the raw logits and their n_top largest (insertion into a
+ * sorted list: n_top <= 20). */
+static void raw_top(const float *logits, int n_vocab, int n_top, double *lse_out, gen_logprobs *lp) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n_vocab; i++)
+        if (logits[i] > mx) mx = logits[i];
+    double sum = 0;
+    for (int i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - mx);
+    *lse_out = (double)mx + log(sum);
+    lp->n_top = 0;
+    for (int i = 0; i < n_vocab && n_top > 0; i++) {
+        const float v = logits[i];
+        if (lp->n_top == n_top && v <= lp->top[n_top - 1].logprob) continue;
+        int k = lp->n_top < n_top ? lp->n_top++ : n_top - 1;
+        while (k > 0 && lp->top[k - 1].logprob < v) { lp->top[k] = lp->top[k - 1]; k--; }
+        lp->top[k] = (gen_token_logprob){i, v};
+    }
+}
+
 gen_status gen_seq_step(gen_seq *g, float *logits, int n_past, int n_ctx) {
     g->has_pending = false;
     if (at_limit(g)) return done(g, "length");   /* num_predict 0 */
+    const bool want_lp = g->c.on_logprob && g->c.raw_scratch && g->c.n_logits > 0;
+    const int n_vocab = want_lp ? g->c.n_logits : 0;
+    if (want_lp) memcpy(g->c.raw_scratch, logits, (size_t)n_vocab * sizeof *logits);   /* before mask and sampler */
     int32_t id;
     if (g->c.forced) {   /* a replayed reply (tests of what parses it): no mask, no sampling */
         if (g->n_gen >= g->c.n_forced) return done(g, "stop");
@@ -60,6 +83,15 @@ gen_status gen_seq_step(gen_seq *g, float *logits, int n_past, int n_ctx) {
     }
     if (tokenizer_is_eog(g->c.tok, id)) return done(g, "stop");
     if (g->c.gm && !g->c.forced && grammar_matcher_accept(g->c.gm, id) != 0) return fail(g, "format");
+    if (want_lp && id >= 0 && id < n_vocab) {
+        gen_logprobs lp;
+        double lse;
+        const int n_top = g->c.top_logprobs < 0 ? 0 : g->c.top_logprobs > GEN_MAX_TOP_LOGPROBS ? GEN_MAX_TOP_LOGPROBS : g->c.top_logprobs;
+        raw_top(g->c.raw_scratch, n_vocab, n_top, &lse, &lp);
+        for (int k = 0; k < lp.n_top; k++) lp.top[k].logprob = (float)(lp.top[k].logprob - lse);
+        lp.chosen = (gen_token_logprob){id, (float)(g->c.raw_scratch[id] - lse)};
+        g->c.on_logprob(&lp, g->c.user);
+    }
     sampler_accept(g->c.smp, id);
     g->n_gen++;
     g->pending = id;

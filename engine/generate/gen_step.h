@@ -26,6 +26,19 @@
  * false to stop generating (done reason "stop"; nothing more is flushed). */
 typedef bool (*gen_text_fn)(const char *text, int len, void *user);
 
+/* A generated token's log-probability under the model: the log-softmax of the raw logits, before
+ * any sampling setting or format mask (what llama.cpp's server and Ollama report), and the
+ * n_top most likely tokens of that step (most likely first). */
+#define GEN_MAX_TOP_LOGPROBS 20
+typedef struct { int32_t id; float logprob; } gen_token_logprob;
+typedef struct {
+    gen_token_logprob chosen;
+    gen_token_logprob top[GEN_MAX_TOP_LOGPROBS];
+    int n_top;
+} gen_logprobs;
+/* Called for every sampled token that is not an end of generation, before its text is passed on. */
+typedef void (*gen_logprob_fn)(const gen_logprobs *lp, void *user);
+
 typedef struct {
     const tokenizer *tok;
     sampler *smp;              /* the prompt already accepted into its history */
@@ -39,6 +52,10 @@ typedef struct {
                                             are printed (Ollama's preserved tokens: Ministral's [THINK],
                                             [TOOL_CALLS], [ARGS] that its reply parser needs) */
     int n_forced;
+    gen_logprob_fn on_logprob; /* optional: log-probabilities (then raw_scratch is required) */
+    int top_logprobs;          /* 0..GEN_MAX_TOP_LOGPROBS alternatives per token */
+    float *raw_scratch;        /* n_logits floats the caller owns: the raw logits kept for on_logprob */
+    int n_logits;              /* floats in a logits row (the model's n_vocab) */
 } gen_seq_config;
 
 typedef enum { GEN_CONTINUE, GEN_DONE, GEN_ERROR } gen_status;

@@ -80,7 +80,7 @@ static void scratch_set_free(scratch_set *ss) {
 
 static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *parent) {
     const model_hparams *hp = &m->hp;
-    if (n_ctx <= 0) n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
+    if (n_ctx <= 0) n_ctx = m->default_ctx > 0 ? m->default_ctx : hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
     if (kv_type != QT_F16 && kv_type != QT_F32 && kv_type != QT_Q8_0 && kv_type != QT_Q4_0) {
         anv_set_error("KV cache type must be f16, f32, q8_0 or q4_0");
         return NULL;

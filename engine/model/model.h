@@ -98,6 +98,8 @@ typedef struct model {
     struct encoder_weights *enc; /* bert / nomic-bert: encoder.c's own weights, else NULL */
     be_tensor *dense2, *dense3;  /* gemma-embedding's sentence-transformers projections (CPU) or NULL */
     uint64_t host_reserved;      /* host bytes its placement admitted it for (model_reserve_host) */
+    int default_ctx;             /* the context of a request without num_ctx (model_load_placed: by the
+                                  * GPU's memory, model_place.h); 0 = min(4096, n_ctx_train) */
 } model;
 
 /* The caller creates the backends and passes them in (the model never includes a backend's

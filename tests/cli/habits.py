@@ -11,6 +11,13 @@ observed through the binary (Linux, and Windows under Wine with --windows):
   embedding as Ollama's CLI does (one JSON array, normalised, cut to --dimensions), the same in
   this process and through a server (equal to the server's /api/embed), and --truncate=false
   refuses an input longer than the context;
+- a prompt longer than the context is shortened, not refused (Ollama's "truncate", default
+  true; OpenAI clients cannot set num_ctx): /api/chat keeps the system message and says what
+  went in "prompt_truncated", /v1/chat/completions in usage.prompt_truncated; "truncate": false
+  is a 400 naming both sizes;
+- client mode: with ANVIL_HOST (or OLLAMA_HOST) set, create (the FROM file uploaded as a blob),
+  list, show (and --modelfile, --system, -v), cp and rm act on that server's store, not the local
+  one (before: "not found" for the server's models);
 - Windows only: `anvil doctor` looks for vulkan-1.dll (it looked for libvulkan.so.1 and always
   reported "No Vulkan loader"); FROM C:\\... and FROM C:/... (drive-letter paths; Wine's Z: is /);
   an Ollama store in another folder of the same drive is listed (MinGW's stat reports inode 0, so
@@ -122,26 +129,89 @@ if embed_model:
     finally:
         srv.stop()
 
+# 4. prompts longer than the context (a 64-token context on the server)
+srv = Server(anvil, env={"ANVIL_CONTEXT_LENGTH": "64"})
+try:
+    long_text = "the quick brown fox jumps over the lazy dog " * 40
+    msgs = [{"role": "system", "content": "Answer in French."}, {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": "bonjour"}, {"role": "user", "content": long_text}]
+    st, _, body = request(srv, "POST", "/api/chat", {"model": model, "messages": msgs, "stream": False,
+                                                      "options": {"num_predict": 2, "temperature": 0}})
+    obj = json.loads(body)
+    t = obj.get("prompt_truncated") or {}
+    check(st == 200 and t.get("messages") == 2 and t.get("tokens", 0) > 0 and obj.get("prompt_eval_count", 99) <= 64,
+          "/api/chat: a prompt over the context is shortened and says so", body[-400:])
+    st, _, body = request(srv, "POST", "/api/chat", {"model": model, "messages": msgs, "stream": False, "truncate": False,
+                                                      "options": {"num_predict": 2}})
+    check(st == 400 and b"context length of 64" in body, "/api/chat with truncate false: a 400 naming the sizes", body[-300:])
+    st, _, body = request(srv, "POST", "/v1/chat/completions", {"model": model, "messages": msgs, "max_tokens": 2})
+    obj = json.loads(body)
+    t = (obj.get("usage") or {}).get("prompt_truncated") or {}
+    check(st == 200 and t.get("tokens", 0) > 0, "/v1/chat/completions: shortened, usage.prompt_truncated says so",
+          body[-400:])
+    check("a prompt longer than the context" in srv.log(), "the server log says so")
+finally:
+    srv.stop()
+
+# 5. client mode: the store commands go to the server of ANVIL_HOST / OLLAMA_HOST
+srv_store = os.path.join(tmp, "server-store")
+srv = Server(anvil, models_dir=srv_store)
+try:
+    local_store = os.path.join(tmp, "client-local-store")
+    for var in ("ANVIL_HOST", "OLLAMA_HOST"):
+        cenv = {var: srv.host, "ANVIL_MODELS": local_store}
+        name = "remote-" + var.split("_")[0].lower()
+        mf = os.path.join(tmp, "Modelfile-" + name)
+        with open(mf, "w") as f:
+            f.write('FROM %s\nSYSTEM "be brief"\nPARAMETER temperature 0.25\n' % os.path.join(mdir, "m.gguf"))
+        p = run(["create", name, "-f", mf], env=cenv)
+        check(p.returncode == 0 and "success" in p.stdout, "%s: create sends the model to the server" % var, p.stdout + p.stderr)
+        p = run(["list"], env=cenv)
+        check(p.returncode == 0 and name + ":latest" in p.stdout, "%s: list shows the server's models" % var, p.stdout + p.stderr)
+        p = run(["show", name], env=cenv)
+        check(p.returncode == 0 and "completion" in p.stdout and "be brief" in p.stdout and "temperature" in p.stdout,
+              "%s: show prints the server's model" % var, p.stdout + p.stderr)
+        p = run(["show", name, "--system"], env=cenv)
+        check(p.stdout.strip() == "be brief", "%s: show --system" % var, p.stdout + p.stderr)
+        p = run(["show", name, "--modelfile"], env=cenv)
+        check("PARAMETER temperature 0.25" in p.stdout, "%s: show --modelfile" % var, p.stdout + p.stderr)
+        p = run(["show", name, "-v"], env=cenv)
+        check(p.returncode == 0 and "general.architecture" in p.stdout, "%s: show -v prints the metadata" % var, p.stdout[-500:])
+        p = run(["cp", name, name + "-copy"], env=cenv)
+        check(p.returncode == 0 and "copied" in p.stdout, "%s: cp" % var, p.stdout + p.stderr)
+        p = run(["rm", name, name + "-copy"], env=cenv)
+        check(p.returncode == 0 and p.stdout.count("deleted") == 2, "%s: rm" % var, p.stdout + p.stderr)
+        st, _, body = request(srv, "GET", "/api/tags")
+        check(name.encode() not in body, "%s: the server's store no longer has it" % var, body[-300:])
+        check(not os.path.exists(os.path.join(local_store, "manifests")), "%s: the local store was never written" % var)
+    p = run(["show", model, "-v"])
+    check(p.returncode == 0 and "general.architecture" in p.stdout, "show -v (local) prints the metadata", p.stdout[-300:])
+    p = run(["list"], env={"ANVIL_HOST": "127.0.0.1:1", "ANVIL_MODELS": local_store})
+    check(p.returncode != 0 and "could not connect" in p.stderr, "a dead ANVIL_HOST is an error, not the local store",
+          p.stderr[-300:])
+finally:
+    srv.stop()
+
 if windows:
-    # 4. doctor's loader
+    # 6. doctor's loader
     p = run(["doctor"])
     out = p.stdout + p.stderr
     check("libvulkan.so.1" not in out, "doctor under Windows does not look for libvulkan.so.1")
     check("No Vulkan loader" not in out, "doctor finds Wine's vulkan-1.dll (no 'No Vulkan loader' problem)")
-    # 5. drive-letter FROM paths
+    # 7. drive-letter FROM paths
     for i, sep in enumerate(("\\", "/")):
         mf = os.path.join(tmp, "Modelfile-drive%d" % i)
         with open(mf, "w") as f:
             f.write("FROM %s\n" % win_path(os.path.join(mdir, "m.gguf"), sep))
         p = run(["create", "drive%d" % i, "-f", mf])
         check(p.returncode == 0, "FROM %s" % (win_path(mdir, sep) + sep + "m.gguf",), p.stderr.strip()[-300:])
-    # 6. an Ollama store in another folder of the same drive is listed
+    # 8. an Ollama store in another folder of the same drive is listed
     ollama_store = os.path.join(tmp, "ollama-store")
     p = run(["create", "from-ollama", "-f", dash_f], env={"ANVIL_MODELS": ollama_store})
     check(p.returncode == 0, "a model created in the second store", p.stderr.strip()[-300:])
     p = run(["list"], env={"OLLAMA_MODELS": ollama_store})
     check("from-ollama" in p.stdout, "anvil list shows the Ollama store's model", p.stdout[-400:])
-    # 7. serve --help
+    # 9. serve --help
     p = run(["serve", "--help"])
     check("%USERPROFILE%" in p.stdout and "~/.anvil" not in p.stdout, "serve --help shows Windows paths")
     check("vulkan-1.dll" in p.stdout, "serve --help names vulkan-1.dll as the loader")

@@ -8,6 +8,7 @@
 
 #include "device.h"
 #include "error.h"
+#include "model_place.h"
 #include "testutil.h"
 
 #define MiB (1ull << 20)
@@ -705,8 +706,25 @@ static void test_format(void) {
     CHECKF(!strcmp(b, "fp16 int8dot sg64"), "features '%s'", b);
 }
 
+/* Ollama's default context tiers by GPU memory (4k; 32k from 24 GiB; 256k from 48 GiB), capped at
+ * the trained context; no GPU: the plain default. */
+static void test_default_ctx_tiers(void) {
+    const uint64_t gib = 1ull << 30;
+    model_hparams hp = {.n_ctx_train = 131072};
+    CHECK(model_default_ctx_for_gpu(&hp, 0) == 4096);
+    CHECK(model_default_ctx_for_gpu(&hp, 16 * gib) == 4096);
+    CHECK(model_default_ctx_for_gpu(&hp, 24 * gib - 1) == 4096);
+    CHECK(model_default_ctx_for_gpu(&hp, 24 * gib) == 32768);
+    CHECK(model_default_ctx_for_gpu(&hp, 48 * gib) == 131072);   /* 256k, capped at the model's */
+    hp.n_ctx_train = 1u << 20;
+    CHECK(model_default_ctx_for_gpu(&hp, 96 * gib) == 262144);
+    hp.n_ctx_train = 2048;
+    CHECK(model_default_ctx_for_gpu(&hp, 32 * gib) == 2048 && model_default_ctx(&hp) == 2048);
+}
+
 int main(void) {
     anv_log_enabled = 0;
+    test_default_ctx_tiers();
     test_only_lavapipe();
     test_vulkan_unavailable();
     test_amd_dgpu_igpu();

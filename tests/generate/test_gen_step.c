@@ -197,6 +197,55 @@ static void test_eog_and_context(void) {
     sampler_free(smp);
 }
 
+/* Log-probabilities: the log-softmax of the raw logits, before the sampler's temperature and
+ * top_k and the format mask (compared with double-precision arithmetic here), the chosen token
+ * first-class, top alternatives most likely first, none for the end-of-generation token. */
+typedef struct {
+    collect out;   /* first: the text callback's view of the same user pointer */
+    gen_logprobs got[8];
+    int n;
+} lp_box;
+static void on_lp(const gen_logprobs *lp, void *user) {
+    lp_box *b = user;
+    if (b->n < 8) b->got[b->n++] = *lp;
+}
+
+static void test_logprobs(void) {
+    sampler_params p;
+    sampler_params_default(&p);
+    p.temperature = 0.5f;   /* changes the sampled distribution, never the reported one */
+    p.top_k = 2;
+    p.seed = 3;
+    sampler *smp = sampler_new(&p, N_TOKS);
+    lp_box box = {0};
+    float scratch[N_TOKS], logits[N_TOKS], raw[N_TOKS];
+    gen_seq_config c = {.tok = tok, .smp = smp, .num_predict = -1, .on_text = on_text, .user = &box.out,
+                        .on_logprob = on_lp, .top_logprobs = 3, .raw_scratch = scratch, .n_logits = N_TOKS};
+    gen_seq g;
+    gen_seq_init(&g, &c);
+    for (int k = 0; k < N_TOKS; k++) raw[k] = (float)((k * 7) % 5) * 0.5f - 1.0f;
+    raw[T_A] = 4.0f, raw[T_B] = 3.5f, raw[T_D] = 3.0f;
+    memcpy(logits, raw, sizeof raw);
+    gen_status st = gen_seq_step(&g, logits, 0, 100);
+    double mx = raw[0], sum = 0;
+    for (int k = 0; k < N_TOKS; k++) mx = raw[k] > mx ? raw[k] : mx;
+    for (int k = 0; k < N_TOKS; k++) sum += exp((double)raw[k] - mx);
+    const double lse = mx + log(sum);
+    CHECKF(st == GEN_CONTINUE && box.n == 1, "one step, one report (%d)", box.n);
+    const gen_logprobs *lp = &box.got[0];
+    CHECKF(lp->chosen.id == g.pending && fabs(lp->chosen.logprob - (raw[g.pending] - lse)) < 1e-5,
+           "chosen %d: %g vs %g", lp->chosen.id, lp->chosen.logprob, raw[g.pending] - lse);
+    CHECKF(lp->n_top == 3 && lp->top[0].id == T_A && lp->top[1].id == T_B && lp->top[2].id == T_D &&
+               fabs(lp->top[0].logprob - (4.0 - lse)) < 1e-5 && fabs(lp->top[2].logprob - (3.0 - lse)) < 1e-5,
+           "top: %d %d %d", lp->top[0].id, lp->top[1].id, lp->top[2].id);
+    /* an end of generation is not reported */
+    for (int k = 0; k < N_TOKS; k++) logits[k] = 0;
+    logits[T_EOS] = 20;
+    st = gen_seq_step(&g, logits, 1, 100);
+    CHECK(st == GEN_DONE && box.n == 1);
+    sampler_free(smp);
+}
+
 static void test_callback_stops(void) {
     sampler *smp = greedy();
     collect out = {.cancel_at = 2};
@@ -338,6 +387,7 @@ int main(void) {
     test_utf8();
     test_sampling_error();
     test_grammar();
+    test_logprobs();
     tokenizer_free(tok);
     gguf_close(tok_file);
     unlink(path); /* after the close: Windows keeps a mapped file */

@@ -375,14 +375,24 @@ static void test_errors(void) {
     gen_init(&a, s, "../etc/passwd", "hi", NULL);
     gen_thread(&a);
     CHECK(a.rc == -1 && a.res.status == 400);
-    /* Prompt longer than the context: 400 naming both sizes. */
+    /* Prompt longer than the context with "truncate": false: 400 naming both sizes. */
     static char longp[20000];
     longp[0] = 0;
     for (int i = 0; i < 60; i++) strcat(longp, "the quick brown fox jumps over the lazy dog ");
     gen_init(&a, s, model1, longp, NULL);
+    a.req.no_truncate = true;
     gen_thread(&a);
     CHECK(a.rc == -1 && a.res.status == 400);
     CHECKF(strstr(a.res.error, "256") != NULL && strstr(a.res.error, "tokens") != NULL, "%s", a.res.error);
+    /* By default its oldest tokens go: what is left plus room to answer (num_predict 3) fits, and
+     * the result says how many went. */
+    cJSON *g3 = greedy_opts(3);
+    gen_init(&a, s, model1, longp, g3);
+    gen_thread(&a);
+    CHECKF(a.rc == 0 && a.res.truncated_messages == 0 && a.res.truncated_tokens > 0 && a.res.prompt_eval_count == 256 - 3, "rc %d: %d tokens kept, %d cut (%s)", a.rc, a.res.prompt_eval_count,
+           a.res.truncated_tokens, a.res.error);
+    sched_result_clear(&a.res);
+    cJSON_Delete(g3);
     /* A chat longer than the context loses its oldest messages, never the system message
      * or the last one (Ollama's truncation); the last message alone too long: 400. On the
      * qwen2 model: it has a chat template (the llama one is a base model: {{ .Prompt }}). */
@@ -432,8 +442,41 @@ static void test_errors(void) {
     a.req.raw = false;
     a.req.messages = convo;
     a.req.n_messages = 12;
+    a.req.no_truncate = true;   /* "truncate": false: nothing dropped, a 400 */
     gen_thread(&a);
     CHECKF(a.rc == -1 && a.res.status == 400, "%d %s", a.res.status, a.res.error);
+    sched_result_clear(&a.res);
+    /* By default the last message alone too long: the ten older turns go, then the oldest text of
+     * the last message; the system message stays (the reply equals that of the conversation of the
+     * system message and the cut last message, rendered and cut the same way by hand). */
+    gen_init(&a, s, model2, NULL, g5);
+    a.req.raw = false;
+    a.req.messages = convo;
+    a.req.n_messages = 12;
+    gen_thread(&a);
+    CHECKF(a.rc == 0 && a.res.truncated_messages == 10 && a.res.truncated_tokens > 0 && a.res.prompt_eval_count <= 251,
+           "rc %d: %d messages, %d tokens cut, %d kept (%s)", a.rc, a.res.truncated_messages, a.res.truncated_tokens,
+           a.res.prompt_eval_count, a.res.error);
+    {
+        model *mq = model_load_with(model2, 2, NULL, 0);
+        chat_message two[2] = {convo[0], convo[11]}, empty[2] = {convo[0], {.role = "user", .content = ""}};
+        char *full = mq ? prompt_build(mq, &(prompt_spec){.msgs = two, .n_msgs = 2, .chat_format_override = -1}) : NULL;
+        char *bare = mq ? prompt_build(mq, &(prompt_spec){.msgs = empty, .n_msgs = 2, .chat_format_override = -1}) : NULL;
+        int nf = 0, nb = 0;
+        int32_t *tf = full ? tokenizer_encode(mq->tok, full, strlen(full), tokenizer_add_bos(mq->tok), true, &nf) : NULL;
+        int32_t *tb = bare ? tokenizer_encode(mq->tok, bare, strlen(bare), tokenizer_add_bos(mq->tok), true, &nb) : NULL;
+        int head = 0, tail = 0;
+        while (tf && tb && head < nb && tf[head] == tb[head]) head++;
+        while (tf && tb && tail < nb - head && tf[nf - 1 - tail] == tb[nb - 1 - tail]) tail++;
+        CHECKF(tf && tb && nf - a.res.truncated_tokens == a.res.prompt_eval_count && head > 3,
+               "by hand: %d tokens, head %d tail %d; the server kept %d and cut %d", nf, head, tail,
+               a.res.prompt_eval_count, a.res.truncated_tokens);
+        free(full);
+        free(bare);
+        free(tf);
+        free(tb);
+        model_free(mq);
+    }
     sched_result_clear(&a.res);
     cJSON_Delete(g5);
     /* Bad options. */
@@ -451,7 +494,7 @@ static void test_errors(void) {
     cJSON_Delete(o);
     sched_metrics m;
     sched_get_metrics(s, &m);
-    CHECKF(m.requests_failed == 6 && m.requests_total == 6 + 2, "%llu %llu", (unsigned long long)m.requests_failed,
+    CHECKF(m.requests_failed == 6 && m.requests_total == 6 + 4, "%llu %llu", (unsigned long long)m.requests_failed,
            (unsigned long long)m.requests_total);
     sched_free(s);
 }

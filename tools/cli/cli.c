@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cpu_backend.h"
@@ -103,4 +104,44 @@ device_list *cli_devices_selected(void) {
         return NULL;
     }
     return l;
+}
+
+/* Ollama's format.HumanBytes: decimal units, "253 MB", "1.5 GB", "12 KB". */
+void cli_human_bytes(uint64_t b, char *buf, size_t cap) {
+    static const char *units[] = {"TB", "GB", "MB", "KB"};
+    static const double scale[] = {1e12, 1e9, 1e6, 1e3};
+    for (int i = 0; i < 4; i++) {
+        if ((double)b < scale[i]) continue;
+        double v = (double)b / scale[i];
+        if (v >= 10 || v == (double)(uint64_t)v) snprintf(buf, cap, "%d %s", (int)v, units[i]);
+        else snprintf(buf, cap, "%.1f %s", v, units[i]);
+        return;
+    }
+    snprintf(buf, cap, "%llu B", (unsigned long long)b);
+}
+
+/* Ollama's format.HumanTime for a past moment: "2 minutes ago", "About an hour ago". */
+void cli_human_ago(int64_t then, char *buf, size_t cap) {
+    if (then <= 0) { snprintf(buf, cap, "Unknown"); return; }
+    int64_t now = (int64_t)time(NULL);
+    bool future = then > now;
+    int64_t secs = future ? then - now : now - then;
+    const char *suffix = future ? "from now" : "ago";
+    int64_t mins = secs / 60, hours = (secs + 1800) / 3600;
+    if (secs < 1) snprintf(buf, cap, "Less than a second %s", suffix);
+    else if (secs == 1) snprintf(buf, cap, "1 second %s", suffix);
+    else if (secs < 60) snprintf(buf, cap, "%lld seconds %s", (long long)secs, suffix);
+    else if (mins == 1) snprintf(buf, cap, "About a minute %s", suffix);
+    else if (mins < 60) snprintf(buf, cap, "%lld minutes %s", (long long)mins, suffix);
+    else if (hours == 1) snprintf(buf, cap, "About an hour %s", suffix);
+    else if (hours < 48) snprintf(buf, cap, "%lld hours %s", (long long)hours, suffix);
+    else if (hours < 24 * 7 * 2) snprintf(buf, cap, "%lld days %s", (long long)(hours / 24), suffix);
+    else if (hours < 24 * 30 * 2) snprintf(buf, cap, "%lld weeks %s", (long long)(hours / 24 / 7), suffix);
+    else if (hours < 24 * 365 * 2) snprintf(buf, cap, "%lld months %s", (long long)(hours / 24 / 30), suffix);
+    else snprintf(buf, cap, "%lld years %s", (long long)(secs / 3600 / 24 / 365), suffix);
+}
+
+bool cli_path_is_file(const char *p) {
+    struct stat st;
+    return p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include "error.h"
 #include "model.h"
+#include "model_create.h"
 
 typedef struct {
     int n_threads;      /* -t */
@@ -34,9 +35,22 @@ const char *cli_value(int argc, char **argv, int *i);
  * printing the one-line error. */
 struct device_list *cli_devices_selected(void);
 int cli_int(const char *flag, const char *s, long lo, long hi);
+/* Ollama's format.HumanBytes ("253 MB", "1.5 GB") and format.HumanTime of a past moment
+ * ("2 minutes ago", "About an hour ago"; 0: "Unknown"). */
+void cli_human_bytes(uint64_t b, char *buf, size_t cap);
+void cli_human_ago(int64_t then, char *buf, size_t cap);
+/* p names a regular file here. */
+bool cli_path_is_file(const char *p);
 double cli_float(const char *flag, const char *s);
 
 int cmd_run(int argc, char **argv);
+/* cmd_remote.c: the store commands against the server of ANVIL_HOST / OLLAMA_HOST
+ * (client_store_remote); each exits with the server's one-line error. */
+int remote_list(void);
+int remote_rm(int n, char **names);
+int remote_cp(const char *src, const char *dst);
+int remote_show(const char *name, const char *only_flag, bool verbose);
+int remote_create(const char *name, const create_spec *spec);
 /* cmd_run_embed.c: `anvil run` of an embedding model (Ollama's {arch}.pooling_type rule). */
 typedef struct {
     const char *model;            /* as the user named it (the server's name for it) */

@@ -5,11 +5,13 @@
 #include "bytebuf.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "envvar.h"
 #include "error.h"
@@ -321,4 +323,121 @@ int client_chat(const client_gen_request *q, client_gen_result *res) { return ru
 void client_gen_result_clear(client_gen_result *res) {
     free(res->text);
     res->text = NULL;
+}
+
+/* ---------------------------------------------------------------- the store commands' requests */
+
+bool client_store_remote(void) { return anv_getenv("ANVIL_HOST", NULL) != NULL; }
+
+typedef struct {
+    client_json_fn fn;
+    void *user;
+    bytebuf line, raw;
+    char error[512];
+    bool stopped;
+} json_stream;
+
+static size_t json_stream_cb(char *data, size_t size, size_t nmemb, void *user) {
+    json_stream *st = user;
+    size_t n = size * nmemb;
+    if (st->raw.len < 65536) bytebuf_add(&st->raw, data, n);
+    for (size_t i = 0; i < n; i++) {
+        if (data[i] != '\n') {
+            if (!bytebuf_add(&st->line, data + i, 1)) return 0;
+            continue;
+        }
+        cJSON *j = st->line.len ? cJSON_ParseWithLength(st->line.data, st->line.len) : NULL;
+        st->line.len = 0;
+        if (!cJSON_IsObject(j)) { cJSON_Delete(j); continue; }
+        const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
+        bool go_on = true;
+        if (cJSON_IsString(err)) { snprintf(st->error, sizeof st->error, "%s", err->valuestring); go_on = false; }
+        else if (!st->fn(j, st->user)) { st->stopped = true; go_on = false; }
+        cJSON_Delete(j);
+        if (!go_on) return 0;
+    }
+    return n;
+}
+
+int client_stream_json(const char *method, const char *path, const char *json_body, client_json_fn fn, void *user) {
+    struct curl_slist *headers = NULL;
+    CURL *c = make_handle(method, path, json_body, &headers);
+    if (!c) return -1;
+    json_stream st = {.fn = fn, .user = user};
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, json_stream_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &st);
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(headers);
+    if (st.line.len && !st.error[0] && !st.stopped) {   /* a last line without its newline */
+        char nl = '\n';
+        json_stream_cb(&nl, 1, 1, &st);
+    }
+    int result = (int)status;
+    if (st.error[0]) {
+        anv_set_error("%s", st.error);
+        result = -1;
+    } else if (rc != CURLE_OK && !st.stopped) {
+        if (status == 0) set_connect_error();
+        else anv_set_error("the connection to the server broke: %s", curl_easy_strerror(rc));
+        result = -1;
+    } else if (status / 100 != 2) {
+        bytebuf_add(&st.raw, "", 1);
+        char *msg = client_error_message((int)status, st.raw.data);
+        anv_set_error("%s", msg ? msg : "the server refused the request");
+        free(msg);
+        result = -1;
+    }
+    free(st.line.data);
+    free(st.raw.data);
+    return result;
+}
+
+static size_t read_file_cb(char *buf, size_t size, size_t nmemb, void *user) {
+    return fread(buf, 1, size * nmemb, user);
+}
+
+int client_upload_file(const char *path, const char *file, char **reply) {
+    FILE *f = fopen(file, "rb");
+    if (!f) { anv_set_error("cannot open %s: %s", file, strerror(errno)); return -1; }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) { fclose(f); anv_set_error("cannot stat %s", file); return -1; }
+    struct curl_slist *headers = NULL;
+    CURL *c = make_handle("POST", path, NULL, &headers);
+    if (!c) { fclose(f); return -1; }
+    curl_slist_free_all(headers);
+    headers = NULL;
+    const char *key = getenv("ANVIL_API_KEY");
+    headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
+    if (key && *key) {
+        char auth[600];
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
+        headers = curl_slist_append(headers, auth);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "POST");
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, read_file_cb);
+    curl_easy_setopt(c, CURLOPT_READDATA, f);
+    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
+    bytebuf b = {0};
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(headers);
+    fclose(f);
+    if (rc != CURLE_OK) {
+        free(b.data);
+        if (status == 0) set_connect_error();
+        else anv_set_error("uploading %s: %s", file, curl_easy_strerror(rc));
+        return -1;
+    }
+    if (reply) *reply = b.data ? b.data : strdup("");
+    else free(b.data);
+    return (int)status;
 }

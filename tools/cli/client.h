@@ -70,4 +70,19 @@ int client_generate(const client_gen_request *q, client_gen_result *res);
 /* POST /api/chat (streamed); the same contract. */
 int client_chat(const client_gen_request *q, client_gen_result *res);
 void client_gen_result_clear(client_gen_result *res);
+
+/* ---- the store commands as clients (cmd_remote.c) ---- */
+
+/* True when ANVIL_HOST or OLLAMA_HOST is set: list, show, rm, cp, pull and create then act on
+ * that server's store through its API, as Ollama's CLI always does, instead of the local one. */
+bool client_store_remote(void);
+/* A streamed NDJSON request: fn gets each object line (return false to stop). Returns the HTTP
+ * status, or -1 + anv_last_error() when the server cannot be reached; an {"error": ...} line
+ * or a non-2xx reply is -1 with its message. */
+struct cJSON;
+typedef bool (*client_json_fn)(const struct cJSON *obj, void *user);
+int client_stream_json(const char *method, const char *path, const char *json_body, client_json_fn fn, void *user);
+/* POST path with the file's bytes as the body (a blob upload). Returns the HTTP status (the
+ * reply in *reply, malloc'd) or -1 + anv_last_error(). */
+int client_upload_file(const char *path, const char *file, char **reply);
 #endif

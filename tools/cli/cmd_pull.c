@@ -2,12 +2,14 @@
  * and shows its progress: a live bar per layer on a terminal
  * ("pulling 3f1c2a7b9d0e:  45% ▕███████      ▏ 112 MB/253 MB  28 MB/s  5s"), plain lines
  * otherwise (one per status change and about every 10% of a layer). */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "client.h"
 #include "clock.h"
 #include "error.h"
 #include "pull.h"
@@ -25,16 +27,6 @@ typedef struct {
     int last_decile;        /* plain mode: the last 10% step printed */
 } pull_view;
 
-/* Ollama-style decimal sizes: "820 KB", "1.2 GB". */
-static void human_bytes(uint64_t n, char *buf, size_t cap) {
-    const char *units[] = {"B", "KB", "MB", "GB", "TB"};
-    double v = (double)n;
-    int u = 0;
-    while (v >= 1000 && u < 4) { v /= 1000; u++; }
-    if (u == 0) snprintf(buf, cap, "%llu B", (unsigned long long)n);
-    else snprintf(buf, cap, v < 10 ? "%.1f %s" : "%.0f %s", v, units[u]);
-}
-
 static void human_duration(double s, char *buf, size_t cap) {
     long t = (long)(s + 0.5);
     if (t < 60) snprintf(buf, cap, "%lds", t);
@@ -50,8 +42,8 @@ static void end_bar(pull_view *v) {
 static void draw_layer(pull_view *v, const pull_progress *p) {
     int pct = p->total ? (int)(p->completed * 100 / p->total) : 100;
     char done[32], total[32];
-    human_bytes(p->completed, done, sizeof done);
-    human_bytes(p->total, total, sizeof total);
+    cli_human_bytes(p->completed, done, sizeof done);
+    cli_human_bytes(p->total, total, sizeof total);
     if (!v->tty) {
         int decile = pct / 10;
         if (decile == v->last_decile) return;
@@ -73,7 +65,7 @@ static void draw_layer(pull_view *v, const pull_progress *p) {
     char rate[48] = "", eta[32] = "";
     if (dt > 0.5 && fetched > 0) {
         double bps = fetched / dt;
-        human_bytes((uint64_t)bps, rate, sizeof rate);
+        cli_human_bytes((uint64_t)bps, rate, sizeof rate);
         strcat(rate, "/s");
         if (p->completed < p->total) human_duration((p->total - p->completed) / bps, eta, sizeof eta);
     }
@@ -105,6 +97,34 @@ static bool on_progress(const pull_progress *p, void *user) {
     return true;
 }
 
+/* One progress line of a server's /api/pull stream, drawn as a local pull's. */
+static bool on_remote_line(const cJSON *o, void *user) {
+    const cJSON *total = cJSON_GetObjectItemCaseSensitive(o, "total"), *done = cJSON_GetObjectItemCaseSensitive(o, "completed");
+    pull_progress p = {
+        .status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "status")),
+        .digest = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "digest")),
+        .total = cJSON_IsNumber(total) ? (uint64_t)total->valuedouble : 0,
+        .completed = cJSON_IsNumber(done) ? (uint64_t)done->valuedouble : 0,
+    };
+    if (!p.status) return true;
+    return on_progress(&p, user);
+}
+
+/* The pull done by the server of ANVIL_HOST / OLLAMA_HOST into its store. */
+static int remote_pull(const char *name, bool insecure, pull_view *view) {
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "model", name);
+    if (insecure) cJSON_AddTrueToObject(b, "insecure");
+    cJSON_AddTrueToObject(b, "stream");
+    char *body = cJSON_PrintUnformatted(b);
+    cJSON_Delete(b);
+    int status = client_stream_json("POST", "/api/pull", body, on_remote_line, view);
+    free(body);
+    end_bar(view);
+    if (status < 0) anv_die("%s", anv_last_error());
+    return 0;
+}
+
 int cmd_pull(int argc, char **argv) {
     const char *name = NULL;
     pull_opts o;
@@ -126,6 +146,10 @@ int cmd_pull(int argc, char **argv) {
         else name = a;
     }
     if (!name) anv_die("pull: a model name is needed (anvil pull NAME)");
+    if (client_store_remote()) {
+        pull_view rv = {.tty = isatty(STDOUT_FILENO) == 1, .last_decile = -1};
+        return remote_pull(name, o.insecure, &rv);
+    }
     store *s = store_open();
     if (!s) anv_die("%s", anv_last_error());
     pull_view view = {.tty = isatty(STDOUT_FILENO) == 1, .last_decile = -1};

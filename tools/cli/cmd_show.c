@@ -9,6 +9,7 @@
 
 #include "chat.h"
 #include "cli.h"
+#include "client.h"
 #include "prompt.h"
 #include "error.h"
 #include "gguf.h"
@@ -59,6 +60,30 @@ static void print_section(const char *title, const char *text, int max_lines) {
     if (*p) printf("    ...\n");
 }
 
+/* -v: every metadata key of the file, as `ollama show -v` lists them (arrays by their length,
+ * strings cut at 80 bytes of their first line). */
+static void print_metadata(const gguf_file *f) {
+    printf("\n  Metadata\n");
+    for (uint64_t i = 0; i < f->n_kv; i++) {
+        const gguf_kv *kv = &f->kv[i];
+        printf("    %-40.*s ", (int)(kv->key.len > 200 ? 200 : kv->key.len), kv->key.ptr);
+        switch (kv->type) {
+        case GGUF_STRING: {
+            uint64_t n = kv->v.str.len;
+            const char *nl = memchr(kv->v.str.ptr, '\n', n);
+            if (nl) n = (uint64_t)(nl - kv->v.str.ptr);
+            printf("%.*s%s\n", (int)(n > 80 ? 80 : n), kv->v.str.ptr, n > 80 || nl ? "..." : "");
+            break;
+        }
+        case GGUF_ARRAY: printf("[... %llu items]\n", (unsigned long long)kv->arr_len); break;
+        case GGUF_FLOAT32: case GGUF_FLOAT64: printf("%g\n", kv->v.f64); break;
+        case GGUF_BOOL: printf("%s\n", kv->v.b ? "true" : "false"); break;
+        case GGUF_INT8: case GGUF_INT16: case GGUF_INT32: case GGUF_INT64: printf("%lld\n", (long long)kv->v.i64); break;
+        default: printf("%llu\n", (unsigned long long)kv->v.u64); break;
+        }
+    }
+}
+
 /* The GGUF's own chat template (what a model without a TEMPLATE layer uses). */
 static char *gguf_chat_template(const char *path) {
     gguf_file *g = gguf_open(path);
@@ -71,11 +96,13 @@ static char *gguf_chat_template(const char *path) {
 int cmd_show(int argc, char **argv) {
     const char *arg = NULL, *only = NULL;
     static const char *const only_flags[] = {"--modelfile", "--parameters", "--template", "--system", "--license"};
+    bool verbose = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            puts("usage: anvil show MODEL [--modelfile | --parameters | --template | --system | --license]");
+            puts("usage: anvil show MODEL [--modelfile | --parameters | --template | --system | --license] [-v]");
             return 0;
         }
+        if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) { verbose = true; continue; }
         bool flag = false;
         for (size_t k = 0; k < sizeof only_flags / sizeof only_flags[0]; k++)
             if (!strcmp(argv[i], only_flags[k])) { only = only_flags[k]; flag = true; }
@@ -85,6 +112,7 @@ int cmd_show(int argc, char **argv) {
         arg = argv[i];
     }
     if (!arg) { puts("usage: anvil show MODEL [--modelfile | --parameters | --template | --system | --license]"); return 2; }
+    if (client_store_remote()) return remote_show(arg, only, verbose);
     store_entry e;
     if (store_resolve(NULL, arg, &e) != 0) anv_die("%s", anv_last_error());
     if (only) {
@@ -165,6 +193,7 @@ int cmd_show(int argc, char **argv) {
     }
     print_section("System", e.system, 4);
     print_section("License", e.license, 2);
+    if (verbose) print_metadata(f);
     free(name);
     model_free(m);
     store_entry_clear(&e);

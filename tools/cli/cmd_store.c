@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "client.h"
 #include "error.h"
 #include "path.h"
 #include "readfile.h"
@@ -21,47 +22,13 @@ static store *open_store(void) {
     return s;
 }
 
-/* Ollama's format.HumanBytes: decimal units, "253 MB", "1.5 GB", "12 KB". */
-static void human_bytes(uint64_t b, char *buf, size_t cap) {
-    static const char *units[] = {"TB", "GB", "MB", "KB"};
-    static const double scale[] = {1e12, 1e9, 1e6, 1e3};
-    for (int i = 0; i < 4; i++) {
-        if ((double)b < scale[i]) continue;
-        double v = (double)b / scale[i];
-        if (v >= 10 || v == (double)(uint64_t)v) snprintf(buf, cap, "%d %s", (int)v, units[i]);
-        else snprintf(buf, cap, "%.1f %s", v, units[i]);
-        return;
-    }
-    snprintf(buf, cap, "%llu B", (unsigned long long)b);
-}
-
-/* Ollama's format.HumanTime for a past moment: "2 minutes ago", "About an hour ago". */
-static void human_ago(int64_t then, char *buf, size_t cap) {
-    if (then <= 0) { snprintf(buf, cap, "Unknown"); return; }
-    int64_t now = (int64_t)time(NULL);
-    bool future = then > now;
-    int64_t secs = future ? then - now : now - then;
-    const char *suffix = future ? "from now" : "ago";
-    int64_t mins = secs / 60, hours = (secs + 1800) / 3600;
-    if (secs < 1) snprintf(buf, cap, "Less than a second %s", suffix);
-    else if (secs == 1) snprintf(buf, cap, "1 second %s", suffix);
-    else if (secs < 60) snprintf(buf, cap, "%lld seconds %s", (long long)secs, suffix);
-    else if (mins == 1) snprintf(buf, cap, "About a minute %s", suffix);
-    else if (mins < 60) snprintf(buf, cap, "%lld minutes %s", (long long)mins, suffix);
-    else if (hours == 1) snprintf(buf, cap, "About an hour %s", suffix);
-    else if (hours < 48) snprintf(buf, cap, "%lld hours %s", (long long)hours, suffix);
-    else if (hours < 24 * 7 * 2) snprintf(buf, cap, "%lld days %s", (long long)(hours / 24), suffix);
-    else if (hours < 24 * 30 * 2) snprintf(buf, cap, "%lld weeks %s", (long long)(hours / 24 / 7), suffix);
-    else if (hours < 24 * 365 * 2) snprintf(buf, cap, "%lld months %s", (long long)(hours / 24 / 30), suffix);
-    else snprintf(buf, cap, "%lld years %s", (long long)(secs / 3600 / 24 / 365), suffix);
-}
-
 int cmd_list(int argc, char **argv) {
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         puts("usage: anvil list   (models of the anvil store and, read-only, of the Ollama store)");
         return 0;
     }
     if (argc > 1) anv_die("list: unexpected argument '%s'", argv[1]);
+    if (client_store_remote()) return remote_list();
     store *s = open_store();
     store_entry *e = NULL;
     int n = 0;
@@ -76,8 +43,8 @@ int cmd_list(int argc, char **argv) {
     if (!size || !mod) anv_die("out of memory");
     int w_name = 4, w_id = 2, w_size = 4;
     for (int i = 0; i < n; i++) {
-        human_bytes(e[i].size, size[i], sizeof size[i]);
-        human_ago(e[i].modified, mod[i], sizeof mod[i]);
+        cli_human_bytes(e[i].size, size[i], sizeof size[i]);
+        cli_human_ago(e[i].modified, mod[i], sizeof mod[i]);
         int l = (int)strlen(e[i].name);
         if (l > w_name) w_name = l;
         if ((int)strlen(size[i]) > w_size) w_size = (int)strlen(size[i]);
@@ -100,6 +67,7 @@ int cmd_rm(int argc, char **argv) {
         puts("usage: anvil rm MODEL [MODEL...]");
         return argc < 2 ? 2 : 0;
     }
+    if (client_store_remote()) return remote_rm(argc - 1, argv + 1);
     store *s = open_store();
     int status = 0;
     for (int i = 1; i < argc; i++) {
@@ -119,6 +87,7 @@ int cmd_cp(int argc, char **argv) {
         puts("usage: anvil cp SOURCE DESTINATION");
         return argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) ? 0 : 2;
     }
+    if (client_store_remote()) return remote_cp(argv[1], argv[2]);
     store *s = open_store();
     int rc = store_copy(s, argv[1], argv[2]);
     store_close(s);
@@ -208,6 +177,11 @@ int cmd_create(int argc, char **argv) {
     free(dir);
     if (rc != 0) anv_die("%s (%s)", anv_last_error(), file);
     if (quantize) spec.quantize = strdup(quantize);
+    if (client_store_remote()) {   /* the server's store: FROM uploaded as a blob when a file */
+        rc = remote_create(name, &spec);
+        create_spec_clear(&spec);
+        return rc;
+    }
     store *s = open_store();
     rc = store_create(s, name, &spec, print_status, NULL);
     create_spec_clear(&spec);

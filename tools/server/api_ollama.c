@@ -84,6 +84,11 @@ static void add_final_stats(cJSON *o, const sched_result *res) {
     cJSON_AddNumberToObject(o, "prompt_eval_duration", (double)res->prompt_eval_ns);
     cJSON_AddNumberToObject(o, "eval_count", res->eval_count);
     cJSON_AddNumberToObject(o, "eval_duration", (double)res->eval_ns);
+    if (res->truncated_messages || res->truncated_tokens) {   /* Anvil's: the prompt was shortened */
+        cJSON *t = cJSON_AddObjectToObject(o, "prompt_truncated");
+        cJSON_AddNumberToObject(t, "messages", res->truncated_messages);
+        cJSON_AddNumberToObject(t, "tokens", res->truncated_tokens);
+    }
 }
 
 /* One /api/chat message's text (its "content", a string), without images. */
@@ -120,13 +125,14 @@ static int32_t *parse_context(api_req *c, const cJSON *arr, int *n_out) {
     return t;
 }
 
-/* The fields /api/generate and /api/chat share: stream, options, keep_alive, format and
+/* The fields /api/generate and /api/chat share: stream, options, keep_alive, format, truncate and
  * what a text-only engine refuses. */
 static void read_common(api_req *c, const cJSON *body, aj_gen *g) {
     c->stream = aj_bool(c, body, "stream", true);
     g->q.options = aj_object(c, body, "options");
     g->q.keep_alive_set = aj_keep_alive(c, body, "keep_alive", &g->q.keep_alive_ms);
     g->q.format = g->format = aj_format(c, body, "format");
+    g->q.no_truncate = !aj_bool(c, body, "truncate", true);   /* Ollama's: shorten a long prompt */
     aj_think(g, body);
     refuse_unsupported(c, body, g->q.model);
 }

@@ -182,6 +182,11 @@ static void add_usage(cJSON *o, const sched_result *res) {
     cJSON_AddNumberToObject(u, "prompt_tokens", res->prompt_eval_count);
     cJSON_AddNumberToObject(u, "completion_tokens", res->eval_count);
     cJSON_AddNumberToObject(u, "total_tokens", res->prompt_eval_count + res->eval_count);
+    if (res->truncated_messages || res->truncated_tokens) {   /* Anvil's: the prompt was shortened */
+        cJSON *t = cJSON_AddObjectToObject(u, "prompt_truncated");
+        cJSON_AddNumberToObject(t, "messages", res->truncated_messages);
+        cJSON_AddNumberToObject(t, "tokens", res->truncated_tokens);
+    }
 }
 
 static void make_id(char *buf, size_t cap, const char *prefix) {

@@ -288,7 +288,7 @@ static lmodel *load_model(sched *s, const store_entry *e, const run_options *o) 
     lm->m = model_load_placed(e->model_path, &po);
     if (!lm->m) { free(lm); return NULL; }
     const model_hparams *hp = &lm->m->hp;
-    int n_ctx = want_ctx > 0 ? want_ctx : model_default_ctx(hp);
+    int n_ctx = want_ctx > 0 ? want_ctx : model_ctx_default(lm->m);
     if (hp->n_ctx_train > 0 && n_ctx > hp->n_ctx_train) n_ctx = hp->n_ctx_train;
     if (n_ctx < 4) n_ctx = 4;
     lm->n_ctx = n_ctx;
@@ -332,7 +332,7 @@ static bool options_match(const sched *s, const lmodel *lm, const run_options *o
         if (hp->n_ctx_train > 0 && eff > hp->n_ctx_train) eff = hp->n_ctx_train;
         if (eff < 4) eff = 4;
         if (eff != lm->n_ctx) return false;
-    } else if (lm->n_ctx != model_default_ctx(&lm->m->hp)) {
+    } else if (lm->n_ctx != model_ctx_default(lm->m)) {
         return false;
     }
     return o->num_gpu < 0 || o->num_gpu == lm->req_num_gpu;
@@ -593,10 +593,38 @@ static int32_t *encode_prompt(const model *m, const prompt_spec *ps, bool add_bo
 /* Ollama's rule (its capabilities): a file with {arch}.pooling_type is an embedding model and
  * nothing else, as are the encoder families. */
 static bool embeds_only(const model *m) {
-    if (m->hp.embedding_only) return true;
-    char key[96];
-    snprintf(key, sizeof key, "%s.pooling_type", m->hp.arch_name ? m->hp.arch_name : "");
-    return m->gguf && gguf_find(m->gguf, key) != NULL;
+    return m->hp.embedding_only || (m->gguf && model_file_embeds_only(m->gguf));
+}
+
+/* The last message's text is longer than the context by itself (after the oldest messages went):
+ * its oldest tokens go, the rest of the prompt stays. The prompt rendered with that message empty
+ * gives what must stay: the common head (system prompt, tools, earlier turns, the message's header)
+ * and tail (its end marker, the generation prompt); from the text between them the newest tokens
+ * that fit are kept. keep_total is the prompt length wanted. Returns the new token array (freeing
+ * toks) or NULL + the job failed when the head and tail alone do not fit. */
+static int32_t *cut_last_message(const model *m, prompt_spec *ps, chat_message *kept, int n_kept, bool add_bos, job *j,
+                                 int32_t *toks, int *n_text, int keep_total) {
+    const chat_message last = kept[n_kept - 1];
+    kept[n_kept - 1].content = "";
+    int n_empty = 0;
+    int32_t *empty = encode_prompt(m, ps, add_bos, j, &n_empty);
+    kept[n_kept - 1] = last;
+    if (!empty) { free(toks); return NULL; }
+    int head = 0, tail = 0;
+    while (head < n_empty && head < *n_text && toks[head] == empty[head]) head++;
+    while (tail < n_empty - head && tail < *n_text - head && toks[*n_text - 1 - tail] == empty[n_empty - 1 - tail]) tail++;
+    free(empty);
+    if (head + tail >= keep_total) {
+        free(toks);
+        sched_job_fail(j, 400, "the prompt does not fit the context length of %d (num_ctx) even with its last message "
+                       "cut: the system prompt, tools and template around it are %d tokens", keep_total, head + tail);
+        return NULL;
+    }
+    const int keep_mid = keep_total - head - tail, cut = *n_text - head - tail - keep_mid;
+    memmove(toks + head, toks + head + cut, (size_t)(keep_mid + tail) * sizeof *toks);
+    *n_text -= cut;
+    j->res->truncated_tokens = cut;
+    return toks;
 }
 
 /* Ollama's 400 for generation on an embedding model: "\"<model>\" does not support generate|chat". */
@@ -605,9 +633,13 @@ static void fail_embed_only(job *j, const sched_gen_request *r) {
                    r->messages && r->n_messages > 0 ? "chat" : "generate");
 }
 
-/* Builds and tokenizes the prompt, creates the sampler, grammar and stop matcher. A chat
- * longer than the context loses its oldest messages (system messages and the last message
- * are always kept), as Ollama does. */
+/* Builds and tokenizes the prompt, creates the sampler, grammar and stop matcher. A prompt
+ * longer than the context is shortened unless the request says "truncate": false (then a 400):
+ * a chat loses its oldest messages (system messages and the last message are always kept), as
+ * Ollama does; if the last message alone is still too long (or a /api/generate prompt is), its
+ * oldest text goes (cut_last_message), keeping the system prompt, the tools and room to answer,
+ * where Ollama's runner would cut the start of the prompt with them. Logged, and reported in
+ * res->truncated_* (the APIs say so in the response). */
 static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_gen_request *r, job *j) {
     const model *m = lm->m;
     chat_message one = {.role = "user", .content = r->prompt ? r->prompt : ""};
@@ -650,16 +682,25 @@ static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_g
         free(toks);
         toks = encode_prompt(m, &ps, add_bos, j, &n_text);
         if (!toks) { free(kept); return -1; }
-        if (n_text <= room || !chat || first >= n_msgs - 1) break;
+        if (n_text <= room || r->no_truncate || !chat || first >= n_msgs - 1) break;
         if (!(msgs[first].role && !strcmp(msgs[first].role, "system"))) dropped++;
     }
+    if (n_text > room && !r->no_truncate && room > 0) {
+        /* room to answer: num_predict (at most half the context) or a quarter of it */
+        const int np = j->opt.num_predict;
+        const int answer = np > 0 ? (np < room / 2 ? np : room / 2) : room / 4;
+        toks = cut_last_message(m, &ps, kept, ps.n_msgs, add_bos, j, toks, &n_text, room - answer);
+        if (!toks) { free(kept); return -1; }
+    }
     free(kept);
+    j->res->truncated_messages = dropped;
     if (s->cfg.test_replay) {
         j->forced = tokenizer_encode(m->tok, s->cfg.test_replay, strlen(s->cfg.test_replay), false, true, &j->n_forced);
         if (!j->forced) { free(toks); sched_job_fail(j, 500, "ANVIL_TEST_REPLAY: %s", anv_last_error()); return -1; }
     }
-    if (dropped) anv_log("model %s: dropped the %d oldest message(s) of a chat longer than the context (%d tokens)",
-                         e->name, dropped, lm->n_ctx);
+    if (dropped || j->res->truncated_tokens)
+        anv_log("model %s: a prompt longer than the context (%d tokens): dropped its %d oldest message(s) and the oldest %d "
+                "token(s) of its last message", e->name ? e->name : lm->name, lm->n_ctx, dropped, j->res->truncated_tokens);
     int n_ctx_toks = r->context && r->n_context > 0 ? r->n_context : 0;
     j->n_prompt = n_ctx_toks + n_text;
     j->prompt = malloc((size_t)(j->n_prompt > 0 ? j->n_prompt : 1) * sizeof(int32_t));

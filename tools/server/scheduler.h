@@ -59,6 +59,8 @@ typedef struct {
     int64_t keep_alive_ms;          /* used when keep_alive_set */
     bool keep_alive_set;
     bool want_context;              /* return the token context (Ollama's "context") */
+    bool no_truncate;               /* "truncate": false: a prompt over the context is a 400, never
+                                       shortened (default: shortened, prepare_gen in sched.c) */
     sched_text_fn on_text;
     void *user;
     /* NULL or false once nobody waits for the answer (client gone): a request still in
@@ -74,6 +76,9 @@ typedef struct {
     int64_t total_ns, load_ns, prompt_eval_ns, eval_ns;
     int32_t *context;               /* malloc'd (want_context), n_context tokens */
     int n_context;
+    /* what shortened a prompt longer than the context (0, 0 when it fit): the oldest messages
+     * dropped and the tokens cut from the oldest text of the last message */
+    int truncated_messages, truncated_tokens;
     char model[256];                /* the display name */
 } sched_result;
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # package: the Windows release zip: build-win/anvil.exe (static: it imports only Windows'
 # own DLLs, and opens vulkan-1.dll / amdhip64 at run time) with a README-windows.txt on how
-# to run it, as dist/anvil-<version>-windows-x86_64.zip. Checks the import table first, so
+# to run it, LICENSE.txt and THIRD_PARTY_NOTICES.txt (the statically linked libraries' licenses),
+# as dist/anvil-<version>-windows-x86_64.zip. Checks the import table first, so
 # a build that would need a MinGW DLL beside it fails here rather than on a user's machine.
 # Usage: tools/windows/package.sh [build-win]      (after test-wine.sh or a build-win build)
 set -euo pipefail
@@ -26,6 +27,7 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/anvil-$version" dist
 cp "$exe" "$stage/anvil-$version/anvil.exe"
 sed "s/@VERSION@/$version/g" tools/windows/README-windows.txt | sed 's/$/\r/' >"$stage/anvil-$version/README-windows.txt"
+for f in LICENSE THIRD_PARTY_NOTICES.txt; do sed 's/$/\r/' "$f" >"$stage/anvil-$version/${f%.txt}.txt"; done
 rm -f "$out"
 (cd "$stage" && python3 -m zipfile -c "$OLDPWD/$out" "anvil-$version")
 echo "package: $out ($(du -k "$out" | cut -f1) KiB)"
