@@ -117,8 +117,8 @@ def session_commands(label, args, env, remote):
           % (label, eval_count(out)), repr(out))
     # /set system, /show system
     out, _ = c.step("/show system", r"No system message was specified for this model\.", "/show system before")
-    c.step("/set system You are Zorblax the quiet.", re.escape("Set system message."), "/set system")
-    out, _ = c.step("/show system", re.escape("You are Zorblax the quiet."), "/show system has the new system")
+    c.step("/set system You are Zörblax the quiet.", re.escape("Set system message."), "/set system")
+    out, _ = c.step("/show system", re.escape("You are Zörblax the quiet."), "/show system has the new system (UTF-8 typed)")
     c.p.sendline('/set system """You are Zorblax.')
     c.wait(r"\.\.\. ", 'a multi-line /set system waits for """')
     c.step('Second line."""', re.escape("Set system message."), "multi-line /set system ends")

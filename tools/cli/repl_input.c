@@ -10,7 +10,11 @@
 
 #ifdef ANVIL_HAVE_LIBEDIT
 #include <histedit.h>
+#include <langinfo.h>
+#include <limits.h>
+#include <locale.h>
 #include <sys/stat.h>
+#include <wchar.h>
 #endif
 
 static volatile sig_atomic_t interrupt_flag;
@@ -91,6 +95,33 @@ static unsigned char edit_interrupt(EditLine *el, int ch) {
     return CC_NEWLINE;
 }
 
+/* libedit's character reader, ours so that Ctrl+C always ends the line: while the terminal
+ * still delivers it as SIGINT (before libedit's edit mode is in place), the interrupted
+ * read() gives a Ctrl+C key instead of being retried. Multi-byte characters are decoded
+ * with the locale like libedit's own reader. Returns 1, 0 at end of input, -1 on error. */
+static int edit_getc(EditLine *el, wchar_t *wc) {
+    (void)el;
+    char bytes[MB_LEN_MAX];
+    size_t n = 0;
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    for (;;) {
+        if (interrupt_flag) { interrupt_flag = 0; *wc = 3; return 1; }
+        ssize_t r = read(STDIN_FILENO, bytes + n, 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r == 0) return 0;
+        n++;
+        wchar_t w;
+        mbstate_t probe = st;
+        size_t k = mbrtowc(&w, bytes, n, &probe);
+        if (k == (size_t)-2 && n < sizeof bytes) continue;   /* more bytes of this character */
+        if (k == (size_t)-1 || k == (size_t)-2) { *wc = (unsigned char)bytes[0]; return 1; }   /* not valid: as a byte */
+        *wc = k == 0 ? 0 : w;
+        return 1;
+    }
+}
+
 static void edit_setup(repl_input *in) {
     in->el = el_init("anvil", stdin, stdout, stderr);
     in->hist = history_init();
@@ -112,6 +143,7 @@ static void edit_setup(repl_input *in) {
     el_set(in->el, EL_ADDFN, "anvil-interrupt", "stop the line (Ctrl+C)", edit_interrupt);
     el_set(in->el, EL_BIND, "^C", "anvil-interrupt", NULL);
     el_set(in->el, EL_SETTY, "-d", "-isig", NULL);
+    el_set(in->el, EL_GETCFN, edit_getc);
     el_source(in->el, NULL);   /* ~/.editrc, like other libedit programs */
 }
 
@@ -141,7 +173,12 @@ repl_input *repl_input_new(const char *history_path) {
     in->save_history = true;
     in->tty = isatty(STDIN_FILENO);
 #ifdef ANVIL_HAVE_LIBEDIT
-    if (in->tty) edit_setup(in);
+    if (in->tty) {
+        /* libedit decodes keys with LC_CTYPE: the user's locale, else UTF-8 (what the models take) */
+        const char *loc = setlocale(LC_CTYPE, "");
+        if (!loc || strcmp(nl_langinfo(CODESET), "UTF-8")) setlocale(LC_CTYPE, "C.UTF-8");
+        edit_setup(in);
+    }
 #endif
     interrupt_flag = 0;
 #ifdef _WIN32
@@ -210,6 +247,11 @@ static repl_read_result plain_read(repl_input *in, const char *prompt, char **li
 
 repl_read_result repl_input_read(repl_input *in, const char *prompt, char **line) {
     *line = NULL;
+    if (interrupt_flag) {   /* Ctrl+C while no reply or line was being read (a command running) */
+        interrupt_flag = 0;
+        *line = strdup("");
+        return REPL_INTERRUPT;
+    }
 #ifdef ANVIL_HAVE_LIBEDIT
     if (in->el) return edit_read(in, prompt, line);
 #endif
