@@ -8,6 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef _WIN32
+#include <windows.h>
+#endif
 #ifdef ANVIL_HAVE_LIBEDIT
 #include <histedit.h>
 #include <langinfo.h>
@@ -219,6 +222,10 @@ static repl_read_result plain_read(repl_input *in, const char *prompt, char **li
     interrupt_flag = 0;
     for (;;) {
         if (!fgets(chunk, sizeof chunk, stdin)) {
+#ifdef _WIN32
+            /* a console read ends at Ctrl+C before the handler (another thread) has run */
+            for (int i = 0; i < 20 && !interrupt_flag && in->tty; i++) Sleep(5);
+#endif
             if (interrupt_flag || (ferror(stdin) && errno == EINTR)) {
                 clearerr(stdin);
                 interrupt_flag = 0;
