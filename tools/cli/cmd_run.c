@@ -694,6 +694,9 @@ int cmd_run(int argc, char **argv) {
         if (o.mo.verbose) print_stats(load_s, &st, anv_mono_s() - t_start);
         free(prompt);
     } else {
+        if (o.chat_fmt < 0 && !o.template_go && prompt_model_is_base(lc.m))   /* once, before the first turn */
+            fprintf(stderr, "anvil: this is a base model (no chat template): it continues the text you type "
+                    "rather than answering it (--template NAME chats in a format)\n");
         repl_session s = session_start(&o, model_arg, &entry, cli_system, false);
         repl_backend b = {.reply = local_reply, .apply = local_apply, .load = local_load, .user = &lc};
         session_run(&s, &b);
