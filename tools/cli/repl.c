@@ -398,7 +398,7 @@ static void set_system(repl_session *s, const char *text) {
     puts("Set system message.");
 }
 
-static void set_cmd(repl_session *s, const repl_backend *b, repl_input *in, char **argv, int n, const char *line,
+static void set_cmd(repl_session *s, const repl_backend *b, repl_input *in, char **argv, int n,
                     multiline_state *ml, bytebuf *sb) {
     if (n < 2) { usage_set(); return; }
     const char *what = argv[1];
@@ -407,7 +407,6 @@ static void set_cmd(repl_session *s, const repl_backend *b, repl_input *in, char
         if (n < 3) { usage_set(); return; }
         /* the text as typed after "/set system " (Ollama joins the words with one space) */
         char *text = join_words(argv, 2, n);
-        (void)line;
         if (starts_with(text, "\"\"\"")) {
             char *rest = text + 3;
             if (strlen(rest) >= 3 && ends_with(rest, "\"\"\"")) {
@@ -473,7 +472,7 @@ static bool command(repl_session *s, const repl_backend *b, repl_input *in, conv
         else if (!strcmp(argv[1], "shortcut") || !strcmp(argv[1], "shortcuts")) usage_shortcuts();
         else usage();
     }
-    else if (!strcmp(cmd, "/set")) set_cmd(s, b, in, argv, n, line, ml, sb);
+    else if (!strcmp(cmd, "/set")) set_cmd(s, b, in, argv, n, ml, sb);
     else if (!strcmp(cmd, "/show")) { if (n < 2) usage_show(); else show(s, argv[1]); }
     else if (!strcmp(cmd, "/load")) load(s, b, c, argv, n);
     else if (!strcmp(cmd, "/save")) save(s, c, argv, n);
