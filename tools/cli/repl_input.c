@@ -143,7 +143,8 @@ static void edit_setup(repl_input *in) {
     el_set(in->el, EL_PROMPT, edit_prompt);
     el_set(in->el, EL_EDITOR, "emacs");
     el_set(in->el, EL_HIST, history, in->hist);
-    el_set(in->el, EL_ADDFN, "anvil-interrupt", "stop the line (Ctrl+C)", edit_interrupt);
+    /* the wide form: libedit's narrow EL_ADDFN copies the two names and never frees them */
+    el_wset(in->el, EL_ADDFN, L"anvil-interrupt", L"stop the line (Ctrl+C)", edit_interrupt);
     el_set(in->el, EL_BIND, "^C", "anvil-interrupt", NULL);
     el_set(in->el, EL_SETTY, "-d", "-isig", NULL);
     el_set(in->el, EL_GETCFN, edit_getc);
