@@ -244,7 +244,7 @@ static void cpu_op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int he
 
 static void cpu_op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind) {
     if (n < 0 || !need_f32(gate, n, "glu", "gate") || !need_f32(up, n, "glu", "up") || !need_f32(out, n, "glu", "out")) { be_record_error(be); return; }
-    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH && kind != BE_GLU_SWIGLU_OAI) { be_fail(be, "cpu glu: unknown activation %d", (int)kind); return; }
+    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH && kind != BE_GLU_SWIGLU_OAI && kind != BE_GLU_SIGMOID) { be_fail(be, "cpu glu: unknown activation %d", (int)kind); return; }
     cpu_glu(ctx_of(be), f32_of(gate), f32_of(up), f32_of(out), n, kind);
 }
 
@@ -280,6 +280,33 @@ static void cpu_op_attention(backend *be, const be_tensor *q, const be_tensor *k
         return;
     }
     if (cpu_attention(ctx_of(be), f32_of(q), k->type, data_of(k), data_of(v), f32_of(out), p) != 0) be_record_error(be);
+}
+
+static void cpu_op_conv1d_state(backend *be, const be_tensor *x, be_tensor *state, const be_tensor *w, be_tensor *out, int n_tok) {
+    const int64_t ch = w->cols > 0 ? w->rows : 0;
+    const int k = (int)w->cols;
+    if (n_tok < 0 || k < 2 || k > 64 || w->type != QT_F32 || state->cols != ch || state->rows != k - 1) {
+        be_fail(be, "cpu conv1d_state: kernel %s [%lld][%lld] and state [%lld][%lld] do not match (f32 kernel of 2..64 taps, state [k - 1][channels])",
+                type_name(w->type), (long long)w->rows, (long long)w->cols, (long long)state->rows, (long long)state->cols);
+        return;
+    }
+    if (!need_f32(x, n_tok * ch, "conv1d_state", "x") || !need_f32(out, n_tok * ch, "conv1d_state", "out") ||
+        !need_f32(state, (k - 1) * ch, "conv1d_state", "state")) { be_record_error(be); return; }
+    cpu_conv1d_state(ctx_of(be), f32_of(x), f32_of(state), f32_of(w), f32_of(out), n_tok, ch, k);
+}
+
+static void cpu_op_delta_net(backend *be, const be_tensor *qkv, const be_tensor *alpha, const be_tensor *beta, const be_tensor *dt_bias,
+                             const be_tensor *a, be_tensor *state, be_tensor *out, const be_delta_params *p) {
+    if (p->n_tok < 0 || p->n_k_head <= 0 || p->n_v_head <= 0 || p->n_v_head % p->n_k_head != 0 || p->head_dim <= 0 || p->head_dim > 512) {
+        be_fail(be, "cpu delta_net: bad heads (n_k_head %d, n_v_head %d, head_dim %d)", p->n_k_head, p->n_v_head, p->head_dim);
+        return;
+    }
+    const int64_t S = p->head_dim, Hv = p->n_v_head, nt = p->n_tok;
+    if (!need_f32(qkv, nt * (2 * p->n_k_head + Hv) * S, "delta_net", "qkv") || !need_f32(alpha, nt * Hv, "delta_net", "alpha") ||
+        !need_f32(beta, nt * Hv, "delta_net", "beta") || !need_f32(dt_bias, Hv, "delta_net", "dt_bias") ||
+        !need_f32(a, Hv, "delta_net", "a") || !need_f32(state, Hv * S * S, "delta_net", "state") ||
+        !need_f32(out, nt * Hv * S, "delta_net", "out")) { be_record_error(be); return; }
+    cpu_delta_net(ctx_of(be), f32_of(qkv), f32_of(alpha), f32_of(beta), f32_of(dt_bias), f32_of(a), f32_of(state), f32_of(out), p);
 }
 
 static void cpu_destroy(backend *be) {
@@ -318,6 +345,8 @@ static const backend_ops cpu_ops_table = {
     .glu = cpu_op_glu,
     .store_rows = cpu_op_store_rows,
     .attention = cpu_op_attention,
+    .conv1d_state = cpu_op_conv1d_state,
+    .delta_net = cpu_op_delta_net,
 };
 
 backend *cpu_backend_new(int n_threads) {

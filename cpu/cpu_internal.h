@@ -73,4 +73,8 @@ void cpu_rope(cpu_ctx *c, float *x, int n_tok, int n_head, int head_dim, int pos
 void cpu_glu(cpu_ctx *c, const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind);
 int cpu_get_rows(cpu_ctx *c, uint32_t type, const void *table, int64_t cols, const int32_t *ids, int n_ids, float *out);
 int cpu_store_rows(cpu_ctx *c, const float *src, uint32_t dst_type, void *dst, int64_t cols, int64_t row0, int64_t n_rows);
+/* cpu_recurrent.c: backend.h conv1d_state and delta_net on host arrays (shapes checked). */
+void cpu_conv1d_state(cpu_ctx *c, const float *x, float *state, const float *w, float *out, int n_tok, int64_t ch, int k);
+void cpu_delta_net(cpu_ctx *c, const float *qkv, const float *alpha, const float *beta, const float *dt_bias,
+                   const float *a, float *state, float *out, const be_delta_params *p);
 #endif

@@ -168,6 +168,8 @@ static void glu_range(void *ctx, int64_t i0, int64_t i1) {
             const float x = fminf(a->gate[i], BE_GLU_OAI_LIMIT), y = fminf(fmaxf(a->up[i], -BE_GLU_OAI_LIMIT), BE_GLU_OAI_LIMIT);
             a->out[i] = x / (1.0f + expf(-BE_GLU_OAI_ALPHA * x)) * (y + 1.0f);
         }
+    } else if (a->kind == BE_GLU_SIGMOID) {
+        for (int64_t i = i0; i < i1; i++) a->out[i] = a->up[i] / (1.0f + expf(-a->gate[i]));
     } else if (a->kind == BE_GLU_SILU) {
         for (int64_t i = i0; i < i1; i++) { const float g = a->gate[i]; a->out[i] = g / (1.0f + expf(-g)) * a->up[i]; }
     } else {

@@ -127,9 +127,64 @@ void ref_glu(const float *gate, const float *up, float *out, int64_t n, be_glu_k
             out[i] = x / (1.0f + expf(-BE_GLU_OAI_ALPHA * x)) * (y + 1.0f);
             continue;
         }
-        if (kind == BE_GLU_SILU) a = g / (1.0f + expf(-g));
+        if (kind == BE_GLU_SIGMOID) a = 1.0f / (1.0f + expf(-g));
+        else if (kind == BE_GLU_SILU) a = g / (1.0f + expf(-g));
         else a = 0.5f * g * (1.0f + tanhf(0.79788456080286535587989211986876f * g * (1.0f + 0.044715f * g * g)));
         out[i] = a * up[i];
+    }
+}
+
+void ref_conv1d_state(const float *x, float *state, const float *w, float *out, int n_tok, int64_t ch, int k) {
+    for (int t = 0; t < n_tok; t++)
+        for (int64_t c = 0; c < ch; c++) {
+            double sum = 0;
+            for (int j = 0; j < k; j++) {
+                const int tau = t - k + 1 + j;   /* input time; < 0 reads the state */
+                const float in = tau >= 0 ? x[(int64_t)tau * ch + c] : state[(int64_t)(k - 1 + tau) * ch + c];
+                sum += (double)w[c * k + j] * in;
+            }
+            const float s = (float)sum;
+            out[(int64_t)t * ch + c] = s / (1.0f + expf(-s));
+        }
+    /* the new state: the last k - 1 inputs of (state, x) */
+    for (int r = 0; r < k - 1; r++) {
+        const int tau = n_tok - (k - 1) + r;   /* time of new state row r */
+        for (int64_t c = 0; c < ch; c++)
+            state[(int64_t)r * ch + c] = tau >= 0 ? x[(int64_t)tau * ch + c] : state[(int64_t)(k - 1 + tau) * ch + c];
+    }
+}
+
+void ref_delta_net(const float *qkv, const float *alpha, const float *beta, const float *dt_bias, const float *a,
+                   float *state, float *out, const be_delta_params *p) {
+    const int S = p->head_dim, Hk = p->n_k_head, Hv = p->n_v_head;
+    const int64_t row = (int64_t)(2 * Hk + Hv) * S;
+    for (int t = 0; t < p->n_tok; t++) {
+        const float *x = qkv + t * row;
+        for (int h = 0; h < Hv; h++) {
+            const int kh = h % Hk;
+            double qs = 0, ks = 0;
+            for (int i = 0; i < S; i++) {
+                qs += (double)x[kh * S + i] * x[kh * S + i];
+                ks += (double)x[(Hk + kh) * S + i] * x[(Hk + kh) * S + i];
+            }
+            const double qn = 1.0 / sqrt(qs + p->eps), kn = 1.0 / sqrt(ks + p->eps);
+            const float *v = x + (int64_t)(2 * Hk + h) * S;
+            const double decay = exp((double)be_softplus(alpha[t * Hv + h] + dt_bias[h]) * a[h]);
+            const double b = 1.0 / (1.0 + exp(-(double)beta[t * Hv + h]));
+            float *M = state + (int64_t)h * S * S;
+            for (int j = 0; j < S; j++) {
+                float *Mj = M + (int64_t)j * S;
+                double mk = 0;
+                for (int i = 0; i < S; i++) { Mj[i] = (float)(Mj[i] * decay); mk += (double)Mj[i] * x[(Hk + kh) * S + i] * kn; }
+                const double d = (v[j] - mk) * b;
+                double o = 0;
+                for (int i = 0; i < S; i++) {
+                    Mj[i] = (float)(Mj[i] + d * x[(Hk + kh) * S + i] * kn);
+                    o += (double)Mj[i] * x[kh * S + i] * qn;
+                }
+                out[(int64_t)t * Hv * S + (int64_t)h * S + j] = (float)(o / sqrt((double)S));
+            }
+        }
     }
 }
 

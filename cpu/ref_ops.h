@@ -21,6 +21,11 @@ int ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot,
 /* The same with YaRN (p->ext_factor, attn_factor, corr_lo/hi; p->freq_factors is ignored). */
 int ref_rope_ext(float *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p, const float *freq_factors);
 void ref_glu(const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind);
+/* backend.h conv1d_state: x [n_tok][ch], state [k-1][ch] (updated), w [ch][k], out [n_tok][ch]. */
+void ref_conv1d_state(const float *x, float *state, const float *w, float *out, int n_tok, int64_t ch, int k);
+/* backend.h delta_net on host arrays (state updated in place); sums in double. */
+void ref_delta_net(const float *qkv, const float *alpha, const float *beta, const float *dt_bias, const float *a,
+                   float *state, float *out, const be_delta_params *p);
 /* dst (type F32/F16/Q8_0/Q4_0, cols per row) rows [row0, row0+n_rows) = convert(src). */
 void ref_store_rows(const float *src, uint32_t dst_type, void *dst, int64_t cols, int64_t row0, int64_t n_rows);
 /* k, v: cache of kv_type with n_kv_head*head_dim cols; rows [0, pos0+n_tok) are read. */

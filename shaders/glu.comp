@@ -1,5 +1,5 @@
 #version 450
-// glu: out[i] = act(gate[i]) * up[i], act one of glu.glsl's (GLU_SILU, GLU_GELU, GLU_OAI).
+// glu: out[i] = act(gate[i]) * up[i], act one of glu.glsl's (GLU_SILU, GLU_GELU, GLU_OAI, GLU_SIGMOID).
 layout(local_size_x = 256) in;
 layout(binding = 0) readonly buffer G { float gf[]; };
 layout(binding = 1) readonly buffer U { float uf[]; };
@@ -12,6 +12,8 @@ layout(push_constant) uniform PC { uint n, g_off, u_off, d_off, groups_x; } pc;
 #define GLU_KIND 1u
 #elif defined(GLU_OAI)
 #define GLU_KIND 2u
+#elif defined(GLU_SIGMOID)
+#define GLU_KIND 3u
 #else
 #error "glu: define GLU_SILU, GLU_GELU or GLU_OAI"
 #endif

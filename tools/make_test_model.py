@@ -94,10 +94,60 @@ FAMILY = {
                         rope_base=1000000.0, eps=1e-5, ctx=256, yarn_factor=16.0, yarn_orig_ctx=16,
                         yarn_beta_fast=4.0, yarn_beta_slow=0.25, yarn_log_mul=1.0, temp_scale=0.1,
                         n_expert=5, n_expert_used=2),
+    # Qwen3.5 dense (GGUF arch "qwen35", llama.cpp's conversion/qwen.py Qwen3_5TextModel): gated
+    # DeltaNet layers (fused qkv, z gate, conv1d kernel 4 kept F32, dt bias, a = -exp(A_log), beta
+    # and alpha projections, gated norm, ssm_out) with a gated full-attention layer every 4th
+    # (attn_q twice as wide: query + sigmoid output gate per head, q/k norms, IMROPE sections
+    # [3, 3, 2, 0] over the 16 rotated dims = partial_rotary_factor 0.25 of head_dim 64), the FFN
+    # after post_attention_norm, and one MTP (nextn) layer at the end that inference skips.
+    # 4 value heads over 2 key heads (the head tiling matters).
+    "qwen35": dict(n_layer=5, n_head=4, n_head_kv=2, head_dim=64, tied=False, vocab="bpe",
+                   rope_base=10000000.0, eps=1e-6, ctx=262144, ssm_d_conv=4, ssm_d_state=32,
+                   ssm_n_k_head=2, ssm_n_v_head=4, full_attn_interval=4, rope_sections=[3, 3, 2, 0], n_nextn=1),
+    # Qwen3.5 MoE (GGUF arch "qwen35moe", conversion/qwen.py Qwen3_5MoeTextModel): qwen35's layers
+    # with experts (F32 router, softmax, top-k renormalised) and a sigmoid-gated shared expert of
+    # width expert_shared_feed_forward_length (= n_ff here), the MTP layer likewise
+    "qwen35moe": dict(n_layer=5, n_head=4, n_head_kv=2, head_dim=64, tied=False, vocab="bpe",
+                      rope_base=10000000.0, eps=1e-6, ctx=262144, ssm_d_conv=4, ssm_d_state=32,
+                      ssm_n_k_head=2, ssm_n_v_head=4, full_attn_interval=4, rope_sections=[3, 3, 2, 0], n_nextn=1,
+                      n_expert=6, n_expert_used=2, shexp=True),
+    # Gemma 4 (GGUF arch "gemma4", llama.cpp's conversion/gemma.py Gemma4Model): sliding layers
+    # with their own head size and kv heads (key_length_swa, a head_count_kv array) and rope base,
+    # full layers with proportional rope (rope_freqs: 1 on the first quarter of the pairs, 1e30
+    # on the rest), QK-norm and a weightless V-norm, attention scale 1, a layer output scale,
+    # final logit softcapping, tied output. gemma4 is E2B-style: per-layer token embeddings
+    # (per_layer_token_embd, per_layer_model_proj + proj norm; per layer inp_gate, proj,
+    # post_norm), the last shared_kv layers reusing an earlier layer's KV cache (no K/V of their
+    # own) with a double-wide FFN (a feed_forward_length array). gemma4dense is 31B-style: no
+    # per-layer embeddings, no shared KV, and V = K on the full layers (no attn_v: HF's
+    # attention_k_eq_v). The vocabulary is gemma3's synthetic SPM one (the real gemma4 BPE
+    # vocabulary has 262144 tokens: too big for a committed golden).
+    "gemma4": dict(n_layer=6, n_head=4, n_head_kv=2, head_dim=32, tied=True, vocab="spm",
+                   rope_base=1000000.0, eps=1e-6, ctx=131072, swa=8, head_dim_full=64, n_head_kv_full=1,
+                   rope_base_swa=10000.0, softcap=30.0, n_embd_per_layer=32, shared_kv=2,
+                   swa_layers=[True, False, True, False, True, False], partial_rotary_full=0.25),
+    "gemma4dense": dict(n_layer=6, n_head=4, n_head_kv=2, head_dim=32, tied=True, vocab="spm",
+                        rope_base=1000000.0, eps=1e-6, ctx=262144, swa=8, head_dim_full=64, n_head_kv_full=1,
+                        rope_base_swa=10000.0, softcap=30.0, n_embd_per_layer=0, shared_kv=0,
+                        swa_layers=[True, True, False, True, True, False], partial_rotary_full=0.25,
+                        k_eq_v_full=True),
+    # 26B-A4B-style: every layer's FFN is the dense FFN (the "shared expert", norms ffn_norm /
+    # post_ffw_norm_1) plus experts (pre_ffw_norm_2 / post_ffw_norm_2) summed before post_ffw_norm;
+    # the router reads rms_norm(x) / sqrt(n_embd) * ffn_gate_inp.scale; the experts' gate and up
+    # fused in ffn_gate_up_exps (as the converter maps HF's experts.gate_up_proj), a per-expert
+    # output scale ffn_down_exps.scale (HF's router.per_expert_scale)
+    "gemma4moe": dict(n_layer=4, n_head=4, n_head_kv=2, head_dim=32, tied=True, vocab="spm",
+                      rope_base=1000000.0, eps=1e-6, ctx=262144, swa=8, head_dim_full=64, n_head_kv_full=1,
+                      rope_base_swa=10000.0, softcap=30.0, n_embd_per_layer=0, shared_kv=0,
+                      swa_layers=[True, True, False, True], partial_rotary_full=0.25, k_eq_v_full=True,
+                      n_expert=8, n_expert_used=3),
 }
 # MoE family -> the dense family whose attention and vocabulary it shares; the GGUF arch name.
-BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss", "mistral3moe": "mistral3"}
-GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss", "mistral3moe": "mistral3"}
+BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss": "gptoss", "mistral3moe": "mistral3",
+        "qwen35moe": "qwen35"}
+GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss", "mistral3moe": "mistral3", "gemma4dense": "gemma4",
+             "gemma4moe": "gemma4"}
+GEMMA4 = ("gemma4", "gemma4dense", "gemma4moe")
 # Mistral's control tokens (tekken / v7+ tokenizers; as user-visible strings in the chat templates)
 MISTRAL_SPECIALS = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
                     "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
@@ -118,6 +168,16 @@ PRESETS = {
     # a ~0.5B qwen3moe-style speed shape (16 experts, 4 used, ~0.15B active)
     "moe500m":  dict(n_embd=1024, n_ff=3072, n_vocab=4096, n_layer=12, n_head=16, n_head_kv=4,
                      n_expert=16, n_expert_used=4, n_ff_exp=768, moe_only=True),
+    # qwen35 speed shape: Qwen3.5-0.8B's widths (1024 wide, 8 heads of 256, 16 + 16 linear heads of
+    # 128, FFN 3584) with 8 layers (6 DeltaNet + 2 attention) and a small vocabulary
+    "bench35":  dict(n_embd=1024, n_ff=3584, n_vocab=4096, n_layer=8, n_head=8, n_head_kv=2, head_dim=256,
+                     ssm_d_state=128, ssm_n_k_head=16, ssm_n_v_head=16, rope_sections=[11, 11, 10, 0],
+                     qwen35_only=True),
+    # a ~120M E2B-style gemma4 speed shape: 10 layers (4 sliding + 1 full, twice), the last 5
+    # sharing the KV caches of layers 3 and 4, head sizes 128 / 256, per-layer inputs of 128
+    "bench4e":  dict(n_embd=1024, n_ff=2816, n_vocab=8192, n_layer=10, n_head=8, n_head_kv=2, head_dim=128,
+                     head_dim_full=256, n_head_kv_full=1, shared_kv=5, n_embd_per_layer=128, swa=512,
+                     swa_layers=[True, True, True, True, False], gemma4_only=True),
     "7b":       dict(n_embd=4096, n_ff=11008, n_vocab=32000, n_layer=32, n_head=32, n_head_kv=32,
                      llama_only=True),
 }
@@ -128,6 +188,10 @@ def hparams_for(args):
     pre = dict(PRESETS[args.preset])
     if pre.pop("llama_only", False) and args.family not in ("llama", "mistral3"):   # mistral3: the llama body
         raise SystemExit("make_test_model: preset %s is defined for --family llama (and mistral3) only" % args.preset)
+    if pre.pop("qwen35_only", False) and args.family not in ("qwen35", "qwen35moe"):
+        raise SystemExit("make_test_model: preset %s is defined for --family qwen35 only" % args.preset)
+    if pre.pop("gemma4_only", False) and args.family != "gemma4":
+        raise SystemExit("make_test_model: preset %s is defined for --family gemma4 only" % args.preset)
     if pre.pop("moe_only", False) and args.family not in BASE:
         raise SystemExit("make_test_model: preset %s is defined for the MoE families only" % args.preset)
     fam.update(pre)
@@ -281,8 +345,8 @@ def bpe_vocab(family, n_vocab, agent=False, harmony=False):
     elif family == "mistral3":  # the real files say pre "tekken" (being added to Anvil separately)
         specials, pre = list(MISTRAL_SPECIALS), "llama-bpe"
     else:
-        specials, pre = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen2"
-        if family == "qwen3":
+        specials, pre = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen35" if family == "qwen35" else "qwen2"
+        if family in ("qwen3", "qwen35"):
             specials += ["<think>", "</think>"] + (["<tool_call>", "</tool_call>"] if agent else [])
             if harmony:  # --chat-template gpt-oss: the harmony markers, control tokens as in gpt-oss's vocab
                 specials += ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|return|>",
@@ -376,6 +440,8 @@ def llama3_rope_factors(head_dim, base, orig_ctx, factor=8.0, low=1.0, high=4.0)
 
 def tensor_plan(args, hp):
     """[(name, numpy shape (rows, cols) or (n,), kind, scale)] in llama.cpp's file order."""
+    if args.family in GEMMA4:
+        return gemma4_plan(hp, getattr(args, "ollama_keys", False))
     moe = args.family in BASE
     fam = BASE.get(args.family, args.family)
     E, F, V, H, HKV, D = hp["n_embd"], hp["n_ff"], hp["n_vocab"], hp["n_head"], hp["n_head_kv"], hp["head_dim"]
@@ -390,6 +456,8 @@ def tensor_plan(args, hp):
     plan = [("token_embd.weight", (V, E), "mat", embd_scale)]
     if fam == "llama" and hp.get("rope_freqs"):
         plan.append(("rope_freqs.weight", (D // 2,), "rope_freqs", 0.0))
+    if fam == "qwen35":
+        return qwen35_tensor_plan(hp, plan, logit_scale)
     for i in range(hp["n_layer"]):
         p = "blk.%d." % i
         plan.append((p + "attn_norm.weight", (E,), "norm", 0.2))
@@ -450,12 +518,177 @@ def tensor_plan(args, hp):
     return plan
 
 
+def qwen35_is_recurrent(hp, il):
+    return (il + 1) % hp["full_attn_interval"] != 0
+
+
+def qwen35_tensor_plan(hp, plan, logit_scale):
+    """qwen35's tensors after token_embd: per layer attn_norm, the DeltaNet or the gated
+    attention, post_attention_norm, the FFN; then the MTP layer (nextn) and the output."""
+    E, F, V, H, HKV, D = hp["n_embd"], hp["n_ff"], hp["n_vocab"], hp["n_head"], hp["n_head_kv"], hp["head_dim"]
+    S, HK, HV = hp["ssm_d_state"], hp["ssm_n_k_head"], hp["ssm_n_v_head"]
+    conv_ch = 2 * HK * S + HV * S
+
+    def attention(p):
+        plan.append((p + "attn_q.weight", (2 * H * D, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "attn_k.weight", (HKV * D, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "attn_v.weight", (HKV * D, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "attn_output.weight", (E, H * D), "mat", 1.0 / math.sqrt(H * D)))
+        plan.append((p + "attn_q_norm.weight", (D,), "qknorm", 0.2))
+        plan.append((p + "attn_k_norm.weight", (D,), "qknorm", 0.2))
+
+    def ffn(p):
+        plan.append((p + "post_attention_norm.weight", (E,), "norm", 0.2))
+        if "n_expert" in hp:   # qwen35moe: experts + the gated shared expert (n_ff wide)
+            X, FE = hp["n_expert"], hp["n_ff_exp"]
+            plan.append((p + "ffn_gate_inp.weight", (X, E), "router", 2.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_exps.weight", (X, FE, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_down_exps.weight", (X, E, FE), "mat", 1.0 / math.sqrt(FE)))
+            plan.append((p + "ffn_up_exps.weight", (X, FE, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_inp_shexp.weight", (E,), "bias", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_gate_shexp.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_down_shexp.weight", (E, F), "mat", 1.0 / math.sqrt(F)))
+            plan.append((p + "ffn_up_shexp.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+            return
+        plan.append((p + "ffn_gate.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "ffn_up.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "ffn_down.weight", (E, F), "mat", 1.0 / math.sqrt(F)))
+
+    for i in range(hp["n_layer"]):
+        p = "blk.%d." % i
+        plan.append((p + "attn_norm.weight", (E,), "norm", 0.2))
+        if qwen35_is_recurrent(hp, i):
+            plan.append((p + "attn_qkv.weight", (conv_ch, E), "mat", 1.5 / math.sqrt(E)))
+            plan.append((p + "attn_gate.weight", (HV * S, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ssm_conv1d.weight", (conv_ch, hp["ssm_d_conv"]), "conv", 0.6))
+            plan.append((p + "ssm_dt.bias", (HV,), "bias", 0.5))
+            plan.append((p + "ssm_a", (HV,), "ssm_a", 0.0))
+            plan.append((p + "ssm_beta.weight", (HV, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ssm_alpha.weight", (HV, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ssm_norm.weight", (S,), "norm", 0.2))
+            plan.append((p + "ssm_out.weight", (E, HV * S), "mat", 1.0 / math.sqrt(HV * S)))
+        else:
+            attention(p)
+        ffn(p)
+    for i in range(hp["n_layer"], hp["n_layer"] + hp["n_nextn"]):   # MTP: a full-attention block + nextn
+        p = "blk.%d." % i
+        plan.append((p + "attn_norm.weight", (E,), "norm", 0.2))
+        attention(p)
+        ffn(p)
+        plan.append((p + "nextn.eh_proj.weight", (E, 2 * E), "mat", 1.0 / math.sqrt(2 * E)))
+        plan.append((p + "nextn.enorm.weight", (E,), "norm", 0.2))
+        plan.append((p + "nextn.hnorm.weight", (E,), "norm", 0.2))
+        plan.append((p + "nextn.shared_head_norm.weight", (E,), "norm", 0.2))
+    plan.append(("output_norm.weight", (E,), "norm", 0.2))
+    if not hp["tied"]:
+        plan.append(("output.weight", (V, E), "mat", logit_scale))
+    return plan
+
+
+def gemma4_layer_shapes(hp):
+    """Per layer: (swa, head_dim, n_head_kv, n_ff, has_kv) as llama.cpp's hparams derive them."""
+    n = hp["n_layer"]
+    swa = (hp["swa_layers"] * n)[:n]
+    first_shared = n - hp["shared_kv"]
+    out = []
+    for i in range(n):
+        hd = hp["head_dim"] if swa[i] else hp["head_dim_full"]
+        kv = hp["n_head_kv"] if swa[i] else hp["n_head_kv_full"]
+        ff = hp["n_ff"] * (2 if hp["shared_kv"] and i >= first_shared else 1)   # use_double_wide_mlp
+        out.append((swa[i], hd, kv, ff, i < first_shared))
+    return out
+
+
+def gemma4_plan(hp, ollama=False):
+    """gemma4 tensors in the converter's order (norms F32; norm weights are the multiplier: Gemma 4
+    has no +1 shift)."""
+    E, V, H, P, n = hp["n_embd"], hp["n_vocab"], hp["n_head"], hp["n_embd_per_layer"], hp["n_layer"]
+    plan = [("token_embd.weight", (V, E), "mat", 0.5 / math.sqrt(E))]
+    if P:
+        plan.append(("per_layer_token_embd.weight", (V, n * P), "mat", 0.5))
+        plan.append(("per_layer_model_proj.weight", (n * P, E), "mat_f32", 1.0))   # llama-quantize keeps it
+        plan.append(("per_layer_proj_norm.weight", (P,), "norm", 0.2))
+    plan.append(("rope_freqs.weight", (hp["head_dim_full"] // 2,), "rope_freqs_prop", 0.0))
+    for i, (swa, D, HKV, F, has_kv) in enumerate(gemma4_layer_shapes(hp)):
+        p = "blk.%d." % i
+        plan.append((p + "attn_norm.weight", (E,), "norm", 0.2))
+        plan.append((p + "attn_q.weight", (H * D, E), "mat", 1.0 / math.sqrt(E)))
+        if has_kv:
+            plan.append((p + "attn_k.weight", (HKV * D, E), "mat", 1.0 / math.sqrt(E)))
+            if swa or not hp.get("k_eq_v_full"):
+                plan.append((p + "attn_v.weight", (HKV * D, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "attn_q_norm.weight", (D,), "norm:0.5", 0.2))
+        if has_kv:
+            plan.append((p + "attn_k_norm.weight", (D,), "norm:0.5", 0.2))
+        plan.append((p + "attn_output.weight", (E, H * D), "mat", 1.0 / math.sqrt(H * D)))
+        plan.append((p + "post_attention_norm.weight", (E,), "norm:2.5", 0.5))
+        plan.append((p + "layer_output_scale.weight", (1,), "norm:0.8", 0.1))
+        plan.append((p + "ffn_norm.weight", (E,), "norm", 0.2))
+        plan.append((p + "ffn_gate.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "ffn_up.weight", (F, E), "mat", 1.0 / math.sqrt(E)))
+        plan.append((p + "ffn_down.weight", (E, F), "mat", 1.0 / math.sqrt(F)))
+        if "n_expert" in hp:
+            X, FE = hp["n_expert"], hp["n_ff_exp"]
+            plan.append((p + "ffn_gate_inp.weight", (X, E), "router", 2.0))
+            plan.append((p + "ffn_gate_inp.scale", (E,), "norm", 0.2))
+            plan.append((p + "pre_ffw_norm_2.weight", (E,), "norm", 0.2))
+            plan.append((p + "post_ffw_norm_1.weight", (E,), "norm", 0.2))
+            plan.append((p + "post_ffw_norm_2.weight", (E,), "norm", 0.2))
+            plan.append((p + "ffn_gate_up_exps.weight", (X, 2 * FE, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "ffn_down_exps.weight", (X, E, FE), "mat", 1.0 / math.sqrt(FE)))
+            plan.append((p + "ffn_down_exps.scale", (X,), "norm", 0.3))
+        plan.append((p + "post_ffw_norm.weight", (E,), "norm:2.5", 0.5))
+        if P:
+            plan.append((p + "inp_gate.weight", (P, E), "mat", 1.0 / math.sqrt(E)))
+            plan.append((p + "proj.weight", (E, P), "mat", 1.0 / math.sqrt(P)))
+            plan.append((p + "post_norm.weight", (E,), "norm:2.5", 0.5))
+    plan.append(("output_norm.weight", (E,), "norm:6", 1.0))
+    if ollama:   # Ollama's library files carry the vision and audio towers in the same GGUF: a token of each
+        plan.append(("v.patch_embd.weight", (32, 48), "mat", 0.1))
+        plan.append(("v.clamp_data", (32,), "bias", 0.1))
+        plan.append(("mm.input_projection.weight", (E, 32), "mat", 0.1))
+        plan.append(("a.conv1d.0.weight", (32, 32), "mat", 0.1))
+    return plan
+
+
+def write_gemma4_keys(w, hp, ollama=False):
+    """gemma4 metadata as Gemma4Model.set_gguf_parameters leaves it (its overrides of Gemma3Model's
+    and TextModel's keys: key_length = the full layers' head size, head_count_kv and
+    feed_forward_length as per-layer arrays where they differ)."""
+    layers = gemma4_layer_shapes(hp)
+    w.add_final_logit_softcapping(hp["softcap"])
+    w.add_sliding_window(hp["swa"])
+    w.add_shared_kv_layers(hp["shared_kv"])
+    w.add_embedding_length_per_layer_input(hp["n_embd_per_layer"])
+    w.add_sliding_window_pattern([s for s, _, _, _, _ in layers])
+    w.add_key_length(hp["head_dim_full"])
+    w.add_value_length(hp["head_dim_full"])
+    w.add_key_length_swa(hp["head_dim"])
+    w.add_value_length_swa(hp["head_dim"])
+    ffs = [f for _, _, _, f, _ in layers]
+    w.add_feed_forward_length(ffs if len(set(ffs)) > 1 else ffs[0])
+    w.add_head_count_kv([kv for _, _, kv, _, _ in layers])
+    w.add_rope_dimension_count(hp["head_dim_full"])
+    w.add_rope_dimension_count_swa(hp["head_dim"])
+    w.add_rope_freq_base_swa(hp["rope_base_swa"])
+    if ollama:   # convert_gemma4.go: the towers' keys (the text keys are llama.cpp's names)
+        w.add_uint32("gemma4.vision.block_count", 1)
+        w.add_uint32("gemma4.vision.embedding_length", 32)
+        w.add_uint32("gemma4.audio.block_count", 1)
+        w.add_uint32("gemma4.audio.embedding_length", 32)
+
+
 def make_values(seed, name, shape, kind, scale, hp):
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    if kind == "rope_freqs_prop":   # gemma4's proportional rope (Gemma4Model.generate_extra_tensors)
+        n_rot = int(hp["head_dim_full"] * hp["partial_rotary_full"] / 2)
+        return np.array([1.0] * n_rot + [1e30] * (hp["head_dim_full"] // 2 - n_rot), dtype=np.float32)
     if kind == "rope_freqs":
         return llama3_rope_factors(hp["head_dim"], hp["rope_base"], hp["rope_orig_ctx"])
+    if kind == "ssm_a":   # the converter's -exp(A_log): per-token decays exp(softplus(.) * a) in ~0.5 .. 0.98
+        return -rng.uniform(0.03, 1.0, shape).astype(np.float32)
     x = rng.standard_normal(shape, dtype=np.float32)
-    if kind in ("mat", "bias", "bias2d", "router"):
+    if kind in ("mat", "mat_f32", "bias", "bias2d", "router", "conv"):
         return x * np.float32(scale)
     if kind.startswith("norm"):  # GGUF norm weights are the multiplier itself (gemma's +1 is
         mean = float(kind[5:] or 1.0)  # pre-applied by llama.cpp's converter): mean 1 or "norm:MEAN"
@@ -500,7 +733,7 @@ def encode(x, qt, quantizer):
 def tensor_qtype(shape, kind, qt_main):
     """Matrices take the file's type; vectors, 2-D biases and routers stay F32; MXFP4 (gpt-oss)
     is for the 3-D expert tensors only, the rest F32."""
-    if len(shape) < 2 or kind in ("router", "bias2d"):
+    if len(shape) < 2 or kind in ("router", "bias2d", "conv", "mat_f32"):   # conv: ssm_conv1d, F32 as llama.cpp keeps it
         return QT.F32
     if qt_main == QT.MXFP4 and len(shape) != 3:
         return QT.F32
@@ -509,7 +742,9 @@ def tensor_qtype(shape, kind, qt_main):
 
 def write_model(args, hp, path, wtype, quantizer):
     fam = BASE.get(args.family, args.family)
-    vocab = spm_vocab(fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"], agent=args.chat_template == "qwen3" or bool(args.chat_template_file),
+    if args.family in GEMMA4:
+        fam = "gemma4"
+    vocab = spm_vocab("gemma3" if fam == "gemma4" else fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"], agent=args.chat_template == "qwen3" or bool(args.chat_template_file),
                                                                                             harmony=args.chat_template == "gpt-oss")
     assert len(vocab["tokens"]) == hp["n_vocab"], (len(vocab["tokens"]), hp["n_vocab"])
     w = gguf.GGUFWriter(path, GGUF_ARCH.get(args.family, args.family))
@@ -517,13 +752,19 @@ def write_model(args, hp, path, wtype, quantizer):
     w.add_name("anvil-test-%s-%s-%s" % (args.family, args.preset, args.type))
     w.add_context_length(hp["ctx"])
     w.add_embedding_length(hp["n_embd"])
-    w.add_block_count(hp["n_layer"])
-    w.add_feed_forward_length(hp["n_ff"])
+    w.add_block_count(hp["n_layer"] + hp.get("n_nextn", 0))
+    if fam != "gemma4":   # gemma4: per-layer arrays (write_gemma4_keys)
+        w.add_feed_forward_length(hp["n_ff"])
     w.add_head_count(hp["n_head"])
-    w.add_head_count_kv(hp["n_head_kv"])
+    if fam != "gemma4":
+        w.add_head_count_kv(hp["n_head_kv"])
     w.add_rope_freq_base(hp["rope_base"])
     w.add_layer_norm_rms_eps(hp["eps"])
-    if "n_expert" in hp:
+    if "n_expert" in hp and fam == "gemma4":   # TextModel's expert keys, Gemma4Model's expert width
+        w.add_expert_count(hp["n_expert"])
+        w.add_expert_used_count(hp["n_expert_used"])
+        w.add_expert_feed_forward_length(hp["n_ff_exp"])
+    elif "n_expert" in hp:
         bad = args.bad_expert_meta or (hp["n_expert"], hp["n_expert_used"])
         w.add_expert_count(bad[0])
         w.add_expert_used_count(bad[1])
@@ -543,6 +784,8 @@ def write_model(args, hp, path, wtype, quantizer):
         w.add_rope_dimension_count(hp["head_dim"])
     if fam == "mistral3":
         write_mistral3_keys(w, hp, args.ollama_keys)
+    if fam == "gemma4":
+        write_gemma4_keys(w, hp, args.ollama_keys)
     if fam in ("qwen3", "gemma3"):
         w.add_key_length(hp["head_dim"])
         w.add_value_length(hp["head_dim"])
@@ -555,11 +798,14 @@ def write_model(args, hp, path, wtype, quantizer):
         elif args.gemma3_swa == "array":   # one bool per layer (gguf-py's Sequence[bool] form)
             w.add_sliding_window_pattern([True, False, True, True, False, True, False][:hp["n_layer"]])
             w.add_rope_freq_base_swa(5000.0)
+    if fam == "qwen35":
+        write_qwen35_keys(w, hp)
     w.add_file_type(getattr(gguf.LlamaFileType, FILE_TYPES[wtype]))
     if wtype not in ("f32", "f16", "bf16"):
         w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     w.add_tokenizer_model(vocab["model"])
-    w.add_tokenizer_pre(vocab["pre"])
+    # Ollama's gemma4 files: tokenizer model "llama" with pre "gemma4" (convert_gemma4.go)
+    w.add_tokenizer_pre("gemma4" if fam == "gemma4" and args.ollama_keys else vocab["pre"])
     w.add_token_list(vocab["tokens"])
     if vocab["scores"] is not None:
         w.add_token_scores(vocab["scores"])
@@ -578,10 +824,10 @@ def write_model(args, hp, path, wtype, quantizer):
     w.add_add_bos_token(vocab["model"] == "llama" or fam in ("llama", "mistral3"))
     w.add_add_eos_token(False)
     template = None
-    if fam == "gemma3":
+    if fam in ("gemma3", "gemma4"):
         w.add_add_space_prefix(False)
         template = CHAT_TEMPLATES["gemma3"]
-    elif fam in ("qwen2", "qwen3"):
+    elif fam in ("qwen2", "qwen3", "qwen35"):
         template = CHAT_TEMPLATES[args.chat_template or "chatml"]
     elif fam == "mistral3":
         template = CHAT_TEMPLATES[args.chat_template or "ministral3"]
@@ -611,6 +857,28 @@ def write_model(args, hp, path, wtype, quantizer):
         w.write_tensor_data(encode(make_values(args.seed, name, shape, kind, scale, hp), qt, quantizer))
     w.close()
     return plan
+
+
+def write_qwen35_keys(w, hp):
+    """qwen35's keys as conversion/qwen.py writes them (TextModel: key/value_length, mrope
+    sections padded to 4; Qwen3NextModel: ssm.*, attention.recurrent_layers from layer_types,
+    full_attention_interval, rope.dimension_count = head_dim * partial_rotary_factor 0.25;
+    _QwenMtpMixin: nextn_predict_layers)."""
+    S, HV = hp["ssm_d_state"], hp["ssm_n_v_head"]
+    w.add_key_length(hp["head_dim"])
+    w.add_value_length(hp["head_dim"])
+    w.add_rope_dimension_sections(hp["rope_sections"])
+    w.add_ssm_conv_kernel(hp["ssm_d_conv"])
+    w.add_ssm_state_size(S)
+    w.add_ssm_group_count(hp["ssm_n_k_head"])
+    w.add_ssm_time_step_rank(HV)
+    w.add_ssm_inner_size(S * HV)
+    # add_recurrent_layers (newer gguf-py than some installs have): the same array by its key
+    w.add_array("%s.attention.recurrent_layers" % w.arch,
+                [qwen35_is_recurrent(hp, i) for i in range(hp["n_layer"])] + [False] * hp["n_nextn"])
+    w.add_full_attention_interval(hp["full_attn_interval"])
+    w.add_rope_dimension_count(hp["head_dim"] // 4)
+    w.add_nextn_predict_layers(hp["n_nextn"])
 
 
 def write_mistral3_keys(w, hp, ollama):
@@ -697,7 +965,8 @@ def main():
                          "pattern (period 3, rope.freq_base_swa 25000), array (a bool per layer, base 5000), "
                          "off (no sliding_window key: every layer global)")
     ap.add_argument("--ollama-keys", action="store_true",
-                    help="mistral3: Ollama's metadata keys for YaRN and the query temperature (same weights)")
+                    help="mistral3: Ollama's metadata keys for YaRN and the query temperature (same weights); "
+                         "gemma4: Ollama's library-file extras (pre gemma4, vision/audio tower tensors and keys)")
     ap.add_argument("--no-rope-freqs", action="store_true",
                     help="llama: no rope_freqs tensor and base 10000 (Llama 2 style rope)")
     ap.add_argument("--rope-orig-ctx", type=float, default=None,

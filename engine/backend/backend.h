@@ -18,6 +18,7 @@
 #define ANVIL_BACKEND_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include "error.h"
 
@@ -34,8 +35,9 @@ typedef struct be_tensor {
 } be_tensor;
 
 /* SWIGLU_OAI (gpt-oss, ggml_swiglu_oai with alpha 1.702, limit 7): g = min(gate, 7),
- * u = clamp(up, -7, 7), out = g * sigmoid(1.702 g) * (u + 1). */
-typedef enum { BE_GLU_SILU = 0, BE_GLU_GELU_TANH = 1, BE_GLU_SWIGLU_OAI = 2 } be_glu_kind;
+ * u = clamp(up, -7, 7), out = g * sigmoid(1.702 g) * (u + 1). SIGMOID (qwen35's gated
+ * attention output): out = sigmoid(gate) * up. */
+typedef enum { BE_GLU_SILU = 0, BE_GLU_GELU_TANH = 1, BE_GLU_SWIGLU_OAI = 2, BE_GLU_SIGMOID = 3 } be_glu_kind;
 #define BE_GLU_OAI_ALPHA 1.702f
 #define BE_GLU_OAI_LIMIT 7.0f
 typedef enum { BE_ROPE_NORMAL = 0, BE_ROPE_NEOX = 2 } be_rope_mode;
@@ -72,6 +74,17 @@ static inline bool be_attn_visible(const be_attn_params *p, int pos, int j) {
     if (p->noncausal) return p->window <= 0 || (pos - j <= p->window / 2 && j - pos <= p->window / 2);
     return j <= pos && (p->window <= 0 || pos - j < p->window);
 }
+
+/* The gated delta rule (qwen35's linear-attention layers, llama.cpp's ggml_gated_delta_net
+ * with its gate and norm inputs fused in): n_v_head value heads of head_dim, n_k_head
+ * query/key heads (value head h reads query/key head h % n_k_head, ggml's broadcast). */
+typedef struct {
+    int n_tok, n_k_head, n_v_head, head_dim;
+    float eps;          /* L2 norm of q and k: x / sqrt(sum x^2 + eps) */
+} be_delta_params;
+
+/* Softplus as ggml_softplus: x above 20 passes through. */
+static inline float be_softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
 
 /* The file one model's weights are loaded from (backend_ops.weights_begin): its path, the
  * bytes of the whole file as gguf_open has them, whether those are a read-only mapping of
@@ -144,6 +157,27 @@ typedef struct backend_ops {
      * [pos0, pos0 + n_tok) = convert(rope(k)), v_cache rows = convert(v) (k, v: [n_tok][n_kv_head * head_dim]). */
     bool (*rope_store)(backend *be, be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *k_cache, be_tensor *v_cache,
                        int n_tok, int n_head, int n_kv_head, int head_dim, int pos0, const be_rope_params *p);
+
+    /* Recurrent-layer ops (qwen35's gated DeltaNet). Optional: NULL in a backend that cannot
+     * run such a layer (the model refuses to place one there). Both take the n_tok tokens of
+     * ONE sequence and that sequence's state, so a prompt chunk and a decode step are the
+     * same call; several sequences are several calls on row views. */
+    /* Causal depthwise conv1d over time with its state, then SiLU. x [n_tok][ch], state
+     * [k - 1][ch] (the k - 1 inputs before x, oldest first), w F32 [ch][k]:
+     * out[t][c] = silu(sum_j w[c][j] * in[t - k + 1 + j][c]) where in[-i] is state row k - 1 - i;
+     * then state = the last k - 1 rows of (state, x). out must not alias x or state. */
+    void (*conv1d_state)(backend *be, const be_tensor *x, be_tensor *state, const be_tensor *w, be_tensor *out, int n_tok);
+    /* The gated delta rule over n_tok tokens. qkv [n_tok][(2 n_k_head + n_v_head) * head_dim]
+     * (q heads, then k heads, then v heads), alpha and beta [n_tok][n_v_head] (raw
+     * projections), dt_bias and a F32 [n_v_head], state F32 [n_v_head * head_dim][head_dim]
+     * (row h * head_dim + j: value dim j of head h over the key dims, ggml's transposed S),
+     * out [n_tok][n_v_head * head_dim]. Per token and value head h (kh = h % n_k_head):
+     * q, k = L2-normed heads kh; decay = exp(softplus(alpha + dt_bias[h]) * a[h]);
+     * b = sigmoid(beta); M = state head h: M *= decay; d[j] = (v[j] - M[j].k) * b;
+     * M[j] += d[j] k; out[j] = M[j].q / sqrt(head_dim). state is updated in place. */
+    void (*delta_net)(backend *be, const be_tensor *qkv, const be_tensor *alpha, const be_tensor *beta,
+                      const be_tensor *dt_bias, const be_tensor *a, be_tensor *state, be_tensor *out,
+                      const be_delta_params *p);
 } backend_ops;
 
 struct backend {

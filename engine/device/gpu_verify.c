@@ -391,15 +391,16 @@ static void model_cases(spec_list *l, const model *m, int mm_tok) {
     const int hd = hp->head_dim_k, nt = 4;
     const int64_t qd = (int64_t)hp->n_head * hd, kvd = (int64_t)hp->n_kv_head * hd;
     add_rms(l, hp->n_embd, nt, L0->attn_norm ? host_data(L0->attn_norm) : NULL, hp->norm_eps, "rms_norm");
-    if (L0->q_norm) add_rms(l, hd, (int64_t)nt * hp->n_head, host_data(L0->q_norm), hp->norm_eps, "qk-norm");
+    const int hd0 = model_layer_head_dim(hp, 0);   /* layer 0's own (gemma4: the sliding head size) */
+    if (L0->q_norm) add_rms(l, hd0, (int64_t)nt * hp->n_head, host_data(L0->q_norm), hp->norm_eps, "qk-norm");
     if (L0->bq) add_simple(l, K_ADD, nt * qd, qd, BE_GLU_SILU, "bias");
     add_simple(l, K_ADD, nt * hp->n_embd, nt * hp->n_embd, BE_GLU_SILU, "residual");
-    add_simple(l, K_GLU, nt * hp->n_ff, 0, hp->arch == ARCH_GEMMA3 ? BE_GLU_GELU_TANH : BE_GLU_SILU,
-               hp->arch == ARCH_GEMMA3 ? "gelu_tanh" : "silu");
+    const bool gelu = hp->arch == ARCH_GEMMA3 || hp->arch == ARCH_GEMMA4;
+    add_simple(l, K_GLU, nt * hp->n_ff, 0, gelu ? BE_GLU_GELU_TANH : BE_GLU_SILU, gelu ? "gelu_tanh" : "silu");
     if (L0->w_gate && L0->w_up && L0->w_gate->type == L0->w_up->type && L0->w_gate->cols == L0->w_up->cols &&
         L0->w_gate->rows == L0->w_up->rows)
         add_matmul_glu(l, L0->w_gate->type, host_data(L0->w_gate), host_data(L0->w_up), L0->w_gate->cols, L0->w_gate->rows,
-                       hp->arch == ARCH_GEMMA3 ? BE_GLU_GELU_TANH : BE_GLU_SILU);
+                       gelu ? BE_GLU_GELU_TANH : BE_GLU_SILU);
     const float *ff = m->rope_freqs ? host_data(m->rope_freqs) : NULL;
     be_rope_params rp = { .n_rot = hp->n_rot, .mode = hp->rope_mode, .freq_base = hp->rope_base, .freq_scale = hp->rope_scale };
     add_rope(l, nt, hp->n_head, hd, 37, &rp, ff);

@@ -28,9 +28,9 @@ int model_ctx_default(const model *m) { return m->default_ctx > 0 ? m->default_c
 
 /* The KV cache bytes of every layer for n_ctx positions of n_seq sequences. */
 static void kv_bytes(const model_hparams *hp, int n_ctx, uint64_t n_seq, uint32_t kv_type, uint64_t *lkv) {
-    const uint64_t kvd = (uint64_t)hp->n_kv_head * hp->head_dim_k;
-    for (int il = 0; il < hp->n_layer; il++)
-        lkv[il] = 2 * (uint64_t)n_ctx * n_seq * (uint64_t)qtype_row_size(kv_type, (int64_t)kvd);
+    for (int il = 0; il < hp->n_layer; il++)   /* per-layer widths; a layer sharing another's cache has none (gemma4) */
+        lkv[il] = model_layer_kv_source(hp, il) != il ? 0 : 2 * (uint64_t)n_ctx * n_seq *
+                  (uint64_t)qtype_row_size(kv_type, (int64_t)model_layer_n_kv_head(hp, il) * model_layer_head_dim(hp, il));
 }
 
 /* The placement of one GPU entry, or -1 (CPU only). */

@@ -90,7 +90,7 @@ gen_status gen_seq_step(gen_seq *g, float *logits, int n_past, int n_ctx) {
         raw_top(g->c.raw_scratch, n_vocab, n_top, &lse, &lp);
         for (int k = 0; k < lp.n_top; k++) lp.top[k].logprob = (float)(lp.top[k].logprob - lse);
         lp.chosen = (gen_token_logprob){id, (float)(g->c.raw_scratch[id] - lse)};
-        g->c.on_logprob(&lp, g->c.user);
+        g->c.on_logprob(&lp, g->c.tok, g->c.user);
     }
     sampler_accept(g->c.smp, id);
     g->n_gen++;

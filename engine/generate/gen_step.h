@@ -37,7 +37,7 @@ typedef struct {
     int n_top;
 } gen_logprobs;
 /* Called for every sampled token that is not an end of generation, before its text is passed on. */
-typedef void (*gen_logprob_fn)(const gen_logprobs *lp, void *user);
+typedef void (*gen_logprob_fn)(const gen_logprobs *lp, const tokenizer *tok, void *user);
 
 typedef struct {
     const tokenizer *tok;

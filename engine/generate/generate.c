@@ -18,6 +18,7 @@ int generate_seq(model_ctx *c, const gen_seq_config *cfg, const int32_t *prompt,
     int keep = 0, n_past = model_ctx_n_past(c);
     while (keep < n_past && keep < n_prompt - 1 && hist[keep] == prompt[keep]) keep++;
     model_ctx_truncate(c, keep);
+    keep = model_ctx_n_past(c);   /* a recurrent state may roll back further than asked (model.h) */
     if (n_prompt > model_ctx_n_ctx(c)) {
         anv_set_error("prompt of %d tokens does not fit the context size %d", n_prompt, model_ctx_n_ctx(c));
         return -1;

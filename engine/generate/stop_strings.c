@@ -14,6 +14,7 @@ struct stop_matcher {
     int len, cap;
     int emit_from;  /* the caller's *emit points here; moved out on the next call */
     bool stopped;
+    int hit;        /* the stop that matched (index into stops) once stopped */
 };
 
 stop_matcher *stop_matcher_new(char *const *stops, int n) {
@@ -76,14 +77,18 @@ static int held_tail(const stop_matcher *m) {
     return best;
 }
 
-/* Start of the earliest complete stop in buf, or -1. */
-static int earliest_stop(const stop_matcher *m) {
+/* Start of the earliest complete stop in buf, or -1; which stop it is in *which. */
+static int earliest_stop(const stop_matcher *m, int *which) {
     int best = -1;
     for (int i = 0; i < m->n; i++) {
         const char *p = memmem(m->buf, (size_t)m->len, m->stops[i], (size_t)m->lens[i]);
-        if (p && (best < 0 || p - m->buf < best)) best = (int)(p - m->buf);
+        if (p && (best < 0 || p - m->buf < best)) { best = (int)(p - m->buf); *which = i; }
     }
     return best;
+}
+
+const char *stop_matcher_hit(const stop_matcher *m) {
+    return m && m->stopped ? m->stops[m->hit] : NULL;
 }
 
 bool stop_matcher_feed(stop_matcher *m, const char *text, int len, const char **emit, int *emit_len) {
@@ -103,9 +108,11 @@ bool stop_matcher_feed(stop_matcher *m, const char *text, int len, const char **
         memcpy(m->buf + m->len, text, (size_t)len);
         m->len += len;
     }
-    int at = earliest_stop(m);
+    int which = 0;
+    int at = earliest_stop(m, &which);
     if (at >= 0) {
         m->stopped = true;
+        m->hit = which;
         *emit = m->buf ? m->buf : empty;
         *emit_len = at;
         m->len = at;

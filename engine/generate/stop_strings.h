@@ -14,6 +14,8 @@ void stop_matcher_free(stop_matcher *m);
  * gets *emit_len bytes that are safe to show. Returns true once a stop string has
  * been seen: *emit then holds the text before it, and generation should end. */
 bool stop_matcher_feed(stop_matcher *m, const char *text, int len, const char **emit, int *emit_len);
+/* The stop string that ended generation (the matcher's copy), NULL while none has. */
+const char *stop_matcher_hit(const stop_matcher *m);
 /* At the end of generation: the held-back text (no stop string matched). */
 void stop_matcher_flush(stop_matcher *m, const char **emit, int *emit_len);
 #endif

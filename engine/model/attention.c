@@ -1,7 +1,8 @@
 /* attention: the self-attention block of the one forward pass (pass.h), for every decoder
  * family: x += wo . attention(rope(q), rope(k), v) of norm(x), with the families' variants
  * (QKV biases, per-head QK norms, sliding-window layers and their RoPE base, llama3 rope_freqs,
- * YaRN, mistral3's query temperature, gpt-oss's sinks and output bias, gemma's post-norm) and
+ * YaRN, mistral3's query temperature, gpt-oss's sinks and output bias, gemma's post-norm, qwen35's
+ * sigmoid output gate) and
  * the KV cache of each sequence of the batch (quantized caches through the Hadamard rotation
  * of kv_rot.h). */
 #include <math.h>
@@ -120,6 +121,11 @@ void attention_block(const layer_pass *p) {
             att = be_view_rows(s->att, sq->row0, sq->n);
         }
         attend_sequence(p, sq, &q, &k, &v, &att, &rp, swa);
+    }
+    if (L->wq_gate) {   /* qwen35's gated attention: att *= sigmoid(x' W_gate^T) */
+        be_tensor g = be_view_reshape(s->dn_gate, qd, s->dn_gate->rows);   /* rows of n_head * hd */
+        linear(p, L->wq_gate, s->xn, &g);
+        p->op->glu(p->be, &g, s->att, s->att, (int64_t)p->nt * qd, BE_GLU_SIGMOID);
     }
     project_into_residual(p, L->wo, s->att, L->bo, L->post_attn_norm);
 }

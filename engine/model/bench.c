@@ -17,7 +17,7 @@ void bench_weight_bytes_per_token(const model *m, bench_weight_bytes *out) {
         const model_layer *L = &m->layers[il];
         const be_tensor *ts[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->q_norm,
                                  L->k_norm, L->post_attn_norm, L->ffn_norm, L->w_gate, L->w_up, L->w_down,
-                                 L->post_ffn_norm};
+                                 L->post_ffn_norm, L->pl_gate, L->pl_proj, L->pl_post_norm};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) out->layers += tensor_bytes(ts[i]);
     }
     out->output = tensor_bytes(m->output_norm) + tensor_bytes(m->output);
@@ -28,9 +28,9 @@ void bench_weight_bytes_per_token(const model *m, bench_weight_bytes *out) {
 
 uint64_t bench_kv_bytes_at(const model_hparams *hp, uint32_t kv_type, int pos) {
     if (pos < 0) return 0;
-    const uint64_t row = qtype_row_size((qtype)kv_type, (int64_t)hp->n_kv_head * hp->head_dim_k);
     uint64_t total = 0;
-    for (int il = 0; il < hp->n_layer; il++) {
+    for (int il = 0; il < hp->n_layer; il++) {   /* each layer's own width (gemma4); a shared cache is read again */
+        const uint64_t row = qtype_row_size((qtype)kv_type, (int64_t)model_layer_n_kv_head(hp, il) * model_layer_head_dim(hp, il));
         uint64_t rows = (uint64_t)pos + 1;
         if (model_layer_is_swa(hp, il) && hp->swa_window > 0 && rows > (uint64_t)hp->swa_window)
             rows = (uint64_t)hp->swa_window;

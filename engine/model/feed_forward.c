@@ -10,7 +10,7 @@ void feed_forward_block(const layer_pass *p) {
     scratch *s = p->s;
     norm(p, s->x, L->ffn_norm, s->xn);
     if (L->moe_router) {
-        moe_bufs mb = {s->x, s->xn, s->gate, s->up, s->moe_in, s->tmp, s->moe_logits, s->moe_shlog};
+        moe_bufs mb = {s->x, s->xn, s->gate, s->up, s->moe_in, s->tmp, s->moe_logits, s->moe_shlog, NULL};
         moe_ffn(p->m, L, &mb, p->nt);
         return;
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "delta_net.h"
 #include "encoder.h"
 #include "error.h"
 #include "moe.h"
@@ -17,8 +18,9 @@
 
 static void free_scratch(scratch *s) {
     be_tensor *ts[] = {s->x, s->xn, s->tmp, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits,
-                       s->moe_in, s->moe_logits, s->moe_shlog};
+                       s->moe_in, s->moe_logits, s->moe_shlog, s->ple, s->moe_acc};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
+    delta_net_scratch_free(s);
 }
 
 static scratch *scratch_for(scratch_set *ss, backend *be) {
@@ -34,7 +36,12 @@ static int add_scratch(scratch_set *ss, const model *m, backend *be, bool with_l
         s = &ss->sc[ss->n_sc++];
         s->be = be;
         const int nb = ss->n_batch;
-        const int64_t qd = (int64_t)hp->n_head * hp->head_dim_k, kvd = (int64_t)hp->n_kv_head * hp->head_dim_k;
+        int64_t qd = 0, kvd = 0;   /* the widest layer's (gemma4: per-layer head sizes) */
+        for (int il = 0; il < hp->n_layer; il++) {
+            const int64_t hd = model_layer_head_dim(hp, il), lkv = hd * model_layer_n_kv_head(hp, il);
+            if (hd * hp->n_head > qd) qd = hd * hp->n_head;
+            if (lkv > kvd) kvd = lkv;
+        }
         s->x = be_tensor_new(be, QT_F32, hp->n_embd, nb);
         s->xn = be_tensor_new(be, QT_F32, hp->n_embd, nb);
         s->tmp = be_tensor_new(be, QT_F32, hp->n_embd, nb);
@@ -42,15 +49,19 @@ static int add_scratch(scratch_set *ss, const model *m, backend *be, bool with_l
         s->k = be_tensor_new(be, QT_F32, kvd, nb);
         s->v = be_tensor_new(be, QT_F32, kvd, nb);
         s->att = be_tensor_new(be, QT_F32, qd, nb);
-        s->gate = be_tensor_new(be, QT_F32, moe_ff_width(hp), nb);
-        s->up = be_tensor_new(be, QT_F32, moe_ff_width(hp), nb);
+        const int64_t ffw = moe_ff_width(hp) > hp->n_embd_per_layer ? moe_ff_width(hp) : hp->n_embd_per_layer;
+        s->gate = be_tensor_new(be, QT_F32, ffw, nb);
+        s->up = be_tensor_new(be, QT_F32, ffw, nb);
+        if (m->g4 && !(s->ple = be_tensor_new(be, QT_F32, hp->n_embd_per_layer, (int64_t)hp->n_layer * nb))) return -1;
         if (hp->n_expert > 0) {
             s->moe_in = be_tensor_new(be, QT_F32, hp->n_embd, nb);
             s->moe_logits = be_tensor_new(be, QT_F32, hp->n_expert, nb);
             s->moe_shlog = be_tensor_new(be, QT_F32, 1, nb);
             if (!s->moe_in || !s->moe_logits || !s->moe_shlog) return -1;
+            if (hp->arch == ARCH_GEMMA4 && !(s->moe_acc = be_tensor_new(be, QT_F32, hp->n_embd, 2 * (int64_t)nb))) return -1;
         }
         if (!s->x || !s->xn || !s->tmp || !s->q || !s->k || !s->v || !s->att || !s->gate || !s->up) return -1;
+        if (hp->arch == ARCH_QWEN35 && delta_net_scratch_new(s, hp, nb) != 0) return -1;
     }
     if (with_logits && !s->logits) {
         s->logits = be_tensor_new(be, QT_F32, hp->n_vocab, ss->logit_rows);
@@ -66,6 +77,10 @@ static int scratch_set_init(scratch_set *ss, model *m, int n_batch) {
     ss->logit_rows = (int)(lr < 1 ? 1 : lr > n_batch ? n_batch : lr);
     ss->host_x = malloc((size_t)n_batch * hp->n_embd * sizeof(float));
     if (!ss->host_x) { anv_set_error("out of memory"); return -1; }
+    if (m->g4 && !(ss->host_ple = malloc(2 * (size_t)n_batch * hp->n_layer * hp->n_embd_per_layer * sizeof(float)))) {
+        anv_set_error("out of memory");
+        return -1;
+    }
     for (int il = 0; il < hp->n_layer; il++)
         if (add_scratch(ss, m, m->layers[il].be, false) != 0) return -1;
     if (add_scratch(ss, m, m->cpu, false) != 0) return -1;  /* embeddings are looked up on the CPU */
@@ -76,6 +91,7 @@ static int scratch_set_init(scratch_set *ss, model *m, int n_batch) {
 static void scratch_set_free(scratch_set *ss) {
     for (int i = 0; i < ss->n_sc; i++) free_scratch(&ss->sc[i]);
     free(ss->host_x);
+    free(ss->host_ple);
 }
 
 static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *parent) {
@@ -85,11 +101,20 @@ static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *pare
         anv_set_error("KV cache type must be f16, f32, q8_0 or q4_0");
         return NULL;
     }
-    const int64_t kvd = (int64_t)hp->n_kv_head * hp->head_dim_k;
-    if ((kv_type == QT_Q8_0 || kv_type == QT_Q4_0) && hp->head_dim_k % 32) {
-        /* each head must start on a 32-element block (the attention ops read per head) */
-        anv_set_error("a %s KV cache needs head_dim (%d) to be a multiple of 32; use --kv-type f16", qtype_get(kv_type)->name, hp->head_dim_k);
-        return NULL;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const int hd = model_layer_head_dim(hp, il);
+        if ((kv_type == QT_Q8_0 || kv_type == QT_Q4_0) && hd % 32) {
+            /* each head must start on a 32-element block (the attention ops read per head) */
+            anv_set_error("a %s KV cache needs head_dim (%d) to be a multiple of 32; use --kv-type f16", qtype_get(kv_type)->name, hd);
+            return NULL;
+        }
+        int nk, nv;   /* one Hadamard rotation for all layers, sized for the smallest head (kv_rot.h) */
+        kv_rot_sizes(kv_type, kv_rot_head_dim(hp), &nk, &nv);
+        if (nk && (hd % nk || hd % nv)) {
+            anv_set_error("a %s KV cache for head sizes %d and %d (not one rotation group) is not supported; use --kv-type f16",
+                          qtype_get(kv_type)->name, hd, kv_rot_head_dim(hp));
+            return NULL;
+        }
     }
     model_ctx *c = calloc(1, sizeof *c);
     if (!c) { anv_set_error("out of memory"); return NULL; }
@@ -102,10 +127,22 @@ static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *pare
     if (!c->k_cache || !c->v_cache || !c->history) { anv_set_error("out of memory"); goto fail; }
     for (int il = 0; il < hp->n_layer; il++) {
         backend *be = m->layers[il].be;
+        if (model_layer_is_recurrent(hp, il)) continue;   /* its state instead: c->rs */
+        const int src = model_layer_kv_source(hp, il);
+        if (src != il) {   /* gemma4: attends over an earlier layer's cache (model_load keeps them together) */
+            if (m->layers[src].be != be) { anv_set_error("layer %d shares the KV cache of layer %d on another device", il, src); goto fail; }
+            c->k_cache[il] = c->k_cache[src];
+            c->v_cache[il] = c->v_cache[src];
+            continue;
+        }
+        const int64_t kvd = (int64_t)model_layer_n_kv_head(hp, il) * model_layer_head_dim(hp, il);
         c->k_cache[il] = be_tensor_new(be, kv_type, kvd, n_ctx);
         c->v_cache[il] = be_tensor_new(be, kv_type, kvd, n_ctx);
         if (!c->k_cache[il] || !c->v_cache[il]) goto fail;
     }
+    bool rs_failed = false;
+    c->rs = rs_new(m, &rs_failed);
+    if (rs_failed) goto fail;
     if (kv_rot_init(&c->rot, kv_type, m) != 0) goto fail;
     if (parent) {
         c->ss = parent->ss;
@@ -131,12 +168,14 @@ int model_ctx_n_batch(const model_ctx *c) { return c->ss->n_batch; }
 void model_ctx_free(model_ctx *c) {
     if (!c) return;
     for (int il = 0; c->k_cache && il < c->m->hp.n_layer; il++) {
+        if (model_layer_kv_source(&c->m->hp, il) != il) continue;   /* another layer's cache (gemma4) */
         be_tensor_free(c->k_cache[il]);
         be_tensor_free(c->v_cache[il]);
     }
     free(c->k_cache);
     free(c->v_cache);
     kv_rot_free(&c->rot);
+    rs_free(c->rs);
     scratch_set_free(&c->own);
     free(c->history);
     free(c);
@@ -145,10 +184,15 @@ void model_ctx_free(model_ctx *c) {
 int model_ctx_n_past(const model_ctx *c) { return c->n_past; }
 model *model_ctx_model(const model_ctx *c) { return c->m; }
 int model_ctx_n_ctx(const model_ctx *c) { return c->n_ctx; }
-void model_ctx_reset(model_ctx *c) { c->n_past = 0; }
+void model_ctx_reset(model_ctx *c) {
+    c->n_past = 0;
+    rs_reset(c->rs);
+}
 const int32_t *model_ctx_history(const model_ctx *c) { return c->history; }
 void model_ctx_truncate(model_ctx *c, int n) {
-    if (n >= 0 && n < c->n_past) c->n_past = n;  /* later rows of the cache are overwritten */
+    if (n < 0 || n >= c->n_past) return;
+    /* later rows of the KV cache are overwritten; a recurrent state rolls back to a checkpoint */
+    c->n_past = c->rs ? rs_rollback(c->rs, n) : n;
 }
 
 /* Moves the first n rows of the residual stream from one backend's scratch to another's. */
@@ -164,7 +208,9 @@ static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span
         .m = m, .hp = &m->hp, .L = &m->layers[il], .il = il, .be = s->be, .op = s->be->ops, .s = s,
         .nt = nt, .seqs = seqs, .n_seq = n_seq,
     };
-    attention_block(&p);
+    if (m->hp.arch == ARCH_GEMMA4) { gemma4_layer(&p); return; }   /* its own layer shape */
+    if (model_layer_is_recurrent(p.hp, il)) delta_net_block(&p);
+    else attention_block(&p);
     feed_forward_block(&p);
 }
 
@@ -208,6 +254,7 @@ static int forward(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, c
     scratch *cur = scratch_for(ss, m->cpu);
     m->cpu->ops->get_rows(m->cpu, m->tok_embd, tokens, nt, cur->x);
     if (hp->embd_scale) m->cpu->ops->scale(m->cpu, cur->x, (int64_t)nt * hp->n_embd, sqrtf((float)hp->n_embd));
+    if (m->g4 && gemma4_per_layer_inputs(ss, m, cur, tokens, nt) != 0) return -1;
     for (int il = 0; il < hp->n_layer; il++) {
         scratch *s = scratch_for(ss, m->layers[il].be);
         if (s != cur) { cross(ss, m, cur, s, nt); cur = s; }
@@ -246,6 +293,7 @@ static int forward(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, c
         model_ctx *c = seqs[i].c;
         memcpy(c->history + c->n_past, tokens + seqs[i].row0, (size_t)seqs[i].n * sizeof(int32_t));
         c->n_past += seqs[i].n;
+        if (c->rs && seqs[i].n >= 2) rs_checkpoint(c->rs, c->n_past);   /* a prompt (chunk): truncate's landing points */
     }
     /* ops cannot return errors: each backend keeps the first one (be_fail, backend.h) */
     for (int b = 0; b < ss->n_sc; b++) {

@@ -18,6 +18,13 @@ void kv_rot_sizes(uint32_t kv_type, int head_dim, int *n_k, int *n_v) {
     *n_v = 64; /* llama.cpp: smaller groups for V measured better */
 }
 
+int kv_rot_head_dim(const model_hparams *hp) {
+    int hd = hp->head_dim_k;
+    for (int il = 0; il < hp->n_layer; il++)
+        if (model_layer_head_dim(hp, il) < hd) hd = model_layer_head_dim(hp, il);
+    return hd;
+}
+
 void kv_rot_hadamard(float *h, int n) {
     const float s = 1.0f / sqrtf((float)n);
     for (int i = 0; i < n; i++)
@@ -26,7 +33,7 @@ void kv_rot_hadamard(float *h, int n) {
 
 int kv_rot_init(kv_rot *r, uint32_t kv_type, const model *m) {
     memset(r, 0, sizeof *r);
-    kv_rot_sizes(kv_type, m->hp.head_dim_k, &r->n_k, &r->n_v);
+    kv_rot_sizes(kv_type, kv_rot_head_dim(&m->hp), &r->n_k, &r->n_v);
     if (!r->n_k) return 0;
     r->host_k = malloc((size_t)r->n_k * r->n_k * sizeof(float));
     r->host_v = malloc((size_t)r->n_v * r->n_v * sizeof(float));

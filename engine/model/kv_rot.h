@@ -23,6 +23,9 @@ typedef struct {
     float *host_k, *host_v;          /* kept alive: a backend may alias weight data */
 } kv_rot;
 
+/* The head size the groups are sized for: the smallest layer's (gemma4's sliding and full
+ * layers differ: 256 and 512 share groups of 256; the callers check every layer's divides). */
+int kv_rot_head_dim(const model_hparams *hp);
 /* The group sizes for a cache of kv_type and head_dim (0, 0 when not rotated). */
 void kv_rot_sizes(uint32_t kv_type, int head_dim, int *n_k, int *n_v);
 /* Sets r up for a cache of kv_type of model m (its head_dim, its layers' backends); 0, or -1

@@ -1,5 +1,5 @@
 /* model: reads a GGUF model's hyperparameters and weights for the supported families
- * (llama, mistral3, qwen2, qwen3, gemma3, the MoE families), checks every tensor's shape, and places each layer's
+ * (llama, mistral3, qwen2, qwen3, qwen35: qwen35.c, gemma3, gemma4: gemma4.c, the MoE families), checks every tensor's shape, and places each layer's
  * weights on a backend (the last n_gpu_layers on the GPU backend, the rest on the CPU).
  * The forward pass that uses them is forward.c. */
 #include "model.h"
@@ -12,9 +12,11 @@
 
 #include "encoder.h"
 #include "error.h"
+#include "gemma4.h"
 #include "gptoss.h"
 #include "moe.h"
 #include "quant.h"
+#include "qwen35.h"
 #include "yarn.h"
 
 typedef struct {
@@ -33,6 +35,9 @@ static const arch_desc ARCHS[] = {
     {"qwen2moe", ARCH_QWEN2MOE, BE_ROPE_NEOX},
     {"qwen3moe", ARCH_QWEN3MOE, BE_ROPE_NEOX},
     {"gpt-oss", ARCH_GPTOSS, BE_ROPE_NEOX},      /* gptoss.c */
+    {"qwen35", ARCH_QWEN35, BE_ROPE_NEOX},       /* qwen35.c: IMROPE, NEOX for text positions */
+    {"qwen35moe", ARCH_QWEN35, BE_ROPE_NEOX},    /* the same body, MoE feed-forward (moe.c) */
+    {"gemma4", ARCH_GEMMA4, BE_ROPE_NEOX},       /* gemma4.c */
 };
 
 /* Reads "<arch>.<suffix>" as u32; missing and required -> error. */
@@ -138,7 +143,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
         if (gguf_str_eq(a, ARCHS[i].name)) ad = &ARCHS[i];
     if (!ad) {
-        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, mistral3, qwen2, qwen3, gemma3, qwen2moe, qwen3moe, gpt-oss, gemma-embedding, bert, nomic-bert)",
+        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, mistral3, qwen2, qwen3, qwen35, qwen35moe, gemma3, gemma4, qwen2moe, qwen3moe, gpt-oss, gemma-embedding, bert, nomic-bert)",
                       f->path, (int)(a.len > 64 ? 64 : a.len), a.ptr);
         return -1;
     }
@@ -150,10 +155,15 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     if (!read_u32(f, arch, "context_length", &hp->n_ctx_train, false)) return -1;
     if (!read_u32(f, arch, "embedding_length", &hp->n_embd, true)) return -1;
     if (!read_u32(f, arch, "block_count", &hp->n_layer, true)) return -1;
-    if (!read_u32(f, arch, "feed_forward_length", &hp->n_ff, true)) return -1;
-    if (!read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
-    hp->n_kv_head = hp->n_head;
-    if (!read_u32(f, arch, "attention.head_count_kv", &hp->n_kv_head, false)) return -1;
+    if (hp->arch == ARCH_GEMMA4) {   /* feed_forward_length and head_count_kv may be per-layer arrays */
+        if (!read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
+        if (!check_pos(f, arch, "attention.head_count", hp->n_head) || gemma4_read_layer_arrays(f, hp) != 0) return -1;
+    } else {
+        if (!read_u32(f, arch, "feed_forward_length", &hp->n_ff, true)) return -1;
+        if (!read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
+        hp->n_kv_head = hp->n_head;
+        if (!read_u32(f, arch, "attention.head_count_kv", &hp->n_kv_head, false)) return -1;
+    }
     bool has_key_length = key_present(f, arch, "attention.key_length");
     if (!check_counts(f, arch, hp, has_key_length)) return -1;
     hp->head_dim_k = hp->n_embd / hp->n_head;
@@ -248,6 +258,8 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     if (strcmp(arch, "mistral3") == 0 && mistral3_read_hparams(f, hp) != 0) return -1;
     if (moe_read_hparams(f, arch, hp) != 0) return -1;
     if (hp->arch == ARCH_GPTOSS && gptoss_read_hparams(f, hp) != 0) return -1;
+    if (hp->arch == ARCH_QWEN35 && qwen35_read_hparams(f, hp) != 0) return -1;
+    if (hp->arch == ARCH_GEMMA4 && gemma4_read_hparams(f, hp) != 0) return -1;
     return 0;
 }
 
@@ -349,6 +361,8 @@ static int load_layer(model *m, int il, backend *be) {
     model_layer *L = &m->layers[il];
     const int64_t e = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim_k, kvd = (int64_t)hp->n_kv_head * hp->head_dim_k;
     bool fail = false;
+    if (hp->arch == ARCH_QWEN35) return qwen35_load_layer(m, il, be);   /* qwen35.c */
+    if (hp->arch == ARCH_GEMMA4) return gemma4_load_layer(m, il, be);   /* per-layer shapes: gemma4.c */
     L->be = be;
     L->attn_norm = place_layer(m, be, il, "attn_norm.weight", e, 1, true, &fail);
     L->wq = place_layer(m, be, il, "attn_q.weight", e, qd, true, &fail);
@@ -427,6 +441,8 @@ model *model_load(const char *path, const model_load_opts *opts) {
     if (opts->gpu) {
         n_gpu = opts->n_gpu_layers < 0 || opts->n_gpu_layers > hp->n_layer ? hp->n_layer : opts->n_gpu_layers;
     }
+    /* gemma4: the layers sharing a KV cache run on the backend of the layers they share it with */
+    if (n_gpu > 0 && hp->n_layer_kv > 0 && hp->n_layer - n_gpu > hp->n_layer_kv - 2) n_gpu = hp->n_layer - (hp->n_layer_kv - 2);
     bool fail = false;
     m->tok_embd = place(m, m->cpu, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &fail);
     if (fail) goto fail;
@@ -450,6 +466,7 @@ model *model_load(const char *path, const model_load_opts *opts) {
         if (!fail && n_gpu > 0) m->rope_freqs_gpu = place(m, opts->gpu, "rope_freqs.weight", hp->n_rot / 2, 1, true, &fail);
         if (fail) goto fail;
     }
+    if (hp->arch == ARCH_GEMMA4 && gemma4_load_globals(m, n_gpu > 0 ? opts->gpu : NULL) != 0) goto fail;
     m->gpu = n_gpu > 0 ? opts->gpu : NULL;
     if (hp->embedding_only && embed_dense_load(m) != 0) goto fail;
     if (cpu->ops->weights_end && cpu->ops->weights_end(cpu, true) != 0) goto fail;
@@ -465,7 +482,9 @@ static void free_layer(model_layer *L) {
                        L->post_attn_norm, L->ffn_norm, L->w_gate, L->w_up, L->w_down, L->post_ffn_norm};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
     gptoss_free_layer(L);
+    gemma4_free_layer(L);
     moe_free_layer(L);
+    qwen35_free_layer(L);
 }
 
 static _Atomic uint64_t g_host_reserved;
@@ -489,6 +508,7 @@ void model_free(model *m) {
     be_tensor_free(m->rope_freqs);
     be_tensor_free(m->rope_freqs_gpu);
     encoder_free(m);
+    gemma4_free(m);
     if (m->owns_cpu && m->cpu) m->cpu->ops->destroy(m->cpu);
     if (m->owns_gpu && m->gpu) m->gpu->ops->destroy(m->gpu);
     tokenizer_free(m->tok);

@@ -1,7 +1,7 @@
 /* model: loads a GGUF model (llama incl. mixtral-style MoE, mistral3, qwen2, qwen3, gemma3, qwen2moe, qwen3moe,
- * gpt-oss; the embedding models gemma-embedding, and bert / nomic-bert through encoder.c) into
+ * gpt-oss, the hybrid qwen35 (qwen35.c, delta_net.c), gemma4 (gemma4.c); the embedding models gemma-embedding, and bert / nomic-bert through encoder.c) into
  * per-layer backends and runs the one forward pass (forward.c, its blocks attention.c,
- * feed_forward.c, moe.c over pass.h) over a KV cache. */
+ * feed_forward.c, moe.c, gemma4_block.c over pass.h) over a KV cache. */
 #ifndef ANVIL_MODEL_H
 #define ANVIL_MODEL_H
 #include <stdbool.h>
@@ -11,7 +11,7 @@
 #include "tokenizer.h"
 
 typedef enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_GEMMA3, ARCH_BERT, ARCH_NOMIC_BERT,
-              ARCH_QWEN2MOE, ARCH_QWEN3MOE, ARCH_GPTOSS } model_arch;
+              ARCH_QWEN2MOE, ARCH_QWEN3MOE, ARCH_GPTOSS, ARCH_QWEN35, ARCH_GEMMA4 } model_arch;
 /* How an embedding is pooled from the final hidden states (llama.cpp's pooling_type values). */
 typedef enum { MODEL_POOL_NONE = 0, MODEL_POOL_MEAN = 1, MODEL_POOL_CLS = 2, MODEL_POOL_LAST = 3 } model_pooling;
 
@@ -52,6 +52,16 @@ typedef struct {
     float expert_scale;           /* multiply the weights (0 or 1 = off) */
     int expert_gating;            /* llama.cpp's expert_gating_func: 1 softmax, 2 sigmoid,
                                    * 3 softmax over the top-k logits (gpt-oss) */
+    /* qwen35 (qwen35.c): the gated DeltaNet layers (recr_mask bit il set) between gated
+     * full-attention layers; n_layer excludes the MTP (nextn) layers, which are not run */
+    int ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_n_v_head, ssm_n_k_head, n_layer_nextn;
+    uint64_t recr_mask[MODEL_MAX_LAYERS / 64];
+    /* Per-layer shapes (gemma4.c): the sliding layers' head size and rotated dims (0 = as the
+     * full layers), each layer's KV heads and FFN width (0 = n_kv_head / n_ff), the first layer
+     * that reuses an earlier layer's KV cache (0 = none does), per-layer embedding width. Read
+     * them through the model_layer_* helpers below. */
+    int head_dim_swa, n_rot_swa, n_layer_kv, n_embd_per_layer;
+    int layer_n_kv_head[MODEL_MAX_LAYERS], layer_n_ff[MODEL_MAX_LAYERS], layer_n_ff_exp[MODEL_MAX_LAYERS];
 } model_hparams;
 
 /* One decoder layer's weights, on its backend. Shapes [rows][cols] as the ops use them (a weight
@@ -77,6 +87,22 @@ typedef struct {
     /* gpt-oss (gptoss.c): output bias [n_embd], attention sinks [n_head], router bias
      * [n_expert], per-expert biases */
     be_tensor *bo, *attn_sinks, *moe_router_b, **exp_gate_b, **exp_up_b, **exp_down_b;
+    /* qwen35 (qwen35.c): the attention output gate wq_gate (attn_q's gate rows; wq then holds
+     * its query rows, both aliasing q_host), and a recurrent layer's gated DeltaNet: fused
+     * qkv and z projections, conv kernel F32 [conv channels][d_conv], dt bias, a = -exp(A_log),
+     * beta and alpha projections, gated norm [d_state], output projection */
+    be_tensor *wq_gate;
+    be_tensor *ssm_qkv, *ssm_z, *ssm_conv, *ssm_dt_bias, *ssm_a, *ssm_beta, *ssm_alpha, *ssm_norm, *ssm_out;
+    void *q_host;
+    /* gemma4 (gemma4.c): per-layer input gate [n_embd_per_layer][n_embd], projection
+     * [n_embd][n_embd_per_layer] and post-norm; the layer output scale (0 = none); wv NULL
+     * where V = K (no attn_v) */
+    be_tensor *pl_gate, *pl_proj, *pl_post_norm;
+    float out_scale;
+    /* gemma4 MoE layers: the router input scale [n_embd], the experts' input norm, the dense
+     * FFN's and the experts' output norms; a per-expert output scale on the host (moe.c) */
+    be_tensor *router_scale, *pre_norm_2, *post_norm_1, *post_norm_2;
+    float *exp_scale;
     backend *be;
 } model_layer;
 
@@ -100,6 +126,7 @@ typedef struct model {
     uint64_t host_reserved;      /* host bytes its placement admitted it for (model_reserve_host) */
     int default_ctx;             /* the context of a request without num_ctx (model_load_placed: by the
                                   * GPU's memory, model_place.h); 0 = min(4096, n_ctx_train) */
+    struct gemma4_weights *g4;   /* gemma4's per-layer token embeddings (gemma4.c), else NULL */
 } model;
 
 /* The caller creates the backends and passes them in (the model never includes a backend's
@@ -110,8 +137,19 @@ typedef struct {
     backend *gpu;        /* optional GPU backend for offloaded layers */
 } model_load_opts;
 
+/* True if layer il is a recurrent (gated DeltaNet) layer of a hybrid model (qwen35). */
+static inline bool model_layer_is_recurrent(const model_hparams *hp, int il) {
+    return il >= 0 && il < MODEL_MAX_LAYERS && (hp->recr_mask[il / 64] >> (il % 64) & 1);
+}
 /* True if layer il uses the sliding window (and the local RoPE base). */
 bool model_layer_is_swa(const model_hparams *hp, int il);
+/* Layer il's head size, rotated dims, KV heads, FFN width (per layer in gemma4, else the
+ * scalars) and the layer whose KV cache it attends over (il itself unless it shares one). */
+int model_layer_head_dim(const model_hparams *hp, int il);
+int model_layer_n_rot(const model_hparams *hp, int il);
+int model_layer_n_kv_head(const model_hparams *hp, int il);
+int model_layer_n_ff(const model_hparams *hp, int il);
+int model_layer_kv_source(const model_hparams *hp, int il);
 /* Reads {arch}.attention.sliding_window_pattern (a period or a per-layer bool array; absent:
  * default_pattern) into hp; -1 + error naming the key if it is malformed. */
 int model_read_swa_pattern(const gguf_file *f, model_hparams *hp, int default_pattern);
@@ -139,7 +177,12 @@ int model_ctx_n_ctx(const model_ctx *c);
 void model_ctx_reset(model_ctx *c);
 /* The tokens in the cache (model_ctx_n_past of them). */
 const int32_t *model_ctx_history(const model_ctx *c);
-/* Forgets every token after the first n (prefix reuse between requests). */
+/* Forgets every token after the first n (prefix reuse between requests). A hybrid model's
+ * recurrent layers (qwen35) cannot un-apply tokens: the context keeps state checkpoints (after
+ * every evaluation of >= 2 tokens of a sequence, i.e. each prompt or prompt chunk; a ring of 3;
+ * none after single-token decode steps), and truncate rolls back to the newest one at a
+ * position <= n, or to 0 if there is none. n_past may therefore end below n: callers re-read
+ * model_ctx_n_past and evaluate the tokens from there (generate.c and the server do). */
 void model_ctx_truncate(model_ctx *c, int n);
 /* Runs n tokens at positions n_past.. and advances n_past. logits: n_vocab floats of the
  * last token, or n * n_vocab if all_logits. Returns 0, or -1 with anv_last_error(). */

@@ -1,5 +1,5 @@
 /* moe: mixture-of-experts hyperparameters, expert weights and the MoE feed-forward block
- * (qwen3moe, qwen2moe with its gated shared expert, mixtral-style llama MoE; gpt-oss's router
+ * (qwen3moe, qwen2moe and qwen35moe with their gated shared expert, mixtral-style llama MoE; gpt-oss's router
  * and expert biases, softmax over the top-k logits and SWIGLU_OAI, gptoss.c), written once
  * against backend.h. Facts from llama.cpp (src/llama-graph.cpp build_moe_ffn and the
  * families' graphs): probs = softmax (or sigmoid) of the router logits over all experts,
@@ -43,12 +43,14 @@ int moe_read_hparams(const gguf_file *f, const char *arch, model_hparams *hp) {
     hp->expert_scale = 0;
     hp->expert_gating = 1;
     if (!get_u32(f, arch, "expert_count", &hp->n_expert)) return -1;
-    bool is_moe_arch = hp->arch == ARCH_QWEN2MOE || hp->arch == ARCH_QWEN3MOE || hp->arch == ARCH_GPTOSS;
+    const bool qwen35moe = strcmp(arch, "qwen35moe") == 0;   /* qwen35's body, experts + gated shared expert */
+    bool is_moe_arch = hp->arch == ARCH_QWEN2MOE || hp->arch == ARCH_QWEN3MOE || hp->arch == ARCH_GPTOSS || qwen35moe;
+    const bool optional_moe = hp->arch == ARCH_LLAMA || hp->arch == ARCH_GEMMA4;   /* dense or MoE */
     if (hp->n_expert == 0) {
         if (is_moe_arch) { anv_set_error("%s: metadata %s.expert_count is missing or 0 (a %s model needs experts)", f->path, arch, arch); return -1; }
         return 0;
     }
-    if (hp->arch != ARCH_LLAMA && !is_moe_arch) {
+    if (!optional_moe && !is_moe_arch) {
         anv_set_error("%s: metadata %s.expert_count = %d: mixture of experts is not supported for %s", f->path, arch, hp->n_expert, arch);
         return -1;
     }
@@ -63,13 +65,22 @@ int moe_read_hparams(const gguf_file *f, const char *arch, model_hparams *hp) {
         return -1;
     }
     hp->n_ff_exp = hp->arch == ARCH_LLAMA ? hp->n_ff : hp->n_ff / hp->n_expert_used;
-    if (!get_u32(f, arch, "expert_feed_forward_length", &hp->n_ff_exp)) return -1;
+    /* gemma4: one width per layer possible (gemma4_read_hparams reads it) */
+    if (hp->arch != ARCH_GEMMA4 && !get_u32(f, arch, "expert_feed_forward_length", &hp->n_ff_exp)) return -1;
     if (hp->n_ff_exp < 1) {
         anv_set_error("%s: metadata %s.expert_feed_forward_length = %d is invalid (must be >= 1)", f->path, arch, hp->n_ff_exp);
         return -1;
     }
     if (hp->arch == ARCH_QWEN2MOE) {
         if (!get_u32(f, arch, "expert_shared_feed_forward_length", &hp->n_ff_shexp)) return -1;
+    }
+    if (qwen35moe) {   /* llama.cpp's qwen35moe: the shared expert always, n_ff wide unless the key says */
+        hp->n_ff_shexp = hp->n_ff;
+        if (!get_u32(f, arch, "expert_shared_feed_forward_length", &hp->n_ff_shexp)) return -1;
+        if (hp->n_ff_shexp < 1) {
+            anv_set_error("%s: metadata %s.expert_shared_feed_forward_length = %d is invalid (must be >= 1)", f->path, arch, hp->n_ff_shexp);
+            return -1;
+        }
     }
     char key[128];
     snprintf(key, sizeof key, "%s.expert_weights_scale", arch);
@@ -308,7 +319,7 @@ void moe_ffn(const model *m, const model_layer *L, const moe_bufs *b, int nt) {
     const int ne = hp->n_expert, k = hp->n_expert_used;
     const int64_t e = hp->n_embd;
     if (be_failed(be) || nt <= 0) return;
-    op->matmul(be, L->moe_router, b->xn, b->logits, nt, false);
+    op->matmul(be, L->moe_router, b->rin ? b->rin : b->xn, b->logits, nt, false);
     if (L->moe_router_b) op->add(be, b->logits, L->moe_router_b, b->logits, (int64_t)nt * ne, ne);
     if (L->sh_router) op->matmul(be, L->sh_router, b->xn, b->shlog, nt, false);
     float *logits = malloc((size_t)nt * ne * sizeof(float) + (size_t)nt * sizeof(float) + (size_t)ne * sizeof(float) +
@@ -332,17 +343,18 @@ void moe_ffn(const model *m, const model_layer *L, const moe_bufs *b, int nt) {
         for (int j = 0; j < k; j++) {
             int x = tid[t * k + j], at = start[x]++;
             rows[at] = t;
-            rw[at] = tw[t * k + j];
+            rw[at] = tw[t * k + j] * (L->exp_scale ? L->exp_scale[x] : 1.0f);   /* gemma4's per-expert output scale */
         }
-    const be_glu_kind kind = hp->arch == ARCH_GPTOSS ? BE_GLU_SWIGLU_OAI : BE_GLU_SILU;
-    const bool done = experts_at_once(be, L, b, hp->n_ff_exp, e, count, ne, rows, rw, nt * k, kind);
+    const be_glu_kind kind = hp->arch == ARCH_GPTOSS ? BE_GLU_SWIGLU_OAI : hp->arch == ARCH_GEMMA4 ? BE_GLU_GELU_TANH : BE_GLU_SILU;
+    const int64_t n_ff_exp = L->exp_down[0]->cols;   /* this layer's (gemma4: per layer) */
+    const bool done = experts_at_once(be, L, b, n_ff_exp, e, count, ne, rows, rw, nt * k, kind);
     for (int x = 0, s = 0; x < ne && !done; x++) {
         const int n = count[x];
         if (n > 0) {
             op->get_rows(be, b->xn, rows + s, n, b->in);
             const expert_bias eb = {L->exp_gate_b ? L->exp_gate_b[x] : NULL, L->exp_up_b ? L->exp_up_b[x] : NULL,
                                     L->exp_down_b ? L->exp_down_b[x] : NULL};
-            expert_ffn(be, L->exp_gate[x], L->exp_up[x], L->exp_down[x], b->in, b, hp->n_ff_exp, n, L->exp_gate_b ? &eb : NULL, kind);
+            expert_ffn(be, L->exp_gate[x], L->exp_up[x], L->exp_down[x], b->in, b, n_ff_exp, n, L->exp_gate_b ? &eb : NULL, kind);
             scatter_add(be, b, e, rows + s, rw + s, n);
         }
         s += n;

@@ -20,7 +20,7 @@ int64_t moe_ff_width(const model_hparams *hp);
 /* The activations the MoE block works in (all F32 on the layer's backend, n_batch rows):
  * x the residual (the block adds into it), xn its normed input, gate/up >= moe_ff_width
  * elements per row, in/out [n_batch][n_embd], logits [n_batch][n_expert], shlog [n_batch][1]. */
-typedef struct { be_tensor *x, *xn, *gate, *up, *in, *out, *logits, *shlog; } moe_bufs;
+typedef struct { be_tensor *x, *xn, *gate, *up, *in, *out, *logits, *shlog, *rin; } moe_bufs;   /* rin: the router's input (NULL = xn; gemma4) */
 /* x += MoE(xn) for nt rows: router on the backend, top-k routing on the host, then the
  * experts batched by expert (the rows routed to one expert gathered, run, scattered back
  * weighted), plus the gated shared expert where present. Errors are the backend's sticky

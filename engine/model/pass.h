@@ -19,6 +19,12 @@ typedef struct {
     be_tensor *gate, *up;        /* [n_batch][n_ff] (MoE: moe_ff_width) */
     be_tensor *logits;           /* [logit_rows][n_vocab], only on the output backend */
     be_tensor *moe_in, *moe_logits, *moe_shlog; /* MoE models (moe.h moe_bufs), else NULL */
+    /* hybrid models (delta_net.c), else NULL: [n_batch][conv channels] x2, the z / attention
+     * output gate [n_batch][max(d_inner, n_head*hd)], the delta output [n_batch][d_inner],
+     * alpha and beta [n_batch][n_v_head] */
+    be_tensor *dn_qkv, *dn_conv, *dn_gate, *dn_out, *dn_alpha, *dn_beta;
+    be_tensor *ple;              /* gemma4 per-layer inputs [n_layer * n_batch][n_pl], else NULL */
+    be_tensor *moe_acc;          /* gemma4 MoE: the experts' sum and output [2 * n_batch][n_embd], else NULL */
 } scratch;
 
 /* The activations of one forward pass: owned by one context, borrowed by the contexts
@@ -28,6 +34,7 @@ typedef struct {
     scratch sc[2];                    /* one per backend the model uses (CPU, GPU) */
     int n_sc;
     float *host_x;                    /* staging for crossing backends [n_batch][n_embd] */
+    float *host_ple;                  /* gemma4: [2][n_batch][n_layer * n_pl], else NULL */
 } scratch_set;
 
 struct model_ctx {
@@ -39,6 +46,7 @@ struct model_ctx {
     scratch_set own;                  /* used unless shared != NULL */
     scratch_set *ss;                  /* &own, or the parent's */
     int32_t *history;                 /* the tokens whose K/V are in the cache [n_ctx] */
+    struct recurrent_state *rs;       /* hybrid models: the recurrent layers' states (delta_net.h), else NULL */
 };
 
 /* One sequence of a batch: its context and its rows [row0, row0 + n) of the activations. */
@@ -64,6 +72,11 @@ typedef struct {
 /* The blocks: each adds its output into the residual s->x for the pass's nt rows. */
 void attention_block(const layer_pass *p);     /* attention.c */
 void feed_forward_block(const layer_pass *p);  /* feed_forward.c: dense or MoE */
+void delta_net_block(const layer_pass *p);     /* delta_net.c: a recurrent layer's token mixing (qwen35) */
+void gemma4_layer(const layer_pass *p);        /* gemma4_block.c: a whole Gemma 4 layer */
+/* gemma4_block.c: the per-layer inputs of nt tokens into every scratch's ple (cpu->x holds the
+ * scaled embeddings); -1 + error. */
+int gemma4_per_layer_inputs(scratch_set *ss, const model *m, scratch *cpu, const int32_t *tokens, int nt);
 
 /* ---- op helpers (the pass's backend, its nt rows) ---- */
 

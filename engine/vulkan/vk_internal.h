@@ -191,6 +191,11 @@ bool vk_op_matmul_glu(backend *be, const be_tensor *wg, const be_tensor *wu, con
 bool vk_op_rope_store(backend *be, be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *kc, be_tensor *vc, int n_tok,
                       int n_head, int n_kv_head, int head_dim, int pos0, const be_rope_params *p);
 
+/* vk_recurrent.c: backend.h conv1d_state and delta_net (qwen35) */
+void vk_op_conv1d_state(backend *be, const be_tensor *x, be_tensor *state, const be_tensor *w, be_tensor *out, int n_tok);
+void vk_op_delta_net(backend *be, const be_tensor *qkv, const be_tensor *alpha, const be_tensor *beta, const be_tensor *dt_bias,
+                     const be_tensor *a, be_tensor *state, be_tensor *out, const be_delta_params *p);
+
 /* vk_pipelines.c */
 bool vk_pipelines_init(vk_ctx *c);
 void vk_pipelines_shutdown(vk_ctx *c);

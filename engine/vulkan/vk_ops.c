@@ -272,7 +272,7 @@ static void op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_t
     vk_ctx *c = vk_of(be);
     if (be_failed(&c->base) || n <= 0) return;
     if (!f32_tensor(c, gate, "glu") || !f32_tensor(c, up, "glu") || !f32_tensor(c, out, "glu")) return;
-    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH && kind != BE_GLU_SWIGLU_OAI) { be_fail(&c->base, "vulkan glu: unknown activation %d", (int)kind); return; }
+    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH && kind != BE_GLU_SWIGLU_OAI && kind != BE_GLU_SIGMOID) { be_fail(&c->base, "vulkan glu: unknown activation %d", (int)kind); return; }
     const be_tensor *ts[3] = { gate, up, out };
     int64_t bounds[MAX_RANGES + 1];
     int nr = elem_ranges(c, ts, 3, n, 1, bounds, "glu");
@@ -286,7 +286,7 @@ static void op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_t
         grid2((uint32_t)((m + 255) / 256), &gx, &gy);
         uint32_t pc[5] = { (uint32_t)m, (uint32_t)(gl / 4), (uint32_t)(ul / 4), (uint32_t)(ol / 4), gx };
         vk_binding b[3] = { { gc, false }, { uc, false }, { oc, true } };
-        vk_dispatch(c, kind == BE_GLU_GELU_TANH ? VKP_GLU_GELU : kind == BE_GLU_SWIGLU_OAI ? VKP_GLU_OAI : VKP_GLU_SILU, 0, b, 3, pc,
+        vk_dispatch(c, kind == BE_GLU_GELU_TANH ? VKP_GLU_GELU : kind == BE_GLU_SWIGLU_OAI ? VKP_GLU_OAI : kind == BE_GLU_SIGMOID ? VKP_GLU_SIGMOID : VKP_GLU_SILU, 0, b, 3, pc,
                     gx, gy, 1, (uint64_t)m * 12);
     }
 }
@@ -401,4 +401,6 @@ const backend_ops vk_backend_ops = {
     .attention = vk_op_attention, /* vk_attention.c */
     .matmul_glu = vk_op_matmul_glu, /* vk_fused.c */
     .rope_store = vk_op_rope_store,
+    .conv1d_state = vk_op_conv1d_state, /* vk_recurrent.c */
+    .delta_net = vk_op_delta_net,
 };

@@ -39,6 +39,7 @@ enum {
     VKP_ROPE_STORE_F32 = VKP_MMV_GLU + VKP_N_TYPES, VKP_ROPE_STORE_F16, VKP_ROPE_STORE_Q8_0, VKP_ROPE_STORE_Q4_0,
     VKP_MMV_GLU_W, VKP_MMV_GLU_W_LAST = VKP_MMV_GLU_W + VKW_N_TYPES - 1, /* their "_w" twins (vk_wide.c's types) */
     VKP_MMVQ_X, VKP_MMVQ_X_LAST = VKP_MMVQ_X + VKQ_N_IDS - 1, /* integer-dot mat-vec of Q4_1..Q6_K (vk_int8.c) */
+    VKP_GLU_SIGMOID, VKP_CONV1D_STATE, VKP_DELTA_NET, /* qwen35 */
     VKP_COUNT
 };
 

@@ -205,8 +205,9 @@ typedef struct {
     gen_logprobs got[8];
     int n;
 } lp_box;
-static void on_lp(const gen_logprobs *lp, void *user) {
+static void on_lp(const gen_logprobs *lp, const tokenizer *t, void *user) {
     lp_box *b = user;
+    (void)t;
     if (b->n < 8) b->got[b->n++] = *lp;
 }
 

@@ -1,5 +1,5 @@
 /* test_stop_strings: the streaming stop-string matcher: stops split across feeds,
- * overlapping prefixes, several stops, UTF-8, flush, empty stop lists. */
+ * overlapping prefixes, several stops, UTF-8, flush, empty stop lists, which stop hit. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,8 +228,38 @@ static void test_random_splits(void) {
     CHECK(ok == 200);
 }
 
+/* stop_matcher_hit names the stop that ended generation (the earliest in the text, not the
+ * first in the list; empty stops skipped), NULL before and without one. */
+static void test_which_stop(void) {
+    char *stops[] = {"", "LATE", "ab", "b"};
+    stop_matcher *m = stop_matcher_new(stops, 4);
+    const char *e;
+    int el;
+    CHECK(stop_matcher_hit(m) == NULL);
+    CHECK(!stop_matcher_feed(m, "xx a", 4, &e, &el));
+    CHECK(el == 3 && memcmp(e, "xx ", 3) == 0);   /* "a" held: it may start "ab" */
+    CHECK(stop_matcher_hit(m) == NULL);
+    CHECK(stop_matcher_feed(m, "b LATE", 6, &e, &el));   /* "ab" at 3 and "b" at 4: "ab" starts first */
+    CHECKF(stop_matcher_hit(m) && strcmp(stop_matcher_hit(m), "ab") == 0, "hit '%s'", stop_matcher_hit(m));
+    CHECK(el == 0);
+    stop_matcher_free(m);
+    m = stop_matcher_new(stops, 4);
+    CHECK(stop_matcher_feed(m, "..LATE..b", 9, &e, &el));
+    CHECKF(stop_matcher_hit(m) && strcmp(stop_matcher_hit(m), "LATE") == 0, "hit '%s'", stop_matcher_hit(m));
+    stop_matcher_flush(m, &e, &el);
+    CHECK(stop_matcher_hit(m) && strcmp(stop_matcher_hit(m), "LATE") == 0);
+    stop_matcher_free(m);
+    m = stop_matcher_new(stops, 4);
+    CHECK(!stop_matcher_feed(m, "none here", 9, &e, &el));
+    stop_matcher_flush(m, &e, &el);
+    CHECK(stop_matcher_hit(m) == NULL);
+    stop_matcher_free(m);
+    CHECK(stop_matcher_hit(NULL) == NULL);
+}
+
 int main(void) {
     test_no_stops();
+    test_which_stop();
     test_split_and_holdback();
     test_overlapping_prefixes();
     test_several_stops();

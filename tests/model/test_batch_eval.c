@@ -165,6 +165,7 @@ int main(int argc, char **argv) {
     static const struct { const char *name; double tol_cpu, tol_gpu; } models[] = {
         {"llama-tiny-f32", 1e-4, 1e-3}, {"qwen2-tiny-f32", 1e-4, 1e-3}, {"gemma3-tiny-f32", 1e-4, 1e-3},
         {"qwen3-tiny-q4_1", 1e-3, 3e-2}, {"llama-tinyk-q4_K", 1e-3, 3e-2},
+        {"gemma4-tiny-f32", 1e-4, 1e-3}, {"gemma4moe-tiny-f32", 1e-4, 1e-3},   /* shared KV, per-layer inputs; MoE */
     };
     bool vulkan = argc > 1 && strcmp(argv[1], "--vulkan") == 0;
     backend *gpu = NULL;

@@ -159,14 +159,24 @@ def main():
     # Bearer auth.
     srv = Server(anvil, env={"ANVIL_API_KEY": "s3cret"})
     try:
-        st, h, body = curl(srv, "/api/version")
+        st, h, body = curl(srv, "/api/tags")
         check(st == 401 and "error" in json.loads(body), "no key: 401")
+        st, h, body = curl(srv, "/api/version")
+        check(st == 200, "GET /api/version stays open for readiness probes (%d)" % st)
+        st, h, body = curl(srv, "/metrics")
+        check(st == 200 and "anvil_" in str(body), "GET /metrics stays open for Prometheus (%d)" % st)
         st, h, body = curl(srv, "/v1/models", headers=["Authorization: Bearer wrong"])
         check(st == 401 and json.loads(body)["error"]["type"], "wrong key: 401 in OpenAI shape on /v1")
-        st, h, body = curl(srv, "/api/version", headers=["Authorization: Bearer s3cret"])
+        st, h, body = curl(srv, "/api/tags", headers=["Authorization: Bearer s3cret"])
         check(st == 200, "right key: 200 (%d)" % st)
         st, h, body = curl(srv, "/")
         check(st == 200, "GET / stays open for health checks")
+    finally:
+        srv.stop()
+    srv = Server(anvil, env={"ANVIL_API_KEY": "s3cret", "ANVIL_METRICS_AUTH": "1"})
+    try:
+        st, h, body = curl(srv, "/metrics")
+        check(st == 401, "ANVIL_METRICS_AUTH=1: /metrics needs the key (%d)" % st)
     finally:
         srv.stop()
     finish()

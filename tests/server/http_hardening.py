@@ -153,7 +153,7 @@ def open_warning(anvil):
                     break
             port = int(re.search(r"listening on [^ ]*:(\d+)", "".join(lines)).group(1)) if lines else 0
             # Non-loopback listener: the Host check is off.
-            st = raw_request(port, "GET /api/version HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")[0] \
+            st = raw_request(port, "GET /api/tags HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")[0] \
                 if port else 0
             proc.send_signal(signal.SIGTERM)
             rest = proc.stderr.read()

@@ -28,13 +28,16 @@ add_test(NAME server_hardening
 add_test(NAME server_agents
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/agents.py $<TARGET_FILE:anvil> ${CMAKE_CURRENT_BINARY_DIR}/server-agents)
 set_tests_properties(server_agents PROPERTIES TIMEOUT 300 LABELS server)
+# logprobs / top_logprobs on both APIs against `anvil eval`'s log-softmax (tests/server/logprobs.py)
+add_test(NAME server_logprobs
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/logprobs.py $<TARGET_FILE:anvil> ${_server_model})
 add_test(NAME server_run_client
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/run_client.py $<TARGET_FILE:anvil> ${_server_model})
 # A loaded model's GGUF truncated in place: the server survives (no SIGBUS), the request is a
 # clean error, the model reloads once the file is whole.
 add_test(NAME server_shrink
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/shrink.py $<TARGET_FILE:anvil> ${_server_model})
-set_tests_properties(server_clients server_framing server_hostile server_hardening server_run_client server_shrink PROPERTIES
+set_tests_properties(server_clients server_framing server_hostile server_hardening server_run_client server_shrink server_logprobs PROPERTIES
                      FIXTURES_REQUIRED anvil_server_model TIMEOUT 900 LABELS server)
 # Its disconnect and load rounds time how fast the server notices gone clients and frees
 # slots; beside a lavapipe test under ASan on 2 cores those waits measure the neighbour

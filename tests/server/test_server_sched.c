@@ -2,7 +2,7 @@
  * and $ANVIL_SCHED_MODEL2, made by tests/server/server_sched.cmake): concurrent requests give
  * exactly the sequential results, steps are really batched, the queue bound, cancel,
  * keep-alive, eviction, load/unload, errors, prompt cache reuse, structured output,
- * stop strings, num_predict, context, embeddings.
+ * stop strings (and which one hit), num_predict, count_only, context, embeddings.
  * `test_server_sched --bench MODEL [n_predict]` only prints tokens/s for 1, 2 and 4
  * streams run concurrently vs one after another. */
 #include <math.h>
@@ -533,9 +533,35 @@ static void test_stop_and_predict(void) {
         CHECKF(st2.out.len == expect && strncmp(st2.out.text, full.out.text, (size_t)expect) == 0,
                "stop '%s' full '%s' got '%s'", stop, full.out.text, st2.out.text);
         CHECK(st2.res.eval_count < full.res.eval_count);
+        /* which stop ended it (Anthropic's stop_sequence); none without one */
+        CHECKF(st2.res.stop_sequence && strcmp(st2.res.stop_sequence, stop) == 0, "stop_sequence '%s'",
+               st2.res.stop_sequence ? st2.res.stop_sequence : "(null)");
+        CHECK(full.res.stop_sequence == NULL);
+        sched_result_clear(&st2.res);
     } else {
         CHECKF(0, "reply too short for the stop test: '%s'", full.out.text);
     }
+    sched_result_clear(&full.res);
+    /* count_only: the whole prompt's length, nothing generated or evaluated; a generation of
+     * the same prompt reports that length as prompt_tokens (evaluated + reused from the cache) */
+    gen_call cnt;
+    gen_init(&cnt, s, model1, prompts[2], o);
+    cnt.req.count_only = true;
+    gen_thread(&cnt);
+    CHECKF(cnt.rc == 0 && strcmp(cnt.res.done_reason, "count") == 0 && cnt.out.len == 0 && cnt.res.eval_count == 0,
+           "%s", cnt.res.error);
+    gen_call same;
+    gen_init(&same, s, model1, prompts[2], o);
+    gen_thread(&same);
+    CHECKF(same.rc == 0 && cnt.res.prompt_tokens > 1 && same.res.prompt_tokens == cnt.res.prompt_tokens &&
+           same.res.prompt_eval_count <= same.res.prompt_tokens,
+           "count %d, generation %d (%d evaluated)", cnt.res.prompt_tokens, same.res.prompt_tokens,
+           same.res.prompt_eval_count);
+    gen_init(&same, s, model1, prompts[2], o);
+    gen_thread(&same);   /* again: the cached prefix is reused, the prompt's length is the same */
+    CHECKF(same.rc == 0 && same.res.prompt_tokens == cnt.res.prompt_tokens &&
+           same.res.prompt_eval_count < same.res.prompt_tokens, "%d of %d evaluated", same.res.prompt_eval_count,
+           same.res.prompt_tokens);
     cJSON_Delete(o);
     /* Context: the prompt tokens plus the generated ones. */
     o = greedy_opts(6);

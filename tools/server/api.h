@@ -1,7 +1,8 @@
 /* api: the HTTP handlers of `anvil serve` and the state they share. The route table is
  * in serve.c. Ollama's API: api_ollama.c (generate, chat, embed), api_models.c (tags,
- * show, ps, pull, create, copy, delete, blobs, version); OpenAI's: api_openai.c;
- * Prometheus /metrics: metrics.c. */
+ * show, ps, pull, create, copy, delete, blobs, version); OpenAI's: api_openai.c (chat
+ * completions, completions, models, embeddings) and api_responses.c (Responses);
+ * Anthropic's Messages: api_anthropic.c; Prometheus /metrics: metrics.c. */
 #ifndef ANVIL_API_H
 #define ANVIL_API_H
 #include <pthread.h>
@@ -61,6 +62,13 @@ void oai_chat_completions(http_req *r);  /* POST /v1/chat/completions */
 void oai_completions(http_req *r);       /* POST /v1/completions */
 void oai_models(http_req *r);            /* GET /v1/models and /v1/models/:id */
 void oai_embeddings(http_req *r);        /* POST /v1/embeddings */
+
+/* api_responses.c */
+void oai_responses(http_req *r);         /* POST /v1/responses */
+
+/* api_anthropic.c */
+void anthropic_messages(http_req *r);     /* POST /v1/messages */
+void anthropic_count_tokens(http_req *r); /* POST /v1/messages/count_tokens */
 
 /* metrics.c */
 void api_metrics(http_req *r);       /* GET /metrics (Prometheus text format) */

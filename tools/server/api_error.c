@@ -1,4 +1,4 @@
-/* api_error: Ollama's and OpenAI's error objects (see api_error.h). */
+/* api_error: Ollama's, OpenAI's and Anthropic's error objects (see api_error.h). */
 #include "api_error.h"
 
 #include <stdint.h>
@@ -72,4 +72,37 @@ cJSON *api_error_openai(int status, const char *param, const char *msg) {
 
 cJSON *api_error_object(bool openai, int status, const char *param, const char *msg) {
     return openai ? api_error_openai(status, param, msg) : api_error_ollama(msg);
+}
+
+/* Anthropic's error type for an HTTP status (its API reference's "Errors" table). */
+static const char *anthropic_type(int status) {
+    switch (status) {
+    case 400: case 405: case 422: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 503: case 529: return "overloaded_error";
+    default: return "api_error";
+    }
+}
+
+cJSON *api_error_anthropic(int status, const char *msg) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "error");
+    cJSON *e = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(e, "type", anthropic_type(status));
+    add_text(e, "message", msg);
+    return o;
+}
+
+api_family api_family_of_path(const char *path) {
+    if (!strncmp(path, "/v1/messages", 12) && (!path[12] || path[12] == '/')) return API_ANTHROPIC;
+    return !strncmp(path, "/v1/", 4) ? API_OPENAI : API_OLLAMA;
+}
+
+cJSON *api_error_for(api_family f, int status, const char *param, const char *msg) {
+    if (f == API_ANTHROPIC) return api_error_anthropic(status, msg);
+    return api_error_object(f == API_OPENAI, status, param, msg);
 }

@@ -20,7 +20,7 @@ void aj_fail(api_req *c, int status, const char *param, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    cJSON *o = api_error_object(c->openai, status, param, msg);
+    cJSON *o = c->anthropic ? api_error_anthropic(status, msg) : api_error_object(c->openai, status, param, msg);
     if (!c->begun) { aj_reply(c->r, status, o); return; }
     aj_send(c, o);
     http_stream_end(c->r);
@@ -255,10 +255,16 @@ bool aj_send(api_req *c, cJSON *o) {
     if (!c->stream) { aj_reply(c->r, 200, o); return true; }
     aj_begin(c);
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    if (!s) return false;
-    const char *pre = c->openai ? "data: " : "", *post = c->openai ? "\n\n" : "\n";
+    const cJSON *type = c->sse_named ? cJSON_GetObjectItemCaseSensitive(o, "type") : NULL;
     bytebuf line = {0};
+    if (s && cJSON_IsString(type)) {   /* "event: <type>\n" (the type is ours: no newlines) */
+        bytebuf_add(&line, "event: ", 7);
+        bytebuf_add(&line, type->valuestring, strlen(type->valuestring));
+        bytebuf_add(&line, "\n", 1);
+    }
+    cJSON_Delete(o);
+    if (!s) { bytebuf_free(&line); return false; }
+    const char *pre = c->openai ? "data: " : "", *post = c->openai ? "\n\n" : "\n";
     bytebuf_add(&line, pre, strlen(pre));
     bytebuf_add(&line, s, strlen(s));
     bytebuf_add(&line, post, strlen(post));
@@ -270,7 +276,7 @@ bool aj_send(api_req *c, cJSON *o) {
 
 void aj_end(api_req *c) {
     if (!c->begun) return;
-    if (c->openai) http_stream_write(c->r, "data: [DONE]\n\n", 14);
+    if (c->openai && !c->sse_named) http_stream_write(c->r, "data: [DONE]\n\n", 14);
     http_stream_end(c->r);
 }
 
@@ -294,8 +300,12 @@ static bool deliver(aj_gen *g) {
         bytebuf_add(&g->text, bytebuf_str(&d->content), d->content.len);
         bytebuf_add(&g->thinking, bytebuf_str(&d->thinking), d->thinking.len);
         ok = ok && !g->text.oom && !g->thinking.oom;
+    } else if (g->emit) {
+        ok = ok && g->emit(g, d);
     } else if (d->content.len || d->thinking.len || d->n_calls) {
-        ok = ok && aj_send(g->c, g->chunk(g, d));
+        cJSON *o = g->chunk(g, d);
+        aj_attach_logprobs(g, o);
+        ok = ok && aj_send(g->c, o);
     }
     reply_delta_reset(d);
     return ok;
@@ -339,6 +349,99 @@ void aj_messages(aj_gen *g, const cJSON *arr, char *(*text_of)(api_req *c, const
     g->q.n_messages = g->n_msgs;
 }
 
+void aj_logprobs_request(aj_gen *g, const cJSON *body) {
+    g->want_logprobs = aj_bool(g->c, body, "logprobs", false);
+    const cJSON *top = aj_any(body, "top_logprobs");
+    if (top && !cJSON_IsNull(top)) {
+        if (!cJSON_IsNumber(top) || top->valuedouble < 0 || top->valuedouble > 20 || top->valuedouble != (int)top->valuedouble)
+            aj_fail(g->c, 400, "top_logprobs", "top_logprobs must be between 0 and 20");
+        else g->top_logprobs = (int)top->valuedouble;
+    }
+}
+
+cJSON *aj_take_logprobs(aj_gen *g) {
+    cJSON *a = g->logprobs;
+    g->logprobs = NULL;
+    return a;
+}
+
+/* {"token", "logprob", "bytes"} of one token (bytes: the piece's UTF-8 bytes, as Ollama and
+ * OpenAI give them for pieces that are not whole characters). */
+static cJSON *token_logprob(const tokenizer *tok, int32_t id, float logprob) {
+    char piece[256];
+    int n = tokenizer_token_to_piece(tok, id, piece, (int)sizeof piece - 1, false);
+    if (n < 0 || n >= (int)sizeof piece) n = 0;
+    piece[n] = 0;
+    cJSON *e = cJSON_CreateObject();
+    aj_add_text(e, "token", piece, (size_t)n);
+    cJSON_AddNumberToObject(e, "logprob", logprob);
+    cJSON *bytes = cJSON_AddArrayToObject(e, "bytes");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)piece[i]));
+    return e;
+}
+
+/* An entry's "token" as text (aj_add_text stores it as raw JSON); malloc'd, "" if none. */
+static char *entry_token(const cJSON *e) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "token");
+    cJSON *parsed = cJSON_IsRaw(t) ? cJSON_Parse(t->valuestring) : NULL;
+    const char *s = cJSON_IsString(t) ? t->valuestring : cJSON_GetStringValue(parsed);
+    char *r = strdup(s ? s : "");
+    cJSON_Delete(parsed);
+    return r;
+}
+
+void aj_attach_logprobs(aj_gen *g, cJSON *o) {
+    if (!g->want_logprobs || !o) return;
+    cJSON *a = aj_take_logprobs(g);
+    if (!a) a = cJSON_CreateArray();
+    if (!g->c->openai) {
+        if (cJSON_GetArraySize(a) > 0) cJSON_AddItemToObject(o, "logprobs", a);
+        else cJSON_Delete(a);
+        return;
+    }
+    cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "choices"), 0);
+    if (!choice) { cJSON_Delete(a); return; }
+    cJSON *lp = cJSON_CreateObject();
+    if (g->logprobs_legacy) {   /* {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"} */
+        cJSON *toks = cJSON_AddArrayToObject(lp, "tokens"), *lps = cJSON_AddArrayToObject(lp, "token_logprobs");
+        cJSON *tops = cJSON_AddArrayToObject(lp, "top_logprobs"), *offs = cJSON_AddArrayToObject(lp, "text_offset");
+        const cJSON *e;
+        cJSON_ArrayForEach(e, a) {
+            char *t = entry_token(e);
+            cJSON_AddItemToArray(toks, cJSON_CreateString(t ? t : ""));
+            cJSON_AddItemToArray(lps, cJSON_CreateNumber(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "logprob"))));
+            cJSON *top = cJSON_CreateObject();
+            const cJSON *alt;
+            cJSON_ArrayForEach(alt, cJSON_GetObjectItemCaseSensitive(e, "top_logprobs")) {
+                char *at = entry_token(alt);
+                if (at && !cJSON_GetObjectItemCaseSensitive(top, at))
+                    cJSON_AddNumberToObject(top, at, cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(alt, "logprob")));
+                free(at);
+            }
+            cJSON_AddItemToArray(tops, top);
+            cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)g->logprobs_offset));
+            g->logprobs_offset += t ? strlen(t) : 0;
+            free(t);
+        }
+        cJSON_Delete(a);
+    } else {
+        cJSON_AddItemToObject(lp, "content", a);
+    }
+    if (cJSON_GetObjectItemCaseSensitive(choice, "logprobs")) cJSON_ReplaceItemInObjectCaseSensitive(choice, "logprobs", lp);
+    else cJSON_AddItemToObject(choice, "logprobs", lp);
+}
+
+static void gen_on_logprob(const gen_logprobs *lp, const tokenizer *tok, void *user) {
+    aj_gen *g = user;
+    if (!g->logprobs && !(g->logprobs = cJSON_CreateArray())) return;
+    cJSON *e = token_logprob(tok, lp->chosen.id, lp->chosen.logprob);
+    if (g->top_logprobs > 0) {
+        cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
+        for (int k = 0; k < lp->n_top; k++) cJSON_AddItemToArray(top, token_logprob(tok, lp->top[k].id, lp->top[k].logprob));
+    }
+    cJSON_AddItemToArray(g->logprobs, e);
+}
+
 static bool gen_still_wanted(void *user) {
     aj_gen *g = user;
     return http_client_alive(g->c->r);
@@ -347,6 +450,10 @@ static bool gen_still_wanted(void *user) {
 bool aj_generate(aj_gen *g) {
     g->q.on_text = gen_on_text;
     g->q.still_wanted = gen_still_wanted;
+    if (g->want_logprobs) {
+        g->q.on_logprob = gen_on_logprob;
+        g->q.top_logprobs = g->top_logprobs;
+    }
     g->q.user = g;
     g->q.reply_style = &g->style;
     sched_result *res = &g->res;
@@ -374,6 +481,7 @@ void aj_gen_clear(aj_gen *g) {
     bytebuf_free(&g->text);
     bytebuf_free(&g->thinking);
     cJSON_Delete(g->calls);
+    cJSON_Delete(g->logprobs);
     reply_parser_free(g->rp);
     reply_delta_free(&g->dl);
     sched_result_clear(&g->res);

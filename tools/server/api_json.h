@@ -22,6 +22,10 @@
 typedef struct {
     http_req *r;
     bool openai;      /* OpenAI's error envelope, streams as SSE (else Ollama's, NDJSON) */
+    bool anthropic;   /* Anthropic's error envelope (api_error_anthropic) instead */
+    bool sse_named;   /* SSE events named after their object's "type" ("event: <type>" before
+                         "data:"), the stream ends without "data: [DONE]" (Anthropic's
+                         Messages and OpenAI's Responses streams) */
     bool stream;      /* the answer is a stream of objects (aj_send) */
     bool begun;       /* the stream has begun (status 200 sent): errors go into it */
     bool failed;
@@ -88,6 +92,9 @@ typedef struct aj_gen aj_gen;
 struct aj_gen {
     api_req *c;
     cJSON *(*chunk)(const aj_gen *g, const reply_delta *d);
+    /* Instead of chunk when set: sends what d holds as any number of events (an API whose
+     * stream is blocks that open and close); false once the client has gone. */
+    bool (*emit)(aj_gen *g, const reply_delta *d);
     sched_gen_request q;
     chat_message *msgs;   /* q.messages, each string malloc'd (aj_messages) */
     int n_msgs;
@@ -99,7 +106,22 @@ struct aj_gen {
     reply_parse_opts style;   /* the model's reply format (harmony or not), set by the scheduler */
     reply_delta dl;
     sched_result res;
+    /* logprobs (Ollama's and OpenAI's "logprobs" / "top_logprobs"): asked for, how many
+     * alternatives, and the entries not yet sent ({"token", "logprob", "bytes", "top_logprobs"});
+     * aj_take_logprobs hands them to the chunk or final object being built */
+    bool want_logprobs;
+    bool logprobs_legacy;     /* /v1/completions: "logprobs": N, answered in the legacy shape */
+    int top_logprobs;
+    cJSON *logprobs;
+    size_t logprobs_offset;   /* the legacy shape's text_offset of the next token */
 };
+/* "logprobs" (bool) and "top_logprobs" (0..20, Ollama's and OpenAI's limit) into g. */
+void aj_logprobs_request(aj_gen *g, const cJSON *body);
+/* The pending logprob entries (a JSON array, NULL when none or not asked), now the caller's. */
+cJSON *aj_take_logprobs(aj_gen *g);
+/* Moves the pending entries into o, a chunk or final object: Ollama's "logprobs" array, or
+ * OpenAI's choices[0].logprobs {"content": [...]} (a chat) / the legacy completion's shape. */
+void aj_attach_logprobs(aj_gen *g, cJSON *o);
 /* "tools": an array of {"type": "function", "function": {"name", ...}} into g->q. */
 void aj_tools(aj_gen *g, const cJSON *body);
 /* "think" (Ollama: true/false or "low"|"medium"|"high"|"max") or OpenAI's

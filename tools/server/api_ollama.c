@@ -133,6 +133,7 @@ static void read_common(api_req *c, const cJSON *body, aj_gen *g) {
     g->q.keep_alive_set = aj_keep_alive(c, body, "keep_alive", &g->q.keep_alive_ms);
     g->q.format = g->format = aj_format(c, body, "format");
     g->q.no_truncate = !aj_bool(c, body, "truncate", true);   /* Ollama's: shorten a long prompt */
+    aj_logprobs_request(g, body);
     aj_think(g, body);
     refuse_unsupported(c, body, g->q.model);
 }
@@ -153,7 +154,7 @@ static void read_generate(api_req *c, const cJSON *body, ollama_gen *g) {
 }
 
 /* The last object: the whole text unless it was streamed, done, and the statistics. */
-static cJSON *final_object(const ollama_gen *g) {
+static cJSON *final_object(ollama_gen *g) {
     const api_req *c = g->out.c;
     cJSON *fin = chunk_head(g);
     if (c->stream) add_text(g, fin, "", 0, "", 0, 0);
@@ -161,6 +162,7 @@ static cJSON *final_object(const ollama_gen *g) {
                   g->out.thinking.len, g->out.calls ? cJSON_GetArraySize(g->out.calls) : 0);
     cJSON_AddBoolToObject(fin, "done", true);
     add_final_stats(fin, &g->out.res);
+    aj_attach_logprobs(&g->out, fin);   /* the rest (all of them unless streamed) */
     return fin;
 }
 

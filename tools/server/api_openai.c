@@ -31,7 +31,6 @@ static cJSON *map_options(api_req *c, const cJSON *body) {
     free(stop);
     long long n = aj_int(c, body, "n", 1, 1, 1 << 20);
     if (n != 1) aj_fail(c, 400, "n", "only n=1 is supported");
-    if (aj_bool(c, body, "logprobs", false)) aj_fail(c, 400, "logprobs", "logprobs are not supported");
     if (c->failed) { cJSON_Delete(o); return NULL; }
     return o;
 }
@@ -229,9 +228,11 @@ static void read_prompt(api_req *c, const cJSON *body, sched_gen_request *q) {
 }
 
 /* The end of a stream: the finishing chunk, the usage chunk if asked, [DONE]. */
-static void send_stream_end(const oai_gen *g, const char *finish) {
+static void send_stream_end(oai_gen *g, const char *finish) {
     api_req *c = g->out.c;
-    bool ok = aj_send(c, oai_chunk(g, NULL, finish));
+    cJSON *last = oai_chunk(g, NULL, finish);
+    aj_attach_logprobs(&g->out, last);   /* the tokens no chunk carried yet */
+    bool ok = aj_send(c, last);
     if (ok && g->include_usage) {
         cJSON *u = oai_head(g, g->chat ? "chat.completion.chunk" : "text_completion");
         cJSON_AddArrayToObject(u, "choices");
@@ -263,15 +264,24 @@ static void oai_generate(http_req *r, bool chat) {
     if (chat) {
         read_messages(&c, body, &g.out);
         aj_tools(&g.out, body);
+        aj_logprobs_request(&g.out, body);
     } else {
         read_prompt(&c, body, &g.out.q);
+        /* the legacy "logprobs": N (0..5 in OpenAI's API; up to 20 here) */
+        g.out.top_logprobs = (int)aj_int(&c, body, "logprobs", -1, 0, 20);
+        g.out.want_logprobs = g.out.logprobs_legacy = g.out.top_logprobs >= 0;
+        if (g.out.top_logprobs < 0) g.out.top_logprobs = 0;
     }
     if (!c.failed && aj_generate(&g.out)) {
         const sched_result *res = &g.out.res;
         const char *finish = g.out.calls && cJSON_GetArraySize(g.out.calls) ? "tool_calls"
                            : res->done_reason && !strcmp(res->done_reason, "length") ? "length" : "stop";
         if (c.stream) send_stream_end(&g, finish);
-        else aj_reply(r, 200, whole_completion(&g, finish));
+        else {
+            cJSON *whole = whole_completion(&g, finish);
+            aj_attach_logprobs(&g.out, whole);
+            aj_reply(r, 200, whole);
+        }
     }
     aj_gen_clear(&g.out);
     cJSON_Delete(g.options);

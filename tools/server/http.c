@@ -207,15 +207,14 @@ static bool check_alive_locked(http_req *r) {
     return !r->gone;
 }
 
-static bool is_openai_path(const char *path) { return !strncmp(path, "/v1/", 4); }
-
-/* The error body for a path's API (api_error.h): OpenAI's envelope on /v1/ paths, else
- * Ollama's {"error":"..."}. malloc'd; NULL when out of memory. */
+/* The error body for a path's API (api_error.h): Anthropic's envelope on /v1/messages,
+ * OpenAI's on other /v1/ paths, else Ollama's {"error":"..."}. malloc'd; NULL when out of
+ * memory. */
 __attribute__((format(printf, 3, 0)))
 static char *error_json(const char *path, int status, const char *fmt, va_list ap) {
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    cJSON *o = api_error_object(is_openai_path(path), status, NULL, msg);
+    cJSON *o = api_error_for(api_family_of_path(path), status, NULL, msg);
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     return s;
@@ -852,7 +851,8 @@ static enum MHD_Result on_headers(http_server *s, http_req *r) {
         if (r->cors_origin) {
             MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS");
             MHD_add_response_header(resp, "Access-Control-Allow-Headers",
-                "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, X-Stainless-Lang, "
+                "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, X-Api-Key, "
+                "Anthropic-Version, Anthropic-Beta, Anthropic-Dangerous-Direct-Browser-Access, X-Stainless-Lang, "
                 "X-Stainless-Package-Version, X-Stainless-OS, X-Stainless-Arch, X-Stainless-Retry-Count, "
                 "X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Async, "
                 "X-Stainless-Helper-Method, X-Stainless-Timeout");
@@ -863,18 +863,24 @@ static enum MHD_Result on_headers(http_server *s, http_req *r) {
         MHD_destroy_response(resp);
         return ret;
     }
-    if (s->api_key && strcmp(r->path, "/")) {
+    /* open with a key set: the health and readiness probes' routes, and /metrics for scrapers
+     * (ANVIL_METRICS_AUTH=1 closes it) */
+    const bool probe = (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD")) &&
+                       (!strcmp(r->path, "/") || !strcmp(r->path, "/api/version") ||
+                        (!strcmp(r->path, "/metrics") && !s->cfg.metrics_auth));
+    if (s->api_key && !probe) {
+        /* "Authorization: Bearer <key>" (Ollama, OpenAI) or "x-api-key: <key>" (Anthropic) */
         const char *auth = http_header(r, "Authorization");
+        const char *tok = auth && !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : http_header(r, "x-api-key");
         bool ok = false;
-        if (auth && !strncasecmp(auth, "Bearer ", 7)) {
-            const char *tok = auth + 7;
+        if (tok) {
             while (*tok == ' ') tok++;
             size_t a = strlen(tok), b = strlen(s->api_key);
             unsigned diff = a != b;
             for (size_t i = 0; i < a && i < b; i++) diff |= (unsigned char)(tok[i] ^ s->api_key[i]);
             ok = !diff;
         }
-        if (!ok) return queue_error(r, 401, "unauthorized: a valid 'Authorization: Bearer <key>' header is required");
+        if (!ok) return queue_error(r, 401, "unauthorized: a valid 'Authorization: Bearer <key>' or 'x-api-key: <key>' header is required");
     }
     bool known;
     r->route = match_route(s, r->method, r->path, &known);

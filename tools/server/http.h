@@ -1,5 +1,6 @@
 /* http: the HTTP layer of `anvil serve` on libmicrohttpd. Owns the listening socket,
- * routing, body limits, CORS (ANVIL_ORIGINS), bearer-token auth (ANVIL_API_KEY),
+ * routing, body limits, CORS (ANVIL_ORIGINS), API-key auth (ANVIL_API_KEY: a bearer token
+ * or Anthropic's x-api-key header),
  * the Host check against DNS rebinding (a loopback listener answers 403 to a Host that
  * is not localhost, *.localhost, a loopback IP or this machine's hostname), connection
  * bounds and idle timeouts, request logs and latency accounting. Every handler runs on
@@ -36,8 +37,8 @@ void http_set_model(http_req *r, const char *model);
 /* Whole responses. body is copied. */
 void http_reply(http_req *r, int status, const char *content_type, const char *body, size_t len);
 void http_reply_json(http_req *r, int status, const char *json_text);
-/* An error in the envelope of the path's API (api_error.h): OpenAI's on /v1/ paths, else
- * Ollama's {"error":"..."}. The API handlers answer errors through api_json's aj_fail. */
+/* An error in the envelope of the path's API (api_error.h): Anthropic's on /v1/messages,
+ * OpenAI's on other /v1/ paths, else Ollama's {"error":"..."}. The API handlers answer errors through api_json's aj_fail. */
 void http_reply_error(http_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Streamed responses (chunked): NDJSON for Ollama, SSE for OpenAI. write returns false
@@ -63,7 +64,10 @@ typedef struct {
                                 * default max_upload; past it, or past the spool's free disk space
                                 * less 1 GiB: 507 */
     const char *origins;    /* ANVIL_ORIGINS, comma separated, added to Ollama's defaults */
-    const char *api_key;    /* ANVIL_API_KEY: require "Authorization: Bearer <key>" */
+    const char *api_key;    /* ANVIL_API_KEY: require "Authorization: Bearer <key>" or "x-api-key: <key>" on
+                               every route but GET / and GET /api/version (probes), and /metrics
+                               unless metrics_auth (Prometheus scrapes) */
+    bool metrics_auth;      /* ANVIL_METRICS_AUTH=1: /metrics needs the key too */
     const char *spool_dir;  /* where HTTP_ROUTE_SPOOL_BODY bodies go (created); NULL = $TMPDIR or /tmp */
     /* Connection bounds (0: the default). A connection holds no thread until its request
      * is complete; its handler then runs on a thread of its own. */

@@ -252,6 +252,7 @@ static void discard_model(lmodel *lm) {
     pthread_cond_destroy(&lm->cv);
     free(lm->slots);
     free(lm->logits);
+    free(lm->lp_scratch);
     free(lm);
 }
 
@@ -294,7 +295,8 @@ static lmodel *load_model(sched *s, const store_entry *e, const run_options *o) 
     lm->n_ctx = n_ctx;
     lm->slots = calloc((size_t)lm->n_slots, sizeof *lm->slots);
     lm->logits = malloc((size_t)lm->n_slots * hp->n_vocab * sizeof(float));
-    if (!lm->slots || !lm->logits) { anv_set_error("out of memory"); goto fail; }
+    lm->lp_scratch = malloc((size_t)lm->n_slots * hp->n_vocab * sizeof(float));   /* logprobs' raw rows */
+    if (!lm->slots || !lm->logits || !lm->lp_scratch) { anv_set_error("out of memory"); goto fail; }
     lm->parent = model_ctx_new(lm->m, n_ctx, s->cfg.kv_type);
     if (!lm->parent) goto fail;
     lm->slots[0].ctx = lm->parent;
@@ -318,6 +320,7 @@ fail:
     model_ctx_free(lm->parent);
     free(lm->slots);
     free(lm->logits);
+    free(lm->lp_scratch);
     model_free(lm->m);
     free(lm);
     return NULL;
@@ -830,8 +833,12 @@ int sched_generate(sched *s, const sched_gen_request *r, sched_result *res) {
             pthread_mutex_unlock(&s->mu);
             rc = prepare_gen(s, lm, &e, r, &j);
             pthread_mutex_lock(&s->mu);
-            /* Once queued, the worker releases the queue position on admission. */
-            if (rc == 0 && run_job(s, lm, &j)) queued = false;
+            if (rc == 0 && r->count_only) {   /* the prompt's length, nothing evaluated */
+                res->prompt_eval_count = res->prompt_tokens = j.n_prompt;
+                res->done_reason = "count";
+            } else if (rc == 0 && run_job(s, lm, &j)) {
+                queued = false;   /* once queued, the worker releases the queue position on admission */
+            }
         }
         sched_release_ref(lm);
     }
@@ -850,6 +857,8 @@ void sched_result_clear(sched_result *res) {
     free(res->context);
     res->context = NULL;
     res->n_context = 0;
+    free(res->stop_sequence);
+    res->stop_sequence = NULL;
 }
 
 /* The tokens the tokenizer appends to every text (BERT's [SEP], an EOS where the vocabulary

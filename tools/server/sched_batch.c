@@ -103,13 +103,17 @@ static void admit(lmodel *lm) {
         /* Always evaluate at least the last prompt token: its logits start the reply. */
         int keep = best_lcp < j->n_prompt - 1 ? best_lcp : j->n_prompt - 1;
         model_ctx_truncate(sl->ctx, keep);
+        keep = model_ctx_n_past(sl->ctx);   /* a recurrent state may roll back further than asked (model.h) */
         *sl = (slot){.ctx = sl->ctx, .job = j, .state = SLOT_PROMPT, .pos = keep,
                      .t_admit_ns = sched_now_ns(), .last_used = ++lm->use_counter};
         gen_seq_init(&sl->gen, &(gen_seq_config){.tok = lm->m->tok, .smp = j->smp, .gm = j->gm,
                                                  .stop = j->stop, .num_predict = j->opt.num_predict,
                                                  .on_text = j->gr->on_text, .user = j->gr->user,
                                                  .forced = j->forced, .n_forced = j->n_forced,
-                                                 .shown_specials = prompt_shown_specials(lm->m)});
+                                                 .shown_specials = prompt_shown_specials(lm->m),
+                                                 .on_logprob = j->gr->on_logprob, .top_logprobs = j->gr->top_logprobs,
+                                                 .raw_scratch = lm->lp_scratch + (size_t)best * lm->m->hp.n_vocab,
+                                                 .n_logits = lm->m->hp.n_vocab});
         lm->n_active++;
     }
 }
@@ -130,7 +134,10 @@ static void finish(slot *sl, const char *reason, bool pending_unevaluated, step_
     if (j->status == 0) gen_seq_finish(&sl->gen);
     sched_result *res = j->res;
     res->done_reason = reason;
+    const char *hit = sl->gen.stop_hit ? stop_matcher_hit(j->stop) : NULL;
+    if (hit && !res->stop_sequence) res->stop_sequence = strdup(hit);   /* NULL when out of memory: no name */
     res->prompt_eval_count = sl->n_prompt_eval;
+    res->prompt_tokens = j->n_prompt;
     res->eval_count = sl->gen.n_gen;
     int64_t t_pd = sl->t_prompt_done_ns ? sl->t_prompt_done_ns : now;
     res->prompt_eval_ns = t_pd - sl->t_admit_ns;

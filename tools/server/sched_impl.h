@@ -91,6 +91,7 @@ typedef struct lmodel {
     pthread_cond_t cv;           /* wakes the worker */
     uint64_t size, size_vram;
     float *logits;               /* n_slots x n_vocab */
+    float *lp_scratch;           /* n_slots x n_vocab: the raw logits kept for a request's logprobs */
     uint64_t use_counter;
     int64_t abandoned_checked_ms; /* last scan of the queue for requests whose client left */
     pthread_mutex_t vocab_mu;    /* guards the lazy creation of vocab */

@@ -8,6 +8,7 @@
 #define ANVIL_SCHED_H
 #include <stdbool.h>
 #include <stdint.h>
+#include "gen_step.h"
 #include "chat.h"
 #include "reply_parse.h"
 #include "store.h"
@@ -61,7 +62,14 @@ typedef struct {
     bool want_context;              /* return the token context (Ollama's "context") */
     bool no_truncate;               /* "truncate": false: a prompt over the context is a 400, never
                                        shortened (default: shortened, prepare_gen in sched.c) */
+    bool count_only;                /* only template and tokenize the prompt: its length in
+                                       res->prompt_tokens and prompt_eval_count, done_reason "count", nothing
+                                       evaluated (Anthropic's count_tokens) */
     sched_text_fn on_text;
+    /* optional: each generated token's log-probabilities (the request's logprobs), called on
+     * the worker before that token's text reaches on_text, with the same user pointer */
+    gen_logprob_fn on_logprob;
+    int top_logprobs;               /* 0..20 alternatives per token (with on_logprob) */
     void *user;
     /* NULL or false once nobody waits for the answer (client gone): a request still in
      * the queue is then dropped (status 499) before it costs a prompt evaluation. */
@@ -71,8 +79,11 @@ typedef struct {
 typedef struct {
     int status;                     /* 0 on success, else the HTTP status: 400 404 500 503 */
     char error[512];                /* one line */
-    const char *done_reason;        /* "stop", "length", "load", "unload" */
+    const char *done_reason;        /* "stop", "length", "load", "unload", "count" */
+    char *stop_sequence;            /* malloc'd: the stop string that ended the reply, or NULL */
     int prompt_eval_count, eval_count;
+    int prompt_tokens;              /* the whole prompt; prompt_eval_count of them were evaluated,
+                                       the rest reused from the slot's cache */
     int64_t total_ns, load_ns, prompt_eval_ns, eval_ns;
     int32_t *context;               /* malloc'd (want_context), n_context tokens */
     int n_context;

@@ -37,13 +37,18 @@ static const http_route routes[] = {
     {"GET", "/v1/models", oai_models, 0},
     {"GET", "/v1/models/", oai_models, 0},
     {"POST", "/v1/embeddings", oai_embeddings, 0},
+    {"POST", "/v1/responses", oai_responses, 0},
+    {"POST", "/v1/messages", anthropic_messages, 0},
+    {"POST", "/v1/messages/count_tokens", anthropic_count_tokens, 0},
     {"GET", "/metrics", api_metrics, 0},
 };
 
 static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_HOST", "127.0.0.1:11434", "address to listen on (host:port; port 0 picks a free one)"},
     {"ANVIL_ORIGINS", "(none)", "extra allowed CORS origins, comma separated, '*' wildcards"},
-    {"ANVIL_API_KEY", "(none)", "require 'Authorization: Bearer <key>' on every route but GET /"},
+    {"ANVIL_API_KEY", "(none)", "require 'Authorization: Bearer <key>' (or 'x-api-key: <key>') on every route but GET /, "
+     "/api/version (probes) and /metrics"},
+    {"ANVIL_METRICS_AUTH", "0", "1: /metrics needs the API key too"},
     {"ANVIL_MAX_BODY", "8388608", "largest request body in bytes (blob uploads exempt); larger: 413"},
     {"ANVIL_MAX_UPLOAD", "68719476736", "largest blob upload (POST /api/blobs) in bytes; larger: 413"},
     {"ANVIL_MAX_UPLOAD_TOTAL", "ANVIL_MAX_UPLOAD", "bytes all blob uploads in progress may hold together; more, or more "
@@ -102,7 +107,8 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
 
 static void usage(FILE *out) {
     fputs("usage: anvil serve [--host HOST:PORT]\n\n"
-          "Serves Ollama's REST API (/api/...) and OpenAI's (/v1/...) on HOST:PORT.\n"
+          "Serves Ollama's REST API (/api/...), OpenAI's (/v1/...) and Anthropic's Messages\n"
+          "(/v1/messages) on HOST:PORT.\n"
           "Logs one line per request to stderr; stops cleanly on SIGINT or SIGTERM.\n\n"
           "options:\n"
           "  --host HOST:PORT   overrides ANVIL_HOST\n\n"
@@ -228,6 +234,7 @@ int cmd_serve(int argc, char **argv) {
     http_config hc = {
         .host = host, .max_body = max_body, .origins = anv_getenv("ANVIL_ORIGINS", NULL),
         .api_key = getenv("ANVIL_API_KEY"), .spool_dir = store_root(app.store),
+        .metrics_auth = getenv("ANVIL_METRICS_AUTH") && !strcmp(getenv("ANVIL_METRICS_AUTH"), "1"),
         .on_done = metrics_observe,
         .max_connections = max_conn, .max_per_ip = max_per_ip, .idle_timeout = idle_timeout,
         .threads = http_threads, .header_timeout = header_timeout, .body_timeout = body_timeout,
