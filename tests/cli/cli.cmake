@@ -27,5 +27,10 @@ if(TARGET anvil)
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/conventions.py $<TARGET_FILE:anvil>
                    ${ANVIL_TEST_MODELS}/server-gemma3-tiny-q8_0.gguf ${CMAKE_SOURCE_DIR}/tools/server/api.h)
   set_tests_properties(cli_conventions PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 120)
+  # issue 31: `anvil run`'s interactive chat as Ollama's REPL, through a pty (pexpect), in this
+  # process and through a server: /set, /show, /save, /load, unknown commands, history, Ctrl+C
+  add_test(NAME cli_repl
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/repl.py $<TARGET_FILE:anvil>
+                   ${ANVIL_TEST_MODELS}/server-gemma3-tiny-q8_0.gguf)
+  set_tests_properties(cli_repl PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 300)
 endif()
-

@@ -1,5 +1,6 @@
 /* cmd_run: `anvil run MODEL [PROMPT]`: one-shot generation or an interactive chat
- * (multi-line input between """ lines, /bye to quit, /clear to forget), streamed. MODEL
+ * (Ollama's REPL: repl.c; this file gives it the replies, in process or from a server,
+ * and applies its /set parameter, /set format and /load), streamed. MODEL
  * is a GGUF path or a store name; a store model's Modelfile (PARAMETERs, TEMPLATE, SYSTEM,
  * MESSAGEs) applies, with the command-line flags on top. When an `anvil serve` is running
  * (ANVIL_HOST), the request goes to it (the model stays loaded between runs) unless
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <sys/stat.h>
 
 #include "chat.h"
 #include "cli.h"
@@ -24,6 +26,8 @@
 #include "prompt.h"
 #include "quant.h"
 #include "readfile.h"
+#include "repl.h"
+#include "repl_input.h"
 #include "reply_parse.h"
 #include "stop_strings.h"
 #include "store.h"
@@ -56,6 +60,12 @@ typedef struct {
     grammar *grammar;     /* built from format */
 } run_opts;
 
+#ifdef ANVIL_HAVE_LIBEDIT
+#define ANVIL_LINE_INPUT "libedit (line editing, arrow-up history in ~/.anvil/history)"
+#else
+#define ANVIL_LINE_INPUT "plain reads (built without libedit: no line editing or history)"
+#endif
+
 static void run_usage(void) {
     puts("usage: anvil run MODEL [PROMPT] [options]\n"
          "  -n, --num-predict N   tokens to generate (default -1: until the model stops)\n"
@@ -79,6 +89,9 @@ static void run_usage(void) {
          "  --dimensions N        embedding models: keep the first N dimensions (renormalised)\n"
          "  --nowordwrap  --insecure   accepted for Ollama's scripts (Anvil does not wrap; run\n"
          "                        does not pull)\n"
+         "Without PROMPT: a chat (type /? for its commands: /set parameter|system|format|verbose|think,\n"
+         "/show, /load, /save, /clear, /bye; Ctrl+C stops a reply, Ctrl+D exits); this build reads\n"
+         "lines with " ANVIL_LINE_INPUT ".\n"
          "A store model's PARAMETERs (num_predict, stop, seed, num_ctx, num_gpu, num_thread ...)\n"
          "apply first; the flags given here replace them.");
 }
@@ -146,15 +159,18 @@ static void deliver_reply(stream_target *t) {
     fflush(stdout);
 }
 
+/* Returns false (stop) after Ctrl+C in the interactive chat. */
 static bool stream_and_capture(const char *text, int len, void *user) {
     stream_target *t = user;
-    if (!t->rp) { emit(t, text, len); return true; }
+    if (!t->rp) { emit(t, text, len); return !repl_interrupted(); }
     if (!reply_parser_feed(t->rp, text, (size_t)len, &t->dl)) anv_die("out of memory");
     deliver_reply(t);
-    return true;
+    return !repl_interrupted();
 }
 
-/* Renders the conversation, generates the reply (streamed) and returns it (malloc'd). */
+/* Renders the conversation, generates the reply (streamed) and returns it (malloc'd);
+ * NULL when Ctrl+C stopped it (the interactive chat) or generation failed (anv_last_error(),
+ * e.g. a prompt longer than the context; repl_interrupted() tells the two apart). */
 static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm, const run_opts *o,
                     const chat_message *hist, int n_hist, gen_stats *st) {
     prompt_spec ps = {
@@ -192,78 +208,7 @@ static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm,
     stop_matcher_free(stop);
     fclose(t.reply);
     free(toks);
-    if (rc != 0) { free(reply); anv_die("%s", anv_last_error()); }
-    return reply;
-}
-
-/* Reads one user message: a line, or the lines between two """ lines. NULL at EOF. */
-static char *read_message(void) {
-    static char line[65536];
-    if (!fgets(line, sizeof line, stdin)) return NULL;
-    size_t n = strlen(line);
-    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
-    if (strncmp(line, "\"\"\"", 3) != 0) return strdup(line);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    fputs(line + 3, f);
-    bool first = line[3] == 0;
-    while (fgets(line, sizeof line, stdin)) {
-        char *end = strstr(line, "\"\"\"");
-        if (end) { *end = 0; fputs(line, f); break; }
-        if (!first) fputc('\n', f);
-        first = false;
-        n = strlen(line);
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
-        fputs(line, f);
-    }
-    fclose(f);
-    return buf;
-}
-
-/* Produces (streams) the reply to the conversation so far; returns it malloc'd. */
-typedef char *(*reply_fn)(const chat_message *hist, int n_hist, void *user);
-
-/* The interactive chat on stdin, whichever way the replies are produced. */
-static void chat_loop(reply_fn reply_to, void *user) {
-    chat_message *hist = NULL;
-    int n_hist = 0, cap = 0;
-    bool tty = isatty(0);
-    for (;;) {
-        if (tty) { fputs(">>> ", stdout); fflush(stdout); }
-        char *msg = read_message();
-        if (!msg) break;
-        if (!strcmp(msg, "/bye")) { free(msg); break; }
-        if (!strcmp(msg, "/clear")) {
-            for (int i = 0; i < n_hist; i++) free((char *)hist[i].content);
-            n_hist = 0;
-            free(msg);
-            puts("Cleared session context");
-            continue;
-        }
-        if (!strcmp(msg, "/?") || !strcmp(msg, "/help")) {
-            puts("  /bye      exit\n  /clear    forget the conversation\n  \"\"\"       begin/end a multi-line message");
-            free(msg);
-            continue;
-        }
-        if (!msg[0]) { free(msg); continue; }
-        if (n_hist + 2 > cap) hist = realloc(hist, sizeof *hist * (size_t)(cap = cap * 2 + 8));
-        hist[n_hist++] = (chat_message){.role = "user", .content = msg};
-        char *reply = reply_to(hist, n_hist, user);
-        hist[n_hist++] = (chat_message){.role = "assistant", .content = reply};
-        fputs("\n\n", stdout);
-    }
-    for (int i = 0; i < n_hist; i++) free((char *)hist[i].content);
-    free(hist);
-}
-
-typedef struct { model *m; model_ctx *ctx; sampler *smp; grammar_matcher *gm; const run_opts *o; } local_chat;
-
-static char *local_reply(const chat_message *hist, int n_hist, void *user) {
-    local_chat *lc = user;
-    gen_stats st;
-    char *reply = answer(lc->m, lc->ctx, lc->smp, lc->gm, lc->o, hist, n_hist, &st);
-    if (lc->o->mo.verbose) print_stats(0, &st, st.t_prompt + st.t_gen);
+    if (rc != 0 || repl_interrupted()) { free(reply); return NULL; }
     return reply;
 }
 
@@ -332,14 +277,14 @@ static bool print_piece(const char *text, size_t len, void *user) {
     thinking_end(&t->in_thinking);
     fwrite(text, 1, len, stdout);
     fflush(stdout);
-    return true;
+    return !repl_interrupted();   /* Ctrl+C in the chat: the request is cancelled */
 }
 
 static bool print_thinking(const char *text, size_t len, void *user) {
     stream_target *t = user;
     thinking_print(&t->in_thinking, t->hide_thinking, text, len);
     fflush(stdout);
-    return true;
+    return !repl_interrupted();
 }
 
 static void print_remote_stats(const client_gen_result *r) {
@@ -348,7 +293,8 @@ static void print_remote_stats(const client_gen_result *r) {
     print_stats(r->load_ns * 1e-9, &st, r->total_ns * 1e-9);
 }
 
-/* One reply from the server for the conversation so far; NULL after printing the error. */
+/* One reply from the server for the conversation so far (exits on an error); NULL when
+ * Ctrl+C cancelled it. */
 static char *remote_answer(const run_opts *o, const char *model, const char *options_json,
                            const chat_message *hist, int n_hist) {
     client_gen_request q = {.model = model, .system = o->system, .options_json = options_json,
@@ -371,6 +317,7 @@ static char *remote_answer(const run_opts *o, const char *model, const char *opt
         client_gen_result_clear(&res);
         anv_die("%s", anv_last_error());
     }
+    if (repl_interrupted()) { client_gen_result_clear(&res); return NULL; }
     if (o->mo.verbose) print_remote_stats(&res);
     char *reply = res.text;
     res.text = NULL;
@@ -378,14 +325,86 @@ static char *remote_answer(const run_opts *o, const char *model, const char *opt
     return reply;
 }
 
-typedef struct { const run_opts *o; const char *model, *options_json; } remote_chat;
+/* ---- the interactive chat's replies (repl.c), through a server ---- */
 
-static char *remote_reply(const chat_message *hist, int n_hist, void *user) {
+typedef struct {
+    run_opts *o;
+    char *model;          /* the server's name for it (a file: its absolute path) */
+    char *options_json;   /* the flags, then /set parameter */
+} remote_chat;
+
+static char *remote_reply(void *user, const repl_session *s, const chat_message *hist, int n_hist) {
     remote_chat *rc = user;
-    return remote_answer(rc->o, rc->model, rc->options_json, hist, n_hist);
+    run_opts eff = *rc->o;
+    eff.system = s->system;   /* NULL: the server applies the model's SYSTEM */
+    eff.think = s->think;
+    eff.mo.verbose = s->verbose;
+    eff.format = s->json_format ? (rc->o->format ? rc->o->format : "json") : NULL;
+    return remote_answer(&eff, rc->model, rc->options_json, hist, n_hist);
 }
 
-static int run_remote(const run_opts *o, const char *model, char *prompt) {
+static int remote_apply(void *user, const repl_session *s) {
+    remote_chat *rc = user;
+    char *flags = flags_as_options_json(rc->o);
+    cJSON *obj = cJSON_Parse(flags);
+    free(flags);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, s->params) {
+        cJSON_DeleteItemFromObject(obj, it->string);
+        cJSON_AddItemToObject(obj, it->string, cJSON_Duplicate(it, 1));
+    }
+    free(rc->options_json);
+    rc->options_json = cJSON_PrintUnformatted(obj);
+    cJSON_Delete(obj);
+    return 0;
+}
+
+/* An embedding model cannot chat: /load refuses it with this error. */
+static int refuse_embedding_model(const repl_session *s) {
+    gguf_file *header = gguf_open(s->entry.model_path);
+    bool embeds = header && model_file_embeds_only(header);
+    gguf_close(header);
+    if (!embeds) return 0;
+    anv_set_error("'%s' is an embedding model: it does not chat", s->model);
+    return -1;
+}
+
+static int remote_load(void *user, const repl_session *s) {
+    remote_chat *rc = user;
+    if (refuse_embedding_model(s) != 0) return -1;
+    char *abs = s->entry.model_digest ? NULL : realpath(s->entry.model_path, NULL);
+    char *name = strdup(abs ? abs : s->model);
+    free(abs);
+    client_gen_request q = {.model = name, .prompt = "", .keep_alive = rc->o->keep_alive};   /* load only */
+    client_gen_result res;
+    int r = client_generate(&q, &res);
+    client_gen_result_clear(&res);
+    if (r != 0) { free(name); return -1; }
+    free(rc->model);
+    rc->model = name;
+    return 0;
+}
+
+static repl_session session_start(const run_opts *o, const char *model, store_entry *entry, const char *cli_system,
+                                  bool remote) {
+    repl_session s = {.model = strdup(model), .entry = *entry, .system = cli_system ? strdup(cli_system) : NULL,
+                      .params = cJSON_CreateObject(), .json_format = o->format != NULL, .verbose = o->mo.verbose,
+                      .think = o->think, .remote = remote};
+    memset(entry, 0, sizeof *entry);   /* the session owns it now */
+    return s;
+}
+
+static void session_run(repl_session *s, const repl_backend *b) {
+    char *history = repl_history_path();
+    repl_run(s, b, history, !repl_history_disabled_by_env());
+    free(history);
+    free(s->model);
+    free(s->system);
+    cJSON_Delete(s->params);
+    store_entry_clear(&s->entry);
+}
+
+static int run_remote(run_opts *o, const char *model, char *prompt, store_entry *entry, const char *cli_system) {
     char *options_json = flags_as_options_json(o);
     if (o->mo.verbose) anv_log("using the running anvil server (--local to run in this process)");
     if (prompt) {
@@ -396,9 +415,12 @@ static int run_remote(const run_opts *o, const char *model, char *prompt) {
         free(options_json);
         return 0;
     }
-    remote_chat rc = {o, model, options_json};
-    chat_loop(remote_reply, &rc);
-    free(options_json);
+    remote_chat rc = {o, strdup(model), options_json};
+    repl_session s = session_start(o, model, entry, cli_system, true);
+    repl_backend b = {.reply = remote_reply, .apply = remote_apply, .load = remote_load, .user = &rc};
+    session_run(&s, &b);
+    free(rc.model);
+    free(rc.options_json);
     return 0;
 }
 
@@ -416,6 +438,129 @@ static void load_format(run_opts *o, const char *arg) {
         o->grammar = grammar_json_schema(o->format);
     }
     if (!o->grammar) anv_die("--format %s: %s", arg, anv_last_error());
+}
+
+/* ---- the interactive chat's replies (repl.c), in this process ---- */
+
+typedef struct {
+    run_opts *o;
+    cli_model_opts cli_mo;   /* the command line's model flags (before the model's params) */
+    bool cli_raw;            /* --raw */
+    model *m;
+    model_ctx *ctx;
+    sampler *smp;
+    grammar_matcher *gm;     /* NULL: no format */
+    grammar *json_grammar;   /* /set format json without --format */
+    bool no_format;          /* /set noformat */
+} local_chat;
+
+static grammar *local_grammar(local_chat *lc) {
+    if (lc->no_format) return NULL;
+    return lc->o->grammar ? lc->o->grammar : lc->json_grammar;
+}
+
+static void local_teardown(local_chat *lc) {
+    sampler_free(lc->smp);
+    grammar_matcher_free(lc->gm);
+    model_ctx_free(lc->ctx);
+    model_free(lc->m);
+    lc->smp = NULL;
+    lc->gm = NULL;
+    lc->ctx = NULL;
+    lc->m = NULL;
+}
+
+/* Loads e's model with the options in lc->o (exits with a one-line error when it cannot)
+ * and picks its chat format. */
+static void local_setup(local_chat *lc, const store_entry *e, double *load_s) {
+    run_opts *o = lc->o;
+    o->raw = lc->cli_raw;
+    o->template_go = o->chat_fmt < 0 ? e->template_text : NULL;   /* --template picks a built-in format */
+    o->messages_json = e->messages_json;
+    model *m = lc->m = cli_load_model(e->model_path, &o->mo, load_s);
+    if (!(lc->ctx = model_ctx_new(m, o->mo.n_ctx, o->mo.kv_type))) anv_die("%s", anv_last_error());
+    lc->smp = sampler_new(&o->ro.sp, m->hp.n_vocab);
+    grammar *g = local_grammar(lc);
+    if (g && !(lc->gm = grammar_matcher_new(g, m->tok))) anv_die("--format: %s", anv_last_error());
+    if (!o->template_go) {
+        chat_format fmt = o->chat_fmt >= 0 ? (chat_format)o->chat_fmt : prompt_detect_format(m);
+        /* a base model keeps the prompt path: Ollama's {{ .Prompt }} renders the user turns of
+         * an interactive session one after another (one prompt: the prompt as is) */
+        bool base = o->chat_fmt < 0 && prompt_model_is_base(m);
+        if (fmt == CHAT_RAW && !base) o->raw = true;
+        if (o->mo.verbose)
+            anv_log("chat format: %s", base ? "none, a base model: completion ({{ .Prompt }})"
+                                           : o->raw ? "raw" : chat_format_name(fmt));
+    } else if (o->mo.verbose) {
+        anv_log("chat format: %s", o->raw ? "raw" : "the model's TEMPLATE");
+    }
+}
+
+/* The option layers again for the chat: the command line's, the model's params, the
+ * session's /set parameter values (which also replace --ctx, -t and -ngl). */
+static int local_options(local_chat *lc, const repl_session *s) {
+    run_opts *o = lc->o;
+    o->mo = lc->cli_mo;
+    options_clear(&o->ro);
+    if (resolve_options(o, &s->entry) != 0) return -1;
+    if (options_apply_cjson(&o->ro, s->params, NULL) != 0) return -1;
+    if (cJSON_GetObjectItem(s->params, "num_ctx")) o->mo.n_ctx = o->ro.num_ctx;
+    if (cJSON_GetObjectItem(s->params, "num_thread")) o->mo.n_threads = o->ro.num_thread;
+    if (cJSON_GetObjectItem(s->params, "num_gpu")) o->mo.n_gpu_layers = o->ro.num_gpu < 0 ? -1 : o->ro.num_gpu;
+    return 0;
+}
+
+static char *local_reply(void *user, const repl_session *s, const chat_message *hist, int n_hist) {
+    local_chat *lc = user;
+    run_opts *o = lc->o;
+    o->system = s->system ? s->system : s->entry.system;
+    o->think = s->think;
+    gen_stats st;
+    double t0 = anv_mono_s();
+    char *reply = answer(lc->m, lc->ctx, lc->smp, lc->gm, o, hist, n_hist, &st);
+    if (!reply && !repl_interrupted()) printf("error: %s\n", anv_last_error());   /* the chat goes on */
+    if (reply && s->verbose) print_stats(0, &st, anv_mono_s() - t0);
+    return reply;
+}
+
+/* /set parameter and /set [no]format: new sampler settings at once; num_ctx makes a new
+ * context, num_thread and num_gpu load the model again. */
+static int local_apply(void *user, const repl_session *s) {
+    local_chat *lc = user;
+    run_opts *o = lc->o;
+    cli_model_opts before = o->mo;
+    if (local_options(lc, s) != 0) return -1;
+    lc->no_format = !s->json_format;
+    if (s->json_format && !o->grammar && !lc->json_grammar && !(lc->json_grammar = grammar_json_object()))
+        return -1;
+    if (before.n_threads != o->mo.n_threads || before.n_gpu_layers != o->mo.n_gpu_layers) {
+        local_teardown(lc);
+        local_setup(lc, &s->entry, NULL);
+        return 0;
+    }
+    if (before.n_ctx != o->mo.n_ctx) {
+        model_ctx *ctx = model_ctx_new(lc->m, o->mo.n_ctx, o->mo.kv_type);
+        if (!ctx) return -1;
+        model_ctx_free(lc->ctx);
+        lc->ctx = ctx;
+    }
+    sampler_free(lc->smp);
+    lc->smp = sampler_new(&o->ro.sp, lc->m->hp.n_vocab);
+    grammar *g = local_grammar(lc);
+    grammar_matcher_free(lc->gm);
+    lc->gm = NULL;
+    if (g && !(lc->gm = grammar_matcher_new(g, lc->m->tok))) return -1;
+    return 0;
+}
+
+/* /load: the new model with the session's settings (the old one is unloaded first). */
+static int local_load(void *user, const repl_session *s) {
+    local_chat *lc = user;
+    if (refuse_embedding_model(s) != 0) return -1;
+    if (local_options(lc, s) != 0) return -1;
+    local_teardown(lc);
+    local_setup(lc, &s->entry, NULL);
+    return 0;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -482,6 +627,8 @@ int cmd_run(int argc, char **argv) {
     if (format_arg) load_format(&o, format_arg);  /* a bad schema fails before the model loads */
     store_entry entry;
     if (store_resolve(NULL, model_arg, &entry) != 0) anv_die("%s", anv_last_error());
+    const cli_model_opts cli_mo = o.mo;        /* before the model's params: the chat's /set parameter and /load start here */
+    const char *cli_system = o.system;
     if (resolve_options(&o, &entry) != 0) {
         options_clear(&o.ro);
         store_entry_clear(&entry);
@@ -526,7 +673,7 @@ int cmd_run(int argc, char **argv) {
     if (!local_only && client_server_up()) {
         /* a file path goes to the server as an absolute path (its working directory differs) */
         char *abs = entry.model_digest ? NULL : realpath(entry.model_path, NULL);
-        int rc = run_remote(&o, abs ? abs : model_arg, prompt);
+        int rc = run_remote(&o, abs ? abs : model_arg, prompt, &entry, cli_system);
         free(abs);
         grammar_free(o.grammar);
         free(o.format);
@@ -535,44 +682,29 @@ int cmd_run(int argc, char **argv) {
         return rc;
     }
     double t_start = anv_mono_s(), load_s = 0;
-    model *m = cli_load_model(entry.model_path, &o.mo, &load_s);
-    model_ctx *ctx = model_ctx_new(m, o.mo.n_ctx, o.mo.kv_type);
-    if (!ctx) anv_die("%s", anv_last_error());
-    sampler *smp = sampler_new(&o.ro.sp, m->hp.n_vocab);
-    grammar_matcher *gm = NULL;
-    if (o.grammar && !(gm = grammar_matcher_new(o.grammar, m->tok))) anv_die("--format: %s", anv_last_error());
-    if (!o.template_go) {
-        chat_format fmt = o.chat_fmt >= 0 ? (chat_format)o.chat_fmt : prompt_detect_format(m);
-        /* a base model keeps the prompt path: Ollama's {{ .Prompt }} renders the user turns of
-         * an interactive session one after another (one prompt: the prompt as is) */
-        bool base = o.chat_fmt < 0 && prompt_model_is_base(m);
-        if (fmt == CHAT_RAW && !base) o.raw = true;
-        if (o.mo.verbose)
-            anv_log("chat format: %s", base ? "none, a base model: completion ({{ .Prompt }})"
-                                           : o.raw ? "raw" : chat_format_name(fmt));
-    } else if (o.mo.verbose) {
-        anv_log("chat format: %s", o.raw ? "raw" : "the model's TEMPLATE");
-    }
+    local_chat lc = {.o = &o, .cli_mo = cli_mo, .cli_raw = o.raw};
+    local_setup(&lc, &entry, &load_s);
     if (prompt) {
         chat_message msg = {.role = "user", .content = prompt};
         gen_stats st;
-        free(answer(m, ctx, smp, gm, &o, &msg, 1, &st));
+        char *reply = answer(lc.m, lc.ctx, lc.smp, lc.gm, &o, &msg, 1, &st);
+        if (!reply) anv_die("%s", anv_last_error());
+        free(reply);
         fputc('\n', stdout);
         if (o.mo.verbose) print_stats(load_s, &st, anv_mono_s() - t_start);
         free(prompt);
     } else {
-        if (o.chat_fmt < 0 && !o.template_go && prompt_model_is_base(m))   /* once, before the first turn */
+        if (o.chat_fmt < 0 && !o.template_go && prompt_model_is_base(lc.m))   /* once, before the first turn */
             fprintf(stderr, "anvil: this is a base model (no chat template): it continues the text you type "
                     "rather than answering it (--template NAME chats in a format)\n");
-        local_chat lc = {m, ctx, smp, gm, &o};
-        chat_loop(local_reply, &lc);
+        repl_session s = session_start(&o, model_arg, &entry, cli_system, false);
+        repl_backend b = {.reply = local_reply, .apply = local_apply, .load = local_load, .user = &lc};
+        session_run(&s, &b);
     }
-    sampler_free(smp);
-    grammar_matcher_free(gm);
+    local_teardown(&lc);
+    grammar_free(lc.json_grammar);
     grammar_free(o.grammar);
     free(o.format);
-    model_ctx_free(ctx);
-    model_free(m);
     options_clear(&o.ro);
     store_entry_clear(&entry);
     return 0;

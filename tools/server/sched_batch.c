@@ -382,6 +382,8 @@ void *sched_worker(void *arg) {
     model_free(lm->m);
     free(lm->slots);
     free(lm->logits);
+    free(lm->lp_scratch);   /* logprobs' rows (load_model allocates them beside logits) */
+    lm->lp_scratch = NULL;
     grammar_vocab_free(lm->vocab);
     lm->vocab = NULL;
     pthread_mutex_destroy(&lm->vocab_mu);
