@@ -31,6 +31,15 @@ set_tests_properties(server_agents PROPERTIES TIMEOUT 300 LABELS server)
 # logprobs / top_logprobs on both APIs against `anvil eval`'s log-softmax (tests/server/logprobs.py)
 add_test(NAME server_logprobs
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/logprobs.py $<TARGET_FILE:anvil> ${_server_model})
+# a hybrid model (qwen35: recurrent state per slot) served to 4 clients at once: the same text as one
+# at a time, and prefix reuse through a state checkpoint (tests/server/hybrid_parallel.py)
+if(TEST qwen35_model_qwen35-tiny-f32)
+  add_test(NAME server_hybrid_parallel
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/hybrid_parallel.py $<TARGET_FILE:anvil>
+                   ${ANVIL_TEST_MODELS}/qwen35-tiny-f32.gguf)
+  set_tests_properties(server_hybrid_parallel PROPERTIES FIXTURES_REQUIRED anvil_qwen35_qwen35-tiny-f32 TIMEOUT 300
+                       LABELS "server;qwen35")
+endif()
 add_test(NAME server_run_client
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/run_client.py $<TARGET_FILE:anvil> ${_server_model})
 # A loaded model's GGUF truncated in place: the server survives (no SIGBUS), the request is a
