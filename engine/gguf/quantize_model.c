@@ -458,7 +458,8 @@ int quantize_model_ftype(const char *in_path, const char *out_path, quant_ftype 
         rc = gguf_writer_add_tensor(w, keys[k].name, types[keys[k].idx], t->n_dims, t->ne, NULL);
     }
     if (rc == 0) rc = gguf_writer_write_header(w);
-    uint64_t bytes_in = 0, bytes_out = 0, n_converted = 0;
+    uint64_t bytes_in = 0, bytes_out = 0, n_converted = 0, bytes_total = 0;
+    for (uint64_t k = 0; k < f->n_tensors; k++) bytes_total += f->tensors[k].nbytes;
     for (uint64_t k = 0; rc == 0 && k < f->n_tensors; k++) {
         const gguf_tensor *t = &f->tensors[keys[k].idx];
         const qtype nt = (qtype)types[keys[k].idx];
@@ -470,6 +471,7 @@ int quantize_model_ftype(const char *in_path, const char *out_path, quant_ftype 
             rc = convert_tensor(w, t, keys[k].name, nt, n_threads);
             n_converted++;
         }
+        if (rc == 0 && opts->progress && bytes_total) opts->progress((double)bytes_in / (double)bytes_total, opts->user);
     }
     if (rc == 0) {
         rc = gguf_writer_finish(w);

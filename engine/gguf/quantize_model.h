@@ -38,6 +38,9 @@ typedef struct {
     int n_threads; /* <= 0: all online CPUs */
     bool pure;     /* llama-quantize --pure: no mix rules, every quantizable tensor (output and
                       token_embd included) gets the file type's default tensor type */
+    /* optional: called after each tensor with the share of the input's bytes done (0..1] */
+    void (*progress)(double done, void *user);
+    void *user;
 } quantize_opts;
 
 /* Per-tensor plan: the output type of every tensor of f (types[i] for f->tensors[i]), by

@@ -400,6 +400,16 @@ static bool from_is_path(const char *from) {
     return path_is_absolute(from) || path_is_explicit_relative(from) || (stat(from, &st) == 0 && S_ISREG(st.st_mode));
 }
 
+/* The quantizing status with its percentage, as Ollama's create shows it, every 5%. */
+typedef struct { create_progress_fn progress; void *user; const char *from, *to; int last; } quant_progress;
+static void on_quant_progress(double done, void *user) {
+    quant_progress *q = user;
+    const int pct = (int)(done * 100.0);
+    if (pct / 5 == q->last / 5) return;
+    q->last = pct;
+    say(q->progress, q->user, "quantizing %s model to %s %d%%", q->from, q->to, pct);
+}
+
 /* Re-quantizes in_path into a blob; digest_out/size_out describe it. */
 static int quantize_into_store(store *s, const char *in_path, const char *type, char *digest_out, uint64_t *size_out,
                                create_progress_fn progress, void *user) {
@@ -418,7 +428,8 @@ static int quantize_into_store(store *s, const char *in_path, const char *type, 
                           __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
     free(blobs);
     if (!tmp) return -1;
-    quantize_opts qo = {.n_threads = 0, .pure = false};
+    quant_progress qp = {progress, user, in_name ? in_name : "the", quant_ftype_name(ftype), 0};
+    quantize_opts qo = {.n_threads = 0, .pure = false, .progress = on_quant_progress, .user = &qp};
     int rc = quantize_model_ftype(in_path, tmp, (quant_ftype)ftype, &qo);
     if (rc == 0) rc = store_import_move(s, tmp, digest_out, size_out);
     else unlink(tmp);

@@ -5,7 +5,8 @@ observed through the binary (Linux, and Windows under Wine with --windows):
   address, and the first server keeps answering (MHD's SO_REUSEPORT let both listen and split
   the requests);
 - `anvil create -f DIR/Modelfile` resolves a relative FROM against the Modelfile's folder, not
-  the current one (on Windows also with a backslash in the -f path);
+  the current one (on Windows also with a backslash in the -f path); `create -q` shows the
+  quantization's progress in %;
 - `anvil run` takes Ollama's run flags (--keepalive, --nowordwrap, --insecure, --truncate,
   --dimensions; "unknown option" broke scripts), and an embedding model's run prints its
   embedding as Ollama's CLI does (one JSON array, normalised, cut to --dimensions), the same in
@@ -92,6 +93,10 @@ os.makedirs(elsewhere)
 dash_f = os.path.join(mdir, "Modelfile")
 p = run(["create", "relfrom", "-f", dash_f], cwd=elsewhere)
 check(p.returncode == 0, "create -f DIR/Modelfile with FROM ./m.gguf from another folder", p.stderr.strip()[-300:])
+p = run(["create", "relfrom-q", "-f", dash_f, "-q", "q4_K_M"], cwd=elsewhere)
+pcts = [int(l.rsplit(" ", 1)[1][:-1]) for l in p.stderr.splitlines() if l.startswith("quantizing ") and l.endswith("%")]
+check(p.returncode == 0 and len(pcts) >= 2 and pcts == sorted(pcts) and pcts[-1] == 100,
+      "create -q shows the quantization's progress in %% (%s)" % pcts, p.stdout[-300:] + p.stderr[-300:])
 if windows:
     p = run(["create", "relfrom-bs", "-f", win_path(dash_f)], cwd=elsewhere)
     check(p.returncode == 0, "create -f Z:\\...\\Modelfile (backslashes), relative FROM", p.stderr.strip()[-300:])
