@@ -23,3 +23,5 @@ while read -r name args; do
   python3 "$root/tests/model/moe_vs_llamacpp.py" --anvil "$build/anvil" --model "$tmp/$name.gguf" \
           --write-base "$here/$name.kld.gz"
 done < "$tmp/list"
+# the unquantized files' greedy text from llama-completion (FAMILY/greedy.json)
+python3 "$root/tests/model/greedy_vs_llamacpp.py" --anvil "$build/anvil" --dir "$here" --models "$tmp" --write
