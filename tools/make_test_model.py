@@ -457,7 +457,12 @@ def tensor_plan(args, hp):
     if fam == "llama" and hp.get("rope_freqs"):
         plan.append(("rope_freqs.weight", (D // 2,), "rope_freqs", 0.0))
     if fam == "qwen35":
-        return qwen35_tensor_plan(hp, plan, logit_scale)
+        plan = qwen35_tensor_plan(hp, plan, logit_scale)
+        if getattr(args, "ollama_keys", False):   # Ollama's files carry the vision tower (v.*, mm.*): a token of it
+            plan.append(("v.patch_embed.weight", (32, 48), "mat", 0.1))
+            plan.append(("v.blk.0.attn_qkv.weight", (96, 32), "mat", 0.1))
+            plan.append(("mm.0.weight", (E, 32), "mat", 0.1))
+        return plan
     for i in range(hp["n_layer"]):
         p = "blk.%d." % i
         plan.append((p + "attn_norm.weight", (E,), "norm", 0.2))
@@ -799,7 +804,7 @@ def write_model(args, hp, path, wtype, quantizer):
             w.add_sliding_window_pattern([True, False, True, True, False, True, False][:hp["n_layer"]])
             w.add_rope_freq_base_swa(5000.0)
     if fam == "qwen35":
-        write_qwen35_keys(w, hp)
+        write_qwen35_keys(w, hp, args.ollama_keys)
     w.add_file_type(getattr(gguf.LlamaFileType, FILE_TYPES[wtype]))
     if wtype not in ("f32", "f16", "bf16"):
         w.add_quantization_version(gguf.GGML_QUANT_VERSION)
@@ -859,11 +864,15 @@ def write_model(args, hp, path, wtype, quantizer):
     return plan
 
 
-def write_qwen35_keys(w, hp):
+def write_qwen35_keys(w, hp, ollama=False):
     """qwen35's keys as conversion/qwen.py writes them (TextModel: key/value_length, mrope
     sections padded to 4; Qwen3NextModel: ssm.*, attention.recurrent_layers from layer_types,
     full_attention_interval, rope.dimension_count = head_dim * partial_rotary_factor 0.25;
-    _QwenMtpMixin: nextn_predict_layers)."""
+    _QwenMtpMixin: nextn_predict_layers), or (ollama) as Ollama's convert_qwen3next.go writes
+    them: no attention.recurrent_layers (the interval says it), mrope_sections and
+    rope.mrope_section beside rope.dimension_sections, rope.mrope_interleaved,
+    ssm.v_head_reordered (its V heads tiled as llama.cpp's), and the vision tower's keys (its
+    tensors: qwen35_tensor_plan)."""
     S, HV = hp["ssm_d_state"], hp["ssm_n_v_head"]
     w.add_key_length(hp["head_dim"])
     w.add_value_length(hp["head_dim"])
@@ -873,12 +882,21 @@ def write_qwen35_keys(w, hp):
     w.add_ssm_group_count(hp["ssm_n_k_head"])
     w.add_ssm_time_step_rank(HV)
     w.add_ssm_inner_size(S * HV)
-    # add_recurrent_layers (newer gguf-py than some installs have): the same array by its key
-    w.add_array("%s.attention.recurrent_layers" % w.arch,
-                [qwen35_is_recurrent(hp, i) for i in range(hp["n_layer"])] + [False] * hp["n_nextn"])
+    if not ollama:
+        # add_recurrent_layers (newer gguf-py than some installs have): the same array by its key
+        w.add_array("%s.attention.recurrent_layers" % w.arch,
+                    [qwen35_is_recurrent(hp, i) for i in range(hp["n_layer"])] + [False] * hp["n_nextn"])
     w.add_full_attention_interval(hp["full_attn_interval"])
     w.add_rope_dimension_count(hp["head_dim"] // 4)
     w.add_nextn_predict_layers(hp["n_nextn"])
+    if ollama:
+        sections = [s for s in hp["rope_sections"] if s][:3]
+        w.add_array("%s.mrope_sections" % w.arch, sections)
+        w.add_array("%s.rope.mrope_section" % w.arch, sections)
+        w.add_bool("%s.rope.mrope_interleaved" % w.arch, True)
+        w.add_bool("%s.ssm.v_head_reordered" % w.arch, True)
+        w.add_uint32("%s.vision.block_count" % w.arch, 1)
+        w.add_uint32("%s.vision.embedding_length" % w.arch, 32)
 
 
 def write_mistral3_keys(w, hp, ollama):

@@ -75,6 +75,15 @@ int qwen35_read_hparams(const gguf_file *f, model_hparams *hp) {
         return -1;
     }
     hp->n_layer -= hp->n_layer_nextn;
+    /* Ollama's key for the V-head order: both converters tile the value heads over the key heads
+     * (what delta_net assumes); a file saying they are still grouped would run wrong silently */
+    snprintf(key, sizeof key, "%s.ssm.v_head_reordered", arch);
+    bool reordered = true;
+    if (gguf_find(f, key) && (!gguf_get_bool(f, key, &reordered) || !reordered)) {
+        anv_set_error("%s: metadata %s is not true: value heads grouped by key head are not supported (reconvert "
+                      "with today's llama.cpp or Ollama)", f->path, key);
+        return -1;
+    }
     if (hp->n_layer > MODEL_MAX_LAYERS) {
         anv_set_error("%s: %d layers (at most %d)", f->path, hp->n_layer, MODEL_MAX_LAYERS);
         return -1;

@@ -15,11 +15,14 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from gguf_rewrite import rewrite  # noqa: E402
+import gguf  # noqa: E402
 
 ARCH = "qwen35"
 # (case name, edit, text the one error line must contain)
 CASES = [
     ("no-state-size", ("dropkey", ARCH + ".ssm.state_size"), "missing metadata key qwen35.ssm.state_size"),
+    ("v-heads-grouped", ("addkey", ARCH + ".ssm.v_head_reordered", False, gguf.GGUFValueType.BOOL),
+     "metadata qwen35.ssm.v_head_reordered is not true"),
     ("inner-size", ("setu32", ARCH + ".ssm.inner_size", 100), "inconsistent ssm sizes: qwen35.ssm.inner_size 100"),
     ("group-count", ("setu32", ARCH + ".ssm.group_count", 3), "inconsistent ssm sizes: qwen35.ssm.time_step_rank (value heads) 4"),
     ("conv-kernel-1", ("setu32", ARCH + ".ssm.conv_kernel", 1), "qwen35.ssm.conv_kernel = 1 is invalid"),

@@ -30,6 +30,8 @@ def rewrite(src, dst, arch, edit):
         w.add_key_value(name, val, f.types[0], sub_type=sub)
     if kind == "setarr":
         w.add_key_value(target, edit[2], gguf.GGUFValueType.ARRAY, sub_type=edit[3])
+    if kind == "addkey":   # ("addkey", name, value, GGUFValueType): a scalar key the file lacks
+        w.add_key_value(target, edit[2], edit[3])
     for t in r.tensors:
         if kind == "drop" and t.name == target:
             continue
