@@ -12,6 +12,9 @@ edit is one of
     ("f16", tensor)                     a tensor stored as F16
     ("addvec", tensor, n)               an F32 vector of n zeros added
 """
+import os
+import subprocess
+
 import numpy as np
 import gguf
 
@@ -47,3 +50,36 @@ def rewrite(src, dst, arch, edit):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def eval_lines(anvil, path, tmp):
+    """`anvil eval` of two tokens on the CPU: (status, the stderr lines but the Vulkan notices);
+    a run past 60 s is a hang (-1)."""
+    try:
+        r = subprocess.run([anvil, "eval", path, "--tokens", "1,2", "--dump", os.path.join(tmp, "x.json")],
+                           capture_output=True, text=True, env=dict(os.environ, ANVIL_DEVICE="cpu"), timeout=60)
+    except subprocess.TimeoutExpired:
+        return -1, ["timed out (a hang)"]
+    return r.returncode, [ln for ln in r.stderr.splitlines() if ln.strip() and "vulkan0" not in ln]
+
+
+def check_refusals(anvil, good, arch, prefix, cases, tmp):
+    """The malformed-file check every family shares: the good file and a rewrite of it with nothing
+    changed load (so each refusal is its edit's), then each (case, edit, want) rewrite is refused
+    with exactly one line containing want and a plain failure status (no crash, no hang). Prints one
+    line per check; returns the number of failures."""
+    bad = 0
+    same = os.path.join(tmp, "%s-rewritten.gguf" % prefix)
+    rewrite(good, same, arch, ("none", ""))
+    for path in (good, same):
+        rc, lines = eval_lines(anvil, path, tmp)
+        print("%s %s loads: rc %d %s" % ("ok" if rc == 0 else "FAIL", os.path.basename(path), rc, " | ".join(lines)))
+        bad += rc != 0
+    for case, edit, want in cases:
+        path = os.path.join(tmp, "bad-%s-%s.gguf" % (prefix, case))
+        rewrite(good, path, arch, edit)
+        rc, lines = eval_lines(anvil, path, tmp)
+        ok = 0 < rc < 128 and len(lines) == 1 and want in lines[0]
+        print("%s %s: rc %d: %s" % ("ok" if ok else "FAIL", case, rc, " | ".join(lines)))
+        bad += not ok
+    return bad
