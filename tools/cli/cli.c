@@ -4,6 +4,7 @@
 
 #include "device.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -144,4 +145,35 @@ void cli_human_ago(int64_t then, char *buf, size_t cap) {
 bool cli_path_is_file(const char *p) {
     struct stat st;
     return p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+void cli_print_params(const cJSON *params, const char *indent, int width) {
+    const cJSON *it;
+    cJSON_ArrayForEach(it, params) {
+        const cJSON *items = cJSON_IsArray(it) ? it->child : it;
+        for (const cJSON *v = items; v; v = cJSON_IsArray(it) ? v->next : NULL) {
+            char *t = cJSON_PrintUnformatted(v);
+            printf("%s%-*s %s\n", indent, width, it->string, t ? t : "");
+            free(t);
+        }
+    }
+}
+
+void cli_print_section(const char *title, const char *text, int max_lines) {
+    if (!text || !*text) return;
+    printf("\n  %s\n", title);
+    const char *p = text;
+    for (int line = 0; *p && line < max_lines; line++) {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("    %.*s\n", len, p);
+        p = nl ? nl + 1 : p + len;
+    }
+    if (*p) printf("    ...\n");
+}
+
+void cli_print_text(const char *text) {
+    if (!text) return;
+    fputs(text, stdout);
+    if (*text && text[strlen(text) - 1] != '\n') fputc('\n', stdout);
 }

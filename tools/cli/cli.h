@@ -41,6 +41,13 @@ void cli_human_bytes(uint64_t b, char *buf, size_t cap);
 void cli_human_ago(int64_t then, char *buf, size_t cap);
 /* p names a regular file here. */
 bool cli_path_is_file(const char *p);
+/* What `show` prints, the local, remote and interactive ones alike: a parameters object as Ollama
+ * lists it ("key value", a list's values a line each, padded to width), a titled section of a
+ * text's first max_lines lines ("..." when cut), a text with its final newline. */
+struct cJSON;
+void cli_print_params(const struct cJSON *params, const char *indent, int width);
+void cli_print_section(const char *title, const char *text, int max_lines);
+void cli_print_text(const char *text);
 double cli_float(const char *flag, const char *s);
 
 int cmd_run(int argc, char **argv);

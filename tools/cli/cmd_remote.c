@@ -105,26 +105,6 @@ int remote_cp(const char *src, const char *dst) {
     return 0;
 }
 
-static void print_text(const char *t) {
-    if (!t) return;
-    fputs(t, stdout);
-    if (*t && t[strlen(t) - 1] != '\n') fputc('\n', stdout);
-}
-
-/* A text section as the local show prints it: its first lines, indented. */
-static void print_section(const char *title, const char *text, int max_lines) {
-    if (!text || !*text) return;
-    printf("\n  %s\n", title);
-    const char *p = text;
-    for (int line = 0; *p && line < max_lines; line++) {
-        const char *nl = strchr(p, '\n');
-        int len = nl ? (int)(nl - p) : (int)strlen(p);
-        printf("    %.*s\n", len, p);
-        p = nl ? nl + 1 : p + len;
-    }
-    if (*p) printf("    ...\n");
-}
-
 static const char *str_of(const cJSON *o, const char *k) { return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k)); }
 
 int remote_show(const char *name, const char *only, bool verbose) {
@@ -134,7 +114,7 @@ int remote_show(const char *name, const char *only, bool verbose) {
     cJSON *j = call("POST", "/api/show", b);
     if (only) {
         const char *field = only + 2;   /* --modelfile -> modelfile */
-        print_text(str_of(j, field));
+        cli_print_text(str_of(j, field));
         cJSON_Delete(j);
         return 0;
     }
@@ -156,9 +136,9 @@ int remote_show(const char *name, const char *only, bool verbose) {
         printf("\n  Capabilities\n");
         cJSON_ArrayForEach(c, caps) if (cJSON_IsString(c)) printf("    %s\n", c->valuestring);
     }
-    print_section("Parameters", str_of(j, "parameters"), 1000);
-    print_section("System", str_of(j, "system"), 4);
-    print_section("License", str_of(j, "license"), 2);
+    cli_print_section("Parameters", str_of(j, "parameters"), 1000);
+    cli_print_section("System", str_of(j, "system"), 4);
+    cli_print_section("License", str_of(j, "license"), 2);
     if (verbose && info) {
         printf("\n  Metadata\n");
         const cJSON *kv;

@@ -25,41 +25,6 @@ static void human_count(uint64_t n, char *buf, size_t cap) {
     else snprintf(buf, cap, "%.0fK", n / 1e3);
 }
 
-/* The params layer as Ollama prints it: one "key value" line per value, strings quoted. */
-static void print_params(const char *json, const char *indent, int width) {
-    cJSON *p = json ? cJSON_Parse(json) : NULL;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, p) {
-        const cJSON *v;
-        if (cJSON_IsArray(it)) {
-            cJSON_ArrayForEach(v, it) {
-                char *t = cJSON_PrintUnformatted(v);
-                printf("%s%-*s %s\n", indent, width, it->string, t ? t : "");
-                free(t);
-            }
-        } else {
-            char *t = cJSON_PrintUnformatted(it);
-            printf("%s%-*s %s\n", indent, width, it->string, t ? t : "");
-            free(t);
-        }
-    }
-    cJSON_Delete(p);
-}
-
-/* A text section: its first lines, indented ("..." when cut). */
-static void print_section(const char *title, const char *text, int max_lines) {
-    if (!text || !*text) return;
-    printf("\n  %s\n", title);
-    const char *p = text;
-    for (int line = 0; *p && line < max_lines; line++) {
-        const char *nl = strchr(p, '\n');
-        int len = nl ? (int)(nl - p) : (int)strlen(p);
-        printf("    %.*s\n", len, p);
-        p = nl ? nl + 1 : p + len;
-    }
-    if (*p) printf("    ...\n");
-}
-
 /* -v: every metadata key of the file, as `ollama show -v` lists them (arrays by their length,
  * strings cut at 80 bytes of their first line). */
 static void print_metadata(const gguf_file *f) {
@@ -122,14 +87,16 @@ int cmd_show(int argc, char **argv) {
             fputs(mf, stdout);
             free(mf);
         } else if (!strcmp(only, "--parameters")) {
-            print_params(e.params_json, "", 30);
+            cJSON *p = e.params_json ? cJSON_Parse(e.params_json) : NULL;
+            cli_print_params(p, "", 30);
+            cJSON_Delete(p);
         } else if (!strcmp(only, "--template")) {
             char *t = e.template_text ? strdup(e.template_text) : gguf_chat_template(e.model_path);
-            if (t) { fputs(t, stdout); if (*t && t[strlen(t) - 1] != '\n') fputc('\n', stdout); }
+            cli_print_text(t);
             free(t);
         } else {
             const char *t = !strcmp(only, "--system") ? e.system : e.license;
-            if (t) { fputs(t, stdout); if (*t && t[strlen(t) - 1] != '\n') fputc('\n', stdout); }
+            cli_print_text(t);
         }
         store_entry_clear(&e);
         return 0;
@@ -189,10 +156,12 @@ int cmd_show(int argc, char **argv) {
     if (embeds) printf("    %-20s %s\n", "pooling", hp->pooling == MODEL_POOL_CLS ? "cls" : hp->pooling == MODEL_POOL_LAST ? "last" : "mean");
     if (e.params_json && strcmp(e.params_json, "{}")) {
         printf("\n  Parameters\n");
-        print_params(e.params_json, "    ", 14);
+        cJSON *p = cJSON_Parse(e.params_json);
+        cli_print_params(p, "    ", 14);
+        cJSON_Delete(p);
     }
-    print_section("System", e.system, 4);
-    print_section("License", e.license, 2);
+    cli_print_section("System", e.system, 4);
+    cli_print_section("License", e.license, 2);
     if (verbose) print_metadata(f);
     free(name);
     model_free(m);

@@ -200,25 +200,6 @@ static void set_parameter(repl_session *s, const repl_backend *b, char **argv, i
 
 /* ---- /show ---- */
 
-/* An options object as Ollama lists it: "key value", each value of a list on its own line. */
-static void print_params(const cJSON *p, const char *indent, int width) {
-    const cJSON *it;
-    cJSON_ArrayForEach(it, p) {
-        const cJSON *v;
-        if (cJSON_IsArray(it)) {
-            cJSON_ArrayForEach(v, it) {
-                char *t = cJSON_PrintUnformatted(v);
-                printf("%s%-*s %s\n", indent, width, it->string, t ? t : "");
-                free(t);
-            }
-        } else {
-            char *t = cJSON_PrintUnformatted(it);
-            printf("%s%-*s %s\n", indent, width, it->string, t ? t : "");
-            free(t);
-        }
-    }
-}
-
 /* The model's params layer with the session's parameters over it (JSON text, malloc'd). */
 static char *merged_params(const repl_session *s) {
     cJSON *p = s->entry.params_json ? cJSON_Parse(s->entry.params_json) : NULL;
@@ -233,11 +214,6 @@ static char *merged_params(const repl_session *s) {
     return t;
 }
 
-static void print_text(const char *t) {
-    fputs(t, stdout);
-    if (*t && t[strlen(t) - 1] != '\n') fputc('\n', stdout);
-}
-
 static void show(const repl_session *s, const char *what) {
     const store_entry *e = &s->entry;
     if (!strcmp(what, "info")) {
@@ -245,7 +221,7 @@ static void show(const repl_session *s, const char *what) {
         fflush(stdout);
         cmd_show(2, argv);
     } else if (!strcmp(what, "license")) {
-        if (e->license && *e->license) print_text(e->license);
+        if (e->license && *e->license) cli_print_text(e->license);
         else puts("No license was specified for this model.");
     } else if (!strcmp(what, "modelfile")) {
         store_entry shown = *e;   /* the model as this session would save it */
@@ -253,7 +229,7 @@ static void show(const repl_session *s, const char *what) {
         shown.params_json = params;
         if (s->system) shown.system = s->system;
         char *mf = modelfile_render(&shown);
-        if (mf) print_text(mf);
+        if (mf) cli_print_text(mf);
         else printf("error: %s\n", anv_last_error());
         free(mf);
         free(params);
@@ -261,12 +237,12 @@ static void show(const repl_session *s, const char *what) {
         puts("Model defined parameters:");
         cJSON *p = e->params_json ? cJSON_Parse(e->params_json) : NULL;
         if (!p || !cJSON_GetArraySize(p)) puts("  No additional parameters were specified for this model.");
-        else print_params(p, "  ", 30);
+        else cli_print_params(p, "  ", 30);
         cJSON_Delete(p);
         putchar('\n');
         if (cJSON_GetArraySize(s->params)) {
             puts("User defined parameters:");
-            print_params(s->params, "  ", 30);
+            cli_print_params(s->params, "  ", 30);
             putchar('\n');
         }
     } else if (!strcmp(what, "system")) {
@@ -281,7 +257,7 @@ static void show(const repl_session *s, const char *what) {
             if (g) t = gguf_get_str_dup(g, "tokenizer.chat_template");
             gguf_close(g);
         }
-        if (t && *t) print_text(t);
+        if (t && *t) cli_print_text(t);
         else puts("No prompt template was specified for this model.");
         free(t);
     } else {
