@@ -63,8 +63,9 @@ static size_t collect_cb(char *data, size_t size, size_t nmemb, void *user) {
     return bytebuf_add(user, data, size * nmemb) ? size * nmemb : 0;
 }
 
-/* An easy handle for url path with the JSON body and the API key, if any. */
-static CURL *make_handle(const char *method, const char *path, const char *json_body, struct curl_slist **headers) {
+/* An easy handle for url path with the JSON body and the API key, if any; content_type NULL: JSON. */
+static CURL *make_handle(const char *method, const char *path, const char *json_body, const char *content_type,
+                         struct curl_slist **headers) {
     pthread_once(&curl_once, curl_init_once);
     CURL *c = curl_easy_init();
     if (!c) { anv_set_error("out of memory (curl)"); return NULL; }
@@ -75,7 +76,9 @@ static CURL *make_handle(const char *method, const char *path, const char *json_
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
     curl_easy_setopt(c, CURLOPT_PROXY, "");   /* the server is local: ignore http_proxy */
-    *headers = curl_slist_append(NULL, "Content-Type: application/json");
+    char ctype[128];
+    snprintf(ctype, sizeof ctype, "Content-Type: %s", content_type ? content_type : "application/json");
+    *headers = curl_slist_append(NULL, ctype);
     *headers = curl_slist_append(*headers, "Accept: application/json, application/x-ndjson");
     const char *key = getenv("ANVIL_API_KEY");
     if (key && *key) {
@@ -93,9 +96,19 @@ static CURL *make_handle(const char *method, const char *path, const char *json_
     return c;
 }
 
+/* Runs the transfer, then frees the handle and headers; *status gets the HTTP status (0: none). */
+static CURLcode perform(CURL *c, struct curl_slist *headers, long *status) {
+    CURLcode rc = curl_easy_perform(c);
+    *status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(headers);
+    return rc;
+}
+
 static int run_plain(const char *method, const char *path, const char *json_body, char **reply, long timeout_ms) {
     struct curl_slist *headers = NULL;
-    CURL *c = make_handle(method, path, json_body, &headers);
+    CURL *c = make_handle(method, path, json_body, NULL, &headers);
     if (!c) return -1;
     bytebuf b = {0};
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_cb);
@@ -104,11 +117,8 @@ static int run_plain(const char *method, const char *path, const char *json_body
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     }
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(headers);
+    long status;
+    CURLcode rc = perform(c, headers, &status);
     if (rc != CURLE_OK || b.oom) {
         free(b.data);
         if (b.oom) anv_set_error("out of memory reading the server's reply");
@@ -288,16 +298,13 @@ static int run_stream(const client_gen_request *q, client_gen_result *res, bool 
     char *body = request_json(q, chat);
     if (!body) { anv_set_error("out of memory"); return -1; }
     struct curl_slist *headers = NULL;
-    CURL *c = make_handle("POST", chat ? "/api/chat" : "/api/generate", body, &headers);
+    CURL *c = make_handle("POST", chat ? "/api/chat" : "/api/generate", body, NULL, &headers);
     if (!c) { free(body); return -1; }
     stream_state st = {.q = q, .res = res, .chat = chat};
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &st);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(headers);
+    long status;
+    CURLcode rc = perform(c, headers, &status);
     free(body);
     if (st.line.len && rc == CURLE_OK) handle_line(&st, st.line.data, st.line.len);   /* no final newline */
     res->http_status = (int)status;
@@ -367,16 +374,13 @@ static size_t json_stream_cb(char *data, size_t size, size_t nmemb, void *user) 
 
 int client_stream_json(const char *method, const char *path, const char *json_body, client_json_fn fn, void *user) {
     struct curl_slist *headers = NULL;
-    CURL *c = make_handle(method, path, json_body, &headers);
+    CURL *c = make_handle(method, path, json_body, NULL, &headers);
     if (!c) return -1;
     json_stream st = {.fn = fn, .user = user};
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, json_stream_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &st);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(headers);
+    long status;
+    CURLcode rc = perform(c, headers, &status);
     if (st.line.len && !st.error[0] && !st.stopped) {   /* a last line without its newline */
         char nl = '\n';
         json_stream_cb(&nl, 1, 1, &st);
@@ -411,18 +415,8 @@ int client_upload_file(const char *path, const char *file, char **reply) {
     struct stat st;
     if (fstat(fileno(f), &st) != 0) { fclose(f); anv_set_error("cannot stat %s", file); return -1; }
     struct curl_slist *headers = NULL;
-    CURL *c = make_handle("POST", path, NULL, &headers);
+    CURL *c = make_handle("POST", path, NULL, "application/octet-stream", &headers);
     if (!c) { fclose(f); return -1; }
-    curl_slist_free_all(headers);
-    headers = NULL;
-    const char *key = getenv("ANVIL_API_KEY");
-    headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
-    if (key && *key) {
-        char auth[600];
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
-        headers = curl_slist_append(headers, auth);
-    }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "POST");
     curl_easy_setopt(c, CURLOPT_READFUNCTION, read_file_cb);
@@ -431,11 +425,8 @@ int client_upload_file(const char *path, const char *file, char **reply) {
     bytebuf b = {0};
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(headers);
+    long status;
+    CURLcode rc = perform(c, headers, &status);
     fclose(f);
     if (rc != CURLE_OK) {
         free(b.data);
