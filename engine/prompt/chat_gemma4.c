@@ -17,11 +17,11 @@
 #include "chat.h"
 
 #include "bytebuf.h"
+#include "chat_json.h"
 #include "error.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,21 +43,6 @@ static void add_upper(bytebuf *b, const char *s) {
         char c = (char)toupper((unsigned char)*s);
         bytebuf_add(b, &c, 1);
     }
-}
-
-/* A number as Python's str(): integers as integers, floats as their shortest repr. */
-static void add_number(bytebuf *b, double v) {
-    char t[40];
-    if (v == floor(v) && fabs(v) < 1e15) {
-        snprintf(t, sizeof t, "%.0f", v);
-    } else {
-        for (int p = 1; p <= 17; p++) {
-            snprintf(t, sizeof t, "%.*g", p, v);
-            if (strtod(t, NULL) == v) break;
-        }
-        if (!strpbrk(t, ".eni")) strcat(t, ".0");
-    }
-    add(b, t);
 }
 
 /* The object's members in Jinja's dictsort order (case-insensitive keys, stable), malloc'd
@@ -108,7 +93,7 @@ static void put_argument(bytebuf *b, const cJSON *v, bool escape_keys) {
         }
         add(b, "]");
     } else if (cJSON_IsNumber(v)) {
-        add_number(b, v->valuedouble);
+        chat_put_py_number(b, v->valuedouble);
     } else {
         add(b, "None");
     }
@@ -134,12 +119,12 @@ static void put_type_upper(bytebuf *b, const cJSON *t) {
         add(b, "[");
         for (const cJSON *c = t->child; c; c = c->next) {
             if (cJSON_IsString(c)) { add(b, "'"); add_upper(b, c->valuestring); add(b, "'"); }
-            else if (cJSON_IsNumber(c)) add_number(b, c->valuedouble);
+            else if (cJSON_IsNumber(c)) chat_put_py_number(b, c->valuedouble);
             if (c->next) add(b, ", ");
         }
         add(b, "]");
     } else if (cJSON_IsNumber(t)) {
-        add_number(b, t->valuedouble);
+        chat_put_py_number(b, t->valuedouble);
     }
 }
 

@@ -23,7 +23,6 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,18 +63,7 @@ static void put_scalar(bytebuf *b, const cJSON *v) {
     } else if (cJSON_IsBool(v)) {
         add(b, cJSON_IsTrue(v) ? "True" : "False");
     } else if (cJSON_IsNumber(v)) {
-        char t[40];
-        double d = v->valuedouble;
-        if (d == floor(d) && fabs(d) < 1e15) {
-            snprintf(t, sizeof t, "%.0f", d);
-        } else {
-            for (int p = 1; p <= 17; p++) {
-                snprintf(t, sizeof t, "%.*g", p, d);
-                if (strtod(t, NULL) == d) break;
-            }
-            if (!strpbrk(t, ".eni")) strcat(t, ".0");
-        }
-        add(b, t);
+        chat_put_py_number(b, v->valuedouble);
     } else {
         add(b, "None");
     }

@@ -17,6 +17,7 @@
 #include "error.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,20 @@ void chat_put_json_string(bytebuf *b, const char *s) {
         }
     }
     add(b, "\"");
+}
+
+void chat_put_py_number(bytebuf *b, double v) {
+    char t[40];
+    if (v == floor(v) && fabs(v) < 1e15) {
+        snprintf(t, sizeof t, "%.0f", v);
+    } else {
+        for (int p = 1; p <= 17; p++) {
+            snprintf(t, sizeof t, "%.*g", p, v);
+            if (strtod(t, NULL) == v) break;
+        }
+        if (!strpbrk(t, ".eni")) strcat(t, ".0");
+    }
+    add(b, t);
 }
 
 /* Jinja's tojson (json.dumps: ", " and ": " separators, keys in their order). */
