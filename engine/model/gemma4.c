@@ -104,20 +104,6 @@ int gemma4_read_layer_arrays(const gguf_file *f, model_hparams *hp) {
     return read_layer_array(f, hp, "attention.head_count_kv", hp->layer_n_kv_head, &hp->n_kv_head, true);
 }
 
-static int get_u32(const gguf_file *f, const char *arch, const char *suffix, int *out, bool required) {
-    char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    uint32_t v;
-    if (gguf_get_u32(f, key, &v)) {
-        if (v > (1u << 30)) { anv_set_error("%s: metadata %s = %u is out of range", f->path, key, v); return -1; }
-        *out = (int)v;
-        return 0;
-    }
-    if (gguf_find(f, key)) return -1;   /* wrong type: error set */
-    if (required) { anv_set_error("%s: missing metadata key %s", f->path, key); return -1; }
-    return 0;
-}
-
 static int bad_key(const gguf_file *f, const char *arch, const char *suffix, int v, const char *rule) {
     anv_set_error("%s: metadata %s.%s = %d is invalid (%s)", f->path, arch, suffix, v, rule);
     return -1;
@@ -128,7 +114,7 @@ int gemma4_read_hparams(const gguf_file *f, model_hparams *hp) {
     char key[128];
     hp->embd_scale = true;
     hp->attn_scale = 1.0f;   /* Gemma 4: no query pre-attention scaling */
-    if (get_u32(f, arch, "attention.sliding_window", &hp->swa_window, true) != 0) return -1;
+    if (!model_read_u32(f, arch, "attention.sliding_window", &hp->swa_window, true)) return -1;
     if (hp->swa_window < 1) return bad_key(f, arch, "attention.sliding_window", hp->swa_window, "must be >= 1");
     snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
     const gguf_kv *pat = gguf_find(f, key);
@@ -139,15 +125,15 @@ int gemma4_read_hparams(const gguf_file *f, model_hparams *hp) {
     }
     if (model_read_swa_pattern(f, hp, 0) != 0) return -1;
     int hd_v_swa = 0;
-    if (get_u32(f, arch, "attention.key_length_swa", &hp->head_dim_swa, true) != 0 ||
-        get_u32(f, arch, "attention.value_length_swa", &hd_v_swa, true) != 0)
+    if (!model_read_u32(f, arch, "attention.key_length_swa", &hp->head_dim_swa, true) ||
+        !model_read_u32(f, arch, "attention.value_length_swa", &hd_v_swa, true))
         return -1;
     if (hp->head_dim_swa < 2 || hp->head_dim_swa % 2)
         return bad_key(f, arch, "attention.key_length_swa", hp->head_dim_swa, "the head dimension must be even and >= 2");
     if (hd_v_swa != hp->head_dim_swa)
         return bad_key(f, arch, "attention.value_length_swa", hd_v_swa, "must equal attention.key_length_swa");
     hp->n_rot_swa = hp->n_rot;
-    if (get_u32(f, arch, "rope.dimension_count_swa", &hp->n_rot_swa, false) != 0) return -1;
+    if (!model_read_u32(f, arch, "rope.dimension_count_swa", &hp->n_rot_swa, false)) return -1;
     if (hp->n_rot_swa < 2 || hp->n_rot_swa % 2 || hp->n_rot_swa > hp->head_dim_swa)
         return bad_key(f, arch, "rope.dimension_count_swa", hp->n_rot_swa, "must be even, >= 2 and <= attention.key_length_swa");
     if (hp->n_rot != hp->head_dim_k)   /* rope_freqs.weight has head_dim / 2 factors */
@@ -160,9 +146,9 @@ int gemma4_read_hparams(const gguf_file *f, model_hparams *hp) {
         return -1;
     }
     hp->rope_scale_swa = hp->rope_scale;
-    if (get_u32(f, arch, "embedding_length_per_layer_input", &hp->n_embd_per_layer, true) != 0) return -1;
+    if (!model_read_u32(f, arch, "embedding_length_per_layer_input", &hp->n_embd_per_layer, true)) return -1;
     int shared = 0;
-    if (get_u32(f, arch, "attention.shared_kv_layers", &shared, false) != 0) return -1;
+    if (!model_read_u32(f, arch, "attention.shared_kv_layers", &shared, false)) return -1;
     if (shared > 0 && shared > hp->n_layer - 2)
         return bad_key(f, arch, "attention.shared_kv_layers", shared, "at least 2 layers must keep their own KV cache");
     hp->n_layer_kv = shared > 0 ? hp->n_layer - shared : 0;

@@ -40,8 +40,7 @@ static const arch_desc ARCHS[] = {
     {"gemma4", ARCH_GEMMA4, BE_ROPE_NEOX},       /* gemma4.c */
 };
 
-/* Reads "<arch>.<suffix>" as u32; missing and required -> error. */
-static bool read_u32(const gguf_file *f, const char *arch, const char *suffix, int *out, bool required) {
+bool model_read_u32(const gguf_file *f, const char *arch, const char *suffix, int *out, bool required) {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     uint32_t v;
@@ -123,7 +122,7 @@ static int mistral3_read_hparams(const gguf_file *f, model_hparams *hp) {
     if (!read_f32(f, arch, temp_key, &hp->attn_temp_scale)) return -1;
     if (!check_f32(f, arch, temp_key, hp->attn_temp_scale, true)) return -1;
     hp->attn_temp_floor = hp->n_ctx_train;
-    if (!read_u32(f, arch, "rope.scaling.original_context_length", &hp->attn_temp_floor, false)) return -1;
+    if (!model_read_u32(f, arch, "rope.scaling.original_context_length", &hp->attn_temp_floor, false)) return -1;
     if (hp->attn_temp_scale != 0.0f && hp->attn_temp_floor < 1) {
         bad_int(f, arch, "rope.scaling.original_context_length", hp->attn_temp_floor,
                 "the attention temperature's floor scale must be >= 1");
@@ -152,24 +151,24 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     hp->arch_name = ad->name;
     hp->rope_mode = ad->rope_mode;
     hp->n_ctx_train = 4096;
-    if (!read_u32(f, arch, "context_length", &hp->n_ctx_train, false)) return -1;
-    if (!read_u32(f, arch, "embedding_length", &hp->n_embd, true)) return -1;
-    if (!read_u32(f, arch, "block_count", &hp->n_layer, true)) return -1;
+    if (!model_read_u32(f, arch, "context_length", &hp->n_ctx_train, false)) return -1;
+    if (!model_read_u32(f, arch, "embedding_length", &hp->n_embd, true)) return -1;
+    if (!model_read_u32(f, arch, "block_count", &hp->n_layer, true)) return -1;
     if (hp->arch == ARCH_GEMMA4) {   /* feed_forward_length and head_count_kv may be per-layer arrays */
-        if (!read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
+        if (!model_read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
         if (!check_pos(f, arch, "attention.head_count", hp->n_head) || gemma4_read_layer_arrays(f, hp) != 0) return -1;
     } else {
-        if (!read_u32(f, arch, "feed_forward_length", &hp->n_ff, true)) return -1;
-        if (!read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
+        if (!model_read_u32(f, arch, "feed_forward_length", &hp->n_ff, true)) return -1;
+        if (!model_read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
         hp->n_kv_head = hp->n_head;
-        if (!read_u32(f, arch, "attention.head_count_kv", &hp->n_kv_head, false)) return -1;
+        if (!model_read_u32(f, arch, "attention.head_count_kv", &hp->n_kv_head, false)) return -1;
     }
     bool has_key_length = key_present(f, arch, "attention.key_length");
     if (!check_counts(f, arch, hp, has_key_length)) return -1;
     hp->head_dim_k = hp->n_embd / hp->n_head;
-    if (!read_u32(f, arch, "attention.key_length", &hp->head_dim_k, false)) return -1;
+    if (!model_read_u32(f, arch, "attention.key_length", &hp->head_dim_k, false)) return -1;
     hp->head_dim_v = hp->head_dim_k;
-    if (!read_u32(f, arch, "attention.value_length", &hp->head_dim_v, false)) return -1;
+    if (!model_read_u32(f, arch, "attention.value_length", &hp->head_dim_v, false)) return -1;
     if (hp->head_dim_k <= 0 || hp->head_dim_k % 2) {
         bad_int(f, arch, "attention.key_length", hp->head_dim_k, "the head dimension must be even and >= 2");
         return -1;
@@ -209,7 +208,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     }
     free(scaling);
     hp->n_rot = hp->head_dim_k;
-    if (!read_u32(f, arch, "rope.dimension_count", &hp->n_rot, false)) return -1;
+    if (!model_read_u32(f, arch, "rope.dimension_count", &hp->n_rot, false)) return -1;
     if (hp->n_rot <= 0 || hp->n_rot > hp->head_dim_k || hp->n_rot % 2) {
         anv_set_error("%s: metadata %s.rope.dimension_count = %d is invalid (must be even, >= 2 and <= the head dimension %d)",
                       f->path, arch, hp->n_rot, hp->head_dim_k);
@@ -221,7 +220,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     if (hp->arch == ARCH_GEMMA3) {   /* llama.cpp's src/models/gemma3.cpp */
         hp->embd_scale = true;
         /* The converter writes no sliding_window for an all-global model (HF pattern 1). */
-        if (!read_u32(f, arch, "attention.sliding_window", &hp->swa_window, false)) return -1;
+        if (!model_read_u32(f, arch, "attention.sliding_window", &hp->swa_window, false)) return -1;
         if (hp->swa_window > 0) {
             if (model_read_swa_pattern(f, hp, 6) != 0) return -1;
             hp->rope_base_swa = 10000.0f; /* local layers: base 10k unless the file says, no scaling */
@@ -243,12 +242,12 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
         hp->noncausal = hp->embedding_only = true;
         hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
         /* the rest as gemma3 above, but the sliding window is required */
-        if (!read_u32(f, arch, "attention.sliding_window", &hp->swa_window, true)) return -1;
+        if (!model_read_u32(f, arch, "attention.sliding_window", &hp->swa_window, true)) return -1;
         if (!check_pos(f, arch, "attention.sliding_window", hp->swa_window)) return -1;
     }
     {
         int pool = MODEL_POOL_MEAN;
-        if (!read_u32(f, arch, "pooling_type", &pool, false)) return -1;
+        if (!model_read_u32(f, arch, "pooling_type", &pool, false)) return -1;
         if (pool != MODEL_POOL_MEAN && pool != MODEL_POOL_CLS && pool != MODEL_POOL_LAST) {
             bad_int(f, arch, "pooling_type", pool, "mean 1, cls 2 or last 3");
             return -1;

@@ -141,6 +141,10 @@ typedef struct {
 static inline bool model_layer_is_recurrent(const model_hparams *hp, int il) {
     return il >= 0 && il < MODEL_MAX_LAYERS && (hp->recr_mask[il / 64] >> (il % 64) & 1);
 }
+/* Reads "<arch>.<suffix>" as a u32 (at most 2^30) into *out; absent: *out kept, or an error when
+ * required; a wrong type or range: false + a one-line error naming the key (the families'
+ * hyperparameter readers: model.c, gemma4.c, qwen35.c). */
+bool model_read_u32(const gguf_file *f, const char *arch, const char *suffix, int *out, bool required);
 /* True if layer il uses the sliding window (and the local RoPE base). */
 bool model_layer_is_swa(const model_hparams *hp, int il);
 /* Layer il's head size, rotated dims, KV heads, FFN width (per layer in gemma4, else the

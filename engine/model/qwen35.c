@@ -29,20 +29,6 @@
 #include "moe.h"
 #include "quant.h"
 
-static int get_u32(const gguf_file *f, const char *arch, const char *suffix, int *out, bool required) {
-    char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    uint32_t v;
-    if (gguf_get_u32(f, key, &v)) {
-        if (v > (1u << 30)) { anv_set_error("%s: metadata %s = %u is out of range", f->path, key, v); return -1; }
-        *out = (int)v;
-        return 0;
-    }
-    if (gguf_find(f, key)) return -1;   /* wrong type: error set by gguf */
-    if (required) { anv_set_error("%s: missing metadata key %s", f->path, key); return -1; }
-    return 0;
-}
-
 /* Reads an integer array key (int32 / uint32 / bool elements) into out[0..n); -1 + error. */
 static int get_int_array(const gguf_file *f, const char *key, int *out, int n, uint64_t *len) {
     const gguf_kv *kv = gguf_find(f, key);
@@ -68,7 +54,7 @@ static int get_int_array(const gguf_file *f, const char *key, int *out, int n, u
 int qwen35_read_hparams(const gguf_file *f, model_hparams *hp) {
     const char *arch = hp->arch_name;
     char key[160];
-    if (get_u32(f, arch, "nextn_predict_layers", &hp->n_layer_nextn, false) != 0) return -1;
+    if (!model_read_u32(f, arch, "nextn_predict_layers", &hp->n_layer_nextn, false)) return -1;
     if (hp->n_layer_nextn >= hp->n_layer) {
         anv_set_error("%s: metadata %s.nextn_predict_layers = %d leaves no layers of block_count %d", f->path, arch,
                       hp->n_layer_nextn, hp->n_layer);
@@ -91,7 +77,7 @@ int qwen35_read_hparams(const gguf_file *f, model_hparams *hp) {
     static const char *const ssm_keys[5] = {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "ssm.group_count"};
     int *ssm_vals[5] = {&hp->ssm_d_conv, &hp->ssm_d_inner, &hp->ssm_d_state, &hp->ssm_n_v_head, &hp->ssm_n_k_head};
     for (int i = 0; i < 5; i++) {
-        if (get_u32(f, arch, ssm_keys[i], ssm_vals[i], true) != 0) return -1;
+        if (!model_read_u32(f, arch, ssm_keys[i], ssm_vals[i], true)) return -1;
         if (*ssm_vals[i] < 1) { anv_set_error("%s: metadata %s.%s = %d is invalid (must be >= 1)", f->path, arch, ssm_keys[i], *ssm_vals[i]); return -1; }
     }
     if (hp->ssm_d_conv < 2 || hp->ssm_d_conv > 64) {
@@ -127,7 +113,7 @@ int qwen35_read_hparams(const gguf_file *f, model_hparams *hp) {
             if (flags[il]) hp->recr_mask[il / 64] |= 1ull << (il % 64);
     } else {
         int interval = 4;
-        if (get_u32(f, arch, "full_attention_interval", &interval, false) != 0) return -1;
+        if (!model_read_u32(f, arch, "full_attention_interval", &interval, false)) return -1;
         if (interval < 1) { anv_set_error("%s: metadata %s.full_attention_interval = %d is invalid (must be >= 1)", f->path, arch, interval); return -1; }
         for (int il = 0; il < hp->n_layer; il++)
             if ((il + 1) % interval != 0) hp->recr_mask[il / 64] |= 1ull << (il % 64);
