@@ -138,6 +138,7 @@ static void dequant_rows(uint32_t type, const uint8_t *buf, int64_t cols, int64_
 
 #include "gpu_verify_fused.h" /* the fused ops' cases (run as the forward pass issues them) */
 #include "hash.h"
+#include "settings.h"
 
 /* Runs the case on be; out receives out_elems floats. 0, or -1 (backend or memory error). */
 static int run_gpu(backend *be, const spec *s, const inputs *in, float *out) {
@@ -520,7 +521,7 @@ int gpu_verify_run(backend *gpu, gv_target t, const model *m, gv_report *r) {
 #ifdef ANVIL_HAVE_VULKAN
     const anv_vk_paths paths = vk_backend_paths(gpu);
     if (vk_backend_is(gpu)) mm_tok = paths.mv_max_tok + 8;
-    const char *env_disable = getenv("ANVIL_VK_DISABLE");
+    const char *env_disable = anv_setting_raw("ANVIL_VK_DISABLE");
     const int vk_index = t.index;
 #endif
     char scratch[256];
@@ -622,10 +623,9 @@ void gpu_verify_print(FILE *f, const gv_report *r, bool all_cases) {
 /* ---------------------------------------------------------------- cache */
 
 static bool cache_dir(char *dir, size_t n) {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg) fmt(dir, n, "%s/anvil", xdg);
-    else if (home && *home) fmt(dir, n, "%s/.cache/anvil", home);
-    else return false;
+    char cache[1024];
+    if (!anv_user_cache_dir(cache, sizeof cache)) return false;
+    fmt(dir, n, "%s/anvil", cache);
     return true;
 }
 
@@ -649,7 +649,7 @@ bool gpu_verify_cache_path(gv_target t, char *out, size_t out_len) {
         for (char *p = bus; *p; p++) if (*p == ':' || *p == '.') *p = '_';
         char gfx[48];
         fmt(gfx, sizeof gfx, "%.*s", (int)strcspn(info.gfx, ":"), info.gfx);
-        const char *ovr = getenv("HSA_OVERRIDE_GFX_VERSION"); /* runs another code object */
+        const char *ovr = anv_setting_raw("HSA_OVERRIDE_GFX_VERSION"); /* runs another code object */
         fmt(out, out_len, "%s/hip-verify-%s%s%s-%d-%s-%08x.txt", dir, gfx, ovr && *ovr ? "-as-" : "", ovr && *ovr ? ovr : "",
             info.runtime_version, bus, hip_kernels_digest());
         return true;
@@ -697,8 +697,7 @@ bool gpu_verify_cache_read(gv_target t, bool *pass, char *fix, size_t fix_len) {
 
 void gpu_verify_auto(backend *gpu, gv_target t, const model *m_cpu, char *fix, size_t fix_len) {
     if (fix_len) fix[0] = 0;
-    const char *off = getenv("ANVIL_AUTOVERIFY"), *off_vk = getenv("ANVIL_VK_AUTOVERIFY");
-    if ((off && !strcmp(off, "0")) || (t.kind == DEV_BACKEND_VULKAN && off_vk && !strcmp(off_vk, "0"))) return;
+    if (anv_setting_off("ANVIL_AUTOVERIFY") || (t.kind == DEV_BACKEND_VULKAN && anv_setting_off("ANVIL_VK_AUTOVERIFY"))) return;
     bool pass = true;
     char cached_fix[128];
     if (gpu_verify_cache_read(t, &pass, cached_fix, sizeof cached_fix)) {

@@ -15,7 +15,7 @@
 
 #include "cpu_backend.h"
 #include "clock.h"
-#include "envvar.h"
+#include "settings.h"
 #include "error.h"
 #include "model_place.h"
 #include "quant.h"
