@@ -403,3 +403,4 @@ backend *cpu_backend_new_unpacked(int n_threads) {
 }
 
 int cpu_backend_threads(const backend *be) { return ((const cpu_ctx *)be->impl)->n_threads; }
+bool cpu_backend_is(const backend *be) { return be && be->ops == &cpu_ops_table; }
