@@ -40,7 +40,9 @@ static void test_raw(void) {
     setenv("ANVIL_NOT_A_SETTING", "1", 1);
     CHECK(anv_setting_raw("ANVIL_NOT_A_SETTING") == NULL);   /* not in the table: unset */
     setenv("ANVIL_KV_ROTATION", "", 1);
+#ifndef _WIN32   /* there an empty value removes the variable */
     CHECK(anv_setting_raw("ANVIL_KV_ROTATION") && !*anv_setting_raw("ANVIL_KV_ROTATION"));
+#endif
     CHECK(anv_setting_get("ANVIL_KV_ROTATION") == NULL && !anv_setting_on("ANVIL_KV_ROTATION") && !anv_setting_off("ANVIL_KV_ROTATION"));
     setenv("ANVIL_KV_ROTATION", "0", 1);
     CHECK(anv_setting_off("ANVIL_KV_ROTATION") && !anv_setting_on("ANVIL_KV_ROTATION"));
