@@ -287,7 +287,7 @@ static void add_simple(spec_list *l, kind k, int64_t n, int64_t b_n, be_glu_kind
     fmt(s->shape, sizeof s->shape, "%s n %lld%s", what, (long long)n, k == K_ADD && b_n < n ? " (broadcast row)" : "");
 }
 
-/* backend.h's fused ops (gpu_verify_fused.h): the decode gate+up mat-vec with its glu, and rope of
+/* backend.h's fused ops (gpu_verify_fused.c): the decode gate+up mat-vec with its glu, and rope of
  * q and k with the stores of k and v into a cache of type kv (decode at 256 positions). */
 static void add_matmul_glu(spec_list *l, uint32_t type, const void *gate, const void *upw, int64_t K, int64_t N, be_glu_kind g) {
     for (int i = 0; i < 2; i++) {
