@@ -23,7 +23,6 @@
 #undef fopen
 #undef fclose
 #undef fflush
-#undef getenv
 #undef rename
 #undef mkdir
 #undef fcntl
