@@ -3,7 +3,8 @@
 environment and the only source of its documentation.
   - no getenv call in engine/, tools/, cpu/, hip/ outside engine/base/settings.c (comments and
     string literals removed first);
-  - every name passed to an anv_setting_* reader is a name of the table (`anvil help env`);
+  - every name passed to an anv_setting_* reader, and every "ANVIL_*" / "OLLAMA_*" string that
+    is a name alone (one handed to a helper), is a name of the table (`anvil help env`);
   - README.md's tables between `<!-- settings: GROUP -->` and `<!-- /settings -->` are exactly
     `anvil help env --markdown GROUP`, and every group of the table has one;
   - `anvil serve --help` lists every ANVIL_* setting but the test hooks.
@@ -21,6 +22,7 @@ root, anvil = sys.argv[1], sys.argv[2]
 CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/', re.S)
 GETENV = re.compile(r"\b(getenv|_wgetenv|secure_getenv|getenv_s|_dupenv_s)\s*\(")
+NAME_LITERAL = re.compile(r'"((?:ANVIL|OLLAMA)_[A-Z0-9_]+)"')
 READER = re.compile(r'\banv_setting_(?:raw|get|on|off|value|long|int|u64)\s*\(\s*"([^"]+)"')
 
 
@@ -63,6 +65,10 @@ for top in ("engine", "tools", "cpu", "hip"):
             if rel != os.path.join("engine", "base", "settings.c"):
                 hits = [f"{rel}:{code.count(chr(10), 0, m.start()) + 1}: {m.group(1)}()" for m in GETENV.finditer(code)]
                 check(not hits, f"{rel} reads the environment only through settings.h", "\n".join(hits))
+            if not rel.endswith("settings_table.c"):   # a name handed to a helper (env_int("ANVIL_X")) too
+                for m in NAME_LITERAL.finditer(COMMENT.sub(blank, src)):
+                    check(m.group(1) in names, f"{rel}: \"{m.group(1)}\" is in the settings table",
+                          "add it to engine/base/settings_table.c")
             for m in READER.finditer(COMMENT.sub(blank, src)):
                 used.add(m.group(1))
                 check(m.group(1) in names, f"{rel}: {m.group(1)} is in the settings table",
