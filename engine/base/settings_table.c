@@ -92,7 +92,7 @@ const anv_setting anv_settings_rows[] = {
     {"ANVIL_DEVICE", NULL, ANV_SET_TEXT, "vulkanN, hipN, cpu", "(auto)", PROC, "device", SERVE,
      "use only this device; any type, including software"},
     {"ANVIL_VK_VISIBLE_DEVICES", NULL, ANV_SET_LIST, "indices, -1", "(all)", PROC, "device", SERVE,
-     "use exactly these Vulkan devices (a software one too); -1 disables Vulkan"},
+     "use exactly these Vulkan devices (anvil devices' indices, comma or space separated; a software one too); -1 disables Vulkan"},
     {"ANVIL_IGPU", "OLLAMA_IGPU_ENABLE", ANV_SET_BOOL, "0, 1", "(auto)", PROC, "device", SERVE,
      "1: use integrated GPUs even with a discrete GPU; 0: never"},
     {"ANVIL_GPU_OVERHEAD", "OLLAMA_GPU_OVERHEAD", ANV_SET_BYTES, "0..2^50", "268435456", MODEL, "device", SERVE,
@@ -218,7 +218,7 @@ const anv_setting anv_settings_rows[] = {
     {"CUDA_VISIBLE_DEVICES", NULL, ANV_SET_LIST, "indices, -1", "(all)", PROC, "foreign", FOREIGN,
      "HIP: read like HIP_VISIBLE_DEVICES when that is unset"},
     {"HSA_OVERRIDE_GFX_VERSION", NULL, ANV_SET_TEXT, "e.g. 10.3.0", "(none)", PROC, "foreign", FOREIGN,
-     "Linux only: the gfx target HIP assumes"},
+     "Linux only (ROCm on Windows ignores it): the gfx target HIP assumes"},
     {"ROCM_PATH", NULL, ANV_SET_PATH, "a folder", "/opt/rocm", PROC, "foreign", FOREIGN,
      "where the HIP runtime is looked for after the library search path"},
 };
