@@ -5,6 +5,7 @@
 #include "cpu_internal.h"
 #include "error.h"
 #include "quant.h"
+#include "settings.h"
 #include "weight_cache.h"
 
 #include <stdio.h>
@@ -41,7 +42,7 @@ static const char *const simd_names[] = {"scalar", "avx2", "avx512"};
 
 int cpu_simd_detect(cpu_simd_level *out) {
     cpu_simd_level hw = cpu_simd_hw(), want = hw;
-    const char *env = getenv("ANVIL_CPU_SIMD");
+    const char *env = anv_setting_raw("ANVIL_CPU_SIMD");
     if (env && *env) {
         if (!strcasecmp(env, "scalar")) want = CPU_SIMD_SCALAR;
         else if (!strcasecmp(env, "avx2")) want = CPU_SIMD_AVX2;
@@ -357,7 +358,7 @@ backend *cpu_backend_new(int n_threads) {
     cpu_simd_level simd;
     if (cpu_simd_detect(&simd) != 0) return NULL; /* a bad ANVIL_CPU_SIMD: the caller reports it */
     bool repack = true;
-    const char *rp = getenv("ANVIL_CPU_REPACK");
+    const char *rp = anv_setting_raw("ANVIL_CPU_REPACK");
     if (rp && *rp) {
         if (!strcmp(rp, "0")) repack = false;
         else if (strcmp(rp, "1") != 0) {
@@ -402,3 +403,4 @@ backend *cpu_backend_new_unpacked(int n_threads) {
 }
 
 int cpu_backend_threads(const backend *be) { return ((const cpu_ctx *)be->impl)->n_threads; }
+bool cpu_backend_is(const backend *be) { return be && be->ops == &cpu_ops_table; }

@@ -3,11 +3,16 @@
 #ifndef ANVIL_CPU_BACKEND_H
 #define ANVIL_CPU_BACKEND_H
 #include "backend.h"
+#include "backend_extras.h"
 
 /* n_threads <= 0: all cores. NULL with anv_last_error() on failure, e.g. when
  * ANVIL_CPU_SIMD is set to something other than scalar, avx2 or avx512. */
 backend *cpu_backend_new(int n_threads);
 int cpu_backend_threads(const backend *be);
+/* True if be is a CPU backend. */
+bool cpu_backend_is(const backend *be);
+/* Its optional entries (cpu_extras.c): the host bandwidth probe, the `-v` description. */
+extern const backend_extras cpu_backend_extras;
 /* cpu_backend_new whose weights are never repacked (as ANVIL_CPU_REPACK=0): for a model
  * loaded only to read its shape and bytes (the placement probe), which repacking would
  * cost a pass over every weight for nothing. */

@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "settings.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -22,7 +23,7 @@
 
 bool membw_have_avx2(void) {
 #ifdef MEMBW_X86
-    const char *force = getenv("ANVIL_CPU_SIMD");
+    const char *force = anv_setting_raw("ANVIL_CPU_SIMD");
     if (force && strcmp(force, "scalar") == 0) return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2");

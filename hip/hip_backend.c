@@ -12,6 +12,7 @@
 #include "hip_loader.h"
 #include "error.h"
 #include "quant.h"
+#include "settings.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,7 +420,7 @@ backend *hip_backend_new(int index, const char *gfx) {
         return NULL;
     }
     if (load_kernels(c) != 0) { hip_destroy(be); return NULL; }
-    const char *brk = getenv("ANVIL_HIP_TEST_BREAK");
+    const char *brk = anv_setting_raw("ANVIL_HIP_TEST_BREAK");
     anv_hip_fmt(c->test_break, sizeof c->test_break, "%s", brk ? brk : "");
     char dname[256] = "";
     api->hipDeviceGetName(dname, (int)sizeof dname, index);

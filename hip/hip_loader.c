@@ -1,5 +1,6 @@
 /* hip_loader: dlopen of libamdhip64 and its entry-point table (see hip_loader.h). */
 #include "hip_loader.h"
+#include "settings.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -22,7 +23,7 @@ static bool g_tried, g_ok;
 static char g_why[512];
 
 static void *open_lib(char *why, size_t why_len, char *path, size_t path_len) {
-    const char *env = getenv("ANVIL_HIP_LIBRARY");
+    const char *env = anv_setting_raw("ANVIL_HIP_LIBRARY");
     if (env && *env) {
         void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
         if (!h) { const char *e = dlerror(); anv_hip_fmt(why, why_len, "ANVIL_HIP_LIBRARY=%s cannot be opened: %s", env, e ? e : "?"); }
@@ -34,7 +35,7 @@ static void *open_lib(char *why, size_t why_len, char *path, size_t path_len) {
         void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
         if (h) { anv_hip_fmt(path, path_len, "%s", names[i]); return h; }
     }
-    const char *rp = getenv("ROCM_PATH");
+    const char *rp = anv_setting_raw("ROCM_PATH");
     const char *dirs[] = {rp && *rp ? rp : "/opt/rocm", "/opt/rocm"};
     for (size_t i = 0; i < 2; i++) {
         char p[512];

@@ -23,7 +23,6 @@
 #undef fopen
 #undef fclose
 #undef fflush
-#undef getenv
 #undef rename
 #undef mkdir
 #undef fcntl
@@ -322,21 +321,11 @@ ssize_t getline(char **line, size_t *cap, FILE *f) {
 }
 
 int setenv(const char *name, const char *value, int overwrite) {
-    if (!overwrite && getenv(name)) return 0;
+    if (!overwrite && GetEnvironmentVariableA(name, NULL, 0) > 0) return 0;   /* set (reads: settings.c) */
     return _putenv_s(name, value) ? (errno = EINVAL, -1) : 0;
 }
 
 int unsetenv(const char *name) { return _putenv_s(name, "") ? (errno = EINVAL, -1) : 0; }
-
-/* HOME and XDG_CACHE_HOME as a Windows user has them: %USERPROFILE% and %LOCALAPPDATA%
- * (an explicit HOME still wins, as a POSIX-style setting of the user's). */
-char *anvil_getenv(const char *name) {
-    char *v = getenv(name);
-    if (v && *v) return v;
-    if (!strcmp(name, "HOME")) return getenv("USERPROFILE");
-    if (!strcmp(name, "XDG_CACHE_HOME")) return getenv("LOCALAPPDATA");
-    return v;
-}
 
 void *anvil_aligned_alloc(size_t align, size_t n) {
     (void)align;

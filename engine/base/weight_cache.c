@@ -3,6 +3,7 @@
 #include "weight_cache.h"
 #include "error.h"
 #include "hash.h"
+#include "settings.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,7 +26,7 @@
 
 /* A decimal size setting in units of `unit` bytes: 0, or -1 + error. */
 static int size_setting(const char *name, double unit, const char *example, uint64_t *out) {
-    const char *v = getenv(name);
+    const char *v = anv_setting_raw(name);
     if (!v || !*v) return 0;
     char *end = NULL;
     errno = 0;
@@ -42,7 +43,7 @@ int wcache_settings(wcache_config *out) {
     out->enabled = true;
     out->max_bytes = (uint64_t)(WCACHE_DEFAULT_MAX_GB * 1e9);
     out->min_bytes = (uint64_t)(WCACHE_DEFAULT_MIN_MB * 1e6);
-    const char *on = getenv("ANVIL_REPACK_CACHE");
+    const char *on = anv_setting_raw("ANVIL_REPACK_CACHE");
     if (on && *on) {
         if (!strcmp(on, "0")) out->enabled = false;
         else if (strcmp(on, "1") != 0) {
@@ -55,11 +56,11 @@ int wcache_settings(wcache_config *out) {
 }
 
 int wcache_dir(char *out, size_t cap) {
-    const char *dir = getenv("ANVIL_REPACK_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *dir = anv_setting_get("ANVIL_REPACK_CACHE_DIR");
+    char cache[4096];
     int n;
-    if (dir && *dir) n = snprintf(out, cap, "%s", dir);
-    else if (xdg && *xdg) n = snprintf(out, cap, "%s/anvil/repack", xdg);
-    else if (home && *home) n = snprintf(out, cap, "%s/.cache/anvil/repack", home);
+    if (dir) n = snprintf(out, cap, "%s", dir);
+    else if (anv_user_cache_dir(cache, sizeof cache)) n = snprintf(out, cap, "%s/anvil/repack", cache);
     else {
         anv_set_error("repack cache: no folder (set ANVIL_REPACK_CACHE_DIR, XDG_CACHE_HOME or HOME)");
         return -1;

@@ -11,8 +11,8 @@
 
 #include "cpu_backend.h"
 #include "device.h"
-#include "envvar.h"
 #include "error.h"
+#include "settings.h"
 
 /* ---------------------------------------------------------------- registry */
 
@@ -320,22 +320,17 @@ backend *device_open(const device_list *l, int i, int n_threads) {
 
 /* ---------------------------------------------------------------- environment */
 
-static const char *env_get(const char *name) {
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
-}
-
 void device_env_from_process(device_env *env) {
     memset(env, 0, sizeof *env);
-    env->anvil_vk_visible = env_get("ANVIL_VK_VISIBLE_DEVICES");
-    env->ggml_vk_visible = env_get("GGML_VK_VISIBLE_DEVICES");
-    env->hip_visible = env_get("HIP_VISIBLE_DEVICES");
-    env->rocr_visible = env_get("ROCR_VISIBLE_DEVICES");
-    env->cuda_visible = env_get("CUDA_VISIBLE_DEVICES");
-    env->backend = anv_getenv("ANVIL_BACKEND", NULL);   /* or OLLAMA_LLM_LIBRARY (envvar.h) */
-    env->device = env_get("ANVIL_DEVICE");
-    env->igpu = anv_getenv("ANVIL_IGPU", NULL);         /* or OLLAMA_IGPU_ENABLE */
-    env->hsa_override = env_get("HSA_OVERRIDE_GFX_VERSION");
+    env->anvil_vk_visible = anv_setting_get("ANVIL_VK_VISIBLE_DEVICES");
+    env->ggml_vk_visible = anv_setting_get("GGML_VK_VISIBLE_DEVICES");
+    env->hip_visible = anv_setting_get("HIP_VISIBLE_DEVICES");
+    env->rocr_visible = anv_setting_get("ROCR_VISIBLE_DEVICES");
+    env->cuda_visible = anv_setting_get("CUDA_VISIBLE_DEVICES");
+    env->backend = anv_setting_value("ANVIL_BACKEND", NULL);   /* or OLLAMA_LLM_LIBRARY (settings.h) */
+    env->device = anv_setting_get("ANVIL_DEVICE");
+    env->igpu = anv_setting_value("ANVIL_IGPU", NULL);         /* or OLLAMA_IGPU_ENABLE */
+    env->hsa_override = anv_setting_get("HSA_OVERRIDE_GFX_VERSION");
 #if defined(_WIN32)
     env->os = DEV_OS_WINDOWS;
 #elif defined(__linux__)

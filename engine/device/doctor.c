@@ -17,6 +17,7 @@
 
 #include "doctor.h"
 #include "error.h"
+#include "settings.h"
 
 /* ---------------------------------------------------------------- facts */
 
@@ -101,9 +102,9 @@ static void icd_add_list(doctor_facts *f, const char *list) {
 
 /* The loader's search folders on Linux (XDG config and data dirs, /etc/vulkan). */
 static void icd_add_standard(doctor_facts *f) {
-    const char *home = getenv("HOME");
-    const char *xch = getenv("XDG_CONFIG_HOME"), *xcd = getenv("XDG_CONFIG_DIRS");
-    const char *xdh = getenv("XDG_DATA_HOME"), *xdd = getenv("XDG_DATA_DIRS");
+    const char *home = anv_setting_raw("HOME");
+    const char *xch = anv_setting_raw("XDG_CONFIG_HOME"), *xcd = anv_setting_raw("XDG_CONFIG_DIRS");
+    const char *xdh = anv_setting_raw("XDG_DATA_HOME"), *xdd = anv_setting_raw("XDG_DATA_DIRS");
     char p[1024];
     if (xch && *xch) { dev_fmt(p, sizeof p, "%s/vulkan/icd.d", xch); icd_add_path(f, p); }
     else if (home) { dev_fmt(p, sizeof p, "%s/.config/vulkan/icd.d", home); icd_add_path(f, p); }
@@ -125,7 +126,7 @@ void doctor_scan_icds(doctor_facts *f) {
     f->n_icds = 0;
     f->icd_env_var = NULL;
     f->icd_env_value[0] = 0;
-    const char *drv = getenv("VK_DRIVER_FILES"), *icd = getenv("VK_ICD_FILENAMES");
+    const char *drv = anv_setting_raw("VK_DRIVER_FILES"), *icd = anv_setting_raw("VK_ICD_FILENAMES");
     /* The standard folders first (for the example in the fix), then what the loader will use. */
     icd_add_standard(f);
     f->n_system_icds = f->n_icds;
@@ -139,7 +140,7 @@ void doctor_scan_icds(doctor_facts *f) {
         f->n_icds = 0;
         icd_add_list(f, f->icd_env_value);
     } else {
-        const char *add = getenv("VK_ADD_DRIVER_FILES");
+        const char *add = anv_setting_raw("VK_ADD_DRIVER_FILES");
         if (add && *add) icd_add_list(f, add);
     }
 }
@@ -207,7 +208,7 @@ static void scan_rocm(doctor_facts *f) {
         void *h = dlopen(libs[i], RTLD_LAZY | RTLD_LOCAL);
         if (h) { dlclose(h); f->rocm_found = true; dev_fmt(f->rocm_where, sizeof f->rocm_where, "%s", libs[i]); return; }
     }
-    const char *rp = getenv("ROCM_PATH");
+    const char *rp = anv_setting_raw("ROCM_PATH");
     char p[512];
     dev_fmt(p, sizeof p, "%s/lib/libamdhip64.so", rp && *rp ? rp : "/opt/rocm");
     if (file_exists(p)) { f->rocm_found = true; dev_fmt(f->rocm_where, sizeof f->rocm_where, "%s", p); }

@@ -1,6 +1,7 @@
 /* gpu_verify: the GPU kernels a model would use, run on the device against cpu/ref_ops.c
  * on the model's shapes, with a verdict and a checked fix per case (see gpu_verify.h). */
 #include "gpu_verify.h"
+#include "gpu_verify_case.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -9,38 +10,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "device_extras.h"
 #include "error.h"
 #include "quant.h"
 #include "ref_ops.h"
-#ifdef ANVIL_HAVE_VULKAN
-#include "vk_backend.h"
-#endif
-#ifdef ANVIL_HAVE_HIP
-#include "hip_backend.h"
-#endif
 
 #define MV_ROWS_CAP 4096 /* rows of a weight checked at mat-vec batch sizes */
 #define MM_ROWS_CAP 256  /* ... at the prefill batch size (the scalar reference is slow) */
 
-typedef enum { K_MATMUL, K_RMS, K_ROPE, K_ADD, K_GLU, K_STORE, K_ATTN, K_MMGLU, K_ROPESTORE } kind; /* the last two: backend.h's fused ops */
-
-typedef struct {
-    kind k;
-    uint32_t type;        /* matmul: weight type; store, attention: KV type */
-    const void *wdata;    /* matmul: weight rows; rms: F32 weight or NULL; rope: F32 freq factors or NULL */
-    const void *wdata2;   /* matmul_glu: the up weight's rows (wdata the gate's) */
-    int64_t a, b;         /* matmul: cols, rows; rms: row_len, n_rows; add: n, b_n; glu: n; store: cols, rows */
-    int n_tok;            /* matmul, rope */
-    bool accumulate;
-    int n_head, head_dim, pos0; /* rope */
-    int n_kv_head;        /* rope_store */
-    be_rope_params rp;    /* rope (freq_factors unused: wdata) */
-    be_attn_params ap;    /* attention */
-    float eps;
-    be_glu_kind glu;
-    uint64_t seed;
-    char shape[96];
-} spec;
 
 static void fmt(char *dst, size_t n, const char *f, ...) ANV_PRINTF(3, 4);
 static void fmt(char *dst, size_t n, const char *f, ...) {
@@ -82,8 +59,6 @@ static int64_t out_elems(const spec *s) {
     return 0;
 }
 
-/* The case's inputs, identical for every call with the same spec. */
-typedef struct { float *x, *y, *o0; void *kq, *vq; int64_t ctx, kvc; } inputs;
 
 static bool make_inputs(const spec *s, inputs *in) {
     memset(in, 0, sizeof *in);
@@ -122,22 +97,20 @@ static bool make_inputs(const spec *s, inputs *in) {
 
 static void free_inputs(inputs *in) { free(in->x); free(in->y); free(in->o0); free(in->kq); free(in->vq); }
 
-static be_tensor *up(backend *be, uint32_t type, int64_t cols, int64_t rows, const void *data) {
+be_tensor *gv_up(backend *be, uint32_t type, int64_t cols, int64_t rows, const void *data) {
     be_tensor *t = be->ops->tensor_new(be, type, cols, rows);
     if (t && data) be_upload(t, 0, data, be_nbytes(t));
     return t;
 }
 
 /* Dequantized rows [row0, row0 + n) of a KV-typed buffer. */
-static void dequant_rows(uint32_t type, const uint8_t *buf, int64_t cols, int64_t row0, int64_t n, float *out) {
+void gv_dequant_rows(uint32_t type, const uint8_t *buf, int64_t cols, int64_t row0, int64_t n, float *out) {
     size_t rb = qtype_row_size((qtype)type, cols);
     for (int64_t r = 0; r < n; r++) dequantize_row((qtype)type, buf + (size_t)(row0 + r) * rb, out + r * cols, cols);
 }
 
-#define STORE_ROW0 3
-
-#include "gpu_verify_fused.h" /* the fused ops' cases (run as the forward pass issues them) */
 #include "hash.h"
+#include "settings.h"
 
 /* Runs the case on be; out receives out_elems floats. 0, or -1 (backend or memory error). */
 static int run_gpu(backend *be, const spec *s, const inputs *in, float *out) {
@@ -150,52 +123,52 @@ static int run_gpu(backend *be, const spec *s, const inputs *in, float *out) {
     switch (s->k) {
     case K_MATMUL:
         t[0] = be->ops->weight_new(be, s->type, s->a, s->b, s->wdata);
-        t[1] = up(be, QT_F32, s->a, s->n_tok, in->x);
-        t[2] = up(be, QT_F32, s->b, s->n_tok, s->accumulate ? in->o0 : zeros);
+        t[1] = gv_up(be, QT_F32, s->a, s->n_tok, in->x);
+        t[2] = gv_up(be, QT_F32, s->b, s->n_tok, s->accumulate ? in->o0 : zeros);
         if (t[0] && t[1] && t[2]) { op->matmul(be, t[0], t[1], t[2], s->n_tok, s->accumulate); be_download(t[2], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
         break;
     case K_RMS:
-        t[0] = up(be, QT_F32, s->a, s->b, in->x);
-        t[1] = s->wdata ? up(be, QT_F32, s->a, 1, s->wdata) : NULL;
-        t[2] = up(be, QT_F32, s->a, s->b, zeros);
+        t[0] = gv_up(be, QT_F32, s->a, s->b, in->x);
+        t[1] = s->wdata ? gv_up(be, QT_F32, s->a, 1, s->wdata) : NULL;
+        t[2] = gv_up(be, QT_F32, s->a, s->b, zeros);
         if (t[0] && t[2] && (t[1] || !s->wdata)) { op->rms_norm(be, t[0], t[1], t[2], s->b, s->a, s->eps); be_download(t[2], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
         break;
     case K_ROPE: {
-        t[0] = up(be, QT_F32, (int64_t)s->n_head * s->head_dim, s->n_tok, in->x);
-        t[1] = s->wdata ? up(be, QT_F32, s->rp.n_rot / 2, 1, s->wdata) : NULL;
+        t[0] = gv_up(be, QT_F32, (int64_t)s->n_head * s->head_dim, s->n_tok, in->x);
+        t[1] = s->wdata ? gv_up(be, QT_F32, s->rp.n_rot / 2, 1, s->wdata) : NULL;
         be_rope_params rp = s->rp;
         rp.freq_factors = t[1];
         if (t[0] && (t[1] || !s->wdata)) { op->rope(be, t[0], s->n_tok, s->n_head, s->head_dim, s->pos0, &rp); be_download(t[0], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
         break;
     }
     case K_ADD:
-        t[0] = up(be, QT_F32, s->a, 1, in->x); t[1] = up(be, QT_F32, s->b, 1, in->y); t[2] = up(be, QT_F32, s->a, 1, zeros);
+        t[0] = gv_up(be, QT_F32, s->a, 1, in->x); t[1] = gv_up(be, QT_F32, s->b, 1, in->y); t[2] = gv_up(be, QT_F32, s->a, 1, zeros);
         if (t[0] && t[1] && t[2]) { op->add(be, t[0], t[1], t[2], s->a, s->b); be_download(t[2], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
         break;
     case K_GLU:
-        t[0] = up(be, QT_F32, s->a, 1, in->x); t[1] = up(be, QT_F32, s->a, 1, in->y); t[2] = up(be, QT_F32, s->a, 1, zeros);
+        t[0] = gv_up(be, QT_F32, s->a, 1, in->x); t[1] = gv_up(be, QT_F32, s->a, 1, in->y); t[2] = gv_up(be, QT_F32, s->a, 1, zeros);
         if (t[0] && t[1] && t[2]) { op->glu(be, t[0], t[1], t[2], s->a, s->glu); be_download(t[2], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
         break;
     case K_STORE: {
         const int64_t rows = s->b + STORE_ROW0 + 1;
         const size_t rb = qtype_row_size((qtype)s->type, s->a);
         uint8_t *dst = calloc((size_t)rows, rb);
-        t[0] = up(be, QT_F32, s->a, s->b, in->x);
-        t[1] = dst ? up(be, s->type, s->a, rows, dst) : NULL;
+        t[0] = gv_up(be, QT_F32, s->a, s->b, in->x);
+        t[1] = dst ? gv_up(be, s->type, s->a, rows, dst) : NULL;
         if (t[0] && t[1]) {
             op->store_rows(be, t[0], t[1], STORE_ROW0, s->b);
             be_download(t[1], 0, dst, (size_t)rows * rb);
-            dequant_rows(s->type, dst, s->a, STORE_ROW0, s->b, out);
+            gv_dequant_rows(s->type, dst, s->a, STORE_ROW0, s->b, out);
             rc = 0;
         }
         free(dst);
         break;
     }
     case K_ATTN:
-        t[0] = up(be, QT_F32, (int64_t)s->ap.n_head * s->ap.head_dim, s->ap.n_tok, in->x);
-        t[1] = up(be, s->type, in->kvc, in->ctx, in->kq);
-        t[2] = up(be, s->type, in->kvc, in->ctx, in->vq);
-        t[3] = up(be, QT_F32, (int64_t)s->ap.n_head * s->ap.head_dim, s->ap.n_tok, zeros);
+        t[0] = gv_up(be, QT_F32, (int64_t)s->ap.n_head * s->ap.head_dim, s->ap.n_tok, in->x);
+        t[1] = gv_up(be, s->type, in->kvc, in->ctx, in->kq);
+        t[2] = gv_up(be, s->type, in->kvc, in->ctx, in->vq);
+        t[3] = gv_up(be, QT_F32, (int64_t)s->ap.n_head * s->ap.head_dim, s->ap.n_tok, zeros);
         if (t[0] && t[1] && t[2] && t[3]) { op->attention(be, t[0], t[1], t[2], t[3], &s->ap); be_download(t[3], 0, out, sizeof(float) * (size_t)n_out); rc = 0; }
         break;
     case K_MMGLU: rc = gvf_run_matmul_glu(be, s, in, zeros, out, t); break;
@@ -224,7 +197,7 @@ static int run_ref(const spec *s, const inputs *in, float *out) {
         uint8_t *dst = calloc((size_t)rows, qtype_row_size((qtype)s->type, s->a));
         if (!dst) return -1;
         ref_store_rows(in->x, s->type, dst, s->a, STORE_ROW0, s->b);
-        dequant_rows(s->type, dst, s->a, STORE_ROW0, s->b, out);
+        gv_dequant_rows(s->type, dst, s->a, STORE_ROW0, s->b, out);
         free(dst);
         return 0;
     }
@@ -314,7 +287,7 @@ static void add_simple(spec_list *l, kind k, int64_t n, int64_t b_n, be_glu_kind
     fmt(s->shape, sizeof s->shape, "%s n %lld%s", what, (long long)n, k == K_ADD && b_n < n ? " (broadcast row)" : "");
 }
 
-/* backend.h's fused ops (gpu_verify_fused.h): the decode gate+up mat-vec with its glu, and rope of
+/* backend.h's fused ops (gpu_verify_fused.c): the decode gate+up mat-vec with its glu, and rope of
  * q and k with the stores of k and v into a cache of type kv (decode at 256 positions). */
 static void add_matmul_glu(spec_list *l, uint32_t type, const void *gate, const void *upw, int64_t K, int64_t N, be_glu_kind g) {
     for (int i = 0; i < 2; i++) {
@@ -458,52 +431,26 @@ static void standard_cases(spec_list *l, int mm_tok, void **owned, int *n_owned)
 
 /* ---------------------------------------------------------------- fixes */
 
-#ifdef ANVIL_HAVE_VULKAN
 typedef struct { char disable[160]; backend *be; bool tried; } retry_be;
 #define MAX_RETRY 8
 
-static backend *retry_backend(retry_be *rb, int *n_rb, int vk_index, const char *disable) {
+/* The device reopened with `disable` off (x->reopen_without), one backend per list. */
+static backend *retry_backend(const backend_extras *x, retry_be *rb, int *n_rb, int index, const char *disable) {
     for (int i = 0; i < *n_rb; i++)
         if (!strcmp(rb[i].disable, disable)) return rb[i].be;
     if (*n_rb == MAX_RETRY) return NULL;
     retry_be *r = &rb[(*n_rb)++];
     fmt(r->disable, sizeof r->disable, "%s", disable);
-    r->be = vk_backend_new_opts(vk_index, disable);
+    r->be = x->reopen_without(index, disable);
     return r->be;
 }
-
-/* A repacked-layout kernel ("_w" variant: mul_mat_vec_q4_0_w_sg, get_rows_q8_0_w, ...) in the list. */
-static bool has_wide_kernel(const char *k) {
-    for (const char *p = strstr(k, "_w"); p; p = strstr(p + 1, "_w"))
-        if (p[2] == 0 || p[2] == ',' || p[2] == '_') return true;
-    return false;
-}
-
-/* The optional paths the kernels belong to, most specific first. */
-static int candidates(const char *kernels, bool sgsize, const char **out) {
-    int n = 0;
-    if (strstr(kernels, "_glu_") || strstr(kernels, "rope_store")) out[n++] = "fuse"; /* the unfused ops instead */
-    if (strstr(kernels, "flash_attn_split") || strstr(kernels, "flash_attn_merge")) out[n++] = "splitk"; /* the single-pass kernel instead */
-    if (strstr(kernels, "_sg")) { if (sgsize) out[n++] = "sgsize"; out[n++] = "subgroup"; }
-    if (strstr(kernels, "vecq") || strstr(kernels, "quantize_q8_1")) out[n++] = "int8";
-    if (strstr(kernels, "_f16")) out[n++] = "fp16";
-    if (has_wide_kernel(kernels)) out[n++] = "wide";
-    return n;
-}
-#endif
 
 /* ---------------------------------------------------------------- run */
 
 /* The kernels gpu ran since the last call (the backend's own names), "" if it cannot say. */
-static void take_kernels(backend *gpu, char *out, size_t n) {
+static void take_kernels(const backend_extras *x, backend *gpu, char *out, size_t n) {
     out[0] = 0;
-#ifdef ANVIL_HAVE_VULKAN
-    if (vk_backend_is(gpu)) { vk_backend_take_kernels(gpu, out, n); return; }
-#endif
-#ifdef ANVIL_HAVE_HIP
-    if (hip_backend_is(gpu)) { hip_backend_take_kernels(gpu, out, n); return; }
-#endif
-    (void)gpu; (void)n;
+    if (x && x->take_kernels) x->take_kernels(gpu, out, n);
 }
 
 /* A failure no optional path can fix: the advice for this backend. */
@@ -516,25 +463,22 @@ static const char *no_fix_advice(gv_target t) {
 int gpu_verify_run(backend *gpu, gv_target t, const model *m, gv_report *r) {
     memset(r, 0, sizeof *r);
     fmt(r->device, sizeof r->device, "%s: %s", gpu->name, gpu->device_desc ? gpu->device_desc : "");
-    int mm_tok = 16;
-#ifdef ANVIL_HAVE_VULKAN
-    const anv_vk_paths paths = vk_backend_paths(gpu);
-    if (vk_backend_is(gpu)) mm_tok = paths.mv_max_tok + 8;
-    const char *env_disable = getenv("ANVIL_VK_DISABLE");
-    const int vk_index = t.index;
-#endif
+    const backend_extras *x = device_extras(gpu);
+    /* optional paths to retry without: only on the device t names, by its own backend */
+    const bool can_fix = x && x == device_kind_extras(t.kind) && x->fix_setting && x->fix_candidates && x->reopen_without;
+    r->fix_setting = x ? x->fix_setting : NULL;
+    const int mm_tok = x && x->matvec_max_tokens ? x->matvec_max_tokens(gpu) + 8 : 16;
+    const char *env_disable = can_fix ? anv_setting_get(x->fix_setting) : NULL;
     char scratch[256];
-    take_kernels(gpu, scratch, sizeof scratch);
+    take_kernels(x, gpu, scratch, sizeof scratch);
     spec_list l = { .v = calloc(GV_MAX_CASES, sizeof(spec)), .cap = GV_MAX_CASES };
     if (!l.v) { anv_set_error("out of memory"); return -1; }
     void *owned[16];
     int n_owned = 0;
     if (m) { model_cases(&l, m, mm_tok); fmt(r->source, sizeof r->source, "the kernels of %s (%s)", m->hp.arch_name, "its shapes and weights"); }
     else { standard_cases(&l, mm_tok, owned, &n_owned); fmt(r->source, sizeof r->source, "standard shapes (no model given)"); }
-#ifdef ANVIL_HAVE_VULKAN
     retry_be rb[MAX_RETRY];
     int n_rb = 0;
-#endif
     char fixes[8][16];
     int n_fixes = 0;
     int rc = 0;
@@ -553,25 +497,24 @@ int gpu_verify_run(backend *gpu, gv_target t, const model *m, gv_report *r) {
             anv_set_error("%s", be_failed(gpu) ? be_sticky_error(gpu) : "GPU verify: out of memory");
             rc = -1;
         } else {
-            take_kernels(gpu, c->kernels, sizeof c->kernels);
+            take_kernels(x, gpu, c->kernels, sizeof c->kernels);
             c->err = rel_err(got, ref, n);
             c->tol = tolerance(s, c->kernels);
             c->pass = c->err <= c->tol;
             if (!c->pass) {
                 r->n_fail++;
                 fmt(c->fix, sizeof c->fix, "%s", no_fix_advice(t));
-#ifdef ANVIL_HAVE_VULKAN
-                const char *cand[8];
-                int nc = t.kind == DEV_BACKEND_VULKAN && vk_backend_is(gpu) ? candidates(c->kernels, paths.sgsize, cand) : 0;
+                const char *cand[BE_MAX_FIX_CANDIDATES];
+                const int nc = can_fix ? x->fix_candidates(gpu, c->kernels, cand) : 0;
                 for (int k = 0; k < nc; k++) {
                     char dis[160];
-                    fmt(dis, sizeof dis, "%s%s%s", env_disable && *env_disable ? env_disable : "", env_disable && *env_disable ? "," : "", cand[k]);
-                    backend *be2 = retry_backend(rb, &n_rb, vk_index, dis);
+                    fmt(dis, sizeof dis, "%s%s%s", env_disable ? env_disable : "", env_disable ? "," : "", cand[k]);
+                    backend *be2 = retry_backend(x, rb, &n_rb, t.index, dis);
                     if (!be2 || run_gpu(be2, s, &in, got) != 0) continue;
                     char k2[192];
-                    vk_backend_take_kernels(be2, k2, sizeof k2);
+                    take_kernels(x, be2, k2, sizeof k2);
                     if (rel_err(got, ref, n) <= tolerance(s, k2)) {
-                        fmt(c->fix, sizeof c->fix, "ANVIL_VK_DISABLE=%s (checked: passes with it, %s)", cand[k], k2);
+                        fmt(c->fix, sizeof c->fix, "%s=%s (checked: passes with it, %s)", x->fix_setting, cand[k], k2);
                         bool have = false;
                         for (int f = 0; f < n_fixes; f++) have |= !strcmp(fixes[f], cand[k]);
                         if (!have && n_fixes < 8) fmt(fixes[n_fixes++], sizeof fixes[0], "%s", cand[k]);
@@ -582,21 +525,20 @@ int gpu_verify_run(backend *gpu, gv_target t, const model *m, gv_report *r) {
                 if (nc && !strncmp(c->fix, "no optional", 11))
                     fmt(c->fix, sizeof c->fix, "turning off %s%s%s did not fix it: run this model on the CPU (-ngl 0) and report the driver",
                         cand[0], nc > 1 ? " or " : "", nc > 1 ? cand[nc - 1] : "");
-#endif
             }
         }
         free_inputs(&in);
         free(got); free(ref);
     }
-#ifdef ANVIL_HAVE_VULKAN
     for (int i = 0; i < n_rb; i++) if (rb[i].be) rb[i].be->ops->destroy(rb[i].be);
-#endif
     for (int i = 0; i < n_owned; i++) free(owned[i]);
     free(l.v);
     if (rc != 0) return -1;
     /* the fix: every verified path, complete when each failure has one */
     bool complete = r->n_fail > 0;
-    for (int i = 0; i < r->n; i++) if (!r->c[i].pass && strncmp(r->c[i].fix, "ANVIL_VK_DISABLE=", 17)) complete = false;
+    char fixed_by[48] = "";   /* "ANVIL_VK_DISABLE=": a case's verified fix */
+    if (can_fix) fmt(fixed_by, sizeof fixed_by, "%s=", x->fix_setting);
+    for (int i = 0; i < r->n; i++) if (!r->c[i].pass && (!fixed_by[0] || strncmp(r->c[i].fix, fixed_by, strlen(fixed_by)))) complete = false;
     size_t o = 0;
     for (int f = 0; f < n_fixes; f++) {
         int w = snprintf(r->fix + o, sizeof r->fix - o, "%s%s", f ? "," : "", fixes[f]);
@@ -615,48 +557,26 @@ void gpu_verify_print(FILE *f, const gv_report *r, bool all_cases) {
         if (!c->pass) fprintf(f, "       fix: %s\n", c->fix);
     }
     fprintf(f, "verify: %d cases, %d passed, %d failed", r->n, r->n - r->n_fail, r->n_fail);
-    if (r->n_fail && r->fix[0]) fprintf(f, "; fix: ANVIL_VK_DISABLE=%s%s", r->fix, r->fix_complete ? "" : " (fixes only some)");
+    if (r->n_fail && r->fix[0])
+        fprintf(f, "; fix: %s=%s%s", r->fix_setting ? r->fix_setting : "?", r->fix, r->fix_complete ? "" : " (fixes only some)");
     fputc('\n', f);
 }
 
 /* ---------------------------------------------------------------- cache */
 
 static bool cache_dir(char *dir, size_t n) {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg) fmt(dir, n, "%s/anvil", xdg);
-    else if (home && *home) fmt(dir, n, "%s/.cache/anvil", home);
-    else return false;
+    char cache[1024];
+    if (!anv_user_cache_dir(cache, sizeof cache)) return false;
+    fmt(dir, n, "%s/anvil", cache);
     return true;
 }
 
 bool gpu_verify_cache_path(gv_target t, char *out, size_t out_len) {
-    char dir[512];
-    if (!cache_dir(dir, sizeof dir)) return false;
-#ifdef ANVIL_HAVE_VULKAN
-    if (t.kind == DEV_BACKEND_VULKAN) {
-        anv_vk_device_info info;
-        if (vk_device_info_get(t.index, &info) != 0) return false;
-        fmt(out, out_len, "%s/vk-verify-%04x-%04x-%08x-%08x.txt", dir, info.vendor_id, info.device_id, info.driver_version, vk_kernels_digest());
-        return true;
-    }
-#endif
-#ifdef ANVIL_HAVE_HIP
-    if (t.kind == DEV_BACKEND_HIP) {
-        anv_hip_device_info info;
-        if (hip_device_info_get(t.index, &info) != 0) return false;
-        char bus[32];
-        fmt(bus, sizeof bus, "%s", info.pci_bus_id[0] ? info.pci_bus_id : "nobus");
-        for (char *p = bus; *p; p++) if (*p == ':' || *p == '.') *p = '_';
-        char gfx[48];
-        fmt(gfx, sizeof gfx, "%.*s", (int)strcspn(info.gfx, ":"), info.gfx);
-        const char *ovr = getenv("HSA_OVERRIDE_GFX_VERSION"); /* runs another code object */
-        fmt(out, out_len, "%s/hip-verify-%s%s%s-%d-%s-%08x.txt", dir, gfx, ovr && *ovr ? "-as-" : "", ovr && *ovr ? ovr : "",
-            info.runtime_version, bus, hip_kernels_digest());
-        return true;
-    }
-#endif
-    (void)t; (void)out; (void)out_len;
-    return false;
+    char dir[512], name[256];
+    const backend_extras *x = device_kind_extras(t.kind);
+    if (!x || !x->verify_key || !cache_dir(dir, sizeof dir) || !x->verify_key(t.index, name, sizeof name)) return false;
+    fmt(out, out_len, "%s/%s", dir, name);
+    return true;
 }
 
 static void mkdirs(char *path) {
@@ -697,14 +617,16 @@ bool gpu_verify_cache_read(gv_target t, bool *pass, char *fix, size_t fix_len) {
 
 void gpu_verify_auto(backend *gpu, gv_target t, const model *m_cpu, char *fix, size_t fix_len) {
     if (fix_len) fix[0] = 0;
-    const char *off = getenv("ANVIL_AUTOVERIFY"), *off_vk = getenv("ANVIL_VK_AUTOVERIFY");
-    if ((off && !strcmp(off, "0")) || (t.kind == DEV_BACKEND_VULKAN && off_vk && !strcmp(off_vk, "0"))) return;
+    if (anv_setting_off("ANVIL_AUTOVERIFY") || (t.kind == DEV_BACKEND_VULKAN && anv_setting_off("ANVIL_VK_AUTOVERIFY"))) return;
     bool pass = true;
     char cached_fix[128];
+    const backend_extras *x = device_kind_extras(t.kind);
+    const char *fix_setting = x && x->fix_setting ? x->fix_setting : "?";
     if (gpu_verify_cache_read(t, &pass, cached_fix, sizeof cached_fix)) {
         if (!pass)
-            anv_log("%s: the kernel self-check of this device + driver failed earlier%s%s (anvil doctor --verify for details)",
-                    gpu->name, cached_fix[0] ? "; applying ANVIL_VK_DISABLE=" : "; no path switch fixes it", cached_fix);
+            anv_log("%s: the kernel self-check of this device + driver failed earlier%s%s%s%s (anvil doctor --verify for details)",
+                    gpu->name, cached_fix[0] ? "; applying " : "; no path switch fixes it", cached_fix[0] ? fix_setting : "",
+                    cached_fix[0] ? "=" : "", cached_fix);
         fmt(fix, fix_len, "%s", pass ? "" : cached_fix);
         return;
     }
@@ -719,7 +641,7 @@ void gpu_verify_auto(backend *gpu, gv_target t, const model *m_cpu, char *fix, s
         for (int i = 0; i < r->n; i++)
             if (!r->c[i].pass) anv_log("%s: self-check FAILED: %s %s (%s) err %.2e: fix: %s", gpu->name, r->c[i].op, r->c[i].shape,
                                        r->c[i].kernels, r->c[i].err, r->c[i].fix);
-        if (r->fix_complete) { anv_log("%s: applying ANVIL_VK_DISABLE=%s", gpu->name, r->fix); fmt(fix, fix_len, "%s", r->fix); }
+        if (r->fix_complete) { anv_log("%s: applying %s=%s", gpu->name, fix_setting, r->fix); fmt(fix, fix_len, "%s", r->fix); }
     }
     free(r);
 }

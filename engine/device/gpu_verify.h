@@ -39,6 +39,7 @@ typedef struct {
     int n, n_fail;
     gv_case c[GV_MAX_CASES];
     char fix[128];        /* the ANVIL_VK_DISABLE value that fixes every failure, "" if none or none needed */
+    const char *fix_setting; /* the variable fix is a value of (backend_extras.fix_setting), NULL if none */
     bool fix_complete;    /* every failure is fixed by it */
 } gv_report;
 

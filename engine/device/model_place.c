@@ -8,9 +8,9 @@
 
 #include "cpu_backend.h"
 #include "device.h"
-#include "envvar.h"
 #include "error.h"
 #include "gpu_verify.h"
+#include "settings.h"
 #ifdef ANVIL_HAVE_VULKAN
 #include "vk_backend.h"
 #endif
@@ -82,7 +82,7 @@ static uint64_t host_mem_available(void) {
             if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) { avail = (uint64_t)kb * 1024; break; }
         fclose(f);
     }
-    const char *lim = getenv("ANVIL_MAX_HOST_MEMORY");
+    const char *lim = anv_setting_raw("ANVIL_MAX_HOST_MEMORY");
     if (lim && *lim) {
         char *end;
         const unsigned long long v = strtoull(lim, &end, 10), held = model_host_reserved_total();
@@ -96,7 +96,7 @@ static uint64_t host_mem_available(void) {
  * the default (DEVICE_DEFAULT_RESERVE); -2 + error when malformed. */
 static int64_t gpu_overhead_bytes(void) {
     const char *name;
-    const char *v = anv_getenv("ANVIL_GPU_OVERHEAD", &name);
+    const char *v = anv_setting_value("ANVIL_GPU_OVERHEAD", &name);
     if (!v) return -1;
     char *end;
     errno = 0;
@@ -139,7 +139,7 @@ static backend *self_check(backend *gpu, const dev_info *d, const model *probe) 
     const int vk_index = d->backend_index;
     gpu_verify_auto(gpu, gv_vulkan(vk_index), probe, fix, sizeof fix);
     if (!fix[0]) return gpu;
-    const char *env = getenv("ANVIL_VK_DISABLE");
+    const char *env = anv_setting_raw("ANVIL_VK_DISABLE");
     char dis[300];
     dev_fmt(dis, sizeof dis, "%s%s%s", env && *env ? env : "", env && *env ? "," : "", fix);
     backend *again = vk_backend_new_opts(vk_index, dis);

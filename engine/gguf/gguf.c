@@ -22,6 +22,7 @@
 #include "hash.h"
 #include "quant.h"
 #include "readfile.h"
+#include "settings.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -560,8 +561,7 @@ gguf_file *gguf_open(const char *path) {
         return NULL;
     }
     size_t size = (size_t)st.st_size;
-    const char *no_mmap = getenv("ANVIL_NO_MMAP");
-    if (no_mmap && *no_mmap && strcmp(no_mmap, "0") != 0) return open_read(fd, size, path);
+    if (anv_setting_on("ANVIL_NO_MMAP")) return open_read(fd, size, path);
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     int map_errno = errno;
     if (map == MAP_FAILED) {

@@ -2,6 +2,7 @@
 #include "kv_rot.h"
 #include "error.h"
 #include "quant.h"
+#include "settings.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -9,8 +10,7 @@
 
 void kv_rot_sizes(uint32_t kv_type, int head_dim, int *n_k, int *n_v) {
     *n_k = *n_v = 0;
-    const char *e = getenv("ANVIL_KV_ROTATION");
-    if (e && !strcmp(e, "0")) return;
+    if (anv_setting_off("ANVIL_KV_ROTATION")) return;
     if ((kv_type != QT_Q8_0 && kv_type != QT_Q4_0) || head_dim <= 0 || head_dim % 64) return;
     int n = 64;
     while (head_dim % (2 * n) == 0) n *= 2;

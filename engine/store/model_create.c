@@ -23,6 +23,7 @@
 #include "store_impl.h"
 #include "store_verify.h"
 #include "hash.h"
+#include "settings.h"
 
 void create_spec_clear(create_spec *c) {
     if (!c) return;
@@ -132,9 +133,9 @@ static int resolve_from(const char *v, const char *base_dir, int line, char **ou
     }
     char *path = NULL;
     if (v[0] == '~' && path_is_explicit_relative(v)) {
-        const char *home = getenv("HOME");
+        const char *home = anv_setting_raw("HOME");
 #ifdef _WIN32
-        if (!home || !*home) home = getenv("USERPROFILE");
+        if (!home || !*home) home = anv_setting_raw("USERPROFILE");
 #endif
         if (!home) return line_error(line, "FROM %s: HOME is not set", v);
         path = store_fmt("%s/%s", home, v + 2);

@@ -20,6 +20,7 @@
 #include "digest.h"
 #include "error.h"
 #include "pull_http.h"
+#include "settings.h"
 #include "store_verify.h"
 
 #define PULL_MAX_MANIFEST (4u << 20)
@@ -69,7 +70,7 @@ static bool is_hf_host(const char *host) {
 
 /* The URL prefix for the name's registry. */
 static int make_base(pull_job *j) {
-    const char *env = is_hf_host(j->name.host) ? getenv("ANVIL_HF_ENDPOINT") : NULL;
+    const char *env = is_hf_host(j->name.host) ? anv_setting_raw("ANVIL_HF_ENDPOINT") : NULL;
     if (env && *env) {
         if (strncmp(env, "http://", 7) && strncmp(env, "https://", 8)) {
             anv_set_error("ANVIL_HF_ENDPOINT must start with http:// or https:// (got '%s')", env);
@@ -383,11 +384,6 @@ static int lock_layers(pull_job *j) {
     return 0;
 }
 
-static bool env_set(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0");
-}
-
 int store_pull(store *s, const char *name, const pull_opts *o) {
     pull_opts defaults;
     if (!o) {
@@ -442,8 +438,8 @@ int store_pull(store *s, const char *name, const pull_opts *o) {
     store_lock_release(&lk);
     locked = false;
     /* Like Ollama: a pull that replaced a manifest removes the layers nothing uses any more. */
-    if (old && (old_len != len || memcmp(old, text, len)) && !env_set("ANVIL_NOPRUNE") &&
-        !env_set("OLLAMA_NOPRUNE")) {
+    if (old && (old_len != len || memcmp(old, text, len)) && !anv_setting_on("ANVIL_NOPRUNE") &&
+        !anv_setting_on("OLLAMA_NOPRUNE")) {
         progress(j, "removing any unused layers", NULL, 0, 0);
         char **layers = NULL;
         int n_layers = 0;

@@ -28,6 +28,7 @@
 #include "bytebuf.h"
 #include "clock.h"
 #include "error.h"
+#include "settings.h"
 
 #define PULL_MAX_STATE_PARTS 4096
 #define PULL_SAVE_EVERY_MS 250
@@ -55,24 +56,16 @@ static int64_t backoff_ms(const pull_http_cfg *cfg, int tries) {
     return ms < PULL_BACKOFF_CAP_MS ? ms : PULL_BACKOFF_CAP_MS;
 }
 
-/* A positive integer from the environment, or def when unset or malformed. */
+/* A positive integer from the environment, or def when unset or malformed (logged). */
 static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi) {
-    const char *v = getenv(name);
-    if (!v || !*v) return def;
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end || x < lo || x > hi) {
-        anv_log("ignoring %s=%s (expected an integer in [%llu, %llu])", name, v,
-                (unsigned long long)lo, (unsigned long long)hi);
-        return def;
-    }
+    uint64_t x = def;
+    if (anv_setting_u64(name, lo, hi, &x) < 0) anv_log("ignoring %s", anv_last_error());
     return x;
 }
 
 void pull_http_cfg_init(pull_http_cfg *cfg, const pull_opts *o) {
     memset(cfg, 0, sizeof *cfg);
-    const char *insecure = getenv("ANVIL_REGISTRY_INSECURE");
+    const char *insecure = anv_setting_raw("ANVIL_REGISTRY_INSECURE");
     cfg->insecure = o->insecure || (insecure && !strcmp(insecure, "1"));
     cfg->max_parts = o->max_parts < 1 ? 1 : o->max_parts > 64 ? 64 : o->max_parts;
     cfg->max_retries = o->max_retries < 0 ? 0 : o->max_retries > 100 ? 100 : o->max_retries;

@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "path.h"
+#include "settings.h"
 #include "weight_cache.h"
 
 #define MANIFEST_MAX (4u << 20)
@@ -25,7 +26,7 @@
 /* ---- opening ---- */
 
 static char *home_dir(void) {
-    const char *h = getenv("HOME");
+    const char *h = anv_setting_raw("HOME");
     if (h && *h) return strdup(h);
     struct passwd *pw = getpwuid(getuid());
     if (pw && pw->pw_dir && *pw->pw_dir) return strdup(pw->pw_dir);
@@ -52,8 +53,8 @@ store *store_open_at(const char *root, const char *ollama_root) {
 }
 
 store *store_open(void) {
-    const char *anvil_env = getenv("ANVIL_MODELS");
-    const char *ollama_env = getenv("OLLAMA_MODELS");
+    const char *anvil_env = anv_setting_raw("ANVIL_MODELS");
+    const char *ollama_env = anv_setting_raw("OLLAMA_MODELS");
     char *home = NULL, *root = NULL, *oroot = NULL;
     if ((!anvil_env || !*anvil_env) || (!ollama_env || !*ollama_env)) {
         home = home_dir();
@@ -502,8 +503,7 @@ int store_clean_stale(store *s) {
 }
 
 int store_startup_clean(store *s) {
-    const char *np = getenv("ANVIL_NOPRUNE"), *onp = getenv("OLLAMA_NOPRUNE");
-    bool noprune = (np && *np && strcmp(np, "0")) || (onp && *onp && strcmp(onp, "0"));
+    const bool noprune = anv_setting_on("ANVIL_NOPRUNE") || anv_setting_on("OLLAMA_NOPRUNE");
     store_lk lk;
     int t = store_lock_try_exclusive(s, &lk);
     if (t != 0) return t < 0 ? -1 : 0;  /* busy: another process is writing; it is its turn */

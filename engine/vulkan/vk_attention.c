@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "quant.h"
+#include "settings.h"
 #include "vk_internal.h"
 
 #define SPLITK_MAX_TOK 4
@@ -28,7 +29,7 @@ static uint32_t compute_units(vk_ctx *c) {
     if (c->n_cu) return c->n_cu;
     uint32_t n = 0;
     if (c->info.type == ANV_VK_DEVICE_CPU) {
-        const char *t = getenv("LP_NUM_THREADS");
+        const char *t = anv_setting_raw("LP_NUM_THREADS");
         long v = t && *t ? strtol(t, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
         n = v > 0 && v < 4096 ? (uint32_t)v : 1;
     } else {

@@ -9,13 +9,9 @@
 #include "vk_int8.h"
 #include "vk_spirv.h"
 #include "vk_wide.h"
+#include "settings.h"
 
 extern const backend_ops vk_backend_ops; /* vk_ops.c */
-
-static bool env_on(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
 
 /* The optional paths ANVIL_VK_DISABLE names (vk_backend.h). */
 static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", "fuse", "splitk", "wide", NULL };
@@ -95,21 +91,10 @@ static bool pick_queue(vk_ctx *c) {
 
 /* Optional paths (after ANVIL_VK_DISABLE), kernel shapes, profiling and the allocation and
  * binding limits (ANVIL_VK_MAX_ALLOCATION). */
-/* An integer variable in [lo, hi]: false (one-line error naming it) if set to anything else. */
-static bool env_int(const char *name, int lo, int hi, int *out) {
-    const char *v = getenv(name);
-    if (!v || !*v) return true;
-    char *end = NULL;
-    long x = strtol(v, &end, 10);
-    if (!end || *end || x < lo || x > hi) { anv_set_error("%s: '%.32s' is not an integer in %d..%d", name, v, lo, hi); return false; }
-    *out = (int)x;
-    return true;
-}
-
 /* A byte count with an optional K/M/G suffix; false when unset or malformed. */
 static bool env_bytes(const char *name, unsigned long long *out) {
-    const char *v = getenv(name);
-    if (!v || !*v) return false;
+    const char *v = anv_setting_get(name);
+    if (!v) return false;
     char *end = NULL;
     unsigned long long x = strtoull(v, &end, 10);
     if (end && (*end == 'k' || *end == 'K')) x <<= 10;
@@ -139,14 +124,14 @@ static bool choose_paths(vk_ctx *c) {
     c->mv_max_tok = c->info.type == ANV_VK_DEVICE_CPU ? 32 : 8;
     c->use_splitk = !disabled(c, "splitk");
     int rows = (int)c->mv_rows, mt = c->mv_max_tok, tune = 0;
-    if (!env_int("ANVIL_VK_MV_ROWS", 1, 8, &rows) || !env_int("ANVIL_VK_MV_MAX_TOK", 1, 64, &mt) ||
-        !env_int("ANVIL_VK_TUNE", 0, 1, &tune) || !env_int("ANVIL_VK_SPLITK", 1, 256, &c->splitk_forced))
+    if (anv_setting_int("ANVIL_VK_MV_ROWS", 1, 8, &rows) < 0 || anv_setting_int("ANVIL_VK_MV_MAX_TOK", 1, 64, &mt) < 0 ||
+        anv_setting_int("ANVIL_VK_TUNE", 0, 1, &tune) < 0 || anv_setting_int("ANVIL_VK_SPLITK", 1, 256, &c->splitk_forced) < 0)
         return false;
     if (rows != 1 && rows != 2 && rows != 4 && rows != 8) { anv_set_error("ANVIL_VK_MV_ROWS: %d is not 1, 2, 4 or 8", rows); return false; }
     c->mv_rows = (uint32_t)rows;
-    c->mv_rows_forced = getenv("ANVIL_VK_MV_ROWS") && *getenv("ANVIL_VK_MV_ROWS");
+    c->mv_rows_forced = anv_setting_get("ANVIL_VK_MV_ROWS") != NULL;
     c->mv_max_tok = mt;
-    c->profile = env_on("ANVIL_VK_PROFILE") && c->timestamp_valid_bits > 0;
+    c->profile = anv_setting_on("ANVIL_VK_PROFILE") && c->timestamp_valid_bits > 0;
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(c->pdev, &props);
     c->timestamp_period = props.limits.timestampPeriod;
@@ -204,7 +189,7 @@ static bool create_device(vk_ctx *c) {
 backend *vk_backend_new(int device_index) { return vk_backend_new_opts(device_index, NULL); }
 
 backend *vk_backend_new_opts(int device_index, const char *disable) {
-    if (!disable) disable = getenv("ANVIL_VK_DISABLE");
+    if (!disable) disable = anv_setting_raw("ANVIL_VK_DISABLE");
     if (!disable) disable = "";
     if (vk_disable_check(disable) != 0) return NULL;
     char why[256];
@@ -220,7 +205,7 @@ backend *vk_backend_new_opts(int device_index, const char *disable) {
     c->vi = vi;
     c->index = device_index;
     snprintf(c->disable, sizeof c->disable, "%s", disable);
-    const char *brk = getenv("ANVIL_VK_TEST_BREAK");
+    const char *brk = anv_setting_raw("ANVIL_VK_TEST_BREAK");
     snprintf(c->test_break, sizeof c->test_break, "%s", brk ? brk : "");
     c->pdev = vi->pdev[device_index];
     vk_fill_device_info(vi, device_index, &c->info);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "settings.h"
 #include "vk_internal.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -27,11 +28,6 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL debug_cb(VkDebugUtilsMessageSeverityFlagBi
 
 int vk_validation_messages(void) { return atomic_load(&g_messages); }
 bool vk_validation_active(void) { return g_messenger != VK_NULL_HANDLE; }
-
-static bool env_on(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
 
 static bool has_instance_ext(const char *name) {
     uint32_t n = 0;
@@ -69,7 +65,7 @@ static bool create_instance(char *why, size_t why_len) {
     const char *layers[1];
     const char *exts[2];
     uint32_t n_layers = 0, n_exts = 0;
-    bool validate = env_on("ANVIL_VK_VALIDATE");
+    bool validate = anv_setting_on("ANVIL_VK_VALIDATE");
     if (validate) {
         if (has_layer("VK_LAYER_KHRONOS_validation")) layers[n_layers++] = "VK_LAYER_KHRONOS_validation";
         else anv_log("ANVIL_VK_VALIDATE: VK_LAYER_KHRONOS_validation not installed (vulkan-validationlayers)");

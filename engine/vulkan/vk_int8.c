@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "quant.h"
+#include "settings.h"
 #include "vk_int8.h"
 #include "vk_internal.h"
 #include "vk_wide.h"
@@ -20,8 +21,7 @@ static const struct { uint32_t type; const char *name; bool wide; } k_q[VKQ_N_ID
  * whole-model KL past the agreement limits (real Gemma 3 270M Q4_K_M through Q4_K: KL max
  * 0.073 > 0.06; the synthetic qwen2-tinyk-q5_K through Q5_K: 0.0208 > 0.02). */
 bool vkq_kquants_requested(void) {
-    const char *e = getenv("ANVIL_VK_INT8_K");
-    return e && *e && strcmp(e, "0") != 0;
+    return anv_setting_on("ANVIL_VK_INT8_K");
 }
 
 bool vkq_covers(uint32_t qtype) {

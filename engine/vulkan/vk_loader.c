@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "error.h"
+#include "settings.h"
 #ifdef _WIN32
 #include <windows.h>
 #else
@@ -67,7 +68,7 @@ static bool load_override(const char *path) {
 }
 
 static void load_once(void) {
-    const char *override = getenv("ANVIL_VK_LOADER"); /* tests: point at a missing library */
+    const char *override = anv_setting_raw("ANVIL_VK_LOADER"); /* tests: point at a missing library */
     if (override && *override) {
         if (!load_override(override)) return;
     } else if (volkInitialize() != VK_SUCCESS) {

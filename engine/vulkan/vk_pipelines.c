@@ -13,6 +13,7 @@
 #include "vk_int8.h"
 #include "vk_wide.h"
 #include "hash.h"
+#include "settings.h"
 
 static const uint32_t k_types[VKP_N_TYPES] = { QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
                                                QT_Q8_0, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K,
@@ -106,15 +107,14 @@ bool vk_pipelines_init(vk_ctx *c) {
     for (int i = 0; i < VKP_COUNT; i++) vkp_describe(i, &c->pipes[i].desc);
     void *data = NULL;
     size_t size = 0;
-    const char *no = getenv("ANVIL_VK_NO_PIPELINE_CACHE");
-    if (!(no && *no && strcmp(no, "0"))) {
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (!anv_setting_on("ANVIL_VK_NO_PIPELINE_CACHE")) {
+        char cache[400];
+        const bool have_cache = anv_user_cache_dir(cache, sizeof cache);
         VkPhysicalDeviceProperties p;
         vkGetPhysicalDeviceProperties(c->pdev, &p);
         char uuid[33];
         for (int i = 0; i < 16; i++) snprintf(uuid + 2 * i, 3, "%02x", p.pipelineCacheUUID[i]);
-        if (xdg && *xdg) snprintf(c->pcache_path, sizeof c->pcache_path, "%s/anvil/vk-pipelines-%04x-%04x-%s.bin", xdg, p.vendorID, p.deviceID, uuid);
-        else if (home && *home) snprintf(c->pcache_path, sizeof c->pcache_path, "%s/.cache/anvil/vk-pipelines-%04x-%04x-%s.bin", home, p.vendorID, p.deviceID, uuid);
+        if (have_cache) snprintf(c->pcache_path, sizeof c->pcache_path, "%s/anvil/vk-pipelines-%04x-%04x-%s.bin", cache, p.vendorID, p.deviceID, uuid);
         FILE *f = c->pcache_path[0] ? fopen(c->pcache_path, "rb") : NULL;
         if (f) {
             if (fseek(f, 0, SEEK_END) == 0) {

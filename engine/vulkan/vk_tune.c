@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "vk_internal.h"
 #include "hash.h"
+#include "settings.h"
 
 #define TUNE_REPS 6
 static const uint32_t k_rows[4] = { 1, 2, 4, 8 };
@@ -65,13 +66,11 @@ static const char *pipe_name(const vk_ctx *c, int p, char *buf, size_t n) {
 }
 
 void vk_tune_init(vk_ctx *c) {
-    const char *t = getenv("ANVIL_VK_TUNE");
+    const char *t = anv_setting_raw("ANVIL_VK_TUNE");
     c->tune_mode = t && !strcmp(t, "0") ? 0 : t && !strcmp(t, "1") ? 2 : 1;
     if (c->mv_rows_forced) c->tune_mode = 0;
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    char dir[512] = "";
-    if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/anvil", xdg);
-    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/anvil", home);
+    char cache[480], dir[512] = "";
+    if (anv_user_cache_dir(cache, sizeof cache)) snprintf(dir, sizeof dir, "%s/anvil", cache);
     if (dir[0])
         snprintf(c->tune_path, sizeof c->tune_path, "%s/vk-tune-%04x-%04x-%08x-%08x.txt", dir, c->info.vendor_id, c->info.device_id,
                  c->info.driver_version, vk_kernels_digest());

@@ -1,6 +1,6 @@
 # CPU backend extras: the micro-benchmark (a tool, not a ctest test).
 add_executable(bench_cpu_ops ${ANVIL_TESTS}/cpu/bench_cpu_ops.c)
-target_link_libraries(bench_cpu_ops PRIVATE anvil_engine)
+target_link_libraries(bench_cpu_ops PRIVATE anvil_engine anvil_cpu)
 
 # The repack cache (cpu/repack_cache.h) on two synthetic models; forks (no Windows build).
 if(TEST test_repack_cache)

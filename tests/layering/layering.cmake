@@ -18,6 +18,11 @@ set(_anvil_layering
 if(TARGET anvil_vulkan)
   list(APPEND _anvil_layering "vulkan:backend.h,quant.h--model.h,cpu_backend.h,device.h")
 endif()
+# tools/ (the server and the CLI) reach the backends only through the device layer
+# (device.h, device_extras.h): no backend header is on their include path.
+list(APPEND _anvil_layering
+  "server:device.h,settings.h,backend.h--cpu_backend.h,membw.h,vk_backend.h,vk_membw.h,vk_extras.h,hip_backend.h"
+  "cli:device.h,device_extras.h,api.h--cpu_backend.h,membw.h,ref_ops.h,vk_backend.h,vk_membw.h,vk_extras.h,hip_backend.h,hip_extras.h")
 foreach(entry ${_anvil_layering})
   string(REGEX MATCH "^([a-z]+):(.*)--(.*)$" _ "${entry}")
   set(lib ${CMAKE_MATCH_1})

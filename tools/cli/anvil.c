@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "api.h" /* cmd_serve */
+#include "settings.h"
 
 static void usage(FILE *out) {
     fputs("usage: anvil COMMAND [ARGS]\n\n"
@@ -25,9 +26,19 @@ static void usage(FILE *out) {
           "  verify NAME...         re-hash every blob of a model; exit 1 if one is corrupt\n"
           "  pull NAME              download a model from a registry (Ollama's, hf.co/...)\n"
           "  serve                  the Ollama- and OpenAI-compatible HTTP server (127.0.0.1:11434)\n"
+          "  help env [--markdown [GROUP]]  every environment variable Anvil reads\n"
           "  -v, --version          print the version\n"
           "\nMODEL is a model name (gemma3:270m, user/model:tag) or a path to a GGUF file. 'anvil COMMAND --help' for the options.\n",
           out);
+}
+
+/* anvil help env [--markdown [GROUP]]: the settings table (engine/base/settings_table.c) as
+ * text, or as README.md's markdown tables (tests/base/check_settings.py compares them). */
+static int help_env(int argc, char **argv) {
+    if (argc == 1) { anv_settings_print_groups(stdout); return 0; }
+    if (!strcmp(argv[1], "--markdown") && argc <= 3) { anv_settings_print_markdown(stdout, argc == 3 ? argv[2] : NULL); return 0; }
+    fprintf(stderr, "usage: anvil help env [--markdown [GROUP]]\n");
+    return 2;
 }
 
 int main(int argc, char **argv) {
@@ -41,6 +52,7 @@ int main(int argc, char **argv) {
         {"list", cmd_list}, {"ls", cmd_list}, {"rm", cmd_rm}, {"cp", cmd_cp}, {"create", cmd_create}, {"verify", cmd_verify},
         {"pull", cmd_pull}, {"serve", cmd_serve},
     };
+    if (!strcmp(cmd, "help") && argc >= 3 && !strcmp(argv[2], "env")) return help_env(argc - 2, argv + 2);
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
     /* ollama -v / --version; llama.cpp --version */
     if (!strcmp(cmd, "-v") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {

@@ -13,12 +13,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cpu_backend.h"
 #include "clock.h"
-#include "envvar.h"
+#include "device_extras.h"
 #include "error.h"
 #include "model_place.h"
 #include "quant.h"
+#include "settings.h"
 #include "store.h"
 
 void anv_die(const char *fmt, ...) {
@@ -89,8 +89,8 @@ model *cli_load_model(const char *path, const cli_model_opts *o, double *load_se
     store_entry_clear(&entry);
     if (!m) anv_die("%s", anv_last_error());
     if (load_seconds) *load_seconds = anv_mono_s() - t0;
-    if (o->verbose)
-        anv_log("cpu kernels: %s, %d threads", cpu_backend_simd(), cpu_backend_threads(m->cpu));
+    char desc[256];
+    if (o->verbose && device_describe(m->cpu, desc, sizeof desc) > 0) anv_log("%s", desc);
     return m;
 }
 

@@ -13,14 +13,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "envvar.h"
 #include "error.h"
+#include "settings.h"
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 void client_base_url(char *url, size_t url_cap, char *display, size_t display_cap) {
-    const char *env = anv_getenv("ANVIL_HOST", NULL);   /* or OLLAMA_HOST */
+    const char *env = anv_setting_value("ANVIL_HOST", NULL);   /* or OLLAMA_HOST */
     char buf[512];
     snprintf(buf, sizeof buf, "%s", env && *env ? env : "127.0.0.1:11434");
     const char *scheme = "http";
@@ -80,7 +80,7 @@ static CURL *make_handle(const char *method, const char *path, const char *json_
     snprintf(ctype, sizeof ctype, "Content-Type: %s", content_type ? content_type : "application/json");
     *headers = curl_slist_append(NULL, ctype);
     *headers = curl_slist_append(*headers, "Accept: application/json, application/x-ndjson");
-    const char *key = getenv("ANVIL_API_KEY");
+    const char *key = anv_setting_raw("ANVIL_API_KEY");
     if (key && *key) {
         char auth[600];
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
@@ -343,7 +343,7 @@ void client_gen_result_clear(client_gen_result *res) {
 
 /* ---------------------------------------------------------------- the store commands' requests */
 
-bool client_store_remote(void) { return anv_getenv("ANVIL_HOST", NULL) != NULL; }
+bool client_store_remote(void) { return anv_setting_value("ANVIL_HOST", NULL) != NULL; }
 
 typedef struct {
     client_json_fn fn;

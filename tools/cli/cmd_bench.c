@@ -3,8 +3,8 @@
  * sizes and KV cache types, as a Markdown table, CSV or JSON with llama-bench's field
  * names (plus Anvil's: device, model_bytes, kv_bytes, gbps, peak_gbps, pct_of_peak). For tg
  * it also gives the effective memory bandwidth (bytes read per token x tokens/s, see
- * engine/model/bench.h) and its share of the device's measured read bandwidth (cpu/membw.h; the
- * Vulkan probe when built with ANVIL_HAVE_VULKAN). The timing loops live in
+ * engine/model/bench.h) and its share of the device's measured read bandwidth (the backend's
+ * probe, backend_extras.membw: cpu/membw.c, engine/vulkan/vk_membw.c). The timing loops live in
  * engine/model/bench.c. */
 #include <math.h>
 #include <stdio.h>
@@ -15,17 +15,12 @@
 
 #include "bench.h"
 #include "cli.h"
-#include "cpu_backend.h"
 #include "device.h"
+#include "device_extras.h"
 #include "error.h"
-#include "membw.h"
 #include "model_place.h"
 #include "quant.h"
 #include "quantize_model.h"
-#ifdef ANVIL_HAVE_VULKAN
-#include "vk_membw.h"
-#include "vk_backend.h"
-#endif
 
 #define MAX_LIST 32
 #define MAX_REPS 1000
@@ -260,26 +255,15 @@ static double device_peak(const bench_opts *o, model *m, char *source, size_t so
     size_t bytes = (size_t)o->membw_mib << 20;
     if (o->no_membw) {
         snprintf(src, sizeof src, "not measured (--no-membw)");
-    } else if (!m->gpu) {
-        membw_result r;
-        if (membw_read(bytes, 0, 5, &r) == 0) {
-            gbps = r.gbps;
-            snprintf(src, sizeof src, "cpu membw %s, %d threads, %zu MiB", r.kernel, r.n_threads, r.bytes >> 20);
-        } else {
-            snprintf(src, sizeof src, "cpu membw failed");
+    } else {   /* the device holding the weights: the GPU when there is one */
+        backend *be = m->gpu ? m->gpu : m->cpu;
+        const backend_extras *x = device_extras(be);
+        if (!x || !x->membw) {
+            snprintf(src, sizeof src, "no probe for %s%s", be->name, x ? "" : " in this build");
+        } else if (x->membw(be, bytes, &gbps, src, sizeof src) != 0) {
+            gbps = NAN;
             anv_log("bench: %s", anv_last_error());
         }
-    } else {
-#ifdef ANVIL_HAVE_VULKAN
-        if (!strncmp(m->gpu->name, "vulkan", 6) && vk_membw_read(m->gpu, bytes, &gbps) == 0)
-            snprintf(src, sizeof src, "vulkan membw shader, %zu MiB", bytes >> 20);
-        else {
-            gbps = NAN;
-            snprintf(src, sizeof src, "no probe for %s", m->gpu->name);
-        }
-#else
-        snprintf(src, sizeof src, "no probe for %s in this build", m->gpu->name);
-#endif
     }
     if (isfinite(gbps)) anv_log("bench: %s read bandwidth %.2f GB/s (%s)", key, gbps, src);
     if (g_n_peaks < MAX_LIST) {
@@ -582,14 +566,10 @@ int cmd_bench(int argc, char **argv) {
                             anv_log_enabled = 1;
                             anv_die("%s", anv_last_error());
                         }
-                        if (o.verbose) anv_log("cpu kernels: %s, %d threads", cpu_backend_simd(), cpu_backend_threads(m->cpu));
+                        char desc[2200];
+                        if (o.verbose && device_describe(m->cpu, desc, sizeof desc) > 0) anv_log("%s", desc);
                         run_tests(&o, m, path, dev, nt, kv);
-#ifdef ANVIL_HAVE_VULKAN
-                        if (o.verbose && m->gpu && vk_backend_is(m->gpu)) {
-                            char tuned[2048];
-                            if (vk_backend_tuning(m->gpu, tuned, sizeof tuned) > 0) anv_log("%s autotuned: %s", m->gpu->name, tuned);
-                        }
-#endif
+                        if (o.verbose && m->gpu && device_describe(m->gpu, desc, sizeof desc) > 0) anv_log("%s", desc);
                         model_free(m);
                     }
     if (o.out == OUT_JSON) fputs("\n]\n", stdout);

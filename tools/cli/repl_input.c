@@ -1,5 +1,6 @@
 /* repl_input: line editing, history and Ctrl+C for the interactive chat (see repl_input.h). */
 #include "repl_input.h"
+#include "settings.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -59,7 +60,7 @@ const char *repl_input_kind(void) {
 }
 
 static bool env_true(const char *name) {
-    const char *v = getenv(name);
+    const char *v = anv_setting_raw(name);
     return v && *v && strcmp(v, "0") && strcmp(v, "false") && strcmp(v, "FALSE");
 }
 
@@ -67,7 +68,7 @@ bool repl_history_disabled_by_env(void) { return env_true("ANVIL_NOHISTORY") || 
 
 char *repl_history_path(void) {
 #ifdef ANVIL_HAVE_LIBEDIT
-    const char *home = getenv("HOME");
+    const char *home = anv_setting_raw("HOME");
     if (!home || !*home) return NULL;
     size_t n = strlen(home) + 32;
     char *p = malloc(n);

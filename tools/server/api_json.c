@@ -11,6 +11,7 @@
 
 #include "api.h"
 #include "api_error.h"
+#include "settings.h"
 
 void aj_fail(api_req *c, int status, const char *param, const char *fmt, ...) {
     if (c->failed) return;
@@ -503,7 +504,7 @@ static bool embed_still_wanted(void *user) {
 
 bool aj_embed_run(aj_embed *e) {
     sched_embed_result *res = &e->res;
-    const char *lim_s = getenv("ANVIL_MAX_EMBED_INPUTS");
+    const char *lim_s = anv_setting_raw("ANVIL_MAX_EMBED_INPUTS");
     const long lim = lim_s && *lim_s && atol(lim_s) > 0 ? atol(lim_s) : EMBED_INPUTS_DEFAULT;
     if (e->q.n_inputs > lim) {
         aj_fail(e->c, 400, "input", "input has %d items, more than the %ld one request may embed (ANVIL_MAX_EMBED_INPUTS)",

@@ -49,8 +49,8 @@
 #include "api_error.h"
 #include "bytebuf.h"
 #include "clock.h"
-#include "envvar.h"
 #include "error.h"
+#include "settings.h"
 
 #define STREAM_QUEUE_CAP (1u << 20)     /* bytes buffered per stream before writers block */
 #define STREAM_STALL_SECONDS 10         /* a client that reads nothing this long is gone */
@@ -787,7 +787,7 @@ static int mkdir_p(const char *dir) {
 
 static int open_spool(http_req *r) {
     const char *dir = r->srv->spool_dir;
-    if (!dir) dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    if (!dir) dir = anv_setting_get("TMPDIR") ? anv_setting_get("TMPDIR") : "/tmp";
     if (mkdir_p(dir)) return -1;
     size_t n = strlen(dir) + 32;
     r->spool_path = malloc(n);
@@ -1111,7 +1111,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = 0;
-    if (anv_getenv("ANVIL_DEBUG", NULL)) anv_log("http: %s", msg);
+    if (anv_setting_value("ANVIL_DEBUG", NULL)) anv_log("http: %s", msg);
 }
 
 http_server *http_start(const http_config *c, const http_route *routes, int n_routes, void *app) {

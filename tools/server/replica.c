@@ -10,6 +10,7 @@
 #endif
 
 #include "error.h"
+#include "settings.h"
 
 /* Printable, no spaces: it is a JSON string and a Prometheus label value, and names a pod. */
 static bool usable(const char *s) {
@@ -20,7 +21,7 @@ static bool usable(const char *s) {
 }
 
 int replica_id_read(char *out, size_t cap) {
-    const char *env = getenv("ANVIL_REPLICA_ID");
+    const char *env = anv_setting_raw("ANVIL_REPLICA_ID");
     if (env) {
         if (!usable(env)) {
             anv_set_error("ANVIL_REPLICA_ID='%.40s%s' is not a replica id (1 to %d printable characters, no spaces)", env,
@@ -32,7 +33,7 @@ int replica_id_read(char *out, size_t cap) {
     }
     char host[256] = "";
 #ifdef _WIN32
-    const char *cn = getenv("COMPUTERNAME");
+    const char *cn = anv_setting_raw("COMPUTERNAME");
     if (cn) snprintf(host, sizeof host, "%s", cn);
 #else
     if (gethostname(host, sizeof host) != 0) host[0] = 0;

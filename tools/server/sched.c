@@ -20,7 +20,7 @@
 #include "clock.h"
 #include "error.h"
 #include "embed_input.h"
-#include "envvar.h"
+#include "settings.h"
 #include "model_place.h"
 #include "prompt.h"
 #include "quant.h"
@@ -92,20 +92,9 @@ bad:
     return -1;
 }
 
+/* A whole number in lo..1000000000 (its ANVIL_ or OLLAMA_ name): 0, or -1 + anv_last_error(). */
 static int env_int(const char *anvil_name, int lo, int *out) {
-    const char *name;
-    const char *v = anv_getenv(anvil_name, &name);
-    if (!v || !*v) return 0;
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    while (isspace((unsigned char)*end)) end++;
-    if (end == v || *end || errno || x < lo || x > 1000000000L) {
-        anv_set_error("%s: '%s' is not a whole number >= %d", name, v, lo);
-        return -1;
-    }
-    *out = (int)x;
-    return 0;
+    return anv_setting_int(anvil_name, lo, 1000000000, out) < 0 ? -1 : 0;
 }
 
 int sched_config_from_env(sched_config *c) {
@@ -119,16 +108,16 @@ int sched_config_from_env(sched_config *c) {
     if (env_int("ANVIL_NUM_PARALLEL", 1, &c->num_parallel) != 0) return -1;
     if (env_int("ANVIL_CONTEXT_LENGTH", 0, &c->context_length) != 0) return -1;
     if (env_int("ANVIL_NUM_THREADS", 0, &c->n_threads) != 0) return -1;
-    const char *ap = getenv("ANVIL_ALLOW_PATHS");
+    const char *ap = anv_setting_raw("ANVIL_ALLOW_PATHS");
     c->allow_paths = ap && (!strcmp(ap, "1") || !strcmp(ap, "true"));
-    const char *replay = getenv("ANVIL_TEST_REPLAY");
+    const char *replay = anv_setting_raw("ANVIL_TEST_REPLAY");
     c->test_replay = replay && *replay ? replay : NULL;
-    const char *ka_name, *ka = anv_getenv("ANVIL_KEEP_ALIVE", &ka_name);
+    const char *ka_name, *ka = anv_setting_value("ANVIL_KEEP_ALIVE", &ka_name);
     if (ka && *ka && sched_parse_duration_ms(ka, &c->keep_alive_ms) != 0) {
         anv_set_error("%s: '%s' is not a duration (seconds, or like 5m, 1h, -1)", ka_name, ka);
         return -1;
     }
-    const char *kv_name, *kv = anv_getenv("ANVIL_KV_CACHE_TYPE", &kv_name);
+    const char *kv_name, *kv = anv_setting_value("ANVIL_KV_CACHE_TYPE", &kv_name);
     if (kv && *kv) {
         if (strcmp(kv, "f16") == 0) c->kv_type = QT_F16;
         else if (strcmp(kv, "f32") == 0) c->kv_type = QT_F32;

@@ -10,11 +10,11 @@
 #include <time.h>
 
 #include "api.h"
-#include "envvar.h"
 #include "error.h"
 #include "quant.h"
 #include "replica.h"
 #include "serve_signal.h"
+#include "settings.h"
 
 static const http_route routes[] = {
     {"GET", "/", api_root, 0},
@@ -43,68 +43,6 @@ static const http_route routes[] = {
     {"GET", "/metrics", api_metrics, 0},
 };
 
-static const struct { const char *name, *def, *what; } env_vars[] = {
-    {"ANVIL_HOST", "127.0.0.1:11434", "address to listen on (host:port; port 0 picks a free one)"},
-    {"ANVIL_ORIGINS", "(none)", "extra allowed CORS origins, comma separated, '*' wildcards"},
-    {"ANVIL_API_KEY", "(none)", "require 'Authorization: Bearer <key>' (or 'x-api-key: <key>') on every route but GET /, "
-     "/api/version (probes) and /metrics"},
-    {"ANVIL_METRICS_AUTH", "0", "1: /metrics needs the API key too"},
-    {"ANVIL_MAX_BODY", "8388608", "largest request body in bytes (blob uploads exempt); larger: 413"},
-    {"ANVIL_MAX_UPLOAD", "68719476736", "largest blob upload (POST /api/blobs) in bytes; larger: 413"},
-    {"ANVIL_MAX_UPLOAD_TOTAL", "ANVIL_MAX_UPLOAD", "bytes all blob uploads in progress may hold together; more, or more "
-     "than the store's free disk space less 1 GiB: 507"},
-    {"ANVIL_NOPRUNE", "(unset)", "1: no pruning of unused blobs at start-up (stale temporary files still go)"},
-    {"ANVIL_MAX_EMBED_INPUTS", "100000", "inputs one embedding request may hold; more: 400"},
-    {"ANVIL_CLEAN_INTERVAL", "600", "seconds between sweeps of stale temporary files (a killed create, pull or "
-     "upload's; 0: only at start-up)"},
-#ifdef _WIN32
-    {"ANVIL_MODELS", "%USERPROFILE%\\.anvil\\models", "the writable model store"},
-    {"OLLAMA_MODELS", "%USERPROFILE%\\.ollama\\models", "Ollama's store, listed and run read-only when present"},
-#else
-    {"ANVIL_MODELS", "~/.anvil/models", "the writable model store"},
-    {"OLLAMA_MODELS", "~/.ollama/models", "Ollama's store, listed and run read-only when present"},
-#endif
-    {"ANVIL_KEEP_ALIVE", "5m", "how long an idle model stays loaded (0 unloads at once, -1 forever)"},
-    {"ANVIL_MAX_LOADED_MODELS", "3", "models kept loaded at once"},
-    {"ANVIL_NUM_PARALLEL", "2", "parallel requests per model (each with its own KV cache)"},
-    {"ANVIL_MAX_QUEUE", "512", "requests waiting for a slot before 503 'server busy'"},
-    {"ANVIL_CONTEXT_LENGTH", "0", "context length per slot (0 = the model's default)"},
-    {"ANVIL_KV_CACHE_TYPE", "f16", "KV cache type: f16, q8_0, q4_0 or f32"},
-    {"ANVIL_FLASH_ATTENTION", "(always)", "accepted; Anvil's attention is always the fused kernel"},
-    {"ANVIL_NUM_THREADS", "0", "CPU threads (0 = all cores)"},
-    {"ANVIL_BACKEND", "(auto)", "force a backend: vulkan, hip or cpu"},
-    {"ANVIL_DEVICE", "(auto)", "force a device: vulkan0, hip0, cpu ..."},
-    {"ANVIL_VK_VISIBLE_DEVICES", "(all)", "Vulkan device indices to use (wins over GGML_VK_VISIBLE_DEVICES)"},
-    {"ANVIL_IGPU", "(auto)", "1 uses integrated GPUs, 0 never"},
-    {"ANVIL_GPU_OVERHEAD", "268435456", "bytes kept free on each GPU when placing layers"},
-    {"ANVIL_VK_DISABLE", "(none)", "Vulkan paths to turn off: fp16,subgroup,int8,sgsize,fuse,splitk,wide or all"},
-    {"ANVIL_VK_NO_PIPELINE_CACHE", "0", "1 disables the on-disk Vulkan pipeline cache"},
-    {"ANVIL_VK_MAX_ALLOCATION", "(device)", "largest single Vulkan allocation in bytes"},
-    {"ANVIL_VK_MV_ROWS", "(auto)", "rows per workgroup of the Vulkan mat-vec kernels (1-8)"},
-#ifdef _WIN32
-    {"ANVIL_VK_LOADER", "vulkan-1.dll", "the Vulkan loader library to open"},
-#else
-    {"ANVIL_VK_LOADER", "libvulkan.so.1", "the Vulkan loader library to open"},
-#endif
-    {"ANVIL_VK_PROFILE", "0", "1 logs per-kernel GPU timings"},
-    {"ANVIL_VK_VALIDATE", "0", "1 enables the Vulkan validation layer"},
-    {"ANVIL_CPU_SIMD", "(auto)", "CPU kernels: scalar, avx2 or avx512"},
-    {"ANVIL_REGISTRY_INSECURE", "0", "1 pulls over plain http"},
-    {"ANVIL_HF_ENDPOINT", "https://hf.co", "registry for hf.co/<user>/<repo> names"},
-    {"ANVIL_PULL_PART_SIZE", "(100 MB-1 GB)", "size of the parallel parts of a pull"},
-    {"ANVIL_PULL_RETRY_BASE_MS", "(built-in)", "first retry delay of a failed pull part"},
-    {"ANVIL_NOPRUNE", "(unset)", "set: a pull that replaces a model keeps its old blobs"},
-    {"ANVIL_PULL_STALL_S", "30", "a pull part that receives nothing this long is retried"},
-    {"ANVIL_DEBUG", "(unset)", "1 logs libmicrohttpd's messages"},
-    {"ANVIL_MAX_CONNECTIONS", "2048", "open client connections in all (more wait in the backlog)"},
-    {"ANVIL_MAX_CONNECTIONS_PER_IP", "(none or 128)", "connections per client IP: no cap on loopback, else 128"},
-    {"ANVIL_HTTP_TIMEOUT", "30", "seconds an idle or half-sent request may stay open"},
-    {"ANVIL_HTTP_HEADER_TIMEOUT", "10", "seconds a client has to send whole request headers"},
-    {"ANVIL_HTTP_BODY_TIMEOUT", "60", "seconds a client has to send a whole request body (uploads: 64 KiB/s)"},
-    {"ANVIL_HTTP_THREADS", "4", "event-loop threads (handlers run on threads of their own)"},
-    {"ANVIL_REPLICA_ID", "(host name)", "this replica's name in /api/ps and /metrics (several behind a router)"},
-};
-
 static void usage(FILE *out) {
     fputs("usage: anvil serve [--host HOST:PORT]\n\n"
           "Serves Ollama's REST API (/api/...), OpenAI's (/v1/...) and Anthropic's Messages\n"
@@ -116,38 +54,24 @@ static void usage(FILE *out) {
           "when the ANVIL_* one is unset, and OLLAMA_IGPU_ENABLE, OLLAMA_LLM_LIBRARY, OLLAMA_DEBUG and\n"
           "OLLAMA_GPU_OVERHEAD map to ANVIL_IGPU, ANVIL_BACKEND, ANVIL_DEBUG and ANVIL_GPU_OVERHEAD;\n"
           "any other OLLAMA_* that is set gets a warning at start):\n", out);
-    for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++)
-        fprintf(out, "  %-27s %-18s %s\n", env_vars[i].name, env_vars[i].def, env_vars[i].what);
+    anv_settings_print_text(out, NULL, ANV_SETTING_SERVE, ANV_SETTING_TEST);
+    fputs("\n(every variable, tests' and foreign ones too: anvil help env)\n", out);
 }
 
+/* A count in 0..1000000 (0 when unset), or -1 + anv_last_error(). */
 static int env_uint(const char *name, unsigned *out) {
-    const char *v = getenv(name);
-    *out = 0;
-    if (!v || !*v) return 0;
-    char *end;
-    errno = 0;
-    unsigned long n = strtoul(v, &end, 10);
-    if (errno || *end || v[0] == '-' || n > 1000000) {
-        anv_set_error("%s='%s' is not a number (0 to 1000000)", name, v);
-        return -1;
-    }
-    *out = (unsigned)n;
-    return 0;
+    int v = 0;
+    const int rc = anv_setting_int(name, 0, 1000000, &v);
+    *out = (unsigned)v;
+    return rc < 0 ? -1 : 0;
 }
 
+/* A positive number of bytes (def when unset), or -1 + anv_last_error(). */
 static int env_size(const char *name, size_t def, size_t *out) {
-    const char *v = getenv(name);
-    *out = def;
-    if (!v || !*v) return 0;
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (errno || *end || n == 0 || v[0] == '-') {
-        anv_set_error("%s='%s' is not a positive number of bytes", name, v);
-        return -1;
-    }
-    *out = (size_t)n;
-    return 0;
+    uint64_t v = def;
+    const int rc = anv_setting_u64(name, 1, SIZE_MAX, &v);
+    *out = (size_t)v;
+    return rc < 0 ? -1 : 0;
 }
 
 /* The sweep of stale temporaries on a timer (ANVIL_CLEAN_INTERVAL): what a killed create, pull
@@ -180,7 +104,7 @@ static void *sweep_loop(void *arg) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *host = anv_getenv("ANVIL_HOST", NULL);
+    const char *host = anv_setting_value("ANVIL_HOST", NULL);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
         if (!strcmp(argv[i], "--host") && i + 1 < argc) { host = argv[++i]; continue; }
@@ -232,9 +156,9 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     http_config hc = {
-        .host = host, .max_body = max_body, .origins = anv_getenv("ANVIL_ORIGINS", NULL),
-        .api_key = getenv("ANVIL_API_KEY"), .spool_dir = store_root(app.store),
-        .metrics_auth = getenv("ANVIL_METRICS_AUTH") && !strcmp(getenv("ANVIL_METRICS_AUTH"), "1"),
+        .host = host, .max_body = max_body, .origins = anv_setting_value("ANVIL_ORIGINS", NULL),
+        .api_key = anv_setting_raw("ANVIL_API_KEY"), .spool_dir = store_root(app.store),
+        .metrics_auth = anv_setting_raw("ANVIL_METRICS_AUTH") && !strcmp(anv_setting_raw("ANVIL_METRICS_AUTH"), "1"),
         .on_done = metrics_observe,
         .max_connections = max_conn, .max_per_ip = max_per_ip, .idle_timeout = idle_timeout,
         .threads = http_threads, .header_timeout = header_timeout, .body_timeout = body_timeout,
@@ -248,12 +172,12 @@ int cmd_serve(int argc, char **argv) {
         store_close(app.store);
         return 1;
     }
-    if (!getenv("ANVIL_CLEAN_INTERVAL")) clean_interval = 600;
+    if (!anv_setting_raw("ANVIL_CLEAN_INTERVAL")) clean_interval = 600;
     static sweeper sw = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
     sw.st = app.store;
     sw.interval_s = clean_interval;
     bool sweeping = clean_interval > 0 && pthread_create(&sw.thread, NULL, sweep_loop, &sw) == 0;
-    const char *fa_name, *fa = anv_getenv("ANVIL_FLASH_ATTENTION", &fa_name);
+    const char *fa_name, *fa = anv_setting_value("ANVIL_FLASH_ATTENTION", &fa_name);
     if (fa && *fa)
         fprintf(stderr, "anvil: %s=%s: accepted; Anvil always uses its fused attention kernel (no separate "
                 "flash-attention switch)\n", fa_name, fa);

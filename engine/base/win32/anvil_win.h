@@ -95,7 +95,7 @@ char *strtok_r(char *s, const char *delim, char **save);
 ssize_t getline(char **line, size_t *cap, FILE *f);
 int setenv(const char *name, const char *value, int overwrite);
 int unsetenv(const char *name);
-char *anvil_getenv(const char *name);
+char *anvil_getenv(const char *name);   /* engine/base/settings.c: HOME, XDG_CACHE_HOME fallbacks */
 #define getenv anvil_getenv
 
 /* aligned_alloc: C11, absent from msvcrt, whose _aligned_malloc blocks cannot be given to

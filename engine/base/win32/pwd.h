@@ -1,5 +1,5 @@
 /* pwd.h (Windows build): no password database; the home directory is %USERPROFILE%
- * (getenv("HOME") falls back to it, engine/base/platform_win.c), so getpwuid finds none. */
+ * (HOME falls back to it, engine/base/settings.c), so getpwuid finds none. */
 #ifndef ANVIL_WIN_PWD_H
 #define ANVIL_WIN_PWD_H
 #include <sys/types.h>

@@ -1,19 +1,23 @@
-/* gpu_verify_fused: the cases of backend.h's optional fused ops (matmul_glu, rope_store) for
- * gpu_verify.c, which includes this file once (it uses that file's spec, inputs, up() and
- * dequant_rows()). Each runs the way the forward pass does: the fused op where the backend
- * has it and takes the arguments, else the unfused sequence; the reference composes
- * cpu/ref_ops.c's matmul, glu, rope and store_rows. */
-#ifndef ANVIL_GPU_VERIFY_FUSED_H
-#define ANVIL_GPU_VERIFY_FUSED_H
+/* gpu_verify_fused: the cases of backend.h's optional fused ops (matmul_glu, rope_store)
+ * for gpu_verify.c (gpu_verify_case.h: the case, its inputs, gv_up(), gv_dequant_rows()).
+ * Each runs the way the forward pass does: the fused op where the backend has it and takes
+ * the arguments, else the unfused sequence; the reference composes cpu/ref_ops.c's matmul,
+ * glu, rope and store_rows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_verify_case.h"
+#include "quant.h"
+#include "ref_ops.h"
 
 /* t: 5 free slots the caller frees. */
-static int gvf_run_matmul_glu(backend *be, const spec *s, const inputs *in, const float *zeros, float *out, be_tensor **t) {
+int gvf_run_matmul_glu(backend *be, const spec *s, const inputs *in, const float *zeros, float *out, be_tensor **t) {
     const backend_ops *op = be->ops;
     t[0] = op->weight_new(be, s->type, s->a, s->b, s->wdata);
     t[1] = op->weight_new(be, s->type, s->a, s->b, s->wdata2);
-    t[2] = up(be, QT_F32, s->a, s->n_tok, in->x);
-    t[3] = up(be, QT_F32, s->b, s->n_tok, zeros);
-    t[4] = up(be, QT_F32, s->b, s->n_tok, zeros);
+    t[2] = gv_up(be, QT_F32, s->a, s->n_tok, in->x);
+    t[3] = gv_up(be, QT_F32, s->b, s->n_tok, zeros);
+    t[4] = gv_up(be, QT_F32, s->b, s->n_tok, zeros);
     if (!t[0] || !t[1] || !t[2] || !t[3] || !t[4]) return -1;
     if (!op->matmul_glu || !op->matmul_glu(be, t[0], t[1], t[2], t[3], s->n_tok, s->glu)) {
         op->matmul(be, t[0], t[2], t[3], s->n_tok, false);
@@ -24,7 +28,7 @@ static int gvf_run_matmul_glu(backend *be, const spec *s, const inputs *in, cons
     return 0;
 }
 
-static int gvf_ref_matmul_glu(const spec *s, const inputs *in, float *out) {
+int gvf_ref_matmul_glu(const spec *s, const inputs *in, float *out) {
     const int64_t n = s->b * s->n_tok;
     float *u = malloc(sizeof(float) * (size_t)n);
     int rc = u ? 0 : -1;
@@ -36,18 +40,18 @@ static int gvf_ref_matmul_glu(const spec *s, const inputs *in, float *out) {
 }
 
 /* out: q roped [n_tok][n_head * head_dim], then the K and the V cache rows read back. t: 6 free slots. */
-static int gvf_run_rope_store(backend *be, const spec *s, const inputs *in, float *out, be_tensor **t) {
+int gvf_run_rope_store(backend *be, const spec *s, const inputs *in, float *out, be_tensor **t) {
     const backend_ops *op = be->ops;
     const int64_t qd = (int64_t)s->n_head * s->head_dim, kvd = (int64_t)s->n_kv_head * s->head_dim, ctx = s->pos0 + s->n_tok;
     const size_t rb = qtype_row_size((qtype)s->type, kvd);
     uint8_t *kb = calloc((size_t)ctx, rb), *vb = calloc((size_t)ctx, rb);
     int rc = -1;
-    t[0] = up(be, QT_F32, qd, s->n_tok, in->x);
-    t[1] = up(be, QT_F32, kvd, s->n_tok, in->y);
-    t[2] = up(be, QT_F32, kvd, s->n_tok, in->y + s->n_tok * kvd);
-    t[3] = kb ? up(be, s->type, kvd, ctx, kb) : NULL;
-    t[4] = vb ? up(be, s->type, kvd, ctx, vb) : NULL;
-    t[5] = s->wdata ? up(be, QT_F32, s->rp.n_rot / 2, 1, s->wdata) : NULL;
+    t[0] = gv_up(be, QT_F32, qd, s->n_tok, in->x);
+    t[1] = gv_up(be, QT_F32, kvd, s->n_tok, in->y);
+    t[2] = gv_up(be, QT_F32, kvd, s->n_tok, in->y + s->n_tok * kvd);
+    t[3] = kb ? gv_up(be, s->type, kvd, ctx, kb) : NULL;
+    t[4] = vb ? gv_up(be, s->type, kvd, ctx, vb) : NULL;
+    t[5] = s->wdata ? gv_up(be, QT_F32, s->rp.n_rot / 2, 1, s->wdata) : NULL;
     if (t[0] && t[1] && t[2] && t[3] && t[4] && (t[5] || !s->wdata)) {
         be_rope_params rp = s->rp;
         rp.freq_factors = t[5];
@@ -60,8 +64,8 @@ static int gvf_run_rope_store(backend *be, const spec *s, const inputs *in, floa
         be_download(t[0], 0, out, sizeof(float) * (size_t)(qd * s->n_tok));
         be_download(t[3], 0, kb, (size_t)ctx * rb);
         be_download(t[4], 0, vb, (size_t)ctx * rb);
-        dequant_rows(s->type, kb, kvd, s->pos0, s->n_tok, out + qd * s->n_tok);
-        dequant_rows(s->type, vb, kvd, s->pos0, s->n_tok, out + (qd + kvd) * s->n_tok);
+        gv_dequant_rows(s->type, kb, kvd, s->pos0, s->n_tok, out + qd * s->n_tok);
+        gv_dequant_rows(s->type, vb, kvd, s->pos0, s->n_tok, out + (qd + kvd) * s->n_tok);
         rc = 0;
     }
     free(kb);
@@ -69,7 +73,7 @@ static int gvf_run_rope_store(backend *be, const spec *s, const inputs *in, floa
     return rc;
 }
 
-static int gvf_ref_rope_store(const spec *s, const inputs *in, float *out) {
+int gvf_ref_rope_store(const spec *s, const inputs *in, float *out) {
     const int64_t qd = (int64_t)s->n_head * s->head_dim, kvd = (int64_t)s->n_kv_head * s->head_dim, ctx = s->pos0 + s->n_tok;
     const size_t rb = qtype_row_size((qtype)s->type, kvd);
     float *k = malloc(sizeof(float) * (size_t)(kvd * s->n_tok));
@@ -84,12 +88,11 @@ static int gvf_ref_rope_store(const spec *s, const inputs *in, float *out) {
     if (!rc) {
         ref_store_rows(k, s->type, kb, kvd, s->pos0, s->n_tok);
         ref_store_rows(in->y + s->n_tok * kvd, s->type, vb, kvd, s->pos0, s->n_tok);
-        dequant_rows(s->type, kb, kvd, s->pos0, s->n_tok, out + qd * s->n_tok);
-        dequant_rows(s->type, vb, kvd, s->pos0, s->n_tok, out + (qd + kvd) * s->n_tok);
+        gv_dequant_rows(s->type, kb, kvd, s->pos0, s->n_tok, out + qd * s->n_tok);
+        gv_dequant_rows(s->type, vb, kvd, s->pos0, s->n_tok, out + (qd + kvd) * s->n_tok);
     }
     free(k);
     free(kb);
     free(vb);
     return rc;
 }
-#endif
