@@ -63,6 +63,19 @@ int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, fl
  * bidirectionally among themselves where vision_noncausal(v); logits as model_eval_embd. */
 int vision_eval_image(model_ctx *c, const vision_model *v, const float *embd, int n, float *logits);
 
+/* A prompt of text and images (llama.cpp's mtmd chunking): prompt holds one marker per image
+ * (NULL or "" marker: VISION_MARKER), images[i] (RGB8, rows top to bottom) goes at marker i,
+ * wrapped in vision_image_begin / end. Clears c, then evaluates every chunk but the prompt's
+ * last token, and returns in *tokens_out (malloc'd) the whole prompt as tokens, each image's
+ * rows as MODEL_TOKEN_EMBD: pass it to generate_seq, which then reuses all but the last token
+ * and evaluates that one for the first logits. *n_out counts the image rows too (Ollama's
+ * prompt_eval_count). 0, or -1 + error (marker count != n_images, a bad image, a prompt that
+ * ends with an image, the model's errors). */
+#define VISION_MARKER "<__media__>"
+typedef struct { const uint8_t *rgb; int width, height; } vision_image;
+int vision_eval_prompt(model_ctx *c, vision_model *v, const char *prompt, const char *marker, const vision_image *images,
+                       int n_images, int32_t **tokens_out, int *n_out);
+
 /* The projector for a model file: mmproj if given (checked to exist), else a file next to
  * the model named mmproj*.gguf (the first in name order). Returns a malloc'd path or NULL
  * (none found: no error set). */

@@ -39,6 +39,8 @@ foreach(i RANGE ${_vlast})
            --golden ${_vdir}/${_name}.json.gz --prompt "${_prompt}" --max-kl ${_max_kl})
   add_test(NAME vision_golden_${_name} COMMAND ${_cmp})
   set_tests_properties(vision_golden_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
+  add_test(NAME vision_prompt_${_name} COMMAND ${_cmp} --prompt-api)
+  set_tests_properties(vision_prompt_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
   if(ANVIL_VULKAN AND EXISTS ${_vlvp})
     add_test(NAME vision_golden_vulkan_${_name} COMMAND ${_cmp} --vulkan)
     set_tests_properties(vision_golden_vulkan_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 600

@@ -5,7 +5,9 @@
  * image (vision_encode), and evaluates the chunks in order, printing every text chunk's tokens
  * and logits and the image's embeddings and encode time (best of REPEATS).
  *
- *   vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N]
+ *   vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N] [--prompt-api]
+ * --prompt-api: vision_eval_prompt + the last token's model_eval instead (the path `anvil run`
+ * takes), printing {"tokens": [all, image rows as -1], "last_logits": [...]}.
  * --vulkan: the text model and the encoder on lavapipe (with ANVIL_VK_VALIDATE=1 a non-zero
  * count of validation messages fails the run). */
 #include <stdio.h>
@@ -71,12 +73,13 @@ static int text_chunk(model_ctx *c, const tokenizer *tok, const char *text, size
 
 int main(int argc, char **argv) {
     if (argc < 5) { fprintf(stderr, "usage: vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N]\n"); return 2; }
-    bool vulkan = false;
+    bool vulkan = false, prompt_api = false;
     int repeats = 1, threads = 2;
     for (int i = 5; i < argc; i++) {
         if (!strcmp(argv[i], "--vulkan")) vulkan = true;
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--prompt-api")) prompt_api = true;
         else { fprintf(stderr, "vision_dump: unknown argument %s\n", argv[i]); return 2; }
     }
     backend *cpu = cpu_backend_new(threads), *gpu = NULL;
@@ -103,6 +106,22 @@ int main(int argc, char **argv) {
     model_ctx *c = model_ctx_new(m, 256, QT_F16);
     if (!c) return fail("context");
     const char *prompt = argv[4], *mark = strstr(prompt, "<__media__>");
+    if (prompt_api) {
+        int32_t *toks = NULL;
+        int nt = 0;
+        const vision_image img = {rgb, w, h};
+        float *lg = malloc((size_t)m->hp.n_vocab * sizeof(float));
+        if (!lg || vision_eval_prompt(c, v, prompt, NULL, &img, 1, &toks, &nt) != 0) return fail("vision_eval_prompt");
+        if (model_ctx_n_past(c) != nt - 1 || model_eval(c, &toks[nt - 1], 1, lg, false) != 0) return fail("last token");
+        printf("{\"tokens\": [");
+        for (int i = 0; i < nt; i++) printf("%s%d", i ? ", " : "", toks[i]);
+        printf("], \"last_logits\": [");
+        for (int i = 0; i < m->hp.n_vocab; i++) printf("%s%.7g", i ? "," : "", lg[i]);
+        printf("]}\n");
+        free(toks);
+        free(lg);
+        return 0;
+    }
     if (!mark) { fprintf(stderr, "vision_dump: the prompt has no <__media__> marker\n"); return 2; }
     const int n_vocab = tokenizer_n_vocab(m->tok) > m->hp.n_vocab ? tokenizer_n_vocab(m->tok) : m->hp.n_vocab;
     const int n_img = vision_image_tokens(v), n_embd = vision_n_embd(v);

@@ -52,6 +52,8 @@ def compare(args):
     cmd = [args.dump, args.base + ".gguf", args.base + "-mmproj.gguf", args.base + ".ppm", args.prompt]
     if args.vulkan:
         cmd.append("--vulkan")
+    if args.prompt_api:
+        cmd.append("--prompt-api")
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         print("FAIL: vision_dump exited %d: %s" % (r.returncode, r.stderr.strip()[-2000:]))
@@ -59,6 +61,17 @@ def compare(args):
     ours = json.loads(r.stdout)
     with gzip.open(args.golden, "rt") as f:
         gold = json.load(f)
+    if args.prompt_api:   # vision_eval_prompt: the whole prompt's tokens and the last position's logits
+        want = []
+        for c in gold["chunks"]:
+            want += c["tokens"] if c["type"] == "text" else [-1] * c["n_tokens"]
+        if ours["tokens"] != want:
+            print("FAIL: vision_eval_prompt tokens\n  anvil     %s\n  llama.cpp %s" % (ours["tokens"], want))
+            return 1
+        d = kl(gold["chunks"][-1]["logits"][-1], ours["last_logits"])
+        print("vision_eval_prompt: %d tokens, KL of the last position %.3g" % (len(want), d))
+        print("PASS" if d <= args.max_kl else "FAIL")
+        return 0 if d <= args.max_kl else 1
     ok = True
     if [c["type"] for c in ours["chunks"]] != [c["type"] for c in gold["chunks"]]:
         print("FAIL: chunk types differ: %s vs %s" % ([c["type"] for c in ours["chunks"]], [c["type"] for c in gold["chunks"]]))
@@ -115,6 +128,7 @@ def main():
     ap.add_argument("--max-kl", type=float, default=1e-3)
     ap.add_argument("--min-cos", type=float, default=0.999)
     ap.add_argument("--vulkan", action="store_true")
+    ap.add_argument("--prompt-api", action="store_true", help="check vision_eval_prompt's tokens and last logits instead")
     args = ap.parse_args()
     return make(args) if args.make else compare(args)
 
