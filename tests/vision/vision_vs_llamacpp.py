@@ -114,6 +114,22 @@ def compare(args):
     return 0 if ok else 1
 
 
+def run_greedy(args):
+    """`anvil run --image` end to end: its greedy text against llama-mtmd-cli's (the chat template,
+    the marker before the prompt, the image chunks, generation)."""
+    cmd = [args.anvil, "run", args.base + ".gguf", "--local", "--mmproj", args.base + "-mmproj.gguf", "--image",
+           args.base + ".ppm", "Describe it.", "-n", "12", "--temp", "0"]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)   # bytes: a random model's text
+    with open(args.greedy, "rb") as f:
+        want = f.read().strip(b"\n")
+    got = r.stdout.strip(b"\n")
+    print("anvil run:        %r\nllama-mtmd-cli:   %r" % (got, want))
+    # Anvil prints an invalid UTF-8 byte as U+FFFD, llama.cpp as it is: compare the texts so decoded
+    ok = r.returncode == 0 and got.decode(errors="replace") == want.decode(errors="replace")
+    print("PASS" if ok else "FAIL" + (" (exit %d: %s)" % (r.returncode, r.stderr.decode(errors="replace").strip()[-500:]) if r.returncode else ""))
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", required=True, help="path prefix of the case's files")
@@ -128,9 +144,13 @@ def main():
     ap.add_argument("--max-kl", type=float, default=1e-3)
     ap.add_argument("--min-cos", type=float, default=0.999)
     ap.add_argument("--vulkan", action="store_true")
+    ap.add_argument("--anvil", help="with --greedy: the anvil binary")
+    ap.add_argument("--greedy", help="llama-mtmd-cli's 12-token greedy reply to 'Describe it.' with the image")
     ap.add_argument("--prompt-api", action="store_true", help="check vision_eval_prompt's tokens and last logits instead")
     args = ap.parse_args()
-    return make(args) if args.make else compare(args)
+    if args.make:
+        return make(args)
+    return run_greedy(args) if args.greedy else compare(args)
 
 
 if __name__ == "__main__":
