@@ -147,9 +147,9 @@ int main(int argc, char **argv) {
     printf("\n]}\n");
     (void)n_vocab;
 #ifdef ANVIL_HAVE_VULKAN
-    if (gpu && getenv("ANVIL_VK_VALIDATE") && vk_validation_messages() != 0) {
-        fprintf(stderr, "vision_dump: %d Vulkan validation messages\n", vk_validation_messages());
-        return 1;
+    if (gpu && getenv("ANVIL_VK_VALIDATE")) {
+        if (!vk_validation_active()) { fprintf(stderr, "vision_dump: ANVIL_VK_VALIDATE=1 but the validation layer is not active\n"); return 1; }
+        if (vk_validation_messages() != 0) { fprintf(stderr, "vision_dump: %d Vulkan validation messages\n", vk_validation_messages()); return 1; }
     }
 #endif
     free(embd);
