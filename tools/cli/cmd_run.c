@@ -736,6 +736,7 @@ int cmd_run(int argc, char **argv) {
     local_chat lc = {.o = &o, .cli_mo = cli_mo, .cli_raw = o.raw};
     local_setup(&lc, &entry, &load_s);
     uint8_t *pixels = NULL;
+    if (o.image && !o.mmproj) o.mmproj = entry.projector_path;   /* a store model's projector layer */
     if (o.image) load_image(&o, &lc, entry.model_path, &pixels, &prompt);
     if (prompt) {
         chat_message msg = {.role = "user", .content = prompt};
