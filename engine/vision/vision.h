@@ -7,12 +7,14 @@
  * projection). Every other type is refused at load with one line naming it.
  *
  * Use (the server / CLI side):
- *   vision_model *v = vision_load(path, &(vision_load_opts){.cpu = cpu, .gpu = gpu_or_NULL});
+ *   char *p = vision_find_projector(model_path, mmproj_or_NULL);   // or store_entry.projector_path
+ *   vision_model *v = vision_load(p, &(vision_load_opts){.cpu = m->cpu, .gpu = m->gpu});
  *   vision_check_text_model(v, m);                 // widths agree
- *   int n = vision_image_tokens(v);                // rows of embeddings one image gives
- *   vision_encode(v, rgb, w, h, embd);             // n * vision_n_embd(v) floats
- *   vision_eval_image(ctx, v, embd);               // wraps nothing: the caller tokenizes the
- *                                                  // vision_image_begin/end markers around it
+ * then either the whole prompt at once (rendered text with one VISION_MARKER per image):
+ *   vision_eval_prompt(ctx, v, text, NULL, images, n_images, &toks, &n);  generate_seq(ctx, .., toks, n, ..)
+ * or piecewise (a per-image embedding cache keyed by the image digest sits between the two):
+ *   vision_encode(v, rgb, w, h, embd);             // vision_image_tokens(v) rows of vision_n_embd(v)
+ *   vision_eval_image(ctx, v, embd, n, NULL);      // the caller evaluates the begin / end text around it
  */
 #ifndef ANVIL_VISION_H
 #define ANVIL_VISION_H
