@@ -11,6 +11,7 @@
 
 #include "api.h"
 #include "api_error.h"
+#include "api_images.h"
 
 void aj_fail(api_req *c, int status, const char *param, const char *fmt, ...) {
     if (c->failed) return;
@@ -448,6 +449,11 @@ static bool gen_still_wanted(void *user) {
 }
 
 bool aj_generate(aj_gen *g) {
+    /* No model has a vision encoder yet (engine/vision, branch vision-model, brings
+     * model_has_vision): every image is refused for a text-only model, before decoding. */
+    const bool model_has_vision = false;
+    server_app *app = http_app(g->c->r);
+    if (!api_images_ready(g->c, g->c->images, g->q.model, model_has_vision, &app->image_limits)) return false;
     g->q.on_text = gen_on_text;
     g->q.still_wanted = gen_still_wanted;
     if (g->want_logprobs) {
