@@ -17,6 +17,7 @@
 
 #include "chat.h"
 #include "cli.h"
+#include "cli_images.h"
 #include "client.h"
 #include "clock.h"
 #include "error.h"
@@ -648,6 +649,15 @@ int cmd_run(int argc, char **argv) {
         fclose(f);
         while (len && (prompt[len - 1] == '\n' || prompt[len - 1] == '\r')) prompt[--len] = 0;
         if (!len) { free(prompt); prompt = NULL; }
+    }
+    if (prompt) {   /* image files the prompt names (Ollama's rules): no model has a vision encoder yet */
+        cli_images imgs;
+        char *rest = cli_images_extract(prompt, &imgs);
+        if (!rest) anv_die("run: %s", anv_last_error());
+        free(rest);
+        if (imgs.n) anv_die("model '%s' does not support image input (it is a text-only model): '%s'", model_arg,
+                            imgs.files[0].path);
+        cli_images_free(&imgs);
     }
     /* A running server keeps the model loaded between runs; flags it cannot honour keep
      * the run in this process. */

@@ -1,5 +1,6 @@
 /* repl: Ollama's interactive chat commands over a conversation (see repl.h). The texts
  * (help, confirmations, errors) are Ollama's, so its users' habits and scripts carry over. */
+#include "cli_images.h"
 #include "repl.h"
 
 #include <cjson/cJSON.h>
@@ -452,13 +453,31 @@ static bool command(repl_session *s, const repl_backend *b, repl_input *in, conv
     else if (!strcmp(cmd, "/show")) { if (n < 2) usage_show(); else show(s, argv[1]); }
     else if (!strcmp(cmd, "/load")) load(s, b, c, argv, n);
     else if (!strcmp(cmd, "/save")) save(s, c, argv, n);
+    else if (cli_line_names_image(line, cmd)) bytebuf_printf(sb, "%s", line);   /* "/tmp/cat.png what is it" */
     else printf("Unknown command '%s'. Type /? for help\n", cmd);
     fflush(stdout);
     free(buf);
     return go_on;
 }
 
+/* Image files the message names (Ollama's rules, cli_images.h): a file that cannot be used, or
+ * any image while no model has a vision encoder, is one line and the message is not sent. */
+static bool images_refused(const repl_session *s, const char *text) {
+    cli_images imgs;
+    char *rest = cli_images_extract(text, &imgs);
+    if (!rest) {
+        fprintf(stderr, "%s\n", anv_last_error());
+        return true;
+    }
+    free(rest);
+    bool refused = imgs.n > 0;
+    if (refused) fprintf(stderr, "model '%s' does not support image input (it is a text-only model)\n", s->model);
+    cli_images_free(&imgs);
+    return refused;
+}
+
 static void send_message(repl_session *s, const repl_backend *b, conversation *c, char *text) {
+    if (images_refused(s, text)) { free(text); return; }
     conv_add(c, "user", text);
     repl_interrupt_clear();
     char *reply = b->reply(b->user, s, c->msgs, c->n);
