@@ -196,6 +196,15 @@ def main():
             i += 2 + seglen
         raise RuntimeError("no SOF")
 
+    def patch_jpeg_precision(d, bits):
+        i = 2
+        while i < len(d):
+            marker, seglen = d[i + 1], struct.unpack(">H", d[i + 2:i + 4])[0]
+            if marker in (0xC0, 0xC1, 0xC2):
+                return d[:i + 4] + bytes([bits]) + d[i + 5:]
+            i += 2 + seglen
+        raise RuntimeError("no SOF")
+
     def patch_png_ihdr(d, w, h):
         ihdr = struct.pack(">II", w, h) + d[24:29]
         return d[:8] + png_chunk(b"IHDR", ihdr) + d[33:]
@@ -204,13 +213,16 @@ def main():
     huge_webp = webp_ll[:vp8l + 1] + bytes([0xff, 0xff, 0xff, 0xff & 0x0f | (webp_ll[vp8l + 4] & 0xf0)]) + webp_ll[vp8l + 5:]
     gif_noframe = gif[:13 + 3 * (2 << (gif[10] & 7))] + b"\x3b"
     bad_crc = bytearray(png)
-    bad_crc[60] ^= 0x55   # inside IDAT's data: its CRC no longer matches
+    bad_crc[30] ^= 0x55   # IHDR's CRC
+    bad_idat = bytearray(png)
+    bad_idat[60] ^= 0x55   # inside IDAT's compressed data
     anim_webp = save(frames[0].convert("RGB"), "WEBP", save_all=True, append_images=[frames[1].convert("RGB")])
     hostile = [
         ("empty", b"", "empty", []),
         ("wrong magic", b"hello, this is not an image at all", "unknown format", []),
         ("jpeg bomb 65000x65000", patch_jpeg_size(jpg, 65000, 65000), "over the limit", []),
         ("png bomb 100000x100000", patch_png_ihdr(png, 100000, 100000), "over the limit", []),
+        ("jpeg 12-bit samples", patch_jpeg_precision(jpg, 12), "precision", []),
         ("png zero width", patch_png_ihdr(png, 0, 45), "PNG", []),
         ("gif bomb 65535x65535", gif[:6] + struct.pack("<HH", 65535, 65535) + gif[10:], "over the limit", []),
         ("webp bomb 16384x16384", huge_webp, "over the limit", []),
@@ -219,7 +231,8 @@ def main():
         ("png truncated", png[:len(png) // 2], "PNG", []),
         ("gif truncated", gif[:len(gif) // 2], "GIF", []),
         ("webp truncated", webp_ll[:len(webp_ll) // 2], "WebP", []),
-        ("png bad CRC", bytes(bad_crc), "PNG", []),
+        ("png bad CRC", bytes(bad_crc), "CRC", []),
+        ("png corrupt IDAT", bytes(bad_idat), "PNG", []),
         ("webp animated", anim_webp, "animated", []),
         ("over --max-bytes", png, "over the limit of 100 bytes", ["--max-bytes", "100"]),
         ("over --max-pixels", png, "over the limit of 1000 pixels", ["--max-pixels", "1000"]),
