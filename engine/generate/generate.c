@@ -28,7 +28,8 @@ int generate_seq(model_ctx *c, const gen_seq_config *cfg, const int32_t *prompt,
     gen_seq_config sc = *cfg;
     if (!sc.tok) sc.tok = m->tok;
     sampler_reset(sc.smp);
-    for (int i = 0; i < n_prompt; i++) sampler_accept(sc.smp, prompt[i]);
+    for (int i = 0; i < n_prompt; i++)   /* an image's rows (vision_eval_prompt) are no tokens to penalise */
+        if (prompt[i] != MODEL_TOKEN_EMBD) sampler_accept(sc.smp, prompt[i]);
 
     double t0 = anv_mono_s();
     st->n_prompt_eval = n_prompt - keep;

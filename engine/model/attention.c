@@ -81,6 +81,13 @@ static void attend_sequence(const layer_pass *p, const seq_span *sq, be_tensor *
         .scale = hp->attn_scale, .window = swa ? hp->swa_window : 0, .softcap = 0, .noncausal = hp->noncausal,
         .sinks = p->L->attn_sinks,
     };
+    if (p->bidirectional && !hp->noncausal) {
+        /* llama.cpp's non-causal batch: every cached key and every row of the batch, except keys
+         * a window or more behind (p - j >= window). With n <= window this is the symmetric
+         * window |p - j| <= window - 1 (model_eval_embd checks n). */
+        ap.noncausal = true;
+        if (ap.window > 0) ap.window = 2 * (ap.window - 1);
+    }
     op->attention(be, q, k_cache, v_cache, att, &ap);
     if (kr->n_k) { /* the output back from V's rotation */
         kv_rot_apply(kr, be, true, att, q, sq->n);

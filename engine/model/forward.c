@@ -203,10 +203,10 @@ static void cross(scratch_set *ss, const model *m, scratch *from, scratch *to, i
 }
 
 /* Layer il over the batch: the blocks add into the residual s->x. */
-static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span *seqs, int n_seq) {
+static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span *seqs, int n_seq, bool bidirectional) {
     const layer_pass p = {
         .m = m, .hp = &m->hp, .L = &m->layers[il], .il = il, .be = s->be, .op = s->be->ops, .s = s,
-        .nt = nt, .seqs = seqs, .n_seq = n_seq,
+        .nt = nt, .seqs = seqs, .n_seq = n_seq, .bidirectional = bidirectional,
     };
     if (m->hp.arch == ARCH_GEMMA4) { gemma4_layer(&p); return; }   /* its own layer shape */
     if (model_layer_is_recurrent(p.hp, il)) delta_net_block(&p);
@@ -235,30 +235,39 @@ static void run_output(scratch_set *ss, const model *m, scratch *s, const be_ten
 /* What a forward pass returns besides advancing the caches. */
 typedef enum { OUT_NONE, OUT_LAST_LOGITS, OUT_ALL_LOGITS, OUT_EMBD_SUM, OUT_EMBD_FIRST, OUT_EMBD_LAST } out_kind;
 
+/* The rows of input embeddings of a pass instead of tokens (model_eval_embd): nt rows of
+ * n_embd floats; bidirectional as layer_pass's. */
+typedef struct { const float *rows; bool bidirectional; } embd_input;
+
 /* One forward pass over nt tokens split into n_seq sequences (consecutive rows). OUT_LAST_LOGITS
  * gives one row per sequence; OUT_ALL_LOGITS every row (single sequence); OUT_EMBD_SUM adds
- * the final-normed hidden state of every row to out[n_embd]. */
-static int forward(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, const int32_t *tokens,
-                   int nt, out_kind kind, float *out) {
+ * the final-normed hidden state of every row to out[n_embd]. With ein, its rows replace the
+ * token lookups (tokens NULL; a single sequence). */
+static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, const int32_t *tokens,
+                      const embd_input *ein, int nt, out_kind kind, float *out) {
     const model_hparams *hp = &m->hp;
     if (m->enc) {
         anv_set_error("%s is an embedding model: it has no output head to evaluate (use model_embed)", hp->arch_name);
         return -1;
     }
-    for (int i = 0; i < nt; i++) {
+    for (int i = 0; tokens && i < nt; i++) {
         if (tokens[i] < 0 || tokens[i] >= hp->n_vocab) {
             anv_set_error("token id %d is out of range (vocabulary has %d tokens)", tokens[i], hp->n_vocab);
             return -1;
         }
     }
     scratch *cur = scratch_for(ss, m->cpu);
-    m->cpu->ops->get_rows(m->cpu, m->tok_embd, tokens, nt, cur->x);
-    if (hp->embd_scale) m->cpu->ops->scale(m->cpu, cur->x, (int64_t)nt * hp->n_embd, sqrtf((float)hp->n_embd));
-    if (m->g4 && gemma4_per_layer_inputs(ss, m, cur, tokens, nt) != 0) return -1;
+    if (ein) {   /* rows of embeddings as they are (no gemma sqrt(n_embd) scale, as llama.cpp) */
+        be_upload(cur->x, 0, ein->rows, (size_t)nt * hp->n_embd * sizeof(float));
+    } else {
+        m->cpu->ops->get_rows(m->cpu, m->tok_embd, tokens, nt, cur->x);
+        if (hp->embd_scale) m->cpu->ops->scale(m->cpu, cur->x, (int64_t)nt * hp->n_embd, sqrtf((float)hp->n_embd));
+        if (m->g4 && gemma4_per_layer_inputs(ss, m, cur, tokens, nt) != 0) return -1;
+    }
     for (int il = 0; il < hp->n_layer; il++) {
         scratch *s = scratch_for(ss, m->layers[il].be);
         if (s != cur) { cross(ss, m, cur, s, nt); cur = s; }
-        run_layer(m, il, s, nt, seqs, n_seq);
+        run_layer(m, il, s, nt, seqs, n_seq, ein && ein->bidirectional);
     }
     scratch *so = scratch_for(ss, m->out_be);
     if (so != cur) { cross(ss, m, cur, so, nt); cur = so; }
@@ -291,7 +300,8 @@ static int forward(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, c
     }
     for (int i = 0; i < n_seq; i++) {
         model_ctx *c = seqs[i].c;
-        memcpy(c->history + c->n_past, tokens + seqs[i].row0, (size_t)seqs[i].n * sizeof(int32_t));
+        if (tokens) memcpy(c->history + c->n_past, tokens + seqs[i].row0, (size_t)seqs[i].n * sizeof(int32_t));
+        else for (int t = 0; t < seqs[i].n; t++) c->history[c->n_past + t] = MODEL_TOKEN_EMBD;
         c->n_past += seqs[i].n;
         if (c->rs && seqs[i].n >= 2) rs_checkpoint(c->rs, c->n_past);   /* a prompt (chunk): truncate's landing points */
     }
@@ -301,6 +311,11 @@ static int forward(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, c
         if (err) { anv_set_error("%s", err); return -1; }
     }
     return 0;
+}
+
+static int forward(scratch_set *ss, model *m, const seq_span *seqs, int n_seq, const int32_t *tokens, int nt, out_kind kind,
+                   float *out) {
+    return forward_in(ss, m, seqs, n_seq, tokens, NULL, nt, kind, out);
 }
 
 static int check_room(const model_ctx *c, int n) {
@@ -326,6 +341,31 @@ int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool a
         if (forward(c->ss, c->m, &sq, 1, tokens + i, nt, kind, dst) != 0) return -1;
     }
     return 0;
+}
+
+int model_eval_embd(model_ctx *c, const float *embd, int n, bool bidirectional, float *logits, bool all_logits) {
+    model *m = c->m;
+    const model_hparams *hp = &m->hp;
+    if (check_room(c, n) != 0) return -1;
+    if (!embd) { anv_set_error("model_eval_embd: no embeddings"); return -1; }
+    if (m->g4 || c->rs) {
+        anv_set_error("%s: evaluating embeddings in place of tokens is not supported for this family", hp->arch_name);
+        return -1;
+    }
+    if (n > c->ss->n_batch) {
+        anv_set_error("%d embedding rows exceed the batch size %d (an image is evaluated in one pass)", n, c->ss->n_batch);
+        return -1;
+    }
+    if (bidirectional && hp->swa_window > 0 && n > hp->swa_window) {
+        anv_set_error("%d bidirectional rows exceed the sliding window of %d", n, hp->swa_window);
+        return -1;
+    }
+    for (size_t i = 0; i < (size_t)n * hp->n_embd; i++)
+        if (!isfinite(embd[i])) { anv_set_error("model_eval_embd: embedding row %zu holds a non-finite value", i / hp->n_embd); return -1; }
+    seq_span sq = {c, 0, n};
+    const embd_input ein = {embd, bidirectional};
+    out_kind kind = logits ? (all_logits ? OUT_ALL_LOGITS : OUT_LAST_LOGITS) : OUT_NONE;
+    return forward_in(c->ss, m, &sq, 1, NULL, &ein, n, kind, logits);
 }
 
 int model_eval_multi(model_ctx *const *ctxs, const int32_t *const *tokens, const int *n_tokens,

@@ -192,6 +192,14 @@ void model_ctx_truncate(model_ctx *c, int n);
  * last token, or n * n_vocab if all_logits. Returns 0, or -1 with anv_last_error(). */
 int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool all_logits);
 
+/* Runs n rows of input embeddings (n * n_embd floats, e.g. an image's from engine/vision) in
+ * place of token lookups at positions n_past.. (no embedding scale), in one forward pass
+ * (n <= model_ctx_n_batch). bidirectional: the n rows attend to each other both ways (gemma3's
+ * image tokens; sliding layers keep their window backwards, as llama.cpp's non-causal mask).
+ * The cache history records them as MODEL_TOKEN_EMBD. logits as model_eval. 0 or -1 + error. */
+#define MODEL_TOKEN_EMBD (-1)
+int model_eval_embd(model_ctx *c, const float *embd, int n, bool bidirectional, float *logits, bool all_logits);
+
 /* A context with its own KV cache and history that borrows parent's activation scratch
  * (server slots: one scratch for all of a model's slots). parent must outlive it, and
  * contexts sharing a scratch must not be evaluated concurrently. */

@@ -67,6 +67,7 @@ typedef struct {
     int nt;                   /* rows of the batch */
     const seq_span *seqs;     /* the batch's sequences (consecutive rows), n_seq of them */
     int n_seq;
+    bool bidirectional;       /* the batch's rows see each other both ways (model_eval_embd) */
 } layer_pass;
 
 /* The blocks: each adds its output into the residual s->x for the pass's nt rows. */

@@ -104,6 +104,7 @@ void store_entry_clear(store_entry *e) {
     free(e->license);
     free(e->params_json);
     free(e->messages_json);
+    free(e->projector_path);
     memset(e, 0, sizeof *e);
 }
 
@@ -171,12 +172,20 @@ static int load_entry(store *s, const store_name *n, const char *path, bool read
             }
             continue;
         }
+        if (!strcmp(l->media_type, STORE_MT_PROJECTOR)) {   /* a vision model's projector (engine/vision) */
+            if (!full || e->projector_path) continue;
+            if (!(e->projector_path = store_find_blob(s, l->digest))) {
+                anv_set_error("model '%s': its projector blob %s is missing (manifest %s)", display, l->digest, path);
+                rc = -1;
+            }
+            continue;
+        }
         char **dst = !strcmp(l->media_type, STORE_MT_TEMPLATE) ? &e->template_text
                    : !strcmp(l->media_type, STORE_MT_SYSTEM) ? &e->system
                    : !strcmp(l->media_type, STORE_MT_PARAMS) ? &e->params_json
                    : !strcmp(l->media_type, STORE_MT_MESSAGES) ? &e->messages_json
                    : !strcmp(l->media_type, STORE_MT_LICENSE) ? &e->license : NULL;
-        if (!dst || !full) continue;  /* projector, adapter ...: not used by Anvil */
+        if (!dst || !full) continue;  /* adapter ...: not used by Anvil */
         char *text = read_blob_text(s, l->digest, display);
         if (!text) { rc = -1; break; }
         if (dst == &e->license) { rc = append_license(dst, text); continue; }

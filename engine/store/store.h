@@ -26,6 +26,7 @@
 #define STORE_MT_PARAMS   "application/vnd.ollama.image.params"
 #define STORE_MT_LICENSE  "application/vnd.ollama.image.license"
 #define STORE_MT_MESSAGES "application/vnd.ollama.image.messages"
+#define STORE_MT_PROJECTOR "application/vnd.ollama.image.projector"
 
 typedef struct {
     char host[256];       /* may carry a port: "127.0.0.1:8080" */
@@ -69,6 +70,7 @@ typedef struct {
     char *license;         /* LICENSE layer(s) or NULL */
     char *params_json;     /* params layer (JSON object text) or NULL */
     char *messages_json;   /* messages layer (JSON array of {role, content}) or NULL */
+    char *projector_path;  /* the first projector layer's blob (a vision model's mmproj) or NULL */
 } store_entry;
 
 void store_entry_clear(store_entry *e);

@@ -15,7 +15,8 @@ set(_anvil_layering
   "generate:model.h,sampler.h--chat.h,store.h,device.h,cpu_backend.h"
   "prompt:model.h,chat.h--sampler.h,store.h,device.h"
   "store:options.h,gguf_write.h--device.h,chat.h,cpu_backend.h,api.h"
-  "device:model.h,cpu_backend.h--store.h,sampler.h,chat.h,api.h")
+  "device:model.h,cpu_backend.h--store.h,sampler.h,chat.h,api.h"
+  "vision:model.h,backend.h--cpu_backend.h,device.h,sampler.h,chat.h,store.h")
 if(TARGET anvil_vulkan)
   list(APPEND _anvil_layering "vulkan:backend.h,quant.h--model.h,cpu_backend.h,device.h")
 endif()

@@ -252,6 +252,19 @@ static void test_store_ops(void) {
     digest_file(mpath, mdig, NULL);
     CHECK(!strcmp(e.manifest_digest, mdig));
     store_entry_clear(&e);
+    /* a vision model: its projector layer's blob (engine/vision loads it) */
+    char pd[DIGEST_STR_LEN + 1];
+    CHECK(store_put_bytes(s, "mmproj", 6, pd) == 0);
+    store_layer vlayers[2] = {{STORE_MT_MODEL, d1, sz}, {STORE_MT_PROJECTOR, pd, 6}};
+    CHECK(store_write_manifest(s, "vis:v1", &cfg, vlayers, 2) == 0);
+    CHECK(store_lookup(s, "vis:v1", &e) == 0);
+    char *pblob = store_find_blob(s, pd);
+    CHECK(pblob && e.projector_path && !strcmp(e.projector_path, pblob));
+    free(pblob);
+    store_entry_clear(&e);
+    CHECK(store_lookup(s, "mine:v1", &e) == 0 && !e.projector_path);
+    store_entry_clear(&e);
+    CHECK(store_remove(s, "vis:v1") == 0);   /* the projector blob goes with it; the model blob stays (mine:v1) */
     CHECK(store_lookup(s, "olm", &e) == 0 && e.read_only && !strcmp(e.name, "olm:latest"));
     CHECK(e.model_path && strstr(e.model_path, path_of("ollama/blobs/")) && !strcmp(e.model_digest, odigest));
     store_entry_clear(&e);

@@ -32,6 +32,7 @@
 #include "reply_parse.h"
 #include "stop_strings.h"
 #include "store.h"
+#include "vision.h"
 
 /* A sampling/generation flag, applied by its Ollama option name after the model's params. */
 typedef struct { const char *flag, *key, *value; } option_flag;
@@ -59,6 +60,11 @@ typedef struct {
     int truncate;         /* --truncate[=false] (embedding models): -1 unset */
     int dimensions;       /* --dimensions N (embedding models) */
     grammar *grammar;     /* built from format */
+    const char *mmproj;   /* --mmproj FILE: the projector (default: mmproj*.gguf next to the model) */
+    const char *image;    /* --image FILE: an image for the one-shot prompt (binary PPM until the
+                           * image decoders land) */
+    vision_model *vision; /* loaded for --image */
+    vision_image img;
 } run_opts;
 
 #ifdef ANVIL_HAVE_LIBEDIT
@@ -88,6 +94,8 @@ static void run_usage(void) {
          "  --keepalive DURATION  how long a running server keeps the model loaded (5m, 1h, 0, -1)\n"
          "  --truncate[=false]    embedding models: cut an input longer than the context (default)\n"
          "  --dimensions N        embedding models: keep the first N dimensions (renormalised)\n"
+         "  --image FILE          an image for the prompt (binary PPM for now; needs a projector)\n"
+         "  --mmproj FILE         the vision projector (default: mmproj*.gguf next to the model)\n"
          "  --nowordwrap  --insecure   accepted for Ollama's scripts (Anvil does not wrap; run\n"
          "                        does not pull)\n"
          "Without PROMPT: a chat (type /? for its commands: /set parameter|system|format|verbose|think,\n"
@@ -181,7 +189,12 @@ static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm,
     char *text = prompt_build(m, &ps);
     if (!text) anv_die("%s", anv_last_error());
     int n_tok = 0;
-    int32_t *toks = tokenizer_encode(m->tok, text, strlen(text), tokenizer_add_bos(m->tok), !o->raw, &n_tok);
+    int32_t *toks = NULL;
+    if (o->vision) {   /* text and image chunks evaluated here; generate_seq reuses all but the last token */
+        if (vision_eval_prompt(ctx, o->vision, text, NULL, &o->img, 1, &toks, &n_tok) != 0) toks = NULL;
+    } else {
+        toks = tokenizer_encode(m->tok, text, strlen(text), tokenizer_add_bos(m->tok), !o->raw, &n_tok);
+    }
     free(text);
     if (!toks) anv_die("%s", anv_last_error());
     char *reply = NULL;
@@ -564,6 +577,41 @@ static int local_load(void *user, const repl_session *s) {
     return 0;
 }
 
+/* A binary PPM (P6, 8-bit): the image format --image reads until engine/image's decoders land. */
+static uint8_t *read_ppm(const char *path, int *w, int *h) {
+    FILE *f = fopen(path, "rb");
+    if (!f) anv_die("%s: cannot open the image", path);
+    int maxv = 0;
+    if (fscanf(f, "P6 %d %d %d", w, h, &maxv) != 3 || maxv != 255 || *w < 1 || *h < 1 || (int64_t)*w * *h > VISION_MAX_PIXELS)
+        anv_die("%s: not a binary 8-bit PPM (P6) image of at most %d pixels (other formats: not yet)", path, VISION_MAX_PIXELS);
+    fgetc(f);
+    const size_t n = (size_t)*w * *h * 3;
+    uint8_t *p = malloc(n);
+    if (!p || fread(p, 1, n, f) != n) anv_die("%s: truncated image", path);
+    fclose(f);
+    return p;
+}
+
+/* --image: loads the projector on the model's backends and the image; the image's marker goes
+ * before the prompt's text (as Ollama places images before the message). */
+static void load_image(run_opts *o, local_chat *lc, const char *model_path, uint8_t **pixels, char **prompt) {
+    char *proj = vision_find_projector(model_path, o->mmproj);
+    if (!proj) anv_die("%s", o->mmproj ? anv_last_error() : "run: --image needs a projector: --mmproj FILE (none found next to the model)");
+    vision_load_opts vo = {.cpu = lc->m->cpu, .gpu = lc->m->gpu};
+    o->vision = vision_load(proj, &vo);
+    free(proj);
+    if (!o->vision || vision_check_text_model(o->vision, lc->m) != 0) anv_die("%s", anv_last_error());
+    int w, h;
+    *pixels = read_ppm(o->image, &w, &h);
+    o->img = (vision_image){*pixels, w, h};
+    size_t n = strlen(*prompt) + sizeof VISION_MARKER;
+    char *p = malloc(n);
+    if (!p) anv_die("out of memory");
+    snprintf(p, n, "%s%s", VISION_MARKER, *prompt);
+    free(*prompt);
+    *prompt = p;
+}
+
 int cmd_run(int argc, char **argv) {
     run_opts o = {.chat_fmt = -1, .truncate = -1};
     const char *format_arg = NULL;
@@ -614,6 +662,8 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--dimensions")) o.dimensions = cli_int(a, cli_value(argc, argv, &i), 1, 1 << 20);
         else if (!strcmp(a, "--nowordwrap") || !strcmp(a, "--insecure")) continue;
         else if (!strcmp(a, "--local")) o.local = true;
+        else if (!strcmp(a, "--mmproj")) o.mmproj = cli_value(argc, argv, &i);
+        else if (!strcmp(a, "--image")) o.image = cli_value(argc, argv, &i);
         else if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) o.interactive = true;
         else if (!strcmp(a, "--template")) {
             const char *v = cli_value(argc, argv, &i);
@@ -661,7 +711,8 @@ int cmd_run(int argc, char **argv) {
     }
     /* A running server keeps the model loaded between runs; flags it cannot honour keep
      * the run in this process. */
-    bool local_only = o.local || o.chat_fmt >= 0 || o.mo.kv_type != QT_F16 || o.mo.tensor_split;
+    bool local_only = o.local || o.chat_fmt >= 0 || o.mo.kv_type != QT_F16 || o.mo.tensor_split || o.image;
+    if (o.image && !prompt) anv_die("run: --image needs a prompt");
     gguf_file *header = gguf_open(entry.model_path);
     const bool embeds = header && model_file_embeds_only(header);
     gguf_close(header);
@@ -694,6 +745,9 @@ int cmd_run(int argc, char **argv) {
     double t_start = anv_mono_s(), load_s = 0;
     local_chat lc = {.o = &o, .cli_mo = cli_mo, .cli_raw = o.raw};
     local_setup(&lc, &entry, &load_s);
+    uint8_t *pixels = NULL;
+    if (o.image && !o.mmproj) o.mmproj = entry.projector_path;   /* a store model's projector layer */
+    if (o.image) load_image(&o, &lc, entry.model_path, &pixels, &prompt);
     if (prompt) {
         chat_message msg = {.role = "user", .content = prompt};
         gen_stats st;
@@ -711,6 +765,8 @@ int cmd_run(int argc, char **argv) {
         repl_backend b = {.reply = local_reply, .apply = local_apply, .load = local_load, .user = &lc};
         session_run(&s, &b);
     }
+    vision_free(o.vision);
+    free(pixels);
     local_teardown(&lc);
     grammar_free(lc.json_grammar);
     grammar_free(o.grammar);

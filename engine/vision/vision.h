@@ -1,0 +1,85 @@
+/* vision: image encoders and their projectors, loaded from a projector GGUF as llama.cpp's
+ * converter writes one (general.architecture = clip, clip.projector_type, clip.vision.*,
+ * v.* / mm.* tensors), written once against backend.h; and the text side of an image: its
+ * embeddings evaluated into a text model's context (model_eval_embd).
+ *
+ * Supported projector types: gemma3 (SigLIP ViT, average pool, soft-embedding norm, input
+ * projection). Every other type is refused at load with one line naming it.
+ *
+ * Use (the server / CLI side):
+ *   vision_model *v = vision_load(path, &(vision_load_opts){.cpu = cpu, .gpu = gpu_or_NULL});
+ *   vision_check_text_model(v, m);                 // widths agree
+ *   int n = vision_image_tokens(v);                // rows of embeddings one image gives
+ *   vision_encode(v, rgb, w, h, embd);             // n * vision_n_embd(v) floats
+ *   vision_eval_image(ctx, v, embd);               // wraps nothing: the caller tokenizes the
+ *                                                  // vision_image_begin/end markers around it
+ */
+#ifndef ANVIL_VISION_H
+#define ANVIL_VISION_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "model.h"
+
+typedef enum { VISION_PROJ_GEMMA3 = 0 } vision_proj_type;
+
+typedef struct vision_model vision_model;
+
+typedef struct {
+    backend *cpu;   /* required: the CPU backend (preprocessing and pooling run on the host) */
+    backend *gpu;   /* optional: the whole encoder runs there (NULL = on cpu) */
+} vision_load_opts;
+
+/* Opens and checks a projector file; NULL + a one-line anv_last_error() naming the file and the
+ * problem (not a clip file, unsupported projector type, missing key or tensor, bad shape). */
+vision_model *vision_load(const char *path, const vision_load_opts *opts);
+void vision_free(vision_model *v);
+
+vision_proj_type vision_projector(const vision_model *v);
+/* Width of one output embedding (clip.vision.projection_dim: the text model's n_embd). */
+int vision_n_embd(const vision_model *v);
+/* Embedding rows one image becomes (gemma3: (image_size / patch_size / merge)^2). */
+int vision_image_tokens(const vision_model *v);
+/* The square side every image is resized to (clip.vision.image_size). */
+int vision_image_size(const vision_model *v);
+/* The text that opens / closes an image in the prompt (gemma3: "<start_of_image>",
+ * "<end_of_image>"; llama.cpp's mtmd wraps the embeddings in them), or "" where none. */
+const char *vision_image_begin(const vision_model *v);
+const char *vision_image_end(const vision_model *v);
+/* Whether the text model attends bidirectionally among one image's tokens (gemma3). */
+bool vision_noncausal(const vision_model *v);
+/* 0, or -1 + error when the projector's output width is not the text model's n_embd. */
+int vision_check_text_model(const vision_model *v, const model *m);
+
+/* The preprocessing alone (tests): rgb (width x height RGB8, rows top to bottom) resized as
+ * llama.cpp does for this projector to image_size^2 RGB8 into out (image_size^2 * 3 bytes). */
+int vision_preprocess_rgb(const vision_model *v, const uint8_t *rgb, int width, int height, uint8_t *out);
+/* Encodes one image: out gets vision_image_tokens(v) rows of vision_n_embd(v) floats. -1 +
+ * error for a bad image (empty, larger than VISION_MAX_PIXELS) or a backend failure. */
+#define VISION_MAX_PIXELS (64 * 1024 * 1024)
+int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out);
+/* Evaluates one image's embeddings (n rows of n_embd, from vision_encode) into c at n_past,
+ * bidirectionally among themselves where vision_noncausal(v); logits as model_eval_embd. */
+int vision_eval_image(model_ctx *c, const vision_model *v, const float *embd, int n, float *logits);
+
+/* A prompt of text and images (llama.cpp's mtmd chunking): prompt holds one marker per image
+ * (NULL or "" marker: VISION_MARKER), images[i] (RGB8, rows top to bottom) goes at marker i,
+ * wrapped in vision_image_begin / end. Clears c, then evaluates every chunk but the prompt's
+ * last token, and returns in *tokens_out (malloc'd) the whole prompt as tokens, each image's
+ * rows as MODEL_TOKEN_EMBD: pass it to generate_seq, which then reuses all but the last token
+ * and evaluates that one for the first logits. *n_out counts the image rows too (Ollama's
+ * prompt_eval_count). 0, or -1 + error (marker count != n_images, a bad image, a prompt that
+ * ends with an image, the model's errors). */
+#define VISION_MARKER "<__media__>"
+typedef struct { const uint8_t *rgb; int width, height; } vision_image;
+int vision_eval_prompt(model_ctx *c, vision_model *v, const char *prompt, const char *marker, const vision_image *images,
+                       int n_images, int32_t **tokens_out, int *n_out);
+
+/* The projector for a model file: mmproj if given (checked to exist), else a file next to
+ * the model named mmproj*.gguf (the first in name order). Returns a malloc'd path or NULL
+ * (none found: no error set). */
+char *vision_find_projector(const char *model_path, const char *mmproj);
+/* capabilities: whether the model can take images (a projector is found for it). */
+bool model_has_vision(const char *model_path, const char *mmproj);
+#endif

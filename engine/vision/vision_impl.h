@@ -1,0 +1,38 @@
+/* vision_impl: what the files of engine/vision share (the loaded projector, the resampler).
+ * Internal to engine/vision. */
+#ifndef ANVIL_VISION_IMPL_H
+#define ANVIL_VISION_IMPL_H
+#include "vision.h"
+
+typedef enum { VISION_RESIZE_BILINEAR = 0, VISION_RESIZE_BICUBIC = 1 } vision_resize_algo;
+
+/* One ViT block's weights on the encoder's backend (biases and norms F32 [1][width]). */
+typedef struct {
+    be_tensor *ln1_w, *ln1_b, *ln2_w, *ln2_b;
+    be_tensor *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo;
+    be_tensor *w_up, *b_up, *w_down, *b_down;
+} vision_layer;
+
+struct vision_model {
+    gguf_file *gguf;
+    backend *be;                 /* the encoder's backend */
+    backend *cpu;
+    vision_proj_type proj;
+    int n_embd, n_head, n_ff, n_layer, image_size, patch_size, merge, proj_dim;
+    float eps, mean[3], std[3];
+    vision_resize_algo resize;
+    be_tensor *patch_w, *patch_b, *pos_embd, *pre_ln_w, *pre_ln_b, *post_ln_w, *post_ln_b;
+    be_tensor *center;           /* I - 1/n_embd: LayerNorm's centering as a matmul */
+    float *center_host;
+    vision_layer *layers;
+    /* gemma3: the soft-embedding norm [n_embd] and the input projection, transposed on load
+     * to [proj_dim][n_embd] F32 (the file has it [n_embd][proj_dim]) */
+    be_tensor *soft_norm, *in_proj;
+    float *in_proj_host;
+};
+
+/* Pillow's resampling of RGB8 (w x h) to out_w x out_h; -1 + error (out of memory). */
+int vision_resample(const uint8_t *src, int w, int h, uint8_t *dst, int out_w, int out_h, vision_resize_algo algo);
+/* The aspect-preserving resize onto a size x size square filled with pad (llama.cpp's PAD_CEIL). */
+int vision_resize_padded(const uint8_t *src, int w, int h, uint8_t *dst, int size, vision_resize_algo algo, const uint8_t pad[3]);
+#endif

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""make_test_mmproj: deterministic random-weight projector GGUFs (general.architecture = clip) for
+Anvil's vision tests, with the metadata keys and tensor names llama.cpp's converter writes
+(conversion/base.py MmprojModel + conversion/gemma.py Gemma3VisionModel: SigLIP blocks with
+biases, post-LayerNorm, no pre-LayerNorm, fc1 -> ffn_up, the patch embedding as a conv kernel,
+position embeddings and the soft-embedding norm in F32, the input projection in F16), and a
+deterministic test image as binary PPM (P6).
+
+  make_test_mmproj.py --family gemma3 --n-embd-text 128 --merge 2 --out mmproj.gguf
+  make_test_mmproj.py --image 80x56 --out img.ppm
+"""
+import argparse
+import hashlib
+import sys
+
+import numpy as np
+
+try:
+    import gguf
+except ImportError:  # pragma: no cover
+    sys.exit("make_test_mmproj: the python package 'gguf' (gguf-py) is required")
+
+SHAPES = {
+    # name: vision width, heads, ffn, blocks, image size, patch size
+    "tiny":  dict(n_embd=64, n_head=4, n_ff=160, n_layer=2, image_size=64, patch_size=8),
+    # a speed shape: 256 patches of 14 px, 384 wide, 4 blocks
+    "bench": dict(n_embd=384, n_head=6, n_ff=1536, n_layer=4, image_size=224, patch_size=14),
+}
+
+
+def rng_for(seed, name):
+    h = hashlib.sha256(("%d:%s" % (seed, name)).encode()).digest()
+    return np.random.Generator(np.random.PCG64(int.from_bytes(h[:8], "little")))
+
+
+def values(seed, name, shape, scale, offset=0.0):
+    return (offset + scale * rng_for(seed, name).standard_normal(shape)).astype(np.float32)
+
+
+def write_gemma3(args):
+    sh = dict(SHAPES[args.preset])
+    E, H, F, L, S, P = sh["n_embd"], sh["n_head"], sh["n_ff"], sh["n_layer"], sh["image_size"], sh["patch_size"]
+    T = args.n_embd_text
+    w = gguf.GGUFWriter(args.out, "clip")
+    # MmprojModel.set_type / set_gguf_parameters, then Gemma3VisionModel's
+    w.add_type(gguf.GGUFType.MMPROJ)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32 if args.type == "f32" else gguf.LlamaFileType.MOSTLY_F16)
+    w.add_clip_has_vision_encoder(True)
+    w.add_vision_projection_dim(T)
+    w.add_vision_image_size(S)
+    w.add_vision_patch_size(P)
+    w.add_vision_embedding_length(E)
+    w.add_vision_feed_forward_length(F)
+    w.add_vision_block_count(L)
+    w.add_vision_head_count(H)
+    w.add_vision_image_mean([0.5, 0.5, 0.5])
+    w.add_vision_image_std([0.5, 0.5, 0.5])
+    w.add_clip_projector_type(gguf.VisionProjectorType.GEMMA3)
+    w.add_vision_attention_layernorm_eps(1e-6)
+    w.add_vision_use_gelu(True)
+    if args.merge != 4:
+        w.add_vision_projector_scale_factor(args.merge)
+    wt = np.float32 if args.type == "f32" else np.float16
+    seed = args.seed
+
+    def mat(name, shape, scale):   # a 2-D (or conv) weight in the file's type
+        w.add_tensor(name, values(seed, name, shape, scale).astype(wt))
+
+    def vec(name, n, scale, offset=0.0):
+        w.add_tensor(name, values(seed, name, (n,), scale, offset))
+
+    n_pos = (S // P) ** 2
+    mat("v.patch_embd.weight", (E, 3, P, P), 1.0 / np.sqrt(3 * P * P))   # ne [P, P, 3, E]
+    vec("v.patch_embd.bias", E, 0.1)
+    w.add_tensor("v.position_embd.weight", values(seed, "v.position_embd.weight", (n_pos, E), 0.5))
+    for il in range(L):
+        p = "v.blk.%d." % il
+        for t in ("attn_q", "attn_k", "attn_v", "attn_out"):
+            mat(p + t + ".weight", (E, E), 1.5 / np.sqrt(E))
+            vec(p + t + ".bias", E, 0.1)
+        vec(p + "ln1.weight", E, 0.2, 1.0)
+        vec(p + "ln1.bias", E, 0.1)
+        vec(p + "ln2.weight", E, 0.2, 1.0)
+        vec(p + "ln2.bias", E, 0.1)
+        mat(p + "ffn_up.weight", (F, E), 1.0 / np.sqrt(E))
+        vec(p + "ffn_up.bias", F, 0.1)
+        mat(p + "ffn_down.weight", (E, F), 1.0 / np.sqrt(F))
+        vec(p + "ffn_down.bias", E, 0.1)
+    vec("v.post_ln.weight", E, 0.2, 1.0)
+    vec("v.post_ln.bias", E, 0.1)
+    vec("mm.soft_emb_norm.weight", E, 0.2, 1.0)
+    # HF's mm_input_projection_weight [vision, text] as it is: ne [T, E], forced F16
+    w.add_tensor("mm.input_projection.weight", values(seed, "mm.input_projection.weight", (E, T), 1.0 / np.sqrt(E)).astype(np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def write_image(args):
+    wd, ht = (int(v) for v in args.image.split("x"))
+    y, x = np.mgrid[0:ht, 0:wd]
+    r = rng_for(args.seed, "image")
+    img = np.stack([(x * 255 // max(wd - 1, 1)), (y * 255 // max(ht - 1, 1)), ((x + y) * 7) % 256], axis=-1).astype(np.int32)
+    img = np.clip(img + r.integers(-40, 41, img.shape), 0, 255).astype(np.uint8)
+    with open(args.out, "wb") as f:
+        f.write(b"P6\n%d %d\n255\n" % (wd, ht))
+        f.write(img.tobytes())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--family", choices=["gemma3"], default="gemma3")
+    ap.add_argument("--preset", choices=sorted(SHAPES), default="tiny")
+    ap.add_argument("--type", choices=["f32", "f16"], default="f32")
+    ap.add_argument("--n-embd-text", type=int, default=128, help="the text model's n_embd (projection_dim)")
+    ap.add_argument("--merge", type=int, default=4, help="gemma3 pooling kernel (clip.vision.projector.scale_factor)")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--image", metavar="WxH", help="write a test image (binary PPM) instead")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    if args.image:
+        write_image(args)
+    else:
+        write_gemma3(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
