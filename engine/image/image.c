@@ -19,6 +19,8 @@ const char *image_format_name(const void *data, size_t size) {
     if (size >= 8 && !memcmp(d, "\x89PNG\r\n\x1a\n", 8)) return "png";
     if (size >= 12 && !memcmp(d, "RIFF", 4) && !memcmp(d + 8, "WEBP", 4)) return "webp";
     if (size >= 6 && (!memcmp(d, "GIF87a", 6) || !memcmp(d, "GIF89a", 6))) return "gif";
+    if (size >= 3 && d[0] == 'P' && d[1] == '6' && (d[2] == ' ' || d[2] == '\t' || d[2] == '\n' || d[2] == '\r'))
+        return "ppm";
     return NULL;
 }
 
@@ -51,14 +53,15 @@ int image_decode(const void *data, size_t size, const image_limits *lim, anv_ima
     }
     const char *fmt = image_format_name(data, size);
     if (!fmt) {
-        anv_set_error("image: unknown format (not JPEG, PNG, WebP or GIF by its first bytes)");
+        anv_set_error("image: unknown format (not JPEG, PNG, WebP, GIF or PPM by its first bytes)");
         return -1;
     }
     int orientation = 1, rc;
     if (!strcmp(fmt, "jpeg")) rc = image_decode_jpeg(data, size, lim, out, &orientation);
     else if (!strcmp(fmt, "png")) rc = image_decode_png(data, size, lim, out, &orientation);
     else if (!strcmp(fmt, "webp")) rc = image_decode_webp(data, size, lim, out);
-    else rc = image_decode_gif(data, size, lim, out);
+    else if (!strcmp(fmt, "gif")) rc = image_decode_gif(data, size, lim, out);
+    else rc = image_decode_ppm(data, size, lim, out);
     if (rc != 0 || (orientation != 1 && image_apply_orientation(out, orientation) != 0)) {
         image_free(out);
         return -1;

@@ -1,4 +1,4 @@
-/* image: decodes one encoded image (JPEG, PNG, WebP, GIF's first frame) into RGB8 pixels with
+/* image: decodes one encoded image (JPEG, PNG, WebP, GIF's first frame, binary PPM) into RGB8 pixels with
  * the EXIF orientation applied, under limits on the encoded bytes and the decoded pixels that
  * are checked before the pixel buffer is allocated. The contract with engine/vision (the
  * encoders): an anv_image is what a vision encoder takes, and its sha256 (of the encoded bytes)
@@ -30,6 +30,6 @@ int image_decode(const void *data, size_t size, const image_limits *lim, anv_ima
 
 void image_free(anv_image *img);
 
-/* The format's name from the magic bytes ("jpeg", "png", "webp", "gif"), or NULL. */
+/* The format's name from the magic bytes ("jpeg", "png", "webp", "gif", "ppm"), or NULL. */
 const char *image_format_name(const void *data, size_t size);
 #endif

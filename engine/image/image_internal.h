@@ -12,6 +12,7 @@ int image_decode_jpeg(const uint8_t *data, size_t size, const image_limits *lim,
 int image_decode_png(const uint8_t *data, size_t size, const image_limits *lim, anv_image *out, int *orientation);
 int image_decode_webp(const uint8_t *data, size_t size, const image_limits *lim, anv_image *out);
 int image_decode_gif(const uint8_t *data, size_t size, const image_limits *lim, anv_image *out);
+int image_decode_ppm(const uint8_t *data, size_t size, const image_limits *lim, anv_image *out);
 
 /* The RGB buffer for width x height after checking both are > 0 and their product is within
  * lim->max_pixels (what = "JPEG", ...: named in the error). NULL + anv_last_error(). */

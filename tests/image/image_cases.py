@@ -5,7 +5,7 @@
 
 1. Pixels: JPEG (4:4:4, 4:2:0, progressive, gray, CMYK), PNG (RGB, RGBA, gray, gray+alpha,
    palette, palette+tRNS, 1-bit, 16-bit gray/RGB/RGBA), WebP (lossy, lossless, alpha), GIF
-   (first frame, transparency, animation) against llama.cpp's loader (stb_image, when
+   (first frame, transparency, animation), binary PPM against llama.cpp's loader (stb_image, when
    --stb is given) and against Pillow (alpha dropped, as stb does with 3 channels). Lossless
    formats must match exactly; JPEG within JPEG_MAX_DIFF (IDCTs and upsamplers differ).
 2. EXIF orientation 1..8 (JPEG APP1 and PNG eXIf) against Pillow's ImageOps.exif_transpose.
@@ -131,6 +131,7 @@ def main():
         "gif": (save(frames[0], "GIF"), True, True),
         "gif animated": (save(frames[0], "GIF", save_all=True, append_images=[frames[1]], duration=100), True, True),
         "gif transparent": (save(gif_t, "GIF", transparency=5), True, False),
+        "ppm (P6)": (save(rgb, "PPM"), True, True),
     }
     files = []
     print(f"{'case':20} {'size':>9} {'bytes':>7} {'vs stb_image':>13} {'vs Pillow':>10}")
@@ -234,6 +235,8 @@ def main():
         ("png bad CRC", bytes(bad_crc), "CRC", []),
         ("png corrupt IDAT", bytes(bad_idat), "PNG", []),
         ("webp animated", anim_webp, "animated", []),
+        ("ppm truncated", cases["ppm (P6)"][0][:-10], "truncated PPM", []),
+        ("ppm 16-bit", b"P6 2 1 65535\n" + b"\0" * 12, "maxval", []),
         ("over --max-bytes", png, "over the limit of 100 bytes", ["--max-bytes", "100"]),
         ("over --max-pixels", png, "over the limit of 1000 pixels", ["--max-pixels", "1000"]),
     ]
