@@ -67,6 +67,17 @@ int main(void) {
     check_tag("", 0, 1, "[img-0]");
     check_tag("no images", 0, 0, "no images");
 
+    /* "[img-N]" to one marker, in order of appearance (engine/vision's vision_eval_prompt) */
+    int order[4], n_order = -1;
+    char *m = api_images_to_marker("[img-1]a [img-0] b [img-x] [img-]", "<M>", 2, order, &n_order);
+    CHECKF(m && !strcmp(m, "<M>a <M> b [img-x] [img-]") && n_order == 2 && order[0] == 1 && order[1] == 0,
+           "markers in order: '%s'", m ? m : anv_last_error());
+    free(m);
+    CHECK(!api_images_to_marker("[img-2]", "<M>", 2, order, &n_order));           /* names no image */
+    CHECK(!api_images_to_marker("[img-0][img-0]", "<M>", 2, order, &n_order));    /* twice */
+    CHECK(!api_images_to_marker("[img-0] only", "<M>", 2, order, &n_order));       /* an image without one */
+    CHECKF(strstr(anv_last_error(), "2 image(s) but 1 marker(s)") != NULL, "%s", anv_last_error());
+
     /* decoding every image: good ones decoded, the first bad one named by its index */
     api_images im = {0};
     uint8_t *png;

@@ -46,6 +46,12 @@ foreach(i RANGE ${_vlast})
            --anvil $<TARGET_FILE:anvil> --greedy ${_vdir}/${_name}.greedy.txt)
   set_tests_properties(vision_run_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
   set_tests_properties(vision_prompt_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
+  # the image named in the prompt (Ollama's CLI rules, engine/image's decoders) instead of --image (issue 32)
+  add_test(NAME vision_images_run_${_name}
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/vision_images_run.py $<TARGET_FILE:anvil> ${_base}
+                   ${_vdir}/${_name}.greedy.txt)
+  set_tests_properties(vision_images_run_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300
+                       LABELS "golden;vision")
   if(ANVIL_VULKAN AND EXISTS ${_vlvp})
     add_test(NAME vision_golden_vulkan_${_name} COMMAND ${_cmp} --vulkan)
     set_tests_properties(vision_golden_vulkan_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 600

@@ -1,6 +1,5 @@
 /* repl: Ollama's interactive chat commands over a conversation (see repl.h). The texts
  * (help, confirmations, errors) are Ollama's, so its users' habits and scripts carry over. */
-#include "cli_images.h"
 #include "repl.h"
 
 #include <cjson/cJSON.h>
@@ -11,12 +10,14 @@
 
 #include "bytebuf.h"
 #include "cli.h"
+#include "cli_images.h"
 #include "client.h"
 #include "error.h"
 #include "gguf.h"
 #include "model_create.h"
 #include "options.h"
 #include "repl_input.h"
+#include "vision.h"
 
 #define MAX_ARGS 64
 
@@ -460,8 +461,9 @@ static bool command(repl_session *s, const repl_backend *b, repl_input *in, conv
     return go_on;
 }
 
-/* Image files the message names (Ollama's rules, cli_images.h): a file that cannot be used, or
- * any image while no model has a vision encoder, is one line and the message is not sent. */
+/* Image files the message names (Ollama's rules, cli_images.h): a file that cannot be used, an
+ * image for a text-only model, or any image (the chat does not evaluate them yet) is one line
+ * and the message is not sent. */
 static bool images_refused(const repl_session *s, const char *text) {
     cli_images imgs;
     char *rest = cli_images_extract(text, &imgs);
@@ -471,7 +473,11 @@ static bool images_refused(const repl_session *s, const char *text) {
     }
     free(rest);
     bool refused = imgs.n > 0;
-    if (refused) fprintf(stderr, "model '%s' does not support image input (it is a text-only model)\n", s->model);
+    if (refused && model_has_vision(s->entry.model_path, s->entry.projector_path))
+        fprintf(stderr, "images in the interactive chat are not supported yet: name the image in the prompt of "
+                "`anvil run MODEL \"PROMPT\"`\n");
+    else if (refused)
+        fprintf(stderr, "model '%s' does not support image input (it is a text-only model)\n", s->model);
     cli_images_free(&imgs);
     return refused;
 }

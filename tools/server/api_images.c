@@ -122,6 +122,47 @@ char *api_images_tag(api_req *c, const char *text, int first, int count) {
     return t;
 }
 
+char *api_images_to_marker(const char *text, const char *marker, int n_images, int *order, int *n_order) {
+    *n_order = 0;
+    bytebuf b = {0};
+    bytebuf_add(&b, "", 0);
+    const char *p = text;
+    for (;;) {
+        const char *at = strstr(p, "[img-");
+        if (!at) break;
+        char *end;
+        long idx = strtol(at + 5, &end, 10);
+        if (end == at + 5 || *end != ']' || at[5] == '-' || at[5] == '+' || at[5] == ' ') {   /* not a marker: keep it */
+            bytebuf_add(&b, p, (size_t)(at + 5 - p));
+            p = at + 5;
+            continue;
+        }
+        if (idx >= n_images || *n_order >= n_images) {
+            bytebuf_free(&b);
+            anv_set_error("image marker [img-%ld] names no image (the prompt has %d)", idx, n_images);
+            return NULL;
+        }
+        for (int k = 0; k < *n_order; k++)
+            if (order[k] == idx) {
+                bytebuf_free(&b);
+                anv_set_error("image marker [img-%ld] appears twice", idx);
+                return NULL;
+            }
+        order[(*n_order)++] = (int)idx;
+        bytebuf_add(&b, p, (size_t)(at - p));
+        bytebuf_add(&b, marker, strlen(marker));
+        p = end + 1;
+    }
+    bytebuf_add(&b, p, strlen(p));
+    if (*n_order != n_images) {
+        bytebuf_free(&b);
+        anv_set_error("%d image(s) but %d marker(s) in the prompt", n_images, *n_order);
+        return NULL;
+    }
+    if (b.oom) { bytebuf_free(&b); anv_set_error("out of memory"); return NULL; }
+    return b.data;
+}
+
 int api_images_decode_all(api_images *im, const image_limits *lim) {
     if (!im->decoded) im->decoded = calloc((size_t)(im->n ? im->n : 1), sizeof *im->decoded);
     if (!im->decoded) { anv_set_error("image: out of memory"); return 0; }

@@ -52,4 +52,9 @@ int api_image_base64(const char *b64, uint8_t **out, size_t *size);
 const char *api_image_url_payload(const char *url, const char **why);
 char *api_image_tag_text(const char *text, int first, int count);
 int api_images_decode_all(api_images *im, const image_limits *lim);
+/* For an evaluator that takes one marker string and the images in the order of appearance
+ * (engine/vision's vision_eval_prompt): each "[img-N]" in text becomes marker and order[k] the
+ * N of the k-th (order holds n_images). malloc'd; NULL + anv_last_error() when a marker names
+ * no image, one appears twice, or an image has none. */
+char *api_images_to_marker(const char *text, const char *marker, int n_images, int *order, int *n_order);
 #endif
