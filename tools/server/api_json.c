@@ -12,6 +12,7 @@
 #include "api.h"
 #include "api_error.h"
 #include "api_images.h"
+#include "vision.h"
 
 void aj_fail(api_req *c, int status, const char *param, const char *fmt, ...) {
     if (c->failed) return;
@@ -449,11 +450,22 @@ static bool gen_still_wanted(void *user) {
 }
 
 bool aj_generate(aj_gen *g) {
-    /* No model has a vision encoder yet (engine/vision, branch vision-model, brings
-     * model_has_vision): every image is refused for a text-only model, before decoding. */
-    const bool model_has_vision = false;
     server_app *app = http_app(g->c->r);
-    if (!api_images_ready(g->c, g->c->images, g->q.model, model_has_vision, &app->image_limits)) return false;
+    api_images *im = g->c->images;
+    if (im && im->n > 0) {
+        /* a model with a projector (engine/vision) takes images: decoded here, once; the
+         * scheduler does not evaluate them yet, so they end in a 501 rather than being dropped */
+        bool vision = false;
+        store_entry e;
+        if (g->q.model && store_resolve(app->store, g->q.model, &e) == 0) {
+            vision = model_has_vision(e.model_path, e.projector_path);
+            store_entry_clear(&e);
+        }
+        if (!api_images_ready(g->c, im, g->q.model, vision, &app->image_limits)) return false;
+        aj_fail(g->c, 501, "images", "model '%s' has a vision projector, but the server does not evaluate images yet "
+                "(anvil run MODEL \"... ./image.png\" does)", g->q.model);
+        return false;
+    }
     g->q.on_text = gen_on_text;
     g->q.still_wanted = gen_still_wanted;
     if (g->want_logprobs) {
