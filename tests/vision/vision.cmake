@@ -58,13 +58,13 @@ foreach(i RANGE ${_vlast})
                          LABELS "golden;vision" ENVIRONMENT "VK_ICD_FILENAMES=${_vlvp};ANVIL_VK_VALIDATE=1;ASAN_OPTIONS=detect_leaks=0")
   endif()
 endforeach()
-# `anvil serve` with a vision model (issue 32): "vision" in capabilities, images decoded then a 501
-# until the scheduler evaluates them (tests/server/vision_api.py), on the first entry's files
+# `anvil serve` with a vision model (issue 32): "vision" in capabilities, images through the
+# scheduler give llama-mtmd-cli's greedy reply (tests/server/vision_api.py), on the first entry's files
 if(TARGET anvil)
   string(JSON _vfirst MEMBER "${_vman}" cases 0)
   add_test(NAME server_vision_api
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/vision_api.py $<TARGET_FILE:anvil>
-                   ${ANVIL_TEST_MODELS}/vision-${_vfirst})
+                   ${ANVIL_TEST_MODELS}/vision-${_vfirst} ${_vdir}/${_vfirst}.greedy.txt)
   set_tests_properties(server_vision_api PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
                        LABELS "server;vision")
 endif()

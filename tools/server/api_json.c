@@ -453,8 +453,8 @@ bool aj_generate(aj_gen *g) {
     server_app *app = http_app(g->c->r);
     api_images *im = g->c->images;
     if (im && im->n > 0) {
-        /* a model with a projector (engine/vision) takes images: decoded here, once; the
-         * scheduler does not evaluate them yet, so they end in a 501 rather than being dropped */
+        /* a model with a projector (engine/vision) takes images: decoded here, once, and
+         * evaluated by the scheduler's worker; a text-only model's answer needs no decoding */
         bool vision = false;
         store_entry e;
         if (g->q.model && store_resolve(app->store, g->q.model, &e) == 0) {
@@ -462,9 +462,8 @@ bool aj_generate(aj_gen *g) {
             store_entry_clear(&e);
         }
         if (!api_images_ready(g->c, im, g->q.model, vision, &app->image_limits)) return false;
-        aj_fail(g->c, 501, "images", "model '%s' has a vision projector, but the server does not evaluate images yet "
-                "(anvil run MODEL \"... ./image.png\" does)", g->q.model);
-        return false;
+        g->q.images = im->decoded;
+        g->q.n_images = im->n;
     }
     g->q.on_text = gen_on_text;
     g->q.still_wanted = gen_still_wanted;
