@@ -5,7 +5,8 @@ tests/vision, its projector as mmproj-*.gguf next to it): /api/show lists "visio
 greedy reply (the committed <entry>.greedy.txt), prompt_eval_count grows by the same count (image
 rows and markers) per image; the same through /v1 (data URI)
 and /api/generate; a follow-up turn that resends the image works; a corrupt image is a 400
-naming it and engine/image's reason; an http(s) URL stays a 400; text alone is still answered.
+naming it and engine/image's reason; an http(s) URL stays a 400; count_tokens with an image is a
+clear 400 (not counted yet); text alone is still answered.
 
   vision_api.py ANVIL BASE GREEDY.txt   (BASE.gguf, BASE-mmproj.gguf, BASE.ppm)"""
 import base64
@@ -63,6 +64,9 @@ st, _, o, raw = post_json(srv, "/v1/chat/completions", {"model": model, "tempera
     {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + b64}},
                                  {"type": "text", "text": "Describe it."}]}]})
 check(st == 200, "/v1 data URI: 200 (%d %r)" % (st, raw[:200]))
+st, _, o, raw = post_json(srv, "/v1/messages/count_tokens", {"model": model, "messages": [{"role": "user", "content": [
+    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}, {"type": "text", "text": "x"}]}]})
+check(st == 400 and "not supported yet" in str(o), "count_tokens with an image: a clear 400 (%d %r)" % (st, raw[:200]))
 st, _, o, raw = post_json(srv, "/api/generate", {"model": model, "prompt": "x", "images": [b64, bad]})
 check(st == 400 and "image 1: image: invalid PNG" in str(o), "corrupt second image: 400 naming it (%d %r)" % (st, raw[:200]))
 st, _, o, raw = post_json(srv, "/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": [

@@ -638,13 +638,6 @@ static void fail_embed_only(job *j, const sched_gen_request *r) {
                    r->messages && r->n_messages > 0 ? "chat" : "generate");
 }
 
-/* Builds and tokenizes the prompt, creates the sampler, grammar and stop matcher. A prompt
- * longer than the context is shortened unless the request says "truncate": false (then a 400):
- * a chat loses its oldest messages (system messages and the last message are always kept), as
- * Ollama does; if the last message alone is still too long (or a /api/generate prompt is), its
- * oldest text goes (cut_last_message), keeping the system prompt, the tools and room to answer,
- * where Ollama's runner would cut the start of the prompt with them. Logged, and reported in
- * res->truncated_* (the APIs say so in the response). */
 static int prepare_sampling(sched *s, lmodel *lm, const sched_gen_request *r, job *j);
 
 /* A request with images: the whole conversation rendered (no shortening: the image tokens are
@@ -653,6 +646,10 @@ static int prepare_sampling(sched *s, lmodel *lm, const sched_gen_request *r, jo
 static int prepare_vision(lmodel *lm, const store_entry *e, const sched_gen_request *r, prompt_spec *ps, job *j) {
     if (r->context && r->n_context > 0) {
         sched_job_fail(j, 400, "'context' cannot be combined with images");
+        return -1;
+    }
+    if (r->count_only) {   /* the image rows are known once the projector is loaded */
+        sched_job_fail(j, 400, "counting the tokens of a prompt with images is not supported yet");
         return -1;
     }
     j->projector = vision_find_projector(e->model_path, e->projector_path);
@@ -680,6 +677,13 @@ static int prepare_vision(lmodel *lm, const store_entry *e, const sched_gen_requ
     return prepare_sampling(lm->s, lm, r, j);
 }
 
+/* Builds and tokenizes the prompt, creates the sampler, grammar and stop matcher. A prompt
+ * longer than the context is shortened unless the request says "truncate": false (then a 400):
+ * a chat loses its oldest messages (system messages and the last message are always kept), as
+ * Ollama does; if the last message alone is still too long (or a /api/generate prompt is), its
+ * oldest text goes (cut_last_message), keeping the system prompt, the tools and room to answer,
+ * where Ollama's runner would cut the start of the prompt with them. Logged, and reported in
+ * res->truncated_* (the APIs say so in the response). */
 static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_gen_request *r, job *j) {
     const model *m = lm->m;
     chat_message one = {.role = "user", .content = r->prompt ? r->prompt : ""};
