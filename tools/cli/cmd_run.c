@@ -720,7 +720,8 @@ int cmd_run(int argc, char **argv) {
         cli_images imgs;
         char *rest = cli_images_extract(prompt, &imgs);
         if (!rest) anv_die("run: %s", anv_last_error());
-        if (imgs.n && !model_has_vision(entry.model_path, o.mmproj ? o.mmproj : entry.projector_path))
+        /* a --mmproj given is loaded as it is (its own errors name it); else the model needs a projector */
+        if (imgs.n && !o.mmproj && !model_has_vision(entry.model_path, entry.projector_path))
             anv_die("model '%s' does not support image input (it is a text-only model): '%s'", model_arg,
                     imgs.files[0].path);
         if (imgs.n) {
