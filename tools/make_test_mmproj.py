@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """make_test_mmproj: deterministic random-weight projector GGUFs (general.architecture = clip) for
-Anvil's vision tests, with the metadata keys and tensor names llama.cpp's converter writes
-(conversion/base.py MmprojModel + conversion/gemma.py Gemma3VisionModel: SigLIP blocks with
-biases, post-LayerNorm, no pre-LayerNorm, fc1 -> ffn_up, the patch embedding as a conv kernel,
-position embeddings and the soft-embedding norm in F32, the input projection in F16), and a
-deterministic test image as binary PPM (P6).
+Anvil's vision tests, with the metadata keys and tensor names llama.cpp's converters write:
+gemma3 as conversion/base.py MmprojModel + conversion/gemma.py Gemma3VisionModel (SigLIP blocks
+with biases, post-LayerNorm, no pre-LayerNorm, fc1 -> ffn_up, the patch embedding as a conv
+kernel, position embeddings and the soft-embedding norm in F32, the input projection in F16);
+llava (llava-1.5's mlp projector) as tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py
+(CLIP: class embedding, pre-LayerNorm, quick GELU, fc1 -> ffn_down and fc2 -> ffn_up, the last
+block dropped and block_count = layers - 1, no post-LayerNorm, 2-D weights F16 incl. the
+position embeddings, mm.0 / mm.2); and a deterministic test image as binary PPM (P6).
 
   make_test_mmproj.py --family gemma3 --n-embd-text 128 --merge 2 --out mmproj.gguf
   make_test_mmproj.py --image 80x56 --out img.ppm
@@ -97,6 +100,66 @@ def write_gemma3(args):
     w.close()
 
 
+def write_llava(args):
+    sh = dict(SHAPES[args.preset])
+    E, H, F, L, S, P = sh["n_embd"], sh["n_head"], sh["n_ff"], sh["n_layer"] + 1, sh["image_size"], sh["patch_size"]
+    T, HID = args.n_embd_text, args.n_embd_text   # the mlp's hidden width = the text width (llava-1.5)
+    w = gguf.GGUFWriter(args.out, "clip")
+    w.add_bool("clip.has_text_encoder", False)
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_bool("clip.has_llava_projector", True)
+    w.add_file_type(1)
+    w.add_name("test-llava")
+    w.add_description("image encoder for LLaVA")
+    w.add_string("clip.projector_type", "mlp")
+    w.add_uint32("clip.vision.image_size", S)
+    w.add_uint32("clip.vision.patch_size", P)
+    w.add_uint32("clip.vision.embedding_length", E)
+    w.add_uint32("clip.vision.feed_forward_length", F)
+    w.add_uint32("clip.vision.projection_dim", 32)   # CLIP's visual projection (unused by llava)
+    w.add_uint32("clip.vision.attention.head_count", H)
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-5)
+    w.add_uint32("clip.vision.block_count", L - 1)   # the last layer is popped
+    w.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073])
+    w.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711])
+    w.add_bool("clip.use_gelu", False)               # quick_gelu
+    seed = args.seed
+
+    def f16(name, shape, scale):
+        w.add_tensor(name, values(seed, name, shape, scale).astype(np.float16))
+
+    def f32(name, shape, scale, offset=0.0):
+        w.add_tensor(name, values(seed, name, shape, scale, offset))
+
+    # the projector first, as the script adds it before the state dict
+    f16("mm.0.weight", (HID, E), 1.0 / np.sqrt(E))
+    f32("mm.0.bias", (HID,), 0.1)
+    f16("mm.2.weight", (T, HID), 1.0 / np.sqrt(HID))
+    f32("mm.2.bias", (T,), 0.1)
+    f32("v.class_embd", (E,), 0.5)
+    f16("v.patch_embd.weight", (E, 3, P, P), 1.0 / np.sqrt(3 * P * P))
+    f16("v.position_embd.weight", ((S // P) ** 2 + 1, E), 0.5)
+    f32("v.pre_ln.weight", (E,), 0.2, 1.0)
+    f32("v.pre_ln.bias", (E,), 0.1)
+    for il in range(L - 1):
+        p = "v.blk.%d." % il
+        for t in ("attn_k", "attn_v", "attn_q", "attn_out"):
+            f16(p + t + ".weight", (E, E), 1.5 / np.sqrt(E))
+            f32(p + t + ".bias", (E,), 0.1)
+        f32(p + "ln1.weight", (E,), 0.2, 1.0)
+        f32(p + "ln1.bias", (E,), 0.1)
+        f16(p + "ffn_down.weight", (F, E), 1.0 / np.sqrt(E))    # fc1
+        f32(p + "ffn_down.bias", (F,), 0.1)
+        f16(p + "ffn_up.weight", (E, F), 1.0 / np.sqrt(F))      # fc2
+        f32(p + "ffn_up.bias", (E,), 0.1)
+        f32(p + "ln2.weight", (E,), 0.2, 1.0)
+        f32(p + "ln2.bias", (E,), 0.1)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_image(args):
     wd, ht = (int(v) for v in args.image.split("x"))
     y, x = np.mgrid[0:ht, 0:wd]
@@ -110,7 +173,7 @@ def write_image(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--family", choices=["gemma3"], default="gemma3")
+    ap.add_argument("--family", choices=["gemma3", "llava"], default="gemma3")
     ap.add_argument("--preset", choices=sorted(SHAPES), default="tiny")
     ap.add_argument("--type", choices=["f32", "f16"], default="f32")
     ap.add_argument("--n-embd-text", type=int, default=128, help="the text model's n_embd (projection_dim)")
@@ -121,6 +184,8 @@ def main():
     args = ap.parse_args()
     if args.image:
         write_image(args)
+    elif args.family == "llava":
+        write_llava(args)
     else:
         write_gemma3(args)
     return 0

@@ -33,6 +33,7 @@ void create_spec_clear(create_spec *c) {
     free(c->params_json);
     free(c->messages_json);
     free(c->quantize);
+    free(c->projector);
     memset(c, 0, sizeof *c);
 }
 
@@ -165,6 +166,26 @@ static int resolve_from(const char *v, const char *base_dir, int line, char **ou
     return 0;
 }
 
+/* A second FROM (Ollama's vision models): a projector GGUF file, kept as a path. */
+static int read_projector_from(cursor *c, const char *base_dir, int line, int from_line, char **value, char **out) {
+    int rc = read_value(c, value);
+    if (rc != 0) return rc;
+    char *path = NULL;
+    if ((rc = resolve_from(*value, base_dir, line, &path)) != 0) return rc;
+    gguf_file *g = gguf_open(path);
+    gguf_str a;
+    const bool clip = g && gguf_get_str(g, "general.architecture", &a) && gguf_str_eq(a, "clip");
+    gguf_close(g);
+    if (!clip) {
+        rc = line_error(line, "a second FROM (the first is on line %d) must name a vision projector GGUF file "
+                        "(general.architecture clip): '%s' is not one", from_line, *value);
+        free(path);
+        return rc;
+    }
+    *out = path;
+    return 0;
+}
+
 /* A validated PARAMETER value as JSON: true/false, else a number (options_set_text has
  * already rejected anything else). */
 static cJSON *param_value_json(const char *v) {
@@ -199,7 +220,8 @@ int modelfile_parse(const char *text, const char *base_dir, create_spec *out) {
             cmd = read_word(&c);
             if (!cmd) { rc = line_error(line, "out of memory"); break; }
             if (!strcasecmp(cmd, "FROM")) {
-                if (from_line) rc = line_error(line, "a second FROM (the first is on line %d)", from_line);
+                if (from_line && out->projector) rc = line_error(line, "a third FROM (the model and its projector are on lines before)");
+                else if (from_line) rc = read_projector_from(&c, base_dir, line, from_line, &value, &out->projector);
                 else if ((rc = read_value(&c, &value)) == 0) {
                     from_line = line;
                     rc = resolve_from(value, base_dir, line, &out->from);
@@ -294,6 +316,7 @@ char *modelfile_render(const store_entry *e) {
         fprintf(f, "# To build a new Modelfile based on this, replace FROM with:\n# FROM %s\n", e->name ? e->name : "");
     }
     fprintf(f, "\nFROM %s\n", e->model_path ? e->model_path : (e->name ? e->name : ""));
+    if (e->projector_path) fprintf(f, "FROM %s\n", e->projector_path);
     put_block(f, "TEMPLATE", e->template_text);
     put_block(f, "SYSTEM", e->system);
     cJSON *params = e->params_json ? cJSON_Parse(e->params_json) : NULL;
@@ -508,10 +531,24 @@ static int create_locked(store *s, const char *name, const create_spec *spec, cr
         rc = quantize_into_store(s, model_path, spec->quantize, model_digest, &model_size, progress, user);
     char *params = NULL;
     if (rc == 0 && !(params = merge_params(base.params_json, spec->params_json))) rc = -1;
-    store_layer layers[6];
-    char digests[6][DIGEST_STR_LEN + 1];
+    store_layer layers[7];
+    char digests[7][DIGEST_STR_LEN + 1];
     int n = 0;
     if (rc == 0) layers[n++] = (store_layer){STORE_MT_MODEL, model_digest, model_size};
+    if (rc == 0 && spec->projector) {   /* a second FROM: the projector file as a layer of its own */
+        uint64_t psize = 0;
+        rc = digest_file(spec->projector, digests[n], &psize);
+        if (rc == 0 && !store_has_blob(s, digests[n])) {
+            say(progress, user, "copying file %s", spec->projector);
+            rc = store_import_file(s, spec->projector, digests[n], &psize);
+        }
+        if (rc == 0) { layers[n] = (store_layer){STORE_MT_PROJECTOR, digests[n], psize}; n++; }
+    } else if (rc == 0 && base.projector_digest) {   /* FROM a vision model: keep its projector */
+        struct stat pst;
+        snprintf(digests[n], sizeof digests[n], "%s", base.projector_digest);
+        layers[n] = (store_layer){STORE_MT_PROJECTOR, digests[n], stat(base.projector_path, &pst) == 0 ? (uint64_t)pst.st_size : 0};
+        n++;
+    }
     const char *texts[5] = {
         spec->template_text ? spec->template_text : base.template_text,
         spec->system ? spec->system : base.system,

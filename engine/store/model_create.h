@@ -14,6 +14,8 @@ typedef struct {
     char *params_json;     /* PARAMETERs as a JSON object, merged over FROM's; NULL = none */
     char *messages_json;   /* MESSAGEs as a JSON array, NULL = inherit */
     char *quantize;        /* "q4_K_M", "q8_0", ... or NULL */
+    char *projector;       /* a second FROM: a vision projector GGUF file (general.architecture
+                            * clip), stored as a projector layer as Ollama does; NULL = FROM's */
     bool from_store_only;  /* the server: FROM is a store name or an uploaded blob, never a file path */
 } create_spec;
 

@@ -105,6 +105,7 @@ void store_entry_clear(store_entry *e) {
     free(e->params_json);
     free(e->messages_json);
     free(e->projector_path);
+    free(e->projector_digest);
     memset(e, 0, sizeof *e);
 }
 
@@ -174,6 +175,7 @@ static int load_entry(store *s, const store_name *n, const char *path, bool read
         }
         if (!strcmp(l->media_type, STORE_MT_PROJECTOR)) {   /* a vision model's projector (engine/vision) */
             if (!full || e->projector_path) continue;
+            e->projector_digest = strdup(l->digest);
             if (!(e->projector_path = store_find_blob(s, l->digest))) {
                 anv_set_error("model '%s': its projector blob %s is missing (manifest %s)", display, l->digest, path);
                 rc = -1;

@@ -71,6 +71,7 @@ typedef struct {
     char *params_json;     /* params layer (JSON object text) or NULL */
     char *messages_json;   /* messages layer (JSON array of {role, content}) or NULL */
     char *projector_path;  /* the first projector layer's blob (a vision model's mmproj) or NULL */
+    char *projector_digest; /* its digest, or NULL */
 } store_entry;
 
 void store_entry_clear(store_entry *e);

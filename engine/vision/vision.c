@@ -83,8 +83,16 @@ static int load_hparams(vision_model *v) {
     }
     if (gguf_str_eq(s, "gemma3")) {
         v->proj = VISION_PROJ_GEMMA3;
+    } else if (gguf_str_eq(s, "mlp")) {
+        v->proj = VISION_PROJ_MLP;
+        const char *unsupported[] = {"clip.vision.image_grid_pinpoints", "clip.vision.feature_layer"};
+        for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
+            if (gguf_find(f, unsupported[i])) {
+                anv_set_error("%s: mlp projector with %s (llava-1.6 tiling, explicit feature layers) is not supported", f->path, unsupported[i]);
+                return -1;
+            }
     } else {
-        anv_set_error("%s: projector type '%.*s' is not supported (supported: gemma3)", f->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
+        anv_set_error("%s: projector type '%.*s' is not supported (supported: gemma3, mlp)", f->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
         return -1;
     }
     v->n_layer = v->n_embd = v->n_head = v->n_ff = 0;
@@ -103,18 +111,32 @@ static int load_hparams(vision_model *v) {
     }
     bool gelu = false;
     if (gguf_find(f, "clip.use_gelu") && !gguf_get_bool(f, "clip.use_gelu", &gelu)) return -1;
-    v->merge = 4;   /* gemma3's default pooling (patches per side / 4) */
-    v->resize = VISION_RESIZE_BILINEAR;
-    if (!read_u32(f, "clip.vision.projector.scale_factor", &v->merge, false)) return -1;
+    if (v->proj == VISION_PROJ_GEMMA3) {
+        v->merge = 4;   /* gemma3's default pooling (patches per side / 4) */
+        v->resize = VISION_RESIZE_BILINEAR;
+        memset(v->pad, 0, 3);
+        if (!read_u32(f, "clip.vision.projector.scale_factor", &v->merge, false)) return -1;
+        v->n_layer_run = v->n_layer;
+    } else {   /* llava-1.5 (llama.cpp's defaults for mlp without pinpoints) */
+        v->merge = 1;
+        v->resize = VISION_RESIZE_BICUBIC;
+        const uint8_t pad[3] = {122, 116, 104};
+        memcpy(v->pad, pad, 3);
+        v->n_layer_run = v->n_layer - 1;   /* the output of the second to last block */
+    }
+    v->gelu_quick = !gelu;
     const int pps = v->patch_size > 0 ? v->image_size / v->patch_size : 0;
-    if (v->n_embd < 1 || v->n_head < 1 || v->n_ff < 1 || v->n_layer < 1 || v->proj_dim < 1 || v->patch_size < 1 ||
+    if (v->n_embd < 1 || v->n_head < 1 || v->n_ff < 1 || v->n_layer_run < 1 || v->proj_dim < 1 || v->patch_size < 1 ||
         v->image_size < v->patch_size || v->image_size % v->patch_size || v->n_embd % v->n_head || v->merge < 1 || pps % v->merge ||
         (n_head_kv >= 0 && n_head_kv != v->n_head) || v->image_size > 4096) {
         anv_set_error("%s: invalid vision shape (embedding %d, heads %d, ffn %d, blocks %d, projection %d, image %d, patch %d, merge %d)",
                       f->path, v->n_embd, v->n_head, v->n_ff, v->n_layer, v->proj_dim, v->image_size, v->patch_size, v->merge);
         return -1;
     }
-    if (!gelu) { anv_set_error("%s: gemma3 projector without clip.use_gelu = true is not supported", f->path); return -1; }
+    if (!gelu && v->proj == VISION_PROJ_GEMMA3) {
+        anv_set_error("%s: gemma3 projector without clip.use_gelu = true is not supported", f->path);
+        return -1;
+    }
     if (!isfinite(v->eps) || v->eps <= 0) { anv_set_error("%s: layer_norm_epsilon %g is invalid", f->path, (double)v->eps); return -1; }
     for (int c = 0; c < 3; c++)
         if (!isfinite(v->mean[c]) || !isfinite(v->std[c]) || v->std[c] == 0) {
@@ -126,8 +148,14 @@ static int load_hparams(vision_model *v) {
 
 static int load_weights(vision_model *v) {
     const int64_t e = v->n_embd, ff = v->n_ff, pp3 = 3LL * v->patch_size * v->patch_size;
-    const int64_t n_pos = (int64_t)(v->image_size / v->patch_size) * (v->image_size / v->patch_size);
     bool fail = false;
+    const gguf_tensor *ce = gguf_find_tensor(v->gguf, "v.class_embd");
+    if (ce && (ce->type != QT_F32 || ce->ne[0] != e || ce->ne[1] != 1 || ce->ne[2] != 1 || ce->ne[3] != 1)) {
+        anv_set_error("%s: tensor 'v.class_embd' must be F32 [%lld]", v->gguf->path, (long long)e);
+        return -1;
+    }
+    v->class_embd = ce ? (const float *)ce->data : NULL;   /* the class token: appended after the patches */
+    const int64_t n_pos = (int64_t)(v->image_size / v->patch_size) * (v->image_size / v->patch_size) + (ce ? 1 : 0);
     const gguf_tensor *pw = gguf_find_tensor(v->gguf, "v.patch_embd.weight");
     if (pw && (pw->ne[0] != v->patch_size || pw->ne[1] != v->patch_size || pw->ne[2] != 3 || pw->ne[3] != e ||
                (pw->type != QT_F32 && pw->type != QT_F16))) {
@@ -141,7 +169,19 @@ static int load_weights(vision_model *v) {
     v->patch_w = v->be->ops->weight_new(v->be, pw->type, pp3, e, pw->data);
     if (!v->patch_w) return -1;
     v->patch_b = put(v, "v.patch_embd.bias", e, 1, false, &fail);
-    v->pos_embd = put(v, "v.position_embd.weight", e, n_pos, true, &fail);
+    const gguf_tensor *pt = gguf_find_tensor(v->gguf, "v.position_embd.weight");
+    if (pt && pt->type == QT_F16 && pt->ne[0] == e && pt->ne[1] == n_pos && pt->ne[2] == 1 && pt->ne[3] == 1) {
+        /* added as rows (llama.cpp: get_rows): an F32 copy for the add op */
+        if (!(v->pos_host = malloc((size_t)n_pos * e * sizeof(float)))) { anv_set_error("out of memory"); return -1; }
+        dequantize_row(QT_F16, pt->data, v->pos_host, n_pos * e);
+        if (!(v->pos_embd = v->be->ops->weight_new(v->be, QT_F32, e, n_pos, v->pos_host))) return -1;
+    } else {
+        v->pos_embd = put(v, "v.position_embd.weight", e, n_pos, true, &fail);
+        if (v->pos_embd && v->pos_embd->type != QT_F32) {
+            anv_set_error("%s: tensor 'v.position_embd.weight' must be F32 or F16", v->gguf->path);
+            return -1;
+        }
+    }
     v->pre_ln_w = put(v, "v.pre_ln.weight", e, 1, false, &fail);
     v->pre_ln_b = put(v, "v.pre_ln.bias", e, 1, v->pre_ln_w != NULL, &fail);
     v->post_ln_w = put(v, "v.post_ln.weight", e, 1, false, &fail);
@@ -153,7 +193,7 @@ static int load_weights(vision_model *v) {
     const gguf_tensor *d0 = gguf_find_tensor(v->gguf, name);
     const bool swapped = d0 && d0->ne[0] == e && e != ff;
     const char *up = swapped ? "ffn_down" : "ffn_up", *down = swapped ? "ffn_up" : "ffn_down";
-    for (int il = 0; il < v->n_layer && !fail; il++) {
+    for (int il = 0; il < v->n_layer_run && !fail; il++) {
         vision_layer *L = &v->layers[il];
         char w[64], b[64];
         L->ln1_w = put_l(v, il, "ln1.weight", e, 1, true, &fail);
@@ -178,6 +218,27 @@ static int load_weights(vision_model *v) {
         L->b_down = put_l(v, il, b, e, 1, false, &fail);
     }
     if (fail) return -1;
+    v->center_host = malloc((size_t)e * (size_t)e * sizeof(float));
+    if (!v->center_host) { anv_set_error("out of memory"); return -1; }
+    for (int64_t r = 0; r < e; r++)
+        for (int64_t c = 0; c < e; c++) v->center_host[r * e + c] = (r == c ? 1.0f : 0.0f) - 1.0f / (float)e;
+    if (!(v->center = v->be->ops->weight_new(v->be, QT_F32, e, e, v->center_host))) return -1;
+    if (v->proj == VISION_PROJ_MLP) {   /* mm.0: [hidden][e], GELU, mm.2: [out][hidden] */
+        const gguf_tensor *m0 = gguf_find_tensor(v->gguf, "mm.0.weight"), *m2 = gguf_find_tensor(v->gguf, "mm.2.weight");
+        if (!m0 || !m2) { anv_set_error("%s: missing tensor '%s'", v->gguf->path, m0 ? "mm.2.weight" : "mm.0.weight"); return -1; }
+        const int64_t hidden = m0->ne[1], out = m2->ne[1];
+        if (hidden < 1 || hidden > (1 << 20) || out < 1 || out > (1 << 20)) {
+            anv_set_error("%s: tensor 'mm.0.weight' / 'mm.2.weight' has an invalid shape", v->gguf->path);
+            return -1;
+        }
+        v->mm0_w = put(v, "mm.0.weight", e, hidden, true, &fail);
+        v->mm0_b = put(v, "mm.0.bias", hidden, 1, true, &fail);
+        v->mm2_w = put(v, "mm.2.weight", hidden, out, true, &fail);
+        v->mm2_b = put(v, "mm.2.bias", out, 1, true, &fail);
+        v->out_dim = (int)out;
+        return fail ? -1 : 0;
+    }
+    v->out_dim = v->proj_dim;
     v->soft_norm = put(v, "mm.soft_emb_norm.weight", e, 1, true, &fail);
     if (fail) return -1;
     const gguf_tensor *ip = gguf_find_tensor(v->gguf, "mm.input_projection.weight");
@@ -199,12 +260,7 @@ static int load_weights(vision_model *v) {
     }
     free(row);
     v->in_proj = v->be->ops->weight_new(v->be, QT_F32, e, v->proj_dim, v->in_proj_host);
-    v->center_host = malloc((size_t)e * (size_t)e * sizeof(float));
-    if (!v->center_host) { anv_set_error("out of memory"); return -1; }
-    for (int64_t r = 0; r < e; r++)
-        for (int64_t c = 0; c < e; c++) v->center_host[r * e + c] = (r == c ? 1.0f : 0.0f) - 1.0f / (float)e;
-    v->center = v->be->ops->weight_new(v->be, QT_F32, e, e, v->center_host);
-    return v->in_proj && v->center ? 0 : -1;
+    return v->in_proj ? 0 : -1;
 }
 
 vision_model *vision_load(const char *path, const vision_load_opts *opts) {
@@ -224,24 +280,25 @@ fail:
 
 void vision_free(vision_model *v) {
     if (!v) return;
-    for (int il = 0; v->layers && il < v->n_layer; il++) {
+    for (int il = 0; v->layers && il < v->n_layer_run; il++) {
         vision_layer *L = &v->layers[il];
         be_tensor *ts[] = {L->ln1_w, L->ln1_b, L->ln2_w, L->ln2_b, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->bo,
                            L->w_up, L->b_up, L->w_down, L->b_down};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
     }
     be_tensor *ts[] = {v->patch_w, v->patch_b, v->pos_embd, v->pre_ln_w, v->pre_ln_b, v->post_ln_w, v->post_ln_b,
-                       v->center, v->soft_norm, v->in_proj};
+                       v->center, v->soft_norm, v->in_proj, v->mm0_w, v->mm0_b, v->mm2_w, v->mm2_b};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
     free(v->layers);
     free(v->center_host);
     free(v->in_proj_host);
+    free(v->pos_host);
     if (v->gguf) gguf_close(v->gguf);
     free(v);
 }
 
 vision_proj_type vision_projector(const vision_model *v) { return v->proj; }
-int vision_n_embd(const vision_model *v) { return v->proj_dim; }
+int vision_n_embd(const vision_model *v) { return v->out_dim; }
 int vision_image_size(const vision_model *v) { return v->image_size; }
 int vision_image_tokens(const vision_model *v) {
     const int side = v->image_size / v->patch_size / v->merge;
@@ -252,8 +309,8 @@ const char *vision_image_end(const vision_model *v) { return v->proj == VISION_P
 bool vision_noncausal(const vision_model *v) { return v->proj == VISION_PROJ_GEMMA3; }
 
 int vision_check_text_model(const vision_model *v, const model *m) {
-    if (m->hp.n_embd != v->proj_dim) {
-        anv_set_error("%s: the projector's output width %d does not match the text model's n_embd %d", v->gguf->path, v->proj_dim,
+    if (m->hp.n_embd != v->out_dim) {
+        anv_set_error("%s: the projector's output width %d does not match the text model's n_embd %d", v->gguf->path, v->out_dim,
                       m->hp.n_embd);
         return -1;
     }
@@ -267,8 +324,8 @@ int vision_preprocess_rgb(const vision_model *v, const uint8_t *rgb, int width, 
         anv_set_error("image of %d x %d pixels is empty or larger than the limit of %d pixels", width, height, VISION_MAX_PIXELS);
         return -1;
     }
-    static const uint8_t black[3] = {0, 0, 0};   /* gemma3: PAD_CEIL with llama.cpp's default pad color */
-    return vision_resize_padded(rgb, width, height, out, v->image_size, v->resize, black);
+    /* llama.cpp's PAD_CEIL: gemma3 pads black (the default colour), llava (122, 116, 104) */
+    return vision_resize_padded(rgb, width, height, out, v->image_size, v->resize, v->pad);
 }
 
 /* The normalised pixels unfolded into rows of one patch each: [n_patch][3][p][p]. */
@@ -289,11 +346,11 @@ static void unfold_patches(const vision_model *v, const uint8_t *img, float *out
 /* ---- the encoder ---- */
 
 typedef struct {
-    be_tensor *patches, *x, *xn, *tmp, *q, *k, *v, *att, *up, *ones, *pooled, *proj;
+    be_tensor *patches, *x, *xn, *tmp, *q, *k, *v, *att, *up, *gq, *ones, *pooled, *proj, *hid;
 } vision_scratch;
 
 static void scratch_free(vision_scratch *s) {
-    be_tensor *ts[] = {s->patches, s->x, s->xn, s->tmp, s->q, s->k, s->v, s->att, s->up, s->ones, s->pooled, s->proj};
+    be_tensor *ts[] = {s->patches, s->x, s->xn, s->tmp, s->q, s->k, s->v, s->att, s->up, s->gq, s->ones, s->pooled, s->proj, s->hid};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
 }
 
@@ -304,6 +361,20 @@ static void layer_norm(const vision_model *v, const be_tensor *x, be_tensor *tmp
     be->ops->matmul(be, v->center, x, tmp, n, false);
     be->ops->rms_norm(be, tmp, w, y, n, v->n_embd, v->eps);
     if (b) be->ops->add(be, y, b, y, (int64_t)n * v->n_embd, v->n_embd);
+}
+
+/* The block's activation of h (n elements) in place, or into gq (quick GELU: sigmoid(1.702 h) * h
+ * through the sigmoid GLU on a scaled copy); returns the tensor holding the result. */
+static be_tensor *activate(const vision_model *v, vision_scratch *s, be_tensor *h, int rows, int64_t n) {
+    backend *be = v->be;
+    if (!v->gelu_quick) {
+        be->ops->glu(be, h, s->ones, h, n, BE_GLU_GELU_TANH);
+        return h;
+    }
+    be->ops->store_rows(be, h, s->gq, 0, rows);
+    be->ops->scale(be, s->gq, n, 1.702f);
+    be->ops->glu(be, s->gq, h, s->gq, n, BE_GLU_SIGMOID);
+    return s->gq;
 }
 
 static void run_block(const vision_model *v, const vision_layer *L, vision_scratch *s, int n) {
@@ -326,8 +397,8 @@ static void run_block(const vision_model *v, const vision_layer *L, vision_scrat
     layer_norm(v, s->x, s->tmp, s->xn, L->ln2_w, L->ln2_b, n);
     op->matmul(be, L->w_up, s->xn, s->up, n, false);
     if (L->b_up) op->add(be, s->up, L->b_up, s->up, nf, v->n_ff);
-    op->glu(be, s->up, s->ones, s->up, nf, BE_GLU_GELU_TANH);
-    op->matmul(be, L->w_down, s->up, s->x, n, true);
+    be_tensor *h = activate(v, s, s->up, n, nf);
+    op->matmul(be, L->w_down, h, s->x, n, true);
     if (L->b_down) op->add(be, s->x, L->b_down, s->x, ne, e);
 }
 
@@ -348,18 +419,49 @@ static void avg_pool(const vision_model *v, const float *x, float *out) {
         }
 }
 
+/* gemma3: pool (host), soft-embedding RMS norm, input projection into out. */
+static int project_gemma3(vision_model *v, vision_scratch *s, float *host, float *pooled, int n, float *out) {
+    backend *be = v->be;
+    const int64_t e = v->n_embd;
+    const int n_out = vision_image_tokens(v);
+    be_download(s->x, 0, host, (size_t)n * e * sizeof(float));
+    if (be_error(be)) { anv_set_error("%s", be_error(be)); return -1; }
+    avg_pool(v, host, pooled);
+    be_upload(s->pooled, 0, pooled, (size_t)n_out * e * sizeof(float));
+    be->ops->rms_norm(be, s->pooled, v->soft_norm, s->pooled, n_out, e, v->eps);
+    be->ops->matmul(be, v->in_proj, s->pooled, s->proj, n_out, false);
+    be_download(s->proj, 0, out, (size_t)n_out * v->out_dim * sizeof(float));
+    return 0;
+}
+
+/* llava's mlp: the rows llama.cpp's graph takes (1 .. n_patch of [patches, class]), mm.0, GELU, mm.2. */
+static void project_mlp(vision_model *v, vision_scratch *s, int n_patch, float *out) {
+    backend *be = v->be;
+    const backend_ops *op = be->ops;
+    const int64_t hidden = v->mm0_w->rows;
+    const be_tensor rows = be_view_rows(s->x, v->class_embd ? 1 : 0, n_patch);
+    op->matmul(be, v->mm0_w, &rows, s->hid, n_patch, false);
+    op->add(be, s->hid, v->mm0_b, s->hid, n_patch * hidden, hidden);
+    op->glu(be, s->hid, s->ones, s->hid, n_patch * hidden, BE_GLU_GELU_TANH);
+    op->matmul(be, v->mm2_w, s->hid, s->proj, n_patch, false);
+    op->add(be, s->proj, v->mm2_b, s->proj, (int64_t)n_patch * v->out_dim, v->out_dim);
+    be_download(s->proj, 0, out, (size_t)n_patch * v->out_dim * sizeof(float));
+}
+
 int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out) {
-    const int S = v->image_size, p = v->patch_size, n = (S / p) * (S / p), n_out = vision_image_tokens(v);
-    const int64_t e = v->n_embd, pp3 = 3LL * p * p;
+    const int S = v->image_size, p = v->patch_size, n_patch = (S / p) * (S / p), n_out = vision_image_tokens(v);
+    const int n = n_patch + (v->class_embd ? 1 : 0);   /* positions: the patches, then the class token */
+    const int64_t e = v->n_embd, pp3 = 3LL * p * p, hidden = v->mm0_w ? v->mm0_w->rows : 1;
+    const int64_t wide = v->n_ff > hidden ? v->n_ff : hidden;
     backend *be = v->be;
     vision_scratch s = {0};
     int rc = -1;
     uint8_t *img = malloc((size_t)S * S * 3);
-    const size_t host_floats = (size_t)n * (size_t)(pp3 > e ? (pp3 > v->n_ff ? pp3 : v->n_ff) : (e > v->n_ff ? e : v->n_ff));
-    float *host = malloc(host_floats * sizeof(float)), *pooled = malloc((size_t)n_out * e * sizeof(float));
+    const size_t host_cols = (size_t)(pp3 > e ? pp3 : e) > (size_t)wide ? (size_t)(pp3 > e ? pp3 : e) : (size_t)wide;
+    float *host = malloc((size_t)n * host_cols * sizeof(float)), *pooled = malloc((size_t)n_out * e * sizeof(float));
     if (!img || !host || !pooled) { anv_set_error("out of memory"); goto done; }
     if (vision_preprocess_rgb(v, rgb, width, height, img) != 0) goto done;
-    s.patches = be_tensor_new(be, QT_F32, pp3, n);
+    s.patches = be_tensor_new(be, QT_F32, pp3, n_patch);
     s.x = be_tensor_new(be, QT_F32, e, n);
     s.xn = be_tensor_new(be, QT_F32, e, n);
     s.tmp = be_tensor_new(be, QT_F32, e, n);
@@ -368,34 +470,38 @@ int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, fl
     s.v = be_tensor_new(be, QT_F32, e, n);
     s.att = be_tensor_new(be, QT_F32, e, n);
     s.up = be_tensor_new(be, QT_F32, v->n_ff, n);
-    s.ones = be_tensor_new(be, QT_F32, v->n_ff, n);
+    s.gq = be_tensor_new(be, QT_F32, v->n_ff, n);
+    s.ones = be_tensor_new(be, QT_F32, wide, n);
     s.pooled = be_tensor_new(be, QT_F32, e, n_out);
-    s.proj = be_tensor_new(be, QT_F32, v->proj_dim, n_out);
-    if (!s.patches || !s.x || !s.xn || !s.tmp || !s.q || !s.k || !s.v || !s.att || !s.up || !s.ones || !s.pooled || !s.proj) goto done;
-    for (size_t i = 0; i < (size_t)n * v->n_ff; i++) host[i] = 1.0f;   /* the unit "up" of the GELU */
-    be_upload(s.ones, 0, host, (size_t)n * v->n_ff * sizeof(float));
+    s.proj = be_tensor_new(be, QT_F32, v->out_dim, n_out);
+    s.hid = be_tensor_new(be, QT_F32, hidden, n_out);
+    if (!s.patches || !s.x || !s.xn || !s.tmp || !s.q || !s.k || !s.v || !s.att || !s.up || !s.gq || !s.ones || !s.pooled ||
+        !s.proj || !s.hid)
+        goto done;
+    for (size_t i = 0; i < (size_t)n * wide; i++) host[i] = 1.0f;   /* the unit "up" of the GELU */
+    be_upload(s.ones, 0, host, (size_t)n * wide * sizeof(float));
     unfold_patches(v, img, host);
-    be_upload(s.patches, 0, host, (size_t)n * pp3 * sizeof(float));
+    be_upload(s.patches, 0, host, (size_t)n_patch * pp3 * sizeof(float));
     const backend_ops *op = be->ops;
-    op->matmul(be, v->patch_w, s.patches, s.x, n, false);
-    if (v->patch_b) op->add(be, s.x, v->patch_b, s.x, n * e, e);
+    be_tensor patch_rows = be_view_rows(s.x, 0, n_patch);
+    op->matmul(be, v->patch_w, s.patches, &patch_rows, n_patch, false);
+    if (v->patch_b) op->add(be, &patch_rows, v->patch_b, &patch_rows, n_patch * e, e);
+    if (v->class_embd) be_upload(s.x, (size_t)n_patch * e * sizeof(float), v->class_embd, (size_t)e * sizeof(float));
     op->add(be, s.x, v->pos_embd, s.x, n * e, n * e);
     if (v->pre_ln_w) {
         layer_norm(v, s.x, s.tmp, s.xn, v->pre_ln_w, v->pre_ln_b, n);
         op->store_rows(be, s.xn, s.x, 0, n);
     }
-    for (int il = 0; il < v->n_layer; il++) run_block(v, &v->layers[il], &s, n);
+    for (int il = 0; il < v->n_layer_run; il++) run_block(v, &v->layers[il], &s, n);
     if (v->post_ln_w) {
         layer_norm(v, s.x, s.tmp, s.xn, v->post_ln_w, v->post_ln_b, n);
         op->store_rows(be, s.xn, s.x, 0, n);
     }
-    be_download(s.x, 0, host, (size_t)n * e * sizeof(float));
-    if (be_error(be)) { anv_set_error("%s", be_error(be)); goto done; }
-    avg_pool(v, host, pooled);
-    be_upload(s.pooled, 0, pooled, (size_t)n_out * e * sizeof(float));
-    op->rms_norm(be, s.pooled, v->soft_norm, s.pooled, n_out, e, v->eps);
-    op->matmul(be, v->in_proj, s.pooled, s.proj, n_out, false);
-    be_download(s.proj, 0, out, (size_t)n_out * v->proj_dim * sizeof(float));
+    if (v->proj == VISION_PROJ_GEMMA3) {
+        if (project_gemma3(v, &s, host, pooled, n, out) != 0) goto done;
+    } else {
+        project_mlp(v, &s, n_patch, out);
+    }
     if (be_error(be)) { anv_set_error("%s", be_error(be)); goto done; }
     rc = 0;
 done:

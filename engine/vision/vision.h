@@ -4,15 +4,20 @@
  * embeddings evaluated into a text model's context (model_eval_embd).
  *
  * Supported projector types: gemma3 (SigLIP ViT, average pool, soft-embedding norm, input
- * projection). Every other type is refused at load with one line naming it.
+ * projection) and llava-1.5's mlp (CLIP ViT with a class token, pre-LN, quick GELU, the second
+ * to last layer's output, a two-layer GELU MLP; llama.cpp's legacy converter's files). Every
+ * other type (and llava-1.6's grid pinpoints, explicit feature layers) is refused at load with
+ * one line naming it.
  *
  * Use (the server / CLI side):
- *   vision_model *v = vision_load(path, &(vision_load_opts){.cpu = cpu, .gpu = gpu_or_NULL});
+ *   char *p = vision_find_projector(model_path, mmproj_or_NULL);   // or store_entry.projector_path
+ *   vision_model *v = vision_load(p, &(vision_load_opts){.cpu = m->cpu, .gpu = m->gpu});
  *   vision_check_text_model(v, m);                 // widths agree
- *   int n = vision_image_tokens(v);                // rows of embeddings one image gives
- *   vision_encode(v, rgb, w, h, embd);             // n * vision_n_embd(v) floats
- *   vision_eval_image(ctx, v, embd);               // wraps nothing: the caller tokenizes the
- *                                                  // vision_image_begin/end markers around it
+ * then either the whole prompt at once (rendered text with one VISION_MARKER per image):
+ *   vision_eval_prompt(ctx, v, text, NULL, images, n_images, &toks, &n);  generate_seq(ctx, .., toks, n, ..)
+ * or piecewise (a per-image embedding cache keyed by the image digest sits between the two):
+ *   vision_encode(v, rgb, w, h, embd);             // vision_image_tokens(v) rows of vision_n_embd(v)
+ *   vision_eval_image(ctx, v, embd, n, NULL);      // the caller evaluates the begin / end text around it
  */
 #ifndef ANVIL_VISION_H
 #define ANVIL_VISION_H
@@ -22,7 +27,7 @@
 #include "backend.h"
 #include "model.h"
 
-typedef enum { VISION_PROJ_GEMMA3 = 0 } vision_proj_type;
+typedef enum { VISION_PROJ_GEMMA3 = 0, VISION_PROJ_MLP = 1 } vision_proj_type;
 
 typedef struct vision_model vision_model;
 
@@ -37,9 +42,9 @@ vision_model *vision_load(const char *path, const vision_load_opts *opts);
 void vision_free(vision_model *v);
 
 vision_proj_type vision_projector(const vision_model *v);
-/* Width of one output embedding (clip.vision.projection_dim: the text model's n_embd). */
+/* Width of one output embedding (the text model's n_embd: gemma3's projection_dim, mm.2's rows). */
 int vision_n_embd(const vision_model *v);
-/* Embedding rows one image becomes (gemma3: (image_size / patch_size / merge)^2). */
+/* Embedding rows one image becomes (gemma3: (image_size / patch_size / merge)^2; mlp: one per patch). */
 int vision_image_tokens(const vision_model *v);
 /* The square side every image is resized to (clip.vision.image_size). */
 int vision_image_size(const vision_model *v);

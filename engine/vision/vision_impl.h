@@ -19,8 +19,14 @@ struct vision_model {
     backend *cpu;
     vision_proj_type proj;
     int n_embd, n_head, n_ff, n_layer, image_size, patch_size, merge, proj_dim;
+    int out_dim;                 /* width of an output row (the text model's n_embd) */
+    int n_layer_run;             /* blocks run: mlp stops before the last (llama.cpp's llava graph) */
+    bool gelu_quick;             /* x * sigmoid(1.702 x) (clip.use_gelu false), else GELU (tanh) */
     float eps, mean[3], std[3];
     vision_resize_algo resize;
+    uint8_t pad[3];              /* the padded square's colour */
+    const float *class_embd;     /* mlp: the class token (host, F32 [n_embd]) or NULL */
+    float *pos_host;             /* position embeddings stored F16 (llava files): an F32 copy */
     be_tensor *patch_w, *patch_b, *pos_embd, *pre_ln_w, *pre_ln_b, *post_ln_w, *post_ln_b;
     be_tensor *center;           /* I - 1/n_embd: LayerNorm's centering as a matmul */
     float *center_host;
@@ -29,6 +35,7 @@ struct vision_model {
      * to [proj_dim][n_embd] F32 (the file has it [n_embd][proj_dim]) */
     be_tensor *soft_norm, *in_proj;
     float *in_proj_host;
+    be_tensor *mm0_w, *mm0_b, *mm2_w, *mm2_b;   /* mlp: [hidden][n_embd], [out_dim][hidden] + biases */
 };
 
 /* Pillow's resampling of RGB8 (w x h) to out_w x out_h; -1 + error (out of memory). */

@@ -236,6 +236,36 @@ static void test_create(void) {
     snprintf(model_digest, sizeof model_digest, "%s", e.model_digest);
     store_entry_clear(&e);
 
+    /* a second FROM: a vision projector file becomes a projector layer (Ollama's layout), kept by
+     * a model made FROM this one, rendered back as a second FROM; a non-projector is refused */
+    {
+        gguf_writer *w = gguf_writer_new(path_of("proj.gguf"));
+        gguf_writer_set_str(w, "general.architecture", "clip");
+        CHECK(gguf_writer_finish(w) == 0);
+        snprintf(mf, sizeof mf, "FROM base.gguf\nFROM proj.gguf\n");
+        CHECK(modelfile_parse(mf, tmp_root, &c) == 0 && str_eq(c.projector, path_of("proj.gguf")));
+        CHECKF(store_create(s, "vis", &c, NULL, NULL) == 0, "%s", anv_last_error());
+        create_spec_clear(&c);
+        CHECK(store_lookup(s, "vis", &e) == 0 && e.projector_path && e.projector_digest);
+        layer_types(&e, types, sizeof types);
+        CHECKF(!strcmp(types, "model,projector,"), "%s", types);
+        char *r = modelfile_render(&e);
+        CHECK(r && strstr(r, "\nFROM ") && strstr(r, e.projector_path));
+        free(r);
+        store_entry_clear(&e);
+        CHECK(modelfile_parse("FROM vis\nSYSTEM s\n", NULL, &c) == 0 && store_create(s, "vis2", &c, NULL, NULL) == 0);
+        create_spec_clear(&c);
+        CHECK(store_lookup(s, "vis2", &e) == 0 && e.projector_path);
+        store_entry_clear(&e);
+        snprintf(mf, sizeof mf, "FROM base.gguf\nFROM base.gguf\n");
+        CHECK(modelfile_parse(mf, tmp_root, &c) == -1 && strstr(anv_last_error(), "line 2") && strstr(anv_last_error(), "projector"));
+        create_spec_clear(&c);
+        snprintf(mf, sizeof mf, "FROM base.gguf\nFROM proj.gguf\nFROM proj.gguf\n");
+        CHECK(modelfile_parse(mf, tmp_root, &c) == -1 && strstr(anv_last_error(), "line 3") && strstr(anv_last_error(), "third FROM"));
+        create_spec_clear(&c);
+        CHECK(store_remove(s, "vis") == 0 && store_remove(s, "vis2") == 0);
+    }
+
     /* FROM a store model: its layers are reused, params merged key by key, text replaced */
     CHECK(modelfile_parse("FROM first\nPARAMETER temperature 0.9\nPARAMETER seed 7\nSYSTEM other\n", NULL, &c) == 0);
     statuses[0] = 0;

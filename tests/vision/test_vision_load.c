@@ -17,9 +17,9 @@
 #include "testutil.h"
 #include "vision.h"
 
-enum { V_OK, V_ARCH, V_PROJ_MLP, V_NO_KEY, V_BAD_SHAPE, V_NO_TENSOR, V_BAD_MERGE, V_TRUNCATED, V_COUNT };
+enum { V_OK, V_ARCH, V_PROJ_LDP, V_NO_KEY, V_BAD_SHAPE, V_NO_TENSOR, V_BAD_MERGE, V_TRUNCATED, V_COUNT };
 static const char *expect[V_COUNT] = {
-    NULL, "not a projector file", "projector type 'mlp' is not supported", "missing metadata key clip.vision.block_count",
+    NULL, "not a projector file", "projector type 'ldp' is not supported", "missing metadata key clip.vision.block_count",
     "tensor 'v.blk.0.attn_q.weight' has shape", "missing tensor 'mm.soft_emb_norm.weight'", "invalid vision shape", "",
 };
 
@@ -40,7 +40,7 @@ static void write_projector(const char *path, int variant) {
     gguf_writer *w = gguf_writer_new(path);
     gguf_writer_set_str(w, "general.architecture", variant == V_ARCH ? "llama" : "clip");
     gguf_writer_set_bool(w, "clip.has_vision_encoder", true);
-    gguf_writer_set_str(w, "clip.projector_type", variant == V_PROJ_MLP ? "mlp" : "gemma3");
+    gguf_writer_set_str(w, "clip.projector_type", variant == V_PROJ_LDP ? "ldp" : "gemma3");
     gguf_writer_set_u32(w, "clip.vision.projection_dim", PROJ);
     gguf_writer_set_u32(w, "clip.vision.image_size", IMG);
     gguf_writer_set_u32(w, "clip.vision.patch_size", PS);

@@ -120,6 +120,12 @@ int main(int argc, char **argv) {
         printf("]}\n");
         free(toks);
         free(lg);
+        free(rgb);
+        model_ctx_free(c);
+        vision_free(v);
+        model_free(m);
+        if (gpu) gpu->ops->destroy(gpu);
+        cpu->ops->destroy(cpu);
         return 0;
     }
     if (!mark) { fprintf(stderr, "vision_dump: the prompt has no <__media__> marker\n"); return 2; }

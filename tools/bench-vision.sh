@@ -1,0 +1,28 @@
+#!/bin/sh
+# bench-vision.sh: encoding time of one image on the CPU, Anvil (engine/vision through
+# tests/vision/vision_dump) against today's llama.cpp (libmtmd's mtmd_encode_chunk through
+# tests/vision/mtmd_oracle.c), interleaved, best of REPEATS per run, on a synthetic SigLIP-style
+# projector (make_test_mmproj.py --preset bench: 224 px, 14 px patches = 256 patches, 384 wide,
+# 4 blocks, F16) and a 640x480 image (resized and padded first, as gemma3's preprocessing).
+#   tools/bench-vision.sh [BUILD_DIR] [ROUNDS] [THREADS]      (LLAMA_CPP=... to pick the tree)
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+rounds=${2:-2}
+threads=${3:-2}
+L=${LLAMA_CPP:-$HOME/.cache/llamacpp-current/src/llama.cpp}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+gcc -O1 -o "$work/mtmd_oracle" "$root/tests/vision/mtmd_oracle.c" -I"$L/include" -I"$L/ggml/include" -I"$L/tools/mtmd" \
+    -L"$L/build-cpu/bin" -lmtmd -lllama -lggml -lggml-base -Wl,-rpath,"$L/build-cpu/bin"
+python3 "$root/tools/make_test_model.py" --family gemma3 --preset tiny --type f32 --gemma3-swa off --out "$work/text.gguf" >/dev/null
+python3 "$root/tools/make_test_mmproj.py" --preset bench --type f16 --merge 4 --n-embd-text 128 --out "$work/mmproj.gguf"
+python3 "$root/tools/make_test_mmproj.py" --image 640x480 --out "$work/img.ppm"
+ms() { python3 -c 'import json,sys; print([c["encode_ms"] for c in json.load(sys.stdin)["chunks"] if c["type"] == "image"][0])'; }
+i=0
+while [ "$i" -lt "$rounds" ]; do
+    a=$("$build/tests/vision_dump" "$work/text.gguf" "$work/mmproj.gguf" "$work/img.ppm" "x<__media__>y" --repeats 3 --threads "$threads" | ms)
+    l=$(ORACLE_QUIET=1 "$work/mtmd_oracle" "$work/text.gguf" "$work/mmproj.gguf" "$work/img.ppm" "x<__media__>y" 3 2>/dev/null | ms)
+    python3 -c "print('round $i: anvil %.1f ms  llama.cpp %.1f ms  ratio (llama.cpp / anvil) %.2fx' % ($a, $l, $l / $a))"
+    i=$((i + 1))
+done
