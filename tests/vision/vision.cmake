@@ -8,7 +8,7 @@
 # layer, zero messages); vision_eval_prompt's tokens and last logits (vision_prompt_<entry>); and
 # `anvil run --image` greedy text against llama-mtmd-cli's (vision_run_<entry>, <entry>.greedy.txt).
 # Tests: vision_{files,golden,golden_vulkan,prompt,run}_<entry>, labelled golden;vision.
-anvil_tests_need_python(vision numpy gguf)
+anvil_tests_need_python(vision numpy gguf PIL)   # PIL: the image-path and server tests (issue 32)
 add_executable(vision_dump ${ANVIL_TESTS}/vision/vision_dump.c)
 target_link_libraries(vision_dump PRIVATE anvil_engine)
 set(_vdir ${ANVIL_TESTS}/data/golden/vision)
