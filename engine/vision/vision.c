@@ -567,8 +567,9 @@ bool model_has_vision(const char *model_path, const char *mmproj) {
     free(p);
     if (!f) return false;
     gguf_str s;
-    bool ok = gguf_get_str(f, "general.architecture", &s) && gguf_str_eq(s, "clip") && gguf_get_str(f, "clip.projector_type", &s) &&
-              gguf_str_eq(s, "gemma3");
+    bool ok = gguf_get_str(f, "general.architecture", &s) && gguf_str_eq(s, "clip") &&
+              (gguf_get_str(f, "clip.projector_type", &s) || gguf_get_str(f, "clip.vision.projector_type", &s)) &&
+              (gguf_str_eq(s, "gemma3") || gguf_str_eq(s, "mlp"));   /* the types vision_load takes */
     gguf_close(f);
     return ok;
 }

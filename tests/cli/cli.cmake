@@ -33,4 +33,9 @@ if(TARGET anvil)
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/repl.py $<TARGET_FILE:anvil>
                    ${ANVIL_TEST_MODELS}/server-gemma3-tiny-q8_0.gguf)
   set_tests_properties(cli_repl PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 300)
+  # image files named in `anvil run`'s prompt and chat (Ollama's rules), refused for a text-only model (issue 32)
+  add_test(NAME cli_images_run
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/images_run.py $<TARGET_FILE:anvil>
+                   ${ANVIL_TEST_MODELS}/server-gemma3-tiny-q8_0.gguf)
+  set_tests_properties(cli_images_run PROPERTIES FIXTURES_REQUIRED anvil_server_model TIMEOUT 300)
 endif()

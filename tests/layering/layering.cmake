@@ -7,6 +7,7 @@ find_package(Python3 COMPONENTS Interpreter REQUIRED)
 set(_anvil_layering
   "base:error.h,clock.h--gguf.h,backend.h"
   "gguf:error.h,gguf.h--backend.h,tokenizer.h"
+  "image:error.h,digest.h--gguf.h,backend.h,model.h"
   "backend:backend.h,quant.h--tokenizer.h,model.h,cpu_backend.h"
   "tokenizer:gguf.h--backend.h,model.h,store.h"
   "model:tokenizer.h,backend.h--cpu_backend.h,device.h,sampler.h,chat.h,store.h"

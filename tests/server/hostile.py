@@ -65,7 +65,7 @@ def bad_requests(srv, model):
         ({"model": m, "messages": [{"role": "user", "content": "x"}], "stream": 1}, "stream"),
         ({"model": m, "messages": "hello"}, "messages"),
         ({"model": m, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
-         "messages[0].content"),
+         "messages[0].content[0].image_url.url"),
         ({"model": m, "messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}},
          "response_format.type"),
     ]

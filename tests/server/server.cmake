@@ -40,13 +40,17 @@ if(TEST qwen35_model_qwen35-tiny-f32)
   set_tests_properties(server_hybrid_parallel PROPERTIES FIXTURES_REQUIRED anvil_qwen35_qwen35-tiny-f32 TIMEOUT 300
                        LABELS "server;qwen35")
 endif()
+# images on every generation API against the text-only model: 400s that name the problem (issue 32)
+add_test(NAME server_images_api
+         COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/images_api.py $<TARGET_FILE:anvil> ${_server_model})
 add_test(NAME server_run_client
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/run_client.py $<TARGET_FILE:anvil> ${_server_model})
 # A loaded model's GGUF truncated in place: the server survives (no SIGBUS), the request is a
 # clean error, the model reloads once the file is whole.
 add_test(NAME server_shrink
          COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/shrink.py $<TARGET_FILE:anvil> ${_server_model})
-set_tests_properties(server_clients server_framing server_hostile server_hardening server_run_client server_shrink server_logprobs PROPERTIES
+set_tests_properties(server_clients server_framing server_hostile server_hardening server_run_client server_shrink server_logprobs
+                     server_images_api PROPERTIES
                      FIXTURES_REQUIRED anvil_server_model TIMEOUT 900 LABELS server)
 # Its disconnect and load rounds time how fast the server notices gone clients and frees
 # slots; beside a lavapipe test under ASan on 2 cores those waits measure the neighbour

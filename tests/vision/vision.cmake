@@ -8,7 +8,7 @@
 # layer, zero messages); vision_eval_prompt's tokens and last logits (vision_prompt_<entry>); and
 # `anvil run --image` greedy text against llama-mtmd-cli's (vision_run_<entry>, <entry>.greedy.txt).
 # Tests: vision_{files,golden,golden_vulkan,prompt,run}_<entry>, labelled golden;vision.
-anvil_tests_need_python(vision numpy gguf)
+anvil_tests_need_python(vision numpy gguf PIL)   # PIL: the image-path and server tests (issue 32)
 add_executable(vision_dump ${ANVIL_TESTS}/vision/vision_dump.c)
 target_link_libraries(vision_dump PRIVATE anvil_testutil anvil_engine)
 set(_vdir ${ANVIL_TESTS}/data/golden/vision)
@@ -47,9 +47,25 @@ foreach(i RANGE ${_vlast})
            --anvil $<TARGET_FILE:anvil> --greedy ${_vdir}/${_name}.greedy.txt)
   set_tests_properties(vision_run_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
   set_tests_properties(vision_prompt_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
+  # the image named in the prompt (Ollama's CLI rules, engine/image's decoders) instead of --image (issue 32)
+  add_test(NAME vision_images_run_${_name}
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/vision_images_run.py $<TARGET_FILE:anvil> ${_base}
+                   ${_vdir}/${_name}.greedy.txt)
+  set_tests_properties(vision_images_run_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300
+                       LABELS "golden;vision")
   if(ANVIL_VULKAN AND EXISTS ${_vlvp})
     add_test(NAME vision_golden_vulkan_${_name} COMMAND ${_cmp} --vulkan)
     set_tests_properties(vision_golden_vulkan_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 600
                          LABELS "golden;vision" ENVIRONMENT "VK_ICD_FILENAMES=${_vlvp};ANVIL_VK_VALIDATE=1;ASAN_OPTIONS=detect_leaks=0")
   endif()
 endforeach()
+# `anvil serve` with a vision model (issue 32): "vision" in capabilities, images through the
+# scheduler give llama-mtmd-cli's greedy reply (tests/server/vision_api.py), on the first entry's files
+if(TARGET anvil)
+  string(JSON _vfirst MEMBER "${_vman}" cases 0)
+  add_test(NAME server_vision_api
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/server/vision_api.py $<TARGET_FILE:anvil>
+                   ${ANVIL_TEST_MODELS}/vision-${_vfirst} ${_vdir}/${_vfirst}.greedy.txt)
+  set_tests_properties(server_vision_api PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
+                       LABELS "server;vision")
+endif()

@@ -15,8 +15,10 @@
 #include <cjson/cJSON.h>
 #include <sys/stat.h>
 
+#include "api_images.h"
 #include "chat.h"
 #include "cli.h"
+#include "cli_images.h"
 #include "client.h"
 #include "clock.h"
 #include "error.h"
@@ -60,10 +62,12 @@ typedef struct {
     int dimensions;       /* --dimensions N (embedding models) */
     grammar *grammar;     /* built from format */
     const char *mmproj;   /* --mmproj FILE: the projector (default: mmproj*.gguf next to the model) */
-    const char *image;    /* --image FILE: an image for the one-shot prompt (binary PPM until the
-                           * image decoders land) */
-    vision_model *vision; /* loaded for --image */
-    vision_image img;
+    const char *image;    /* --image FILE: an image for the one-shot prompt (before the ones it names) */
+    vision_model *vision; /* loaded when the one-shot prompt has images */
+    anv_image *decoded;   /* the prompt's images, numbered as their [img-N] markers */
+    int n_decoded;
+    vision_image *imgs;   /* the same in the order of their markers in the prompt (vision_eval_prompt) */
+    int n_imgs;
 } run_opts;
 
 #ifdef ANVIL_HAVE_LIBEDIT
@@ -93,7 +97,8 @@ static void run_usage(void) {
          "  --keepalive DURATION  how long a running server keeps the model loaded (5m, 1h, 0, -1)\n"
          "  --truncate[=false]    embedding models: cut an input longer than the context (default)\n"
          "  --dimensions N        embedding models: keep the first N dimensions (renormalised)\n"
-         "  --image FILE          an image for the prompt (binary PPM for now; needs a projector)\n"
+         "  --image FILE          an image for the prompt (JPEG, PNG, WebP, GIF, PPM; needs a projector;\n"
+         "                        image paths in PROMPT work too, as in Ollama: \"what is in ./cat.jpg\")\n"
          "  --mmproj FILE         the vision projector (default: mmproj*.gguf next to the model)\n"
          "  --nowordwrap  --insecure   accepted for Ollama's scripts (Anvil does not wrap; run\n"
          "                        does not pull)\n"
@@ -190,7 +195,7 @@ static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm,
     int n_tok = 0;
     int32_t *toks = NULL;
     if (o->vision) {   /* text and image chunks evaluated here; generate_seq reuses all but the last token */
-        if (vision_eval_prompt(ctx, o->vision, text, NULL, &o->img, 1, &toks, &n_tok) != 0) toks = NULL;
+        if (vision_eval_prompt(ctx, o->vision, text, NULL, o->imgs, o->n_imgs, &toks, &n_tok) != 0) toks = NULL;
     } else {
         toks = tokenizer_encode(m->tok, text, strlen(text), tokenizer_add_bos(m->tok), !o->raw, &n_tok);
     }
@@ -576,39 +581,46 @@ static int local_load(void *user, const repl_session *s) {
     return 0;
 }
 
-/* A binary PPM (P6, 8-bit): the image format --image reads until engine/image's decoders land. */
-static uint8_t *read_ppm(const char *path, int *w, int *h) {
-    FILE *f = fopen(path, "rb");
-    if (!f) anv_die("%s: cannot open the image", path);
-    int maxv = 0;
-    if (fscanf(f, "P6 %d %d %d", w, h, &maxv) != 3 || maxv != 255 || *w < 1 || *h < 1 || (int64_t)*w * *h > VISION_MAX_PIXELS)
-        anv_die("%s: not a binary 8-bit PPM (P6) image of at most %d pixels (other formats: not yet)", path, VISION_MAX_PIXELS);
-    fgetc(f);
-    const size_t n = (size_t)*w * *h * 3;
-    uint8_t *p = malloc(n);
-    if (!p || fread(p, 1, n, f) != n) anv_die("%s: truncated image", path);
-    fclose(f);
-    return p;
+/* Decodes one image file into o->decoded (engine/image: JPEG, PNG, WebP, GIF, PPM). Exits
+ * with one line on a bad file. */
+static void add_image_file(run_opts *o, const char *path, const uint8_t *data, size_t size) {
+    size_t n = size;
+    char *owned = NULL;
+    if (!data) {
+        owned = anv_read_file(path, image_limits_default().max_bytes + 1, &n);
+        if (!owned) anv_die("run: %s", anv_last_error());
+        data = (const uint8_t *)owned;
+    }
+    anv_image *grown = realloc(o->decoded, (size_t)(o->n_decoded + 1) * sizeof *grown);
+    if (!grown) anv_die("out of memory");
+    o->decoded = grown;
+    if (image_decode(data, n, NULL, &o->decoded[o->n_decoded]) != 0) anv_die("run: %s: %s", path, anv_last_error());
+    o->n_decoded++;
+    free(owned);
 }
 
-/* --image: loads the projector on the model's backends and the image; the image's marker goes
- * before the prompt's text (as Ollama places images before the message). */
-static void load_image(run_opts *o, local_chat *lc, const char *model_path, uint8_t **pixels, char **prompt) {
+/* The prompt's images: loads the projector on the model's backends, places the markers as
+ * Ollama does (api_image_tag_text: "[img-N]" for an "[img]" placeholder, else before the text)
+ * and turns them into vision_eval_prompt's marker and image order. */
+static void load_vision(run_opts *o, local_chat *lc, const char *model_path, char **prompt) {
     char *proj = vision_find_projector(model_path, o->mmproj);
-    if (!proj) anv_die("%s", o->mmproj ? anv_last_error() : "run: --image needs a projector: --mmproj FILE (none found next to the model)");
+    if (!proj) anv_die("%s", o->mmproj ? anv_last_error() : "run: images need a projector: --mmproj FILE (none found next to the model)");
     vision_load_opts vo = {.cpu = lc->m->cpu, .gpu = lc->m->gpu};
     o->vision = vision_load(proj, &vo);
     free(proj);
     if (!o->vision || vision_check_text_model(o->vision, lc->m) != 0) anv_die("%s", anv_last_error());
-    int w, h;
-    *pixels = read_ppm(o->image, &w, &h);
-    o->img = (vision_image){*pixels, w, h};
-    size_t n = strlen(*prompt) + sizeof VISION_MARKER;
-    char *p = malloc(n);
-    if (!p) anv_die("out of memory");
-    snprintf(p, n, "%s%s", VISION_MARKER, *prompt);
+    char *tagged = api_image_tag_text(*prompt, 0, o->n_decoded);
+    int *order = malloc((size_t)o->n_decoded * sizeof *order);
+    o->imgs = malloc((size_t)o->n_decoded * sizeof *o->imgs);
+    if (!tagged || !order || !o->imgs) anv_die("out of memory");
+    char *text = api_images_to_marker(tagged, VISION_MARKER, o->n_decoded, order, &o->n_imgs);
+    if (!text) anv_die("run: %s", anv_last_error());
+    for (int i = 0; i < o->n_imgs; i++)
+        o->imgs[i] = (vision_image){o->decoded[order[i]].rgb, o->decoded[order[i]].width, o->decoded[order[i]].height};
+    free(order);
+    free(tagged);
     free(*prompt);
-    *prompt = p;
+    *prompt = text;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -699,10 +711,35 @@ int cmd_run(int argc, char **argv) {
         while (len && (prompt[len - 1] == '\n' || prompt[len - 1] == '\r')) prompt[--len] = 0;
         if (!len) { free(prompt); prompt = NULL; }
     }
+    if (o.image && !o.mmproj) o.mmproj = entry.projector_path;   /* a store model's projector layer */
+    if (o.image) {
+        if (!prompt) anv_die("run: --image needs a prompt");
+        add_image_file(&o, o.image, NULL, 0);
+    }
+    if (prompt) {   /* image files the prompt names (Ollama's rules, cli_images.h) */
+        cli_images imgs;
+        char *rest = cli_images_extract(prompt, &imgs);
+        if (!rest) anv_die("run: %s", anv_last_error());
+        /* a --mmproj given is loaded as it is (its own errors name it); else the model needs a projector */
+        if (imgs.n && !o.mmproj && !model_has_vision(entry.model_path, entry.projector_path))
+            anv_die("model '%s' does not support image input (it is a text-only model): '%s'", model_arg,
+                    imgs.files[0].path);
+        if (imgs.n) {
+            if (!o.mmproj) o.mmproj = entry.projector_path;
+            for (int i = 0; i < imgs.n; i++) {
+                fprintf(stderr, "Added image '%s'\n", imgs.files[i].path);
+                add_image_file(&o, imgs.files[i].path, imgs.files[i].data, imgs.files[i].size);
+            }
+            free(prompt);
+            prompt = rest;
+        } else {
+            free(rest);
+        }
+        cli_images_free(&imgs);
+    }
     /* A running server keeps the model loaded between runs; flags it cannot honour keep
-     * the run in this process. */
-    bool local_only = o.local || o.chat_fmt >= 0 || o.mo.kv_type != QT_F16 || o.mo.tensor_split || o.image;
-    if (o.image && !prompt) anv_die("run: --image needs a prompt");
+     * the run in this process (images: the server does not evaluate them yet). */
+    bool local_only = o.local || o.chat_fmt >= 0 || o.mo.kv_type != QT_F16 || o.mo.tensor_split || o.n_decoded > 0;
     gguf_file *header = gguf_open(entry.model_path);
     const bool embeds = header && model_file_embeds_only(header);
     gguf_close(header);
@@ -735,9 +772,7 @@ int cmd_run(int argc, char **argv) {
     double t_start = anv_mono_s(), load_s = 0;
     local_chat lc = {.o = &o, .cli_mo = cli_mo, .cli_raw = o.raw};
     local_setup(&lc, &entry, &load_s);
-    uint8_t *pixels = NULL;
-    if (o.image && !o.mmproj) o.mmproj = entry.projector_path;   /* a store model's projector layer */
-    if (o.image) load_image(&o, &lc, entry.model_path, &pixels, &prompt);
+    if (o.n_decoded) load_vision(&o, &lc, entry.model_path, &prompt);
     if (prompt) {
         chat_message msg = {.role = "user", .content = prompt};
         gen_stats st;
@@ -756,7 +791,9 @@ int cmd_run(int argc, char **argv) {
         session_run(&s, &b);
     }
     vision_free(o.vision);
-    free(pixels);
+    for (int i = 0; i < o.n_decoded; i++) image_free(&o.decoded[i]);
+    free(o.decoded);
+    free(o.imgs);
     local_teardown(&lc);
     grammar_free(lc.json_grammar);
     grammar_free(o.grammar);

@@ -10,12 +10,14 @@
 
 #include "bytebuf.h"
 #include "cli.h"
+#include "cli_images.h"
 #include "client.h"
 #include "error.h"
 #include "gguf.h"
 #include "model_create.h"
 #include "options.h"
 #include "repl_input.h"
+#include "vision.h"
 
 #define MAX_ARGS 64
 
@@ -452,13 +454,36 @@ static bool command(repl_session *s, const repl_backend *b, repl_input *in, conv
     else if (!strcmp(cmd, "/show")) { if (n < 2) usage_show(); else show(s, argv[1]); }
     else if (!strcmp(cmd, "/load")) load(s, b, c, argv, n);
     else if (!strcmp(cmd, "/save")) save(s, c, argv, n);
+    else if (cli_line_names_image(line, cmd)) bytebuf_printf(sb, "%s", line);   /* "/tmp/cat.png what is it" */
     else printf("Unknown command '%s'. Type /? for help\n", cmd);
     fflush(stdout);
     free(buf);
     return go_on;
 }
 
+/* Image files the message names (Ollama's rules, cli_images.h): a file that cannot be used, an
+ * image for a text-only model, or any image (the chat does not evaluate them yet) is one line
+ * and the message is not sent. */
+static bool images_refused(const repl_session *s, const char *text) {
+    cli_images imgs;
+    char *rest = cli_images_extract(text, &imgs);
+    if (!rest) {
+        fprintf(stderr, "%s\n", anv_last_error());
+        return true;
+    }
+    free(rest);
+    bool refused = imgs.n > 0;
+    if (refused && model_has_vision(s->entry.model_path, s->entry.projector_path))
+        fprintf(stderr, "images in the interactive chat are not supported yet: name the image in the prompt of "
+                "`anvil run MODEL \"PROMPT\"`\n");
+    else if (refused)
+        fprintf(stderr, "model '%s' does not support image input (it is a text-only model)\n", s->model);
+    cli_images_free(&imgs);
+    return refused;
+}
+
 static void send_message(repl_session *s, const repl_backend *b, conversation *c, char *text) {
+    if (images_refused(s, text)) { free(text); return; }
     conv_add(c, "user", text);
     repl_interrupt_clear();
     char *reply = b->reply(b->user, s, c->msgs, c->n);

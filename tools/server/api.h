@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include "http.h"
+#include "image.h"
 #include "scheduler.h"
 #include "store.h"
 
@@ -34,6 +35,7 @@ typedef struct {
     int64_t started_ms;
     server_metrics metrics;
     char replica[128];    /* replica.h: ANVIL_REPLICA_ID or the host name */
+    image_limits image_limits;   /* a request's images (api_images.h): image_limits_default() */
 } server_app;
 
 /* serve.c: `anvil serve` (route table, configuration from the environment). */

@@ -18,6 +18,7 @@
 
 #include "api.h"
 #include "api_error.h"
+#include "api_images.h"
 #include "api_json.h"
 
 enum { BLOCK_NONE, BLOCK_THINKING, BLOCK_TEXT, BLOCK_TOOL_USE };
@@ -74,7 +75,37 @@ static const char *block_type(api_req *c, const cJSON *v, const char *field) {
 }
 
 static void refuse_media(api_req *c, const char *type, const char *field) {
-    aj_fail(c, 400, field, "%s input is not supported in '%s': the model is text-only", type, field);
+    aj_fail(c, 400, field, "%s input is not supported in '%s'", type, field);
+}
+
+/* An image block {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+ * "data": ...}}: the image into c->images, its marker into b where the block stands. A "url"
+ * source is refused (the server fetches nothing), as Ollama refuses image URLs. */
+static void add_image_block(api_req *c, const cJSON *block, const char *field, bytebuf *b) {
+    char f[320], tf[336];
+    snprintf(f, sizeof f, "%s.source", field);
+    const cJSON *src = aj_need(c, aj_any(block, "source"), f, AJ_OBJECT);
+    snprintf(tf, sizeof tf, "%s.type", f);
+    const cJSON *st = aj_need(c, aj_any(src, "type"), tf, AJ_STRING);
+    if (!st) return;
+    if (strcmp(st->valuestring, "base64")) {
+        aj_fail(c, 400, tf, "image source type '%.40s' is not supported in '%s': send the image as base64", st->valuestring, tf);
+        return;
+    }
+    snprintf(tf, sizeof tf, "%s.media_type", f);
+    const cJSON *mt = aj_need(c, aj_any(src, "media_type"), tf, AJ_STRING);
+    if (mt && strcmp(mt->valuestring, "image/jpeg") && strcmp(mt->valuestring, "image/png") &&
+        strcmp(mt->valuestring, "image/gif") && strcmp(mt->valuestring, "image/webp"))
+        aj_fail(c, 400, tf, "invalid media_type '%.40s' in '%s': expected image/jpeg, image/png, image/gif or image/webp",
+                mt->valuestring, tf);
+    snprintf(tf, sizeof tf, "%s.data", f);
+    const cJSON *data = aj_need(c, aj_any(src, "data"), tf, AJ_STRING);
+    int i = data ? api_images_add_base64(c, data->valuestring, tf) : -1;
+    if (i < 0) return;
+    char mk[API_IMAGE_MARKER_MAX];
+    api_image_marker(i, mk);
+    if (b->len) bytebuf_add(b, "\n", 1);
+    bytebuf_add(b, mk, strlen(mk));
 }
 
 /* Text of a string, or of an array of text blocks (field names it); malloc'd, NULL + failure. */
@@ -94,7 +125,8 @@ static char *text_of(api_req *c, const cJSON *v, const char *field) {
         const char *type = block_type(c, block, f);
         if (!type) break;
         if (!strcmp(type, "text")) add_text_block(c, block, f, &b);
-        else if (!strcmp(type, "image") || !strcmp(type, "document")) refuse_media(c, type, f);
+        else if (!strcmp(type, "image")) add_image_block(c, block, f, &b);
+        else if (!strcmp(type, "document")) refuse_media(c, type, f);
         else aj_fail(c, 400, f, "unsupported content block type '%.40s' in '%s' (expected text)", type, f);
         if (c->failed) break;
     }
@@ -194,7 +226,9 @@ static void read_message(an_gen *g, const cJSON *msg, int i) {
         if (!type) break;
         if (!strcmp(type, "text")) {
             add_text_block(c, block, bf, &text);
-        } else if (!strcmp(type, "image") || !strcmp(type, "document")) {
+        } else if (!strcmp(type, "image")) {
+            add_image_block(c, block, bf, &text);
+        } else if (!strcmp(type, "document")) {
             refuse_media(c, type, bf);
         } else if (!strcmp(type, "thinking")) {
             char tf[160];
@@ -598,7 +632,8 @@ static void an_gen_clear(an_gen *g) {
 }
 
 void anthropic_messages(http_req *r) {
-    api_req c = {.r = r, .openai = true, .anthropic = true, .sse_named = true};
+    api_images images = {0};
+    api_req c = {.r = r, .openai = true, .anthropic = true, .sse_named = true, .images = &images};
     cJSON *body = aj_parse_body(&c);
     if (!body) return;
     an_gen g = {.out = {.c = &c, .emit = emit}};
@@ -613,11 +648,13 @@ void anthropic_messages(http_req *r) {
         else aj_reply(r, 200, whole_message(&g));
     }
     an_gen_clear(&g);
+    api_images_free(&images);
     cJSON_Delete(body);
 }
 
 void anthropic_count_tokens(http_req *r) {
-    api_req c = {.r = r, .openai = true, .anthropic = true};
+    api_images images = {0};
+    api_req c = {.r = r, .openai = true, .anthropic = true, .images = &images};
     cJSON *body = aj_parse_body(&c);
     if (!body) return;
     an_gen g = {.out = {.c = &c, .q.count_only = true}};
@@ -628,5 +665,6 @@ void anthropic_count_tokens(http_req *r) {
         aj_reply(r, 200, o);
     }
     an_gen_clear(&g);
+    api_images_free(&images);
     cJSON_Delete(body);
 }

@@ -12,6 +12,8 @@
 #include "api.h"
 #include "api_error.h"
 #include "settings.h"
+#include "api_images.h"
+#include "vision.h"
 
 void aj_fail(api_req *c, int status, const char *param, const char *fmt, ...) {
     if (c->failed) return;
@@ -449,6 +451,21 @@ static bool gen_still_wanted(void *user) {
 }
 
 bool aj_generate(aj_gen *g) {
+    server_app *app = http_app(g->c->r);
+    api_images *im = g->c->images;
+    if (im && im->n > 0) {
+        /* a model with a projector (engine/vision) takes images: decoded here, once, and
+         * evaluated by the scheduler's worker; a text-only model's answer needs no decoding */
+        bool vision = false;
+        store_entry e;
+        if (g->q.model && store_resolve(app->store, g->q.model, &e) == 0) {
+            vision = model_has_vision(e.model_path, e.projector_path);
+            store_entry_clear(&e);
+        }
+        if (!api_images_ready(g->c, im, g->q.model, vision, &app->image_limits)) return false;
+        g->q.images = im->decoded;
+        g->q.n_images = im->n;
+    }
     g->q.on_text = gen_on_text;
     g->q.still_wanted = gen_still_wanted;
     if (g->want_logprobs) {

@@ -17,6 +17,8 @@
 #include "reply_parse.h"
 #include "scheduler.h"
 
+struct api_images;
+
 /* One request being answered. The first failure answers it (400 by default); later
  * readers do nothing and return their defaults; the handler checks ->failed. */
 typedef struct {
@@ -29,6 +31,8 @@ typedef struct {
     bool stream;      /* the answer is a stream of objects (aj_send) */
     bool begun;       /* the stream has begun (status 200 sent): errors go into it */
     bool failed;
+    struct api_images *images;   /* the request's images (api_images.h), on the routes that take
+                                    them; NULL elsewhere (an image there is a 400) */
 } api_req;
 
 /* Parses the body as a JSON object; NULL (and the request answered) otherwise. */
@@ -136,7 +140,7 @@ void aj_messages(aj_gen *g, const cJSON *arr, char *(*text_of)(api_req *c, const
  * arguments objects, or OpenAI's JSON-text arguments; stored in Ollama's shape) and
  * tool_name, malloc'd into m (api_tools.c). False + failure on a malformed one. */
 bool aj_message_extras(api_req *c, const cJSON *msg, const char *field, chat_message *m);
-/* Runs g->q. True when it finished (the statistics in g->res); false when it failed, the
+/* Runs g->q (first its images, c->images: api_images_ready). True when it finished (the statistics in g->res); false when it failed, the
  * request answered with its error (into the stream if it began). */
 bool aj_generate(aj_gen *g);
 void aj_gen_clear(aj_gen *g);

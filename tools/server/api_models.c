@@ -23,6 +23,7 @@
 #include "prompt.h"
 #include "pull.h"
 #include "quantize_model.h"
+#include "vision.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -119,9 +120,10 @@ static void tags_details(store *st, cJSON *m, const store_entry *e) {
                : e->model_digest ? store_find_blob(st, e->model_digest) : NULL;
     model_facts f;
     facts_read(path, &f);   /* a damaged or missing file: details say "unknown" */
+    const bool vision = path && model_has_vision(path, e->projector_path);
     free(path);
     cJSON_AddItemToObject(m, "details", facts_details_json(&f));
-    facts_capabilities(&f, e->template_text, cJSON_AddArrayToObject(m, "capabilities"));
+    facts_capabilities(&f, e->template_text, vision, cJSON_AddArrayToObject(m, "capabilities"));
     facts_close(&f);
 }
 
@@ -218,7 +220,8 @@ static cJSON *show_object(const store_entry *e, const model_facts *f, bool verbo
         if (cJSON_IsArray(msgs)) cJSON_AddItemToObject(root, "messages", msgs);
         else cJSON_Delete(msgs);
     }
-    facts_capabilities(f, e->template_text, cJSON_AddArrayToObject(root, "capabilities"));
+    const bool vision = e->model_path && model_has_vision(e->model_path, e->projector_path);
+    facts_capabilities(f, e->template_text, vision, cJSON_AddArrayToObject(root, "capabilities"));
     add_time(root, "modified_at", entry_mtime(e));
     return root;
 }

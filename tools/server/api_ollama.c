@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "api_images.h"
 #include "api_json.h"
 #include "clock.h"
 
@@ -14,12 +15,9 @@ void api_root(http_req *r) {
     http_reply(r, 200, "text/plain; charset=utf-8", text, sizeof text - 1);
 }
 
-/* Refuses what a text-only engine cannot honour (tools and thinking are the model's
- * to accept: the scheduler answers 400 for a model without them). */
+/* Refuses what the engine cannot honour (tools and thinking are the model's to accept: the
+ * scheduler answers 400 for a model without them; images: api_images_ready). */
 static void refuse_unsupported(api_req *c, const cJSON *body, const char *model) {
-    const cJSON *images = aj_array(c, body, "images");
-    if (images && cJSON_GetArraySize(images) > 0)
-        aj_fail(c, 400, "images", "model '%s' does not support image input (it is a text-only model)", model);
     const char *suffix = aj_string(c, body, "suffix");
     if (suffix && *suffix) aj_fail(c, 400, "suffix", "model '%s' does not support insert (suffix)", model);
 }
@@ -29,6 +27,7 @@ typedef struct {
     const char *model;
     bool chat;
     int32_t *context;   /* out.q.context, malloc'd */
+    char *prompt;       /* out.q.prompt with its image markers, malloc'd (NULL: no images) */
 } ollama_gen;
 
 static cJSON *chunk_head(const ollama_gen *g) {
@@ -91,17 +90,38 @@ static void add_final_stats(cJSON *o, const sched_result *res) {
     }
 }
 
-/* One /api/chat message's text (its "content", a string), without images. */
+/* The base64 strings of "images" (field: its name in errors) into c->images; how many. */
+static int read_images(api_req *c, const cJSON *images, const char *field) {
+    if (!images || cJSON_IsNull(images)) return 0;
+    if (!cJSON_IsArray(images)) {
+        aj_fail(c, 400, field, "invalid value for field '%s': expected an array of base64 strings", field);
+        return 0;
+    }
+    int n = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, images) {
+        char f[80];
+        snprintf(f, sizeof f, "%s[%d]", field, n);
+        if (!cJSON_IsString(it)) { aj_fail(c, 400, f, "invalid value for field '%s': expected a base64 string", f); return 0; }
+        if (api_images_add_base64(c, it->valuestring, f) < 0) return 0;
+        n++;
+    }
+    return n;
+}
+
+/* One /api/chat message's text (its "content", a string) with the markers of its "images"
+ * (api_images_tag: Ollama's placement). */
 static char *message_text(api_req *c, const cJSON *msg, const char *field) {
-    char content_field[64];
+    char content_field[64], images_field[64];
     snprintf(content_field, sizeof content_field, "%s.content", field);
+    snprintf(images_field, sizeof images_field, "%s.images", field);
     const cJSON *content = aj_check(c, aj_any(msg, "content"), content_field, AJ_STRING);
-    const cJSON *images = aj_any(msg, "images");
-    if (!c->failed && images && (!cJSON_IsArray(images) || cJSON_GetArraySize(images) > 0))
-        aj_fail(c, 400, "images", "image input is not supported: the model is text-only");
+    int first = c->images ? c->images->n : 0;
+    int n_images = read_images(c, aj_any(msg, "images"), images_field);
     if (c->failed) return NULL;
-    char *text = strdup(content ? content->valuestring : "");
-    if (!text) aj_fail(c, 500, NULL, "out of memory");
+    const char *t = content ? content->valuestring : "";
+    char *text = n_images ? api_images_tag(c, t, first, n_images) : strdup(t);
+    if (!text && !c->failed) aj_fail(c, 500, NULL, "out of memory");
     return text;
 }
 
@@ -149,6 +169,8 @@ static void read_generate(api_req *c, const cJSON *body, ollama_gen *g) {
     if (ctx) g->context = parse_context(c, ctx, &q->n_context);
     q->context = g->context;
     q->want_context = !q->raw;
+    int n_images = read_images(c, aj_any(body, "images"), "images");
+    if (n_images && !c->failed) q->prompt = g->prompt = api_images_tag(c, q->prompt ? q->prompt : "", 0, n_images);
     if (q->template_go && !*q->template_go) q->template_go = NULL;
     if (q->system && !*q->system) q->system = NULL;
 }
@@ -167,7 +189,8 @@ static cJSON *final_object(ollama_gen *g) {
 }
 
 static void ollama_generate_or_chat(http_req *r, bool chat) {
-    api_req c = {.r = r};
+    api_images images = {0};
+    api_req c = {.r = r, .images = &images};
     cJSON *body = aj_parse_body(&c);
     if (!body) return;
     ollama_gen g = {.out = {.c = &c, .chunk = ollama_chunk}, .chat = chat};
@@ -185,6 +208,8 @@ static void ollama_generate_or_chat(http_req *r, bool chat) {
     }
     aj_gen_clear(&g.out);
     free(g.context);
+    free(g.prompt);
+    api_images_free(&images);
     cJSON_Delete(body);
 }
 

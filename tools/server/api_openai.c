@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "api.h"
+#include "api_images.h"
 #include "api_json.h"
 #include "error.h"
 
@@ -54,26 +55,39 @@ static char *map_response_format(api_req *c, const cJSON *body) {
     return NULL;
 }
 
-/* The text of one content part (field names it: "messages[0].content[1]"): parts of type
- * "text" only; NULL + failure otherwise. */
-static const char *content_part_text(api_req *c, const cJSON *part, const char *field, const char *content_field) {
-    char type_field[112], text_field[112];
+/* The text of one content part (field names it: "messages[0].content[1]"): a "text" part's
+ * text, or an "image_url" part's marker (written into mk; the image into c->images: a data
+ * URI, as the string "image_url" or its object's "url", as Ollama reads it). NULL + failure
+ * otherwise. */
+static const char *content_part_text(api_req *c, const cJSON *part, const char *field, char mk[API_IMAGE_MARKER_MAX]) {
+    char type_field[112], text_field[112], url_field[112];
     snprintf(type_field, sizeof type_field, "%s.type", field);
     snprintf(text_field, sizeof text_field, "%s.text", field);
+    snprintf(url_field, sizeof url_field, "%s.image_url", field);
     const cJSON *obj = aj_need(c, part, field, AJ_OBJECT);
     const cJSON *type = aj_need(c, aj_any(obj, "type"), type_field, AJ_STRING);
     if (!type) return NULL;
     const char *t = type->valuestring;
-    if (!strcmp(t, "image_url") || !strcmp(t, "input_image"))
-        aj_fail(c, 400, content_field, "image input is not supported in '%s': the model is text-only", content_field);
-    else if (strcmp(t, "text"))
-        aj_fail(c, 400, type_field, "unsupported content part type '%.40s' in '%s'", t, type_field);
+    if (!strcmp(t, "image_url")) {
+        const cJSON *u = aj_any(part, "image_url");
+        if (cJSON_IsObject(u)) {
+            snprintf(url_field, sizeof url_field, "%s.image_url.url", field);
+            u = aj_need(c, aj_any(u, "url"), url_field, AJ_STRING);
+        } else {
+            u = aj_need(c, u, url_field, AJ_STRING);
+        }
+        int i = u ? api_images_add_url(c, u->valuestring, url_field) : -1;
+        if (i < 0) return NULL;
+        api_image_marker(i, mk);
+        return mk;
+    }
+    if (strcmp(t, "text")) aj_fail(c, 400, type_field, "unsupported content part type '%.40s' in '%s'", t, type_field);
     const cJSON *text = aj_check(c, aj_any(part, "text"), text_field, AJ_STRING);
     return c->failed ? NULL : text ? text->valuestring : "";
 }
 
-/* One message's text: its "content", a string, null, or an array of content parts (text
- * only, joined by newlines). */
+/* One message's text: its "content", a string, null, or an array of content parts (text and
+ * image markers, joined by newlines). */
 static char *message_text(api_req *c, const cJSON *msg, const char *msg_field) {
     char field[64];
     snprintf(field, sizeof field, "%s.content", msg_field);
@@ -86,9 +100,9 @@ static char *message_text(api_req *c, const cJSON *msg, const char *msg_field) {
     int i = 0;
     const cJSON *part;
     cJSON_ArrayForEach(part, content) {
-        char part_field[96];
+        char part_field[96], mk[API_IMAGE_MARKER_MAX];
         snprintf(part_field, sizeof part_field, "%s[%d]", field, i++);
-        const char *text = content_part_text(c, part, part_field, field);
+        const char *text = content_part_text(c, part, part_field, mk);
         if (!text) break;
         if (b.len && *text) bytebuf_add(&b, "\n", 1);
         bytebuf_add(&b, text, strlen(text));
@@ -255,7 +269,8 @@ static cJSON *whole_completion(const oai_gen *g, const char *finish) {
 }
 
 static void oai_generate(http_req *r, bool chat) {
-    api_req c = {.r = r, .openai = true};
+    api_images images = {0};
+    api_req c = {.r = r, .openai = true, .images = chat ? &images : NULL};
     cJSON *body = aj_parse_body(&c);
     if (!body) return;
     oai_gen g = {.out = {.c = &c, .chunk = oai_text_chunk}, .chat = chat, .created = aj_unix_seconds()};
@@ -285,6 +300,7 @@ static void oai_generate(http_req *r, bool chat) {
     }
     aj_gen_clear(&g.out);
     cJSON_Delete(g.options);
+    api_images_free(&images);
     cJSON_Delete(body);
 }
 

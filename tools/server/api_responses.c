@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "api_images.h"
 #include "api_json.h"
 
 enum { ITEM_NONE, ITEM_REASONING, ITEM_MESSAGE };
@@ -61,7 +62,7 @@ static chat_message *push_turn(rs_gen *g, const char *role) {
 }
 
 /* The text of content: a string or an array of parts (input_text, output_text, refusal's
- * text; images and files refused). malloc'd, NULL + failure. */
+ * text, input_image's marker; files and audio refused). malloc'd, NULL + failure. */
 static char *content_text(api_req *c, const cJSON *content, const char *field) {
     if (!content) return dup_n(c, "", 0);
     if (cJSON_IsString(content)) return dup_n(c, content->valuestring, strlen(content->valuestring));
@@ -89,8 +90,20 @@ static char *content_text(api_req *c, const cJSON *content, const char *field) {
             snprintf(tf, sizeof tf, "%s.refusal", f);
             const cJSON *text = aj_need(c, aj_any(part, "refusal"), tf, AJ_STRING);
             if (text) bytebuf_add(&b, text->valuestring, strlen(text->valuestring));
-        } else if (!strcmp(t, "input_image") || !strcmp(t, "input_file") || !strcmp(t, "input_audio")) {
-            aj_fail(c, 400, f, "%s is not supported in '%s': the model is text-only", t, f);
+        } else if (!strcmp(t, "input_image")) {
+            /* {"type": "input_image", "image_url": "data:image/...;base64,..."}: its marker where it
+             * stands (a file_id or an http(s) URL: a 400) */
+            snprintf(tf, sizeof tf, "%s.image_url", f);
+            const cJSON *url = aj_need(c, aj_any(part, "image_url"), tf, AJ_STRING);
+            int i = url ? api_images_add_url(c, url->valuestring, tf) : -1;
+            if (i >= 0) {
+                char mk[API_IMAGE_MARKER_MAX];
+                api_image_marker(i, mk);
+                if (b.len) bytebuf_add(&b, "\n", 1);
+                bytebuf_add(&b, mk, strlen(mk));
+            }
+        } else if (!strcmp(t, "input_file") || !strcmp(t, "input_audio")) {
+            aj_fail(c, 400, f, "%s is not supported in '%s'", t, f);
         } else {
             aj_fail(c, 400, tf, "unsupported content part type '%.40s' in '%s'", t, tf);
         }
@@ -696,7 +709,8 @@ static void send_stream_end(rs_gen *g) {
 /* ------------------------------------------------------------------ the route */
 
 void oai_responses(http_req *r) {
-    api_req c = {.r = r, .openai = true, .sse_named = true};
+    api_images images = {0};
+    api_req c = {.r = r, .openai = true, .sse_named = true, .images = &images};
     cJSON *body = aj_parse_body(&c);
     if (!body) return;
     rs_gen g = {.out = {.c = &c, .emit = emit}, .body = body, .created = aj_unix_seconds(), .items = cJSON_CreateArray()};
@@ -720,5 +734,6 @@ void oai_responses(http_req *r) {
     cJSON_Delete(g.items);
     free(g.pending_thinking);
     bytebuf_free(&g.acc);
+    api_images_free(&images);
     cJSON_Delete(body);
 }

@@ -224,7 +224,7 @@ cJSON *facts_tensors_json(const model_facts *f) {
     return arr;
 }
 
-void facts_capabilities(const model_facts *f, const char *template_go, cJSON *caps) {
+void facts_capabilities(const model_facts *f, const char *template_go, bool vision, cJSON *caps) {
     if (f->file) {   /* Ollama's rule: {arch}.pooling_type present -> an embedding model, nothing else */
         char key[96];
         snprintf(key, sizeof key, "%s.pooling_type", f->family);
@@ -234,6 +234,7 @@ void facts_capabilities(const model_facts *f, const char *template_go, cJSON *ca
         }
     }
     cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
+    if (vision) cJSON_AddItemToArray(caps, cJSON_CreateString("vision"));   /* Ollama's order */
     bool tools = false, thinking = false, insert = false;
     if (template_go && *template_go) {
         thinking = strstr(template_go, ".Think") != NULL;   /* Ollama: the names the template uses */

@@ -31,10 +31,11 @@ cJSON *facts_details_json(const model_facts *f);
  * tokenizer.chat_template left out. {} without a file. */
 cJSON *facts_model_info_json(const model_facts *f, bool verbose);
 /* Ollama's "capabilities": ["embedding"] for a file with {arch}.pooling_type; else
- * "completion", then "tools", "insert" (a Go TEMPLATE with .Suffix) and "thinking" when the prompt path
+ * "completion", "vision" when the caller found a projector for it (engine/vision's
+ * model_has_vision), then "tools", "insert" (a Go TEMPLATE with .Suffix) and "thinking" when the prompt path
  * has them (a Go TEMPLATE template_go, else the GGUF's chat template and architecture;
  * prompt.h's rules), into the array caps. */
-void facts_capabilities(const model_facts *f, const char *template_go, cJSON *caps);
+void facts_capabilities(const model_facts *f, const char *template_go, bool vision, cJSON *caps);
 /* [{"name","type","shape"}] of every tensor ([] without a file). */
 cJSON *facts_tensors_json(const model_facts *f);
 

@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "api_images.h"
 #include "clock.h"
 #include "error.h"
 #include "embed_input.h"
@@ -233,6 +234,7 @@ static void measure(lmodel *lm) {
 
 /* Frees a loaded model whose worker never started. */
 static void discard_model(lmodel *lm) {
+    vision_free(lm->vision);
     grammar_vocab_free(lm->vocab);
     pthread_mutex_destroy(&lm->vocab_mu);
     for (int i = lm->n_slots - 1; i >= 1; i--) model_ctx_free(lm->slots[i].ctx);
@@ -625,6 +627,45 @@ static void fail_embed_only(job *j, const sched_gen_request *r) {
                    r->messages && r->n_messages > 0 ? "chat" : "generate");
 }
 
+static int prepare_sampling(sched *s, lmodel *lm, const sched_gen_request *r, job *j);
+
+/* A request with images: the whole conversation rendered (no shortening: the image tokens are
+ * only known once encoded), its "[img-N]" markers turned into engine/vision's marker in the
+ * order they appear, and the projector named; the worker evaluates it (sched_batch.c). */
+static int prepare_vision(lmodel *lm, const store_entry *e, const sched_gen_request *r, prompt_spec *ps, job *j) {
+    if (r->context && r->n_context > 0) {
+        sched_job_fail(j, 400, "'context' cannot be combined with images");
+        return -1;
+    }
+    if (r->count_only) {   /* the image rows are known once the projector is loaded */
+        sched_job_fail(j, 400, "counting the tokens of a prompt with images is not supported yet");
+        return -1;
+    }
+    j->projector = vision_find_projector(e->model_path, e->projector_path);
+    if (!j->projector) {
+        sched_job_fail(j, 400, "model '%s' does not support image input (it is a text-only model)", e->name ? e->name : lm->name);
+        return -1;
+    }
+    const bool chat = r->messages && r->n_messages > 0;
+    chat_message one = {.role = "user", .content = r->prompt ? r->prompt : ""};
+    ps->msgs = chat ? r->messages : &one;
+    ps->n_msgs = chat ? r->n_messages : 1;
+    char *text = prompt_build(lm->m, ps);
+    if (!text) { sched_job_fail(j, 400, "%s", anv_last_error()); return -1; }
+    int *order = malloc((size_t)r->n_images * sizeof *order);
+    j->vimgs = malloc((size_t)r->n_images * sizeof *j->vimgs);
+    if (!order || !j->vimgs) { free(order); free(text); sched_job_fail(j, 500, "out of memory"); return -1; }
+    j->vision_text = api_images_to_marker(text, VISION_MARKER, r->n_images, order, &j->n_vimgs);
+    free(text);
+    if (!j->vision_text) { free(order); sched_job_fail(j, 400, "%s", anv_last_error()); return -1; }
+    for (int i = 0; i < j->n_vimgs; i++) {
+        const anv_image *im = &r->images[order[i]];
+        j->vimgs[i] = (vision_image){im->rgb, im->width, im->height};
+    }
+    free(order);
+    return prepare_sampling(lm->s, lm, r, j);
+}
+
 /* Builds and tokenizes the prompt, creates the sampler, grammar and stop matcher. A prompt
  * longer than the context is shortened unless the request says "truncate": false (then a 400):
  * a chat loses its oldest messages (system messages and the last message are always kept), as
@@ -661,6 +702,10 @@ static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_g
         return -1;
     }
     if (r->reply_style) prompt_reply_style(m, &ps, r->reply_style);   /* before the first text */
+    if (r->n_images > 0) {
+        free(kept);
+        return prepare_vision(lm, e, r, &ps, j);
+    }
     const bool add_bos = tokenizer_add_bos(m->tok) && r->n_context <= 0;
     const int room = lm->n_ctx - (r->context && r->n_context > 0 ? r->n_context : 0);
     int n_text = 0, dropped = 0;
@@ -712,6 +757,18 @@ static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_g
         sched_job_fail(j, 400, "the prompt is %d tokens, more than the context length of %d (num_ctx)", j->n_prompt, lm->n_ctx);
         return -1;
     }
+    if (prepare_sampling(s, lm, r, j) != 0) return -1;
+    for (int i = 0; i < j->n_prompt; i++) sampler_accept(j->smp, j->prompt[i]);
+    return 0;
+}
+
+/* The sampler, stop strings and grammar of a generation job. */
+static int prepare_sampling(sched *s, lmodel *lm, const sched_gen_request *r, job *j) {
+    const model *m = lm->m;
+    if (s->cfg.test_replay && !j->forced) {
+        j->forced = tokenizer_encode(m->tok, s->cfg.test_replay, strlen(s->cfg.test_replay), false, true, &j->n_forced);
+        if (!j->forced) { sched_job_fail(j, 500, "ANVIL_TEST_REPLAY: %s", anv_last_error()); return -1; }
+    }
     j->smp = sampler_new(&j->opt.sp, m->hp.n_vocab);
     if (!j->smp) {   /* a parameter the option table let through, or memory: the sampler says which */
         sched_job_fail(j, strstr(anv_last_error(), "out of memory") ? 500 : 400, "%s", anv_last_error());
@@ -719,7 +776,6 @@ static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_g
     }
     j->stop = stop_matcher_new(j->opt.stop, j->opt.n_stop);
     if (!j->stop) { sched_job_fail(j, 500, "out of memory"); return -1; }
-    for (int i = 0; i < j->n_prompt; i++) sampler_accept(j->smp, j->prompt[i]);
     if (r->format && *r->format) {
         j->g = strcmp(r->format, "json") == 0 ? grammar_json_object() : grammar_json_schema(r->format);
         if (!j->g) { sched_job_fail(j, 400, "format: %s", anv_last_error()); return -1; }
@@ -734,6 +790,9 @@ static int prepare_gen(sched *s, lmodel *lm, const store_entry *e, const sched_g
 
 static void job_clear(job *j) {
     free(j->prompt);
+    free(j->vision_text);
+    free(j->vimgs);
+    free(j->projector);
     sampler_free(j->smp);
     grammar_matcher_free(j->gm);
     grammar_free(j->g);

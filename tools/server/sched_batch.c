@@ -101,7 +101,7 @@ static void admit(lmodel *lm) {
         s->n_waiting--;
         slot *sl = &lm->slots[best];
         /* Always evaluate at least the last prompt token: its logits start the reply. */
-        int keep = best_lcp < j->n_prompt - 1 ? best_lcp : j->n_prompt - 1;
+        int keep = j->vision_text ? 0 : best_lcp < j->n_prompt - 1 ? best_lcp : j->n_prompt - 1;   /* images: step() */
         model_ctx_truncate(sl->ctx, keep);
         keep = model_ctx_n_past(sl->ctx);   /* a recurrent state may roll back further than asked (model.h) */
         *sl = (slot){.ctx = sl->ctx, .job = j, .state = SLOT_PROMPT, .pos = keep,
@@ -142,7 +142,7 @@ static void finish(slot *sl, const char *reason, bool pending_unevaluated, step_
     int64_t t_pd = sl->t_prompt_done_ns ? sl->t_prompt_done_ns : now;
     res->prompt_eval_ns = t_pd - sl->t_admit_ns;
     res->eval_ns = now - t_pd;
-    if (j->status == 0 && j->gr->want_context) {
+    if (j->status == 0 && j->gr->want_context && !j->vision_text) {   /* image rows are no tokens to send back */
         int n_past = model_ctx_n_past(sl->ctx);
         int n = n_past + (pending_unevaluated ? 1 : 0);
         res->context = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
@@ -176,8 +176,45 @@ typedef struct {
     unsigned rotate;
 } step_stats;
 
+/* A slot whose request has images, before its first step: the projector (loaded once per
+ * model, on this thread), then engine/vision evaluates the text and image chunks into the
+ * slot's context but the last token, which the batch evaluates as any prompt's. Its tokens
+ * (image rows as MODEL_TOKEN_EMBD) become the job's prompt; the image rows count in
+ * prompt_eval_count, as Ollama counts them. False when the request failed (finished). */
+static bool eval_images(lmodel *lm, slot *sl, step_out *so) {
+    job *j = sl->job;
+    if (!lm->vision) {
+        vision_load_opts vo = {.cpu = lm->m->cpu, .gpu = lm->m->gpu};
+        lm->vision = vision_load(j->projector, &vo);
+        if (!lm->vision) {
+            sched_job_fail(j, 500, "%s", anv_last_error());
+            finish(sl, "stop", false, so);
+            return false;
+        }
+    }
+    int32_t *toks = NULL;
+    int n = 0;
+    if (vision_eval_prompt(sl->ctx, lm->vision, j->vision_text, NULL, j->vimgs, j->n_vimgs, &toks, &n) != 0) {
+        sched_job_fail(j, 400, "%s", anv_last_error());
+        model_ctx_truncate(sl->ctx, 0);
+        finish(sl, "stop", false, so);
+        return false;
+    }
+    j->prompt = toks;
+    j->n_prompt = n;
+    for (int i = 0; i < n; i++)
+        if (toks[i] != MODEL_TOKEN_EMBD) sampler_accept(j->smp, toks[i]);
+    sl->pos = n - 1;
+    sl->n_prompt_eval = n - 1;
+    return true;
+}
+
 static void step(lmodel *lm, step_out *so, step_stats *st) {
     const int n_slots = lm->n_slots, n_vocab = lm->m->hp.n_vocab;
+    for (int i = 0; i < n_slots; i++) {
+        slot *sl = &lm->slots[i];
+        if (sl->state == SLOT_PROMPT && sl->job->vision_text && !sl->job->prompt) eval_images(lm, sl, so);
+    }
     model_ctx *ctxs[SCHED_MAX_SLOTS];
     const int32_t *toks[SCHED_MAX_SLOTS];
     int ns[SCHED_MAX_SLOTS], which[SCHED_MAX_SLOTS];
@@ -377,6 +414,8 @@ void *sched_worker(void *arg) {
     for (lmodel **pp = &s->models; *pp; pp = &(*pp)->next)
         if (*pp == lm) { *pp = lm->next; break; }
     pthread_mutex_unlock(&s->mu);
+    vision_free(lm->vision);   /* before the model: its tensors live on the model's backends */
+    lm->vision = NULL;
     for (int i = lm->n_slots - 1; i >= 1; i--) model_ctx_free(lm->slots[i].ctx);
     model_ctx_free(lm->parent);
     model_free(lm->m);

@@ -15,6 +15,7 @@
 #include "scheduler.h"
 #include "stop_strings.h"
 #include "tokenizer.h"
+#include "vision.h"
 
 #define SCHED_MAX_SLOTS 64     /* num_parallel limit */
 
@@ -41,6 +42,13 @@ typedef struct job {
     grammar *g;
     grammar_matcher *gm;
     stop_matcher *stop;
+    /* with images: the rendered prompt with one VISION_MARKER per image, the images in marker
+     * order and the projector; the worker evaluates them (vision_eval_prompt) at admission, and
+     * prompt / n_prompt become its tokens (image rows as MODEL_TOKEN_EMBD) */
+    char *vision_text;
+    vision_image *vimgs;
+    int n_vimgs;
+    char *projector;
     /* JOB_EMBED */
     const sched_embed_request *er;
     int32_t **in_tokens;
@@ -94,6 +102,7 @@ typedef struct lmodel {
     float *lp_scratch;           /* n_slots x n_vocab: the raw logits kept for a request's logprobs */
     uint64_t use_counter;
     int64_t abandoned_checked_ms; /* last scan of the queue for requests whose client left */
+    vision_model *vision;        /* the projector, loaded by the worker on the first image */
     pthread_mutex_t vocab_mu;    /* guards the lazy creation of vocab */
     grammar_vocab *vocab;        /* the grammar index of the vocabulary, built on the first `format` */
 } lmodel;

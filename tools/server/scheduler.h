@@ -11,6 +11,7 @@
 #include "gen_step.h"
 #include "chat.h"
 #include "reply_parse.h"
+#include "image.h"
 #include "store.h"
 
 typedef struct {
@@ -54,6 +55,10 @@ typedef struct {
                                        the OpenAI layer maps its fields into such a map */
     const char *format;             /* NULL, "json" (any object) or JSON schema text */
     const char *tools_json;         /* the request's tools (JSON array text), NULL = none */
+    const anv_image *images;        /* decoded images, numbered as the "[img-N]" markers in the
+                                       prompt / messages (api_images.h); evaluated with the
+                                       model's projector (engine/vision) */
+    int n_images;
     int think;                      /* CHAT_THINK_* (off, on, or a level) */
     reply_parse_opts *reply_style;  /* optional out: set (prompt_reply_style: harmony or not)
                                        before on_text is first called */

@@ -137,6 +137,7 @@ int cmd_serve(int argc, char **argv) {
     clock_gettime(CLOCK_REALTIME, &now);
     app.started_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     metrics_init(&app.metrics);
+    app.image_limits = image_limits_default();
     if (replica_id_read(app.replica, sizeof app.replica)) { fprintf(stderr, "anvil: %s\n", anv_last_error()); return 1; }
     app.store = store_open();
     if (!app.store) { fprintf(stderr, "anvil: %s\n", anv_last_error()); return 1; }

@@ -2,7 +2,8 @@
 # build-deps: cross-compiles Anvil's Windows dependencies from Debian's source packages
 # (apt-get source; a deb-src line is added when there is none) into a cache, static
 # libraries only: PCRE2, cJSON and libmicrohttpd as they are, libcurl with Schannel (the
-# Windows TLS stack: no OpenSSL to cross-build, the system's certificate store). SHA-256
+# Windows TLS stack: no OpenSSL to cross-build, the system's certificate store), and the image
+# codecs (zlib, libjpeg-turbo, libpng, libwebp, giflib; a stage of their own, below). SHA-256
 # is not built: the Windows build uses BCrypt (engine/base/digest_win.c). Nor is volk (the
 # Vulkan meta-loader): libvulkan-volk-dev ships its source, compiled by the build itself.
 # Usage: tools/windows/build-deps.sh   -> prints the prefix (ANVIL_WIN_DEPS, default
@@ -40,15 +41,17 @@ for p in "${pkgs[@]}"; do key+="$p-$(ver "$p")_"; done
 key=${key%_}_$RECIPE
 root=$cache/${key//[:~+]/.}
 prefix=$root/prefix
-if [ -f "$prefix/.done" ]; then echo "$prefix"; exit 0; fi
+# The image codecs (engine/image) are a second stage with its own key, built into the same
+# prefix, so that adding them did not rebuild the libraries above.
+img_pkgs=(zlib libjpeg-turbo libpng1.6 libwebp giflib)
+IMG_RECIPE=i1
+img_key=""
+for p in "${img_pkgs[@]}"; do img_key+="$p-$(ver "$p")_"; done
+img_key=${img_key%_}_$IMG_RECIPE
+img_done=$prefix/.done-images-${img_key//[:~+]/.}
+if [ -f "$prefix/.done" ] && [ -f "$img_done" ]; then echo "$prefix"; exit 0; fi
 
 t0=$(date +%s)
-rm -rf "$root"; mkdir -p "$root/src" "$prefix"
-cd "$root/src"
-for p in "${pkgs[@]}"; do
-  log "apt-get source $p"
-  apt-get source -qq --only-source "$p" >/dev/null 2>&1 || apt-get source --only-source "$p" >&2
-done
 srcdir() { find "$root/src" -maxdepth 1 -mindepth 1 -type d -name "$1-*" | head -1; }
 cmake_dep() {
   local name=$1 src=$2; shift 2
@@ -58,6 +61,13 @@ cmake_dep() {
     -DBUILD_SHARED_LIBS=OFF "$@" >"$root/$name.log" 2>&1 || { cat "$root/$name.log" >&2; exit 1; }
   ninja -C "$root/build-$name" -j"$jobs" install >>"$root/$name.log" 2>&1 || { tail -50 "$root/$name.log" >&2; exit 1; }
 }
+if [ ! -f "$prefix/.done" ]; then
+rm -rf "$root"; mkdir -p "$root/src" "$prefix"
+cd "$root/src"
+for p in "${pkgs[@]}"; do
+  log "apt-get source $p"
+  apt-get source -qq --only-source "$p" >/dev/null 2>&1 || apt-get source --only-source "$p" >&2
+done
 
 cmake_dep pcre2 "$(srcdir pcre2)" -DPCRE2_BUILD_PCRE2GREP=OFF -DPCRE2_BUILD_TESTS=OFF \
   -DPCRE2_BUILD_PCRE2_32=ON -DPCRE2_SUPPORT_JIT=ON -DPCRE2_STATIC_PIC=ON
@@ -79,5 +89,44 @@ mkdir -p "$root/build-mhd"
 install -m644 "$mhd/src/include/microhttpd.h" "$prefix/include/" 2>/dev/null || true
 
 touch "$prefix/.done"
+fi
+
+# Image codecs: zlib (for libpng; its inflate/deflate files by hand: Debian's source has no win32/), libjpeg-turbo without SIMD (no
+# nasm), libpng and libwebp with CMake (decoding libraries only), giflib's decoder files by hand.
+if [ ! -f "$img_done" ]; then
+  mkdir -p "$root/img-src"
+  cd "$root/img-src"
+  rm -rf ./*
+  for p in "${img_pkgs[@]}"; do
+    log "apt-get source $p"
+    apt-get source -qq --only-source "$p" >/dev/null 2>&1 || apt-get source --only-source "$p" >&2
+  done
+  imgdir() { find "$root/img-src" -maxdepth 1 -mindepth 1 -type d -name "$1-*" | head -1; }
+  cc=x86_64-w64-mingw32-gcc-posix
+  log "building zlib"
+  z=$(imgdir zlib)
+  mkdir -p "$root/build-zlib"
+  (cd "$root/build-zlib" && for f in adler32 compress crc32 deflate infback inffast inflate inftrees trees \
+     uncompr zutil; do $cc -O2 -c "$z/$f.c" -I"$z" -o $f.o || exit 1; done && x86_64-w64-mingw32-ar rcs libz.a ./*.o) \
+    >"$root/zlib.log" 2>&1 || { cat "$root/zlib.log" >&2; exit 1; }
+  install -m644 "$root/build-zlib/libz.a" "$prefix/lib/"
+  install -m644 "$z/zlib.h" "$z/zconf.h" "$prefix/include/"
+  cmake_dep libjpeg-turbo "$(imgdir libjpeg-turbo)" -DENABLE_SHARED=OFF -DENABLE_STATIC=ON -DWITH_SIMD=OFF \
+    -DWITH_TURBOJPEG=OFF -DWITH_JPEG8=OFF
+  cmake_dep libpng "$(imgdir libpng1.6)" -DPNG_SHARED=OFF -DPNG_STATIC=ON -DPNG_TESTS=OFF -DPNG_EXECUTABLES=OFF \
+    -DZLIB_LIBRARY="$prefix/lib/libz.a" -DZLIB_INCLUDE_DIR="$prefix/include" -DSKIP_INSTALL_PROGRAMS=ON
+  cmake_dep libwebp "$(imgdir libwebp)" -DWEBP_BUILD_ANIM_UTILS=OFF -DWEBP_BUILD_CWEBP=OFF -DWEBP_BUILD_DWEBP=OFF \
+    -DWEBP_BUILD_GIF2WEBP=OFF -DWEBP_BUILD_IMG2WEBP=OFF -DWEBP_BUILD_VWEBP=OFF -DWEBP_BUILD_WEBPINFO=OFF \
+    -DWEBP_BUILD_WEBPMUX=OFF -DWEBP_BUILD_EXTRAS=OFF -DWEBP_BUILD_LIBWEBPMUX=OFF
+  log "building giflib"
+  g=$(imgdir giflib)
+  mkdir -p "$root/build-giflib"
+  (cd "$root/build-giflib" && for f in dgif_lib gifalloc gif_err gif_hash openbsd-reallocarray; do
+     $cc -O2 -c "$g/$f.c" -I"$g" -o $f.o || exit 1; done && x86_64-w64-mingw32-ar rcs libgif.a ./*.o) \
+    >"$root/giflib.log" 2>&1 || { cat "$root/giflib.log" >&2; exit 1; }
+  install -m644 "$root/build-giflib/libgif.a" "$prefix/lib/"
+  install -m644 "$g/gif_lib.h" "$prefix/include/"
+  touch "$img_done"
+fi
 log "done in $(( $(date +%s) - t0 )) s: $prefix"
 echo "$prefix"

@@ -38,7 +38,7 @@ wineboot -i >/dev/null 2>&1 || true  # the wine prefix, once (~10 s)
 fails=0
 # C unit tests with a Windows build (the fork()-based store tests are not built; the rest
 # of the suite's unit tests assume POSIX tools or paths in the test itself: README, Windows).
-unit='^test_(settings|threadpool|cpu_repack|gotemplate|quantize_model|tokenizer|tokenizer_wpm|server_model_facts|gen_step|doctor|quant|chat_tools|gguf_write|chat|bench|stop_strings|reply_parse|prompt|grammar|server_http)$'
+unit='^test_(settings|threadpool|cpu_repack|gotemplate|quantize_model|tokenizer|tokenizer_wpm|server_model_facts|gen_step|doctor|quant|chat_tools|gguf_write|chat|bench|stop_strings|reply_parse|prompt|grammar|server_http|server_images)$'
 (cd "$bw" && ctest -R "$unit" -j"$jobs" --timeout 300 --output-on-failure) || fails=$((fails + 1))
 
 exe=tools/windows/anvil-wine
@@ -80,6 +80,15 @@ fi
 python3 tools/make_test_model.py --family gemma3 --preset tiny --type q8_0 \
   --out "$models/server-gemma3-tiny-q8_0.gguf" --if-changed >/dev/null
 run_py server_clients python3 tests/server/clients.py "$exe" "$models/server-gemma3-tiny-q8_0.gguf"
+# The image decoders as cross-built (tools/windows/build-deps.sh): Pillow's pixels, the hostile
+# set and every truncation, through image_dump.exe (~3 min: one wine start per file).
+if python3 -c "import PIL, numpy" 2>/dev/null; then
+  printf '#!/bin/sh\nexec wine "%s" "$@"\n' "$PWD/$bw/tests/image_dump.exe" >"$bw/image_dump-wine"
+  chmod +x "$bw/image_dump-wine"
+  run_py image_decode python3 tests/image/image_cases.py "$bw/image_dump-wine" "$bw/wine-image-cases"
+else
+  echo "test-wine: image_decode skipped: python3 lacks Pillow or numpy (tools/install-deps.sh)"
+fi
 run_py cli_habits python3 tests/cli/habits.py "$exe" "$models/server-gemma3-tiny-q8_0.gguf" --windows
 
 wait_py

@@ -27,8 +27,10 @@ set_property(TARGET PkgConfig::CJSON APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORI
 anvil_win_lib(PkgConfig::CURL libcurl.a ws2_32 crypt32 bcrypt advapi32 secur32 iphlpapi)
 target_compile_definitions(PkgConfig::CURL INTERFACE CURL_STATICLIB)
 anvil_win_lib(PkgConfig::MHD libmicrohttpd.a ws2_32)
+anvil_win_lib(PkgConfig::IMAGE_CODECS libjpeg.a ${P}/lib/libpng16.a ${P}/lib/libwebp.a ${P}/lib/libz.a)
+anvil_win_lib(GIF::GIF libgif.a)
 add_library(PkgConfig::CRYPTO INTERFACE IMPORTED GLOBAL)
-set_target_properties(PkgConfig::CRYPTO PROPERTIES INTERFACE_LINK_LIBRARIES "bcrypt;ws2_32;synchronization")
+set_target_properties(PkgConfig::CRYPTO PROPERTIES INTERFACE_LINK_LIBRARIES "bcrypt;crypt32;ws2_32;synchronization")
 find_package(Threads REQUIRED)
 
 include_directories(BEFORE SYSTEM ${CMAKE_SOURCE_DIR}/engine/base/win32)
