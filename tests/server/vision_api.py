@@ -77,5 +77,14 @@ st, _, o, raw = post_json(srv, "/api/generate", {"model": model, "prompt": "hi",
 check(st == 200 and o.get("done") is True, "text alone answered (%d %r)" % (st, raw[:200]))
 rc, _ = srv.stop()
 check(rc == 0, "server exits 0")
+# ANVIL_MAX_IMAGE_PIXELS / ANVIL_MAX_IMAGE_BYTES: an image over either limit is a 400 naming it
+w, h = Image.open(base + ".ppm").size
+for env, words in (({"ANVIL_MAX_IMAGE_PIXELS": str(w * h - 1)}, "pixels"),
+                   ({"ANVIL_MAX_IMAGE_BYTES": str(len(png) - 1)}, "bytes")):
+    srv = Server(anvil, env=env)
+    st, _, o, raw = post_json(srv, "/api/generate", {"model": model, "prompt": "x", "images": [b64]})
+    check(st == 400 and words in str(o), "%s: 400 naming the limit (%d %r)" % (env, st, raw[:200]))
+    rc, _ = srv.stop()
+    check(rc == 0, "server exits 0")
 shutil.rmtree(tmp, ignore_errors=True)
 finish()

@@ -138,6 +138,13 @@ int cmd_serve(int argc, char **argv) {
     app.started_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     metrics_init(&app.metrics);
     app.image_limits = image_limits_default();
+    uint64_t image_pixels = (uint64_t)app.image_limits.max_pixels;
+    if (env_size("ANVIL_MAX_IMAGE_BYTES", app.image_limits.max_bytes, &app.image_limits.max_bytes) ||
+        anv_setting_u64("ANVIL_MAX_IMAGE_PIXELS", 1, (uint64_t)1 << 40, &image_pixels) < 0) {
+        fprintf(stderr, "anvil: %s\n", anv_last_error());
+        return 1;
+    }
+    app.image_limits.max_pixels = (int64_t)image_pixels;
     if (replica_id_read(app.replica, sizeof app.replica)) { fprintf(stderr, "anvil: %s\n", anv_last_error()); return 1; }
     app.store = store_open();
     if (!app.store) { fprintf(stderr, "anvil: %s\n", anv_last_error()); return 1; }
