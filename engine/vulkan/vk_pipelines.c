@@ -10,6 +10,7 @@
 #include "quant.h"
 #include "vk_internal.h"
 #include "vk_spirv.h"
+#include "vk_coopmat.h"
 #include "vk_int8.h"
 #include "vk_wide.h"
 #include "hash.h"
@@ -86,7 +87,7 @@ void vkp_describe(int id, vkp_desc *d) {
         case VKP_ROPE_STORE_F16: snprintf(d->name, sizeof d->name, "rope_store_f16"); d->n_bind = 6; d->pc_size = 96; break;
         case VKP_ROPE_STORE_Q8_0: snprintf(d->name, sizeof d->name, "rope_store_q8_0"); d->n_bind = 6; d->pc_size = 96; break;
         case VKP_ROPE_STORE_Q4_0: snprintf(d->name, sizeof d->name, "rope_store_q4_0"); d->n_bind = 6; d->pc_size = 96; break;
-        default: if (!vkq_describe(id, d)) vkw_describe(id, d); break; /* integer-dot (vk_int8.c), repacked-layout kernels */
+        default: if (!vk_coopmat_describe(id, d) && !vkq_describe(id, d)) vkw_describe(id, d); break; /* integer-dot (vk_int8.c), repacked-layout kernels */
         }
     }
 }
@@ -176,6 +177,10 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
     if (p->pipe[variant]) return p->pipe[variant];
     if (be_failed(&c->base)) return VK_NULL_HANDLE;
     const vkp_desc *d = &p->desc;
+    if (d->spec == VKP_SPEC_CM && !c->use_coopmat) { /* never on a configuration the device does not advertise */
+        be_fail(&c->base, "Vulkan: %s requested without a cooperative-matrix configuration", d->name);
+        return VK_NULL_HANDLE;
+    }
     if (!p->layout_ready) {
         VkDescriptorSetLayoutBinding b[8];
         for (int i = 0; i < d->n_bind; i++)
@@ -204,22 +209,24 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
     free(code);
     if (r != VK_SUCCESS) { be_fail(&c->base, "Vulkan: shader module %s failed (%s)", p->used_name, vkl_result_name(r)); return VK_NULL_HANDLE; }
 
-    uint32_t spec[3] = { 0, 0, 0 };
+    uint32_t spec[7] = { 0 };
     uint32_t n_spec = 0;
     switch (d->spec) {
     case VKP_SPEC_WG: spec[0] = 64; n_spec = 1; break;
     case VKP_SPEC_MV: spec[0] = 64; spec[1] = 1u << (variant / 4); spec[2] = 1u << (variant % 4); n_spec = 3; break;
     case VKP_SPEC_MM: spec[0] = 256; spec[1] = 64; spec[2] = 64; n_spec = 3; break;
+    case VKP_SPEC_CM: vk_coopmat_spec(&c->info, spec); n_spec = 7; break;
     default: break;
     }
-    VkSpecializationMapEntry me[3];
+    VkSpecializationMapEntry me[7];
     for (uint32_t i = 0; i < n_spec; i++) me[i] = (VkSpecializationMapEntry){ i, i * 4, 4 };
     VkSpecializationInfo si = { .mapEntryCount = n_spec, .pMapEntries = me, .dataSize = n_spec * 4, .pData = spec };
     /* Subgroup kernels: the device's widest subgroup, full subgroups (every kernel's
      * workgroup is 64, a multiple of any power-of-two size up to 64). */
-    const bool sized = d->has_sg && c->use_subgroup && c->use_sgsize && c->sg_required;
+    const bool cm_sized = d->spec == VKP_SPEC_CM && c->info.sg_size_control; /* vk_coopmat.c's 4 subgroups */
+    const bool sized = (d->has_sg && c->use_subgroup && c->use_sgsize && c->sg_required) || cm_sized;
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo rs = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
-                                                               .requiredSubgroupSize = c->sg_required };
+                                                               .requiredSubgroupSize = cm_sized ? c->info.coopmat_sg : c->sg_required };
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,

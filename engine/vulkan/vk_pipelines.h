@@ -40,6 +40,8 @@ enum {
     VKP_MMV_GLU_W, VKP_MMV_GLU_W_LAST = VKP_MMV_GLU_W + VKW_N_TYPES - 1, /* their "_w" twins (vk_wide.c's types) */
     VKP_MMVQ_X, VKP_MMVQ_X_LAST = VKP_MMVQ_X + VKQ_N_IDS - 1, /* integer-dot mat-vec of Q4_1..Q6_K (vk_int8.c) */
     VKP_GLU_SIGMOID, VKP_CONV1D_STATE, VKP_DELTA_NET, /* qwen35 */
+    VKP_MM_CM, /* cooperative-matrix twins of VKP_MM (per type) and VKP_MM_W (vk_coopmat.c) */
+    VKP_MM_CM_W = VKP_MM_CM + VKP_N_TYPES, VKP_MM_CM_W_LAST = VKP_MM_CM_W + VKW_N_TYPES - 1,
     VKP_COUNT
 };
 
@@ -51,7 +53,7 @@ static inline int vkp_ntok_variant(int n_tok) { return n_tok <= 1 ? 0 : n_tok <=
 static inline int vkp_rows_index(uint32_t rows) { return rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3; }
 static inline int vkp_mv_variant(int n_tok, uint32_t rows) { return vkp_ntok_variant(n_tok) + 4 * vkp_rows_index(rows); }
 
-typedef enum { VKP_SPEC_NONE, VKP_SPEC_WG, VKP_SPEC_MV, VKP_SPEC_MM } vkp_spec_kind;
+typedef enum { VKP_SPEC_NONE, VKP_SPEC_WG, VKP_SPEC_MV, VKP_SPEC_MM, VKP_SPEC_CM } vkp_spec_kind;
 
 typedef struct {
     char name[48];          /* SPIR-V base name; "_sg"/"_f16" appended when those paths are used */

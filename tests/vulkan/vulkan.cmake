@@ -154,3 +154,37 @@ if(TARGET test_vulkan_model)
     endif()
   endif()
 endif()
+# The cooperative-matrix mat-mat (test_vulkan_coopmat, label `coopmat`): on the host's lavapipe it
+# checks the path is absent with a reason; on trixie-backports' lavapipe 26.1 (VK_KHR_cooperative_matrix,
+# 8x8x8) the host-built binary runs on the Debian 13 root's C library (tools/coopmat/in-root.sh, no
+# chroot) under that root's validation layer: every weight type, wide layout on and off, and
+# ANVIL_VK_DISABLE=coopmat. Without the root (ANVIL_TRIXIE_ROOT / $TRIXIE_ROOT) or the
+# "_cm" kernels the label's test is skipped with one line.
+if(TEST test_vulkan_coopmat)
+  set_tests_properties(test_vulkan_coopmat PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV}" LABELS coopmat)
+  set(_cm_root "${ANVIL_TRIXIE_ROOT}")
+  set(_cm_skip "")
+  if(ANVIL_COOPMAT_WHY)
+    set(_cm_skip "${ANVIL_COOPMAT_WHY}")
+  elseif(NOT _cm_root OR NOT EXISTS ${_cm_root}/opt/mesa-bpo/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so)
+    set(_cm_skip "no Debian 13 root with trixie-backports' Mesa at '${_cm_root}' (set TRIXIE_ROOT or -DANVIL_TRIXIE_ROOT)")
+  endif()
+  if(_cm_skip)
+    add_test(NAME test_vulkan_coopmat_lvp26 COMMAND ${CMAKE_COMMAND} -E echo "coopmat on lavapipe 26.1 skipped: ${_cm_skip}")
+    set_tests_properties(test_vulkan_coopmat_lvp26 PROPERTIES LABELS coopmat PASS_REGULAR_EXPRESSION "skipped"
+                         SKIP_REGULAR_EXPRESSION "skipped")
+  else()
+    set(_cm_icd ${CMAKE_BINARY_DIR}/lvp26_icd.json) # the root's ICD file names its library by an in-root path
+    file(WRITE ${_cm_icd} "{\"ICD\": {\"api_version\": \"1.4.0\", \"library_path\": \"${_cm_root}/opt/mesa-bpo/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so\"}, \"file_format_version\": \"1.0.1\"}\n")
+    set(_cm_env "ANVIL_VK_VALIDATE=1;ANVIL_VK_REQUIRE=1;ASAN_OPTIONS=detect_leaks=0;VK_ICD_FILENAMES=${_cm_icd}"
+                "VK_LAYER_PATH=${_cm_root}/usr/share/vulkan/explicit_layer.d")
+    foreach(v "lvp26;ANVIL_VK_REQUIRE_COOPMAT=1" "lvp26_no_wide;ANVIL_VK_REQUIRE_COOPMAT=1;ANVIL_VK_DISABLE=wide"
+              "lvp26_off;ANVIL_VK_DISABLE=coopmat")
+      list(GET v 0 _n)
+      list(REMOVE_AT v 0)
+      add_test(NAME test_vulkan_coopmat_${_n} COMMAND ${CMAKE_SOURCE_DIR}/tools/coopmat/in-root.sh ${_cm_root}
+               $<TARGET_FILE:test_vulkan_coopmat> WORKING_DIRECTORY ${ANVIL_TESTS})
+      set_tests_properties(test_vulkan_coopmat_${_n} PROPERTIES TIMEOUT 600 LABELS coopmat ENVIRONMENT "${_cm_env};${v}")
+    endforeach()
+  endif()
+endif()
