@@ -482,6 +482,7 @@ static bool has_wide_kernel(const char *k) {
 /* The optional paths the kernels belong to, most specific first. */
 static int candidates(const char *kernels, bool sgsize, const char **out) {
     int n = 0;
+    if (strstr(kernels, "_cm")) out[n++] = "coopmat"; /* the scalar tiled mat-mat instead (vk_coopmat.c) */
     if (strstr(kernels, "_glu_") || strstr(kernels, "rope_store")) out[n++] = "fuse"; /* the unfused ops instead */
     if (strstr(kernels, "flash_attn_split") || strstr(kernels, "flash_attn_merge")) out[n++] = "splitk"; /* the single-pass kernel instead */
     if (strstr(kernels, "_sg")) { if (sgsize) out[n++] = "sgsize"; out[n++] = "subgroup"; }
@@ -561,7 +562,7 @@ int gpu_verify_run(backend *gpu, gv_target t, const model *m, gv_report *r) {
                 r->n_fail++;
                 fmt(c->fix, sizeof c->fix, "%s", no_fix_advice(t));
 #ifdef ANVIL_HAVE_VULKAN
-                const char *cand[8];
+                const char *cand[10];
                 int nc = t.kind == DEV_BACKEND_VULKAN && vk_backend_is(gpu) ? candidates(c->kernels, paths.sgsize, cand) : 0;
                 for (int k = 0; k < nc; k++) {
                     char dis[160];

@@ -171,6 +171,9 @@ void vk_tune_shutdown(vk_ctx *c);
 /* Rows per workgroup for mat-vec pipeline `pipe` on this weight (K = pc[0]); the first
  * use of a (kernel, K class) times every variant on b/pc (output to a scratch buffer). */
 uint32_t vk_tune_mv_rows(vk_ctx *c, int pipe, const vk_binding *b, const uint32_t *pc, uint32_t nrows, uint64_t w_bytes);
+/* Prompts: use coopmat pipeline cm (true) or the tiled mm? The first use of a (kernel, K class)
+ * times both on b/pc (up to 64 of the nt tokens, into a scratch output); tuning off: true. */
+bool vk_tune_mm_coopmat(vk_ctx *c, int mm, int cm, const vk_binding *b, const uint32_t *pc, uint32_t nrows, uint32_t nt, uint64_t bytes);
 
 /* vk_ops.c: argument checks shared with vk_attention.c (sticky error on failure). vk_span:
  * the one chunk holding bytes [t->offset + off, + n) of t, its local offset; vk_elem_ranges:

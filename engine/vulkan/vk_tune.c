@@ -6,7 +6,11 @@
  * ANVIL_VK_TUNE=0 turns it off (the default rows), =1 re-times everything (`anvil bench
  * --tune`); ANVIL_VK_MV_ROWS=N forces one variant. Every variant computes the same sums in
  * the same order (rows only change which workgroup owns a row), so tuning never changes
- * results; tests run the op suite under each variant (ANVIL_VK_MV_ROWS). */
+ * results; tests run the op suite under each variant (ANVIL_VK_MV_ROWS).
+ * Prompts: where the device has the cooperative-matrix mat-mat (vk_coopmat.c), the first use
+ * of a (kernel, K class) times it against the scalar tiled kernel on the real weights (up to
+ * 64 tokens) and keeps the faster (cached the same way: rows 1 = coopmat, 0 = tiled); with
+ * tuning off the coopmat kernel is used. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "vk_internal.h"
+#include "vk_coopmat.h"
 #include "hash.h"
 
 #define TUNE_REPS 6
@@ -31,7 +36,7 @@ static int pipe_by_name(const vk_ctx *c, const char *name) {
     for (int p = 0; p < VKP_COUNT; p++) {
         char n[72];
         const vkp_desc *d = &c->pipes[p].desc;
-        if (d->spec != VKP_SPEC_MV) continue;
+        if (d->spec != VKP_SPEC_MV && d->spec != VKP_SPEC_CM) continue;
         snprintf(n, sizeof n, "%s%s", d->name, d->has_sg && c->use_subgroup ? "_sg" : "");
         if (!strcmp(n, name)) return p;
     }
@@ -83,7 +88,8 @@ void vk_tune_init(vk_ctx *c) {
     unsigned rows;
     while (fscanf(f, "%71s %d %u%*[^\n]", name, &kc, &rows) == 3) {
         int p = pipe_by_name(c, name);
-        if (p >= 0 && (rows == 1 || rows == 2 || rows == 4 || rows == 8) && !find(c, p, kc)) add(c, p, kc, rows);
+        const bool cm = p >= 0 && c->pipes[p].desc.spec == VKP_SPEC_CM; /* rows: 1 coopmat, 0 tiled */
+        if (p >= 0 && (cm ? rows <= 1 : (rows == 1 || rows == 2 || rows == 4 || rows == 8)) && !find(c, p, kc)) add(c, p, kc, rows);
     }
     fclose(f);
 }
@@ -100,7 +106,8 @@ static void save(vk_ctx *c) {
         const vk_tune_entry *e = &c->tune[i];
         char n[72];
         fprintf(f, "%s %d %u", pipe_name(c, e->pipe, n, sizeof n), e->kclass, e->rows);
-        if (e->timed) fprintf(f, "   # us: %.1f %.1f %.1f %.1f", e->us[0], e->us[1], e->us[2], e->us[3]);
+        if (e->timed && c->pipes[e->pipe].desc.spec == VKP_SPEC_CM) fprintf(f, "   # us tiled/coopmat: %.1f %.1f", e->us[0], e->us[1]);
+        else if (e->timed) fprintf(f, "   # us: %.1f %.1f %.1f %.1f", e->us[0], e->us[1], e->us[2], e->us[3]);
         fputc('\n', f);
     }
     if (fclose(f) == 0) rename(tmp, c->tune_path);
@@ -162,6 +169,51 @@ uint32_t vk_tune_mv_rows(vk_ctx *c, int pipe, const vk_binding *b, const uint32_
     return best_rows;
 }
 
+/* One timed dispatch series (min of 2 after a warm-up that also creates the pipeline), in us. */
+static double time_mm(vk_ctx *c, int pipe, const vk_binding *b, const uint32_t *pc, uint32_t gx, uint32_t gy, uint64_t bytes) {
+    vk_dispatch(c, pipe, 0, b, 3, pc, gx, gy, 1, bytes);
+    vk_flush(c);
+    double t = 1e30;
+    for (int rep = 0; rep < 2 && !be_failed(&c->base); rep++) {
+        double t0 = now_us();
+        vk_dispatch(c, pipe, 0, b, 3, pc, gx, gy, 1, bytes);
+        vk_flush(c);
+        double dt = now_us() - t0;
+        if (dt < t) t = dt;
+    }
+    return t;
+}
+
+bool vk_tune_mm_coopmat(vk_ctx *c, int mm, int cm, const vk_binding *b, const uint32_t *pc, uint32_t nrows, uint32_t nt, uint64_t bytes) {
+    if (c->tune_mode == 0 || be_failed(&c->base)) return true;
+    const int kc = kclass(pc[0]);
+    vk_tune_entry *e = find(c, cm, kc);
+    if (e) return e->rows == 1;
+    if (vk_flush(c) != 0) return true;
+    const uint32_t tt = nt < 64 ? nt : 64;
+    vk_storage *out = vk_storage_new(c, (size_t)nrows * tt * 4 + 64, 4, false);
+    if (!out || out->n_chunks != 1) { if (out) vk_storage_free(c, out); return true; }
+    vk_binding tb[3] = { b[0], b[1], { &out->chunk[0], true } };
+    uint32_t tpc[11];
+    memcpy(tpc, pc, sizeof tpc);
+    tpc[2] = tt; tpc[7] = 0; tpc[8] = nrows; tpc[9] = 0;
+    const uint32_t bm = vk_coopmat_rows(&c->info), bn = vk_coopmat_toks(&c->info);
+    double us[2];
+    us[0] = time_mm(c, mm, tb, tpc, (nrows + 63) / 64, (tt + 63) / 64, bytes);
+    us[1] = time_mm(c, cm, tb, tpc, (nrows + bm - 1) / bm, (tt + bn - 1) / bn, bytes);
+    vk_storage_free(c, out);
+    if (be_failed(&c->base)) return true;
+    const bool use_cm = us[1] <= us[0];
+    e = add(c, cm, kc, use_cm ? 1u : 0u);
+    if (e) { e->us[0] = us[0]; e->us[1] = us[1]; e->timed = true; }
+    c->tune_dirty = true;
+    save(c);
+    char n[72];
+    anv_log("%s: tuned %s (K %u, %u rows, %u tokens): %s (tiled/coopmat: %.1f/%.1f us)", c->name, pipe_name(c, cm, n, sizeof n),
+            pc[0], nrows, tt, use_cm ? "coopmat" : "tiled", us[0], us[1]);
+    return use_cm;
+}
+
 int vk_backend_tuning(backend *be, char *out, size_t out_len) {
     if (out_len) out[0] = 0;
     if (!vk_backend_is(be)) return 0;
@@ -169,8 +221,11 @@ int vk_backend_tuning(backend *be, char *out, size_t out_len) {
     size_t o = 0;
     for (int i = 0; i < c->n_tune; i++) {
         char n[72];
-        int w = snprintf(out + o, o < out_len ? out_len - o : 0, "%s%s K~2^%d: %u rows", i ? "; " : "",
-                         pipe_name(c, c->tune[i].pipe, n, sizeof n), c->tune[i].kclass, c->tune[i].rows);
+        const bool cm = c->pipes[c->tune[i].pipe].desc.spec == VKP_SPEC_CM;
+        int w = cm ? snprintf(out + o, o < out_len ? out_len - o : 0, "%s%s K~2^%d: %s", i ? "; " : "", pipe_name(c, c->tune[i].pipe, n, sizeof n),
+                              c->tune[i].kclass, c->tune[i].rows ? "coopmat" : "tiled")
+                   : snprintf(out + o, o < out_len ? out_len - o : 0, "%s%s K~2^%d: %u rows", i ? "; " : "",
+                              pipe_name(c, c->tune[i].pipe, n, sizeof n), c->tune[i].kclass, c->tune[i].rows);
         if (w > 0) o += (size_t)w;
         if (o >= out_len) { o = out_len ? out_len - 1 : 0; break; }
     }

@@ -6,7 +6,9 @@
  * lavapipe (no VK_KHR_cooperative_matrix) the path is absent and a reason must be given; the
  * ctest label `coopmat` runs it on trixie-backports' lavapipe 26.1 (tools/coopmat/in-root.sh)
  * with ANVIL_VK_REQUIRE_COOPMAT=1, under the validation layer with zero messages, in both
- * weight layouts (wide on and off) and with ANVIL_VK_DISABLE=coopmat. */
+ * weight layouts (wide on and off) and with ANVIL_VK_DISABLE=coopmat, with the autotuner off
+ * (ANVIL_VK_TUNE=0: the coopmat kernel always) and re-timing (ANVIL_VK_TUNE=1: it picks coopmat
+ * or the tiled kernel per weight, and must say so in vk_backend_tuning). */
 #include "ref_ops.h"
 #include "vk_testlib.h"
 
@@ -25,8 +27,9 @@ static int64_t cols_for(uint32_t type) {
     return 256 * 2;
 }
 
-/* One matmul of a type on views; the kernels it ran must be coopmat ones iff `on`. */
-static void check_matmul(backend *be, uint32_t type, int nt, bool acc, bool on) {
+/* One matmul of a type on views; the kernels it ran must be coopmat ones iff `on` (unless the
+ * autotuner chooses: `tuned`). */
+static void check_matmul(backend *be, uint32_t type, int nt, bool acc, bool on, bool tuned) {
     const int64_t K = cols_for(type), N = 45;
     float *w = malloc(sizeof(float) * K * (N + 3)), *x = malloc(sizeof(float) * K * nt), *o0 = malloc(sizeof(float) * N * (nt + 1));
     float *got = malloc(sizeof(float) * N * nt), *ref = malloc(sizeof(float) * N * nt);
@@ -50,7 +53,8 @@ static void check_matmul(backend *be, uint32_t type, int nt, bool acc, bool on) 
     ref_matmul(type, (uint8_t *)q + 3 * qtype_row_size(type, K), K, N, x, ref, nt, acc);
     const float err = tu_rel_err(got, ref, N * nt);
     CHECKF(err < 4e-3f, "matmul %s n_tok %d acc %d rel err %g (kernels %s)", qtype_get(type)->name, nt, acc, err, kernels);
-    CHECKF((strstr(kernels, "_cm") != NULL) == on, "%s n_tok %d: kernels %s with coopmat %s", qtype_get(type)->name, nt, kernels, on ? "on" : "off");
+    if (!tuned || !on)
+        CHECKF((strstr(kernels, "_cm") != NULL) == on, "%s n_tok %d: kernels %s with coopmat %s", qtype_get(type)->name, nt, kernels, on ? "on" : "off");
     be_tensor_free(wt); be_tensor_free(xt); be_tensor_free(ot);
     free(q); free(w); free(x); free(o0); free(got); free(ref);
 }
@@ -71,13 +75,23 @@ static void test_coopmat(void) {
         CHECKF(info.coopmat, "ANVIL_VK_REQUIRE_COOPMAT=1 but: %s", info.coopmat_why);
         if (info.coopmat) CHECK(info.coopmat_m && info.coopmat_n && info.coopmat_k && 32 % info.coopmat_k == 0 && info.coopmat_sg);
     }
+    const char *tune = getenv("ANVIL_VK_TUNE");
+    const bool tuned = !(tune && !strcmp(tune, "0"));
     const int toks[] = { 33, 70 };
     for (int ti = 0; ti < N_TYPES; ti++)
         for (int k = 0; k < 2; k++)
             for (int acc = 0; acc < 2; acc++) {
                 if (toks[k] <= paths.mv_max_tok) continue; /* the mat-vec kernels serve that batch */
-                check_matmul(be, k_types[ti], toks[k], acc != 0, paths.coopmat);
+                check_matmul(be, k_types[ti], toks[k], acc != 0, paths.coopmat, tuned);
             }
+    char choices[8192];
+    vk_backend_tuning(be, choices, sizeof choices);
+    if (paths.coopmat && tuned) { /* every weight type's choice was timed and reported */
+        int n = 0;
+        for (const char *p = strstr(choices, "_cm K~"); p; p = strstr(p + 1, "_cm K~")) n++;
+        printf("autotuner: %d coopmat/tiled choices (%.300s...)\n", n, choices);
+        CHECKF(n >= N_TYPES, "%d coopmat/tiled choices for %d types: %s", n, N_TYPES, choices);
+    }
     CHECKF(be_error(be) == NULL, "sticky error: %s", be_error(be));
     be->ops->destroy(be);
 }

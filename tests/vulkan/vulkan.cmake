@@ -158,7 +158,7 @@ endif()
 # checks the path is absent with a reason; on trixie-backports' lavapipe 26.1 (VK_KHR_cooperative_matrix,
 # 8x8x8) the host-built binary runs on the Debian 13 root's C library (tools/coopmat/in-root.sh, no
 # chroot) under that root's validation layer: every weight type, wide layout on and off, and
-# ANVIL_VK_DISABLE=coopmat. Without the root (ANVIL_TRIXIE_ROOT / $TRIXIE_ROOT) or the
+# ANVIL_VK_DISABLE=coopmat, the autotuner off (coopmat always) and re-timing (its choice). Without the root (ANVIL_TRIXIE_ROOT / $TRIXIE_ROOT) or the
 # "_cm" kernels the label's test is skipped with one line.
 if(TEST test_vulkan_coopmat)
   set_tests_properties(test_vulkan_coopmat PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV}" LABELS coopmat)
@@ -178,8 +178,9 @@ if(TEST test_vulkan_coopmat)
     file(WRITE ${_cm_icd} "{\"ICD\": {\"api_version\": \"1.4.0\", \"library_path\": \"${_cm_root}/opt/mesa-bpo/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so\"}, \"file_format_version\": \"1.0.1\"}\n")
     set(_cm_env "ANVIL_VK_VALIDATE=1;ANVIL_VK_REQUIRE=1;ASAN_OPTIONS=detect_leaks=0;VK_ICD_FILENAMES=${_cm_icd}"
                 "VK_LAYER_PATH=${_cm_root}/usr/share/vulkan/explicit_layer.d")
-    foreach(v "lvp26;ANVIL_VK_REQUIRE_COOPMAT=1" "lvp26_no_wide;ANVIL_VK_REQUIRE_COOPMAT=1;ANVIL_VK_DISABLE=wide"
-              "lvp26_off;ANVIL_VK_DISABLE=coopmat")
+    foreach(v "lvp26;ANVIL_VK_REQUIRE_COOPMAT=1;ANVIL_VK_TUNE=0" "lvp26_no_wide;ANVIL_VK_REQUIRE_COOPMAT=1;ANVIL_VK_DISABLE=wide;ANVIL_VK_TUNE=0"
+              "lvp26_off;ANVIL_VK_DISABLE=coopmat;ANVIL_VK_TUNE=0"
+              "lvp26_tuned;ANVIL_VK_REQUIRE_COOPMAT=1;ANVIL_VK_TUNE=1;XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/coopmat-tune-cache")
       list(GET v 0 _n)
       list(REMOVE_AT v 0)
       add_test(NAME test_vulkan_coopmat_${_n} COMMAND ${CMAKE_SOURCE_DIR}/tools/coopmat/in-root.sh ${_cm_root}
