@@ -19,7 +19,12 @@ run_suite() {
 }
 
 echo "== release build + tests"
-run_suite build -DCMAKE_BUILD_TYPE=Release
+# The cooperative-matrix shaders need glslang >= 15 and their tests (label coopmat) trixie-backports'
+# lavapipe: a Debian 13 root gives both ($TRIXIE_ROOT, else the cached one of tools/aco/make-root.sh);
+# without one the release build goes on without them and the coopmat tests say why they skip.
+trixie=${TRIXIE_ROOT:-}
+if [ -z "$trixie" ] && [ -x tools/aco/make-root.sh ]; then trixie=$(tools/aco/make-root.sh) || trixie=""; fi
+run_suite build -DCMAKE_BUILD_TYPE=Release ${trixie:+-DANVIL_TRIXIE_ROOT=$trixie}
 if [ "${ANVIL_TEST_HIP:-1}" != 0 ] && command -v hipcc >/dev/null 2>&1; then
   # The HIP backend: the kernels for every gfx target (-Werror), the spill gate and the
   # fake-runtime tests (label hip; ctest adds the model fixtures they need). No GPU needed.

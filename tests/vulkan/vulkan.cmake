@@ -166,6 +166,8 @@ if(TEST test_vulkan_coopmat)
   set(_cm_skip "")
   if(ANVIL_COOPMAT_WHY)
     set(_cm_skip "${ANVIL_COOPMAT_WHY}")
+  elseif(ANVIL_SANITIZE) # the root has no sanitizer runtime for the host-built binary
+    set(_cm_skip "sanitizer build (the release build runs them)")
   elseif(NOT _cm_root OR NOT EXISTS ${_cm_root}/opt/mesa-bpo/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so)
     set(_cm_skip "no Debian 13 root with trixie-backports' Mesa at '${_cm_root}' (set TRIXIE_ROOT or -DANVIL_TRIXIE_ROOT)")
   endif()
