@@ -189,5 +189,20 @@ if(TEST test_vulkan_coopmat)
                $<TARGET_FILE:test_vulkan_coopmat> WORKING_DIRECTORY ${ANVIL_TESTS})
       set_tests_properties(test_vulkan_coopmat_${_n} PROPERTIES TIMEOUT 600 LABELS coopmat ENVIRONMENT "${_cm_env};${v}")
     endforeach()
+    # doctor --verify covers the "_cm" kernels (tolerance of the fp16 tiles), and a planted wrong
+    # one (ANVIL_VK_TEST_BREAK) is reported with the checked fix ANVIL_VK_DISABLE=coopmat.
+    foreach(v "verify;;ok   matmul [^\n]*_cm" "verify_broken;ANVIL_VK_TEST_BREAK=mul_mm_q4_0_w_cm;fix: ANVIL_VK_DISABLE=coopmat \\(checked")
+      list(GET v 0 _n)
+      list(GET v 1 _brk)
+      list(GET v 2 _pass)
+      add_test(NAME test_vulkan_coopmat_lvp26_${_n} COMMAND ${CMAKE_SOURCE_DIR}/tools/coopmat/in-root.sh ${_cm_root}
+               $<TARGET_FILE:anvil> doctor --verify ${ANVIL_TEST_MODELS}/llama-tiny-q4_0.gguf --all)
+      set_tests_properties(test_vulkan_coopmat_lvp26_${_n} PROPERTIES TIMEOUT 600 LABELS coopmat
+        FIXTURES_REQUIRED anvil_model_llama-tiny-q4_0 PASS_REGULAR_EXPRESSION "${_pass}"
+        ENVIRONMENT "${_cm_env};ANVIL_VK_VISIBLE_DEVICES=0;ANVIL_VK_TUNE=0;XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/coopmat-verify-${_n};${_brk}")
+      if(NOT _brk)
+        set_tests_properties(test_vulkan_coopmat_lvp26_${_n} PROPERTIES FAIL_REGULAR_EXPRESSION "FAIL;validation")
+      endif()
+    endforeach()
   endif()
 endif()
