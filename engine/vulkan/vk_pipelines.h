@@ -3,6 +3,7 @@
 #ifndef ANVIL_VK_PIPELINES_H
 #define ANVIL_VK_PIPELINES_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #ifndef VK_NO_PROTOTYPES
 #define VK_NO_PROTOTYPES
@@ -75,4 +76,16 @@ typedef struct {
 } vk_pipeline;
 
 void vkp_describe(int id, vkp_desc *out);
+/* How many pipelines (variants) one id can have: the 16 ROWS x NTOK ones of a mat-vec kernel, else 1. */
+static inline int vkp_n_variants(const vkp_desc *d) { return d->spec == VKP_SPEC_MV ? VKP_N_VARIANTS : 1; }
+/* The specialization constants vk_pipeline_get sets for a variant (written to spec, count
+ * returned). The one truth for them: the ACO gate (tools/aco/) compiles with these too. */
+uint32_t vkp_spec_constants(const vkp_desc *d, int variant, uint32_t spec[3]);
+/* The SPIR-V variant a description resolves to ("_sg" / "_f16" when those paths are used). */
+void vkp_variant_name(const vkp_desc *d, bool use_subgroup, bool use_fp16, char *out, size_t n);
+/* The required subgroup size the pipeline is created with (with full subgroups), 0 for none:
+ * subgroup kernels get the device's widest size when size control is used (sg_required, else 0). */
+static inline uint32_t vkp_required_subgroup_size(const vkp_desc *d, bool use_subgroup, uint32_t sg_required) {
+    return d->has_sg && use_subgroup ? sg_required : 0;
+}
 #endif

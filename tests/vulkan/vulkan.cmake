@@ -33,6 +33,9 @@ if(TEST test_vulkan_fused)
     add_test(NAME test_vulkan_fused_no_${p} COMMAND test_vulkan_fused WORKING_DIRECTORY ${ANVIL_TESTS})
     set_tests_properties(test_vulkan_fused_no_${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=${p}")
   endforeach()
+  # rows 1: the fused kernels' widest token tiles (2 weights x ROWS x TT sums per lane)
+  add_test(NAME test_vulkan_fused_rows1 COMMAND test_vulkan_fused WORKING_DIRECTORY ${ANVIL_TESTS})
+  set_tests_properties(test_vulkan_fused_rows1 PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_MV_ROWS=1")
 endif()
 # The integer-dot mat-vec of Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K (test_vulkan_int8): every path, int8
 # off (the float kernels run), subgroup off, wide off (the GGUF layout), each forced ROWS.
