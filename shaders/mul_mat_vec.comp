@@ -157,6 +157,10 @@ void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint row0 = (gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x) * ROWS;
     if (row0 >= pc.nrows) return;
+    if (NTOK <= TT) { // one tile (a constant once specialized): no loop, as without tiles
+        mv_tile(tid, row0, 0u);
+        return;
+    }
     [[dont_unroll]] for (uint t0 = 0u; t0 < NTOK && t0 < pc.ntok; t0 += TT) {
         if (t0 > 0u) barrier(); // red is reused
         mv_tile(tid, row0, t0);

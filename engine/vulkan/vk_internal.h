@@ -43,7 +43,7 @@ typedef struct {
 } vk_storage;
 
 /* One autotuned choice (vk_tune.c). */
-typedef struct { int pipe; int kclass; uint32_t rows; double us[4]; bool timed; } vk_tune_entry;
+typedef struct { int pipe; int kclass, tclass; uint32_t rows; double us[4]; bool timed; } vk_tune_entry; /* tclass: 1, 2, 4, 8 tokens */
 
 /* ---- the backend context ---- */
 typedef struct vk_ctx {
