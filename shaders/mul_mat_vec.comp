@@ -1,7 +1,11 @@
 #version 450
 // mul_mat_vec: out[t][r] (+)= sum_c W[r][c] * x[t][c] for few tokens (NTOK <= 8, spec
-// constant): each weight byte is read once for all tokens. ROWS rows per workgroup;
-// the partial sums are reduced with subgroup adds (USE_SUBGROUP) or in shared memory.
+// constant). The tokens go in tiles of TT (the x runs held stay within MV_TILE_X4 vec4s, the
+// sums within MV_TILE_ACC): one pass over the workgroup's weights per tile, the later
+// passes mostly from cache; registers grow with TT, never with NTOK (the ACO gate,
+// tools/aco/, holds every variant to no spills and its VGPR budget). ROWS rows per
+// workgroup; the partial sums are reduced with subgroup adds (USE_SUBGROUP) or in shared
+// memory. Each token's sum order is the same at every NTOK and TT.
 // DQ_WIDE: W in the repacked layout, each lane reading one uvec4 of quants per unit and
 // the units of a subgroup adjacent (dequant.glsl). The per-row sum order depends only on
 // the lane and WG, never on ROWS (the autotuner's variants give identical results).
@@ -42,13 +46,19 @@ layout(push_constant) uniform PC {
 #define DQ_UNITS
 #include "dequant.glsl"
 #define MV_BLOCK_BYTES ((MV_QK / QK) * BLOCK_BYTES)
+#define MV_TILE_X4 8u   // x vec4s held per lane
+#define MV_TILE_ACC 16u // sums held per lane
+const uint TT_X = MV_TILE_X4 / MV_RUNS > 0u ? MV_TILE_X4 / MV_RUNS : 1u;
+const uint TT_ACC = MV_TILE_ACC / (MV_NW * ROWS) > 0u ? MV_TILE_ACC / (MV_NW * ROWS) : 1u;
+const uint TT_MAX = TT_X < TT_ACC ? TT_X : TT_ACC;
+const uint TT = NTOK / ((NTOK + TT_MAX - 1u) / TT_MAX); // min(NTOK, TT_MAX) for powers of two
 
-shared float red[ROWS * NTOK * WG];
+shared float red[ROWS * TT * WG];
 
 vec4 ldx(uint i) { return vec4(xf[i], xf[i + 1u], xf[i + 2u], xf[i + 3u]); }
 
-float acc[MV_NW * ROWS * NTOK]; // weight g, row r, token t at (g * ROWS + r) * NTOK + t
-vec4 xv[NTOK * MV_RUNS];        // the x runs of the current unit
+float acc[MV_NW * ROWS * TT]; // weight g, row r, token t0 + t at (g * ROWS + r) * TT + t
+vec4 xv[TT * MV_RUNS];        // the x runs of the current unit
 
 // Adds weight g's rows (at byte wo) times the unit of xv into acc. A function called with a
 // constant g: once inlined, MV_GLU's buffer index wsel is a constant at every load.
@@ -60,19 +70,17 @@ void mv_unit(const uint g, const uint wo, const uint row0, const uint b, const u
         if (row0 + r >= pc.nrows) break;
         vec4 v[MV_RUNS];
         dq_unit_at(wo + (row0 + r) * pc.w_stride, pc.ncols / QK, b, u, v);
-        [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+        [[unroll]] for (uint t = 0u; t < TT; t++) {
             float s = 0.0;
             [[unroll]] for (uint k = 0u; k < MV_RUNS; k++) s += dot(v[k], xv[t * MV_RUNS + k]);
-            acc[(g * ROWS + r) * NTOK + t] += s;
+            acc[(g * ROWS + r) * TT + t] += s;
         }
     }
 }
 
-void main() {
-    const uint tid = gl_LocalInvocationID.x;
-    const uint row0 = (gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x) * ROWS;
-    if (row0 >= pc.nrows) return;
-    [[unroll]] for (uint i = 0u; i < MV_NW * ROWS * NTOK; i++) acc[i] = 0.0;
+// Tokens t0 .. t0 + TT - 1 of rows row0 .. row0 + ROWS - 1.
+void mv_tile(const uint tid, const uint row0, const uint t0) {
+    [[unroll]] for (uint i = 0u; i < MV_NW * ROWS * TT; i++) acc[i] = 0.0;
     const uint nblk = (pc.ncols + MV_QK - 1u) / MV_QK;
     for (uint i = tid; i < nblk * MV_UNITS; i += WG) {
         const uint b = i / MV_UNITS, u = i % MV_UNITS;
@@ -90,50 +98,50 @@ void main() {
                 [[unroll]] for (uint r = 0u; r < ROWS; r++) {
                     if (row0 + r >= pc.nrows) break;
                     float w = dq_elem(wo + (row0 + r) * pc.w_stride + c * BLOCK_BYTES, 0u);
-                    [[unroll]] for (uint t = 0u; t < NTOK; t++)
-                        if (t < pc.ntok) acc[(g * ROWS + r) * NTOK + t] += w * xf[pc.x_off + t * pc.x_stride + c];
+                    [[unroll]] for (uint t = 0u; t < TT; t++)
+                        if (t0 + t < pc.ntok) acc[(g * ROWS + r) * TT + t] += w * xf[pc.x_off + (t0 + t) * pc.x_stride + c];
                 }
                 }
             }
             continue;
         }
 #endif
-        [[unroll]] for (uint t = 0u; t < NTOK; t++)
+        [[unroll]] for (uint t = 0u; t < TT; t++)
             [[unroll]] for (uint k = 0u; k < MV_RUNS; k++)
-                xv[t * MV_RUNS + k] = t < pc.ntok ? ldx(pc.x_off + t * pc.x_stride + c0 + mv_pos(u, k)) : vec4(0.0);
+                xv[t * MV_RUNS + k] = t0 + t < pc.ntok ? ldx(pc.x_off + (t0 + t) * pc.x_stride + c0 + mv_pos(u, k)) : vec4(0.0);
         mv_unit(0u, pc.w_off, row0, b, u);
 #ifdef MV_GLU
         mv_unit(1u, pc.wu_off, row0, b, u);
 #endif
     }
-    float res[MV_NW]; // weight g's sum for row tid / NTOK, token tid % NTOK
+    float res[MV_NW]; // weight g's sum for row tid / TT, token t0 + tid % TT
     [[unroll]] for (uint g = 0u; g < MV_NW; g++) {
     if (g > 0u) barrier(); // red is reused
     res[g] = 0.0;
 #ifdef USE_SUBGROUP
-    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) {
-        float s = subgroupAdd(acc[g * ROWS * NTOK + i]);
+    [[unroll]] for (uint i = 0u; i < ROWS * TT; i++) {
+        float s = subgroupAdd(acc[g * ROWS * TT + i]);
         if (subgroupElect()) red[i * WG + gl_SubgroupID] = s;
     }
     barrier();
-    if (tid < ROWS * NTOK) {
+    if (tid < ROWS * TT) {
         float s = 0.0;
         for (uint k = 0u; k < gl_NumSubgroups; k++) s += red[tid * WG + k];
         res[g] = s;
     }
 #else
-    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] = acc[g * ROWS * NTOK + i];
+    [[unroll]] for (uint i = 0u; i < ROWS * TT; i++) red[i * WG + tid] = acc[g * ROWS * TT + i];
     barrier();
     for (uint s = WG / 2u; s > 0u; s >>= 1) {
         if (tid < s)
-            [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] += red[i * WG + tid + s];
+            [[unroll]] for (uint i = 0u; i < ROWS * TT; i++) red[i * WG + tid] += red[i * WG + tid + s];
         barrier();
     }
-    if (tid < ROWS * NTOK) res[g] = red[tid * WG];
+    if (tid < ROWS * TT) res[g] = red[tid * WG];
 #endif
     }
-    if (tid < ROWS * NTOK) {
-        const uint r = tid / NTOK, t = tid % NTOK;
+    if (tid < ROWS * TT) {
+        const uint r = tid / TT, t = t0 + tid % TT;
         if (row0 + r < pc.nrows && t < pc.ntok) {
             const uint di = pc.d_off + t * pc.d_stride + row0 + r;
 #ifdef MV_GLU
@@ -142,5 +150,19 @@ void main() {
             dst[di] = (pc.accumulate != 0u ? dst[di] : 0.0) + res[0];
 #endif
         }
+    }
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint row0 = (gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x) * ROWS;
+    if (row0 >= pc.nrows) return;
+    if (NTOK <= TT) { // one tile (a constant once specialized): no loop, as without tiles
+        mv_tile(tid, row0, 0u);
+        return;
+    }
+    [[dont_unroll]] for (uint t0 = 0u; t0 < NTOK && t0 < pc.ntok; t0 += TT) {
+        if (t0 > 0u) barrier(); // red is reused
+        mv_tile(tid, row0, t0);
     }
 }

@@ -20,7 +20,14 @@ layout(push_constant) uniform PC {
 } pc;
 #include "dequant.glsl"
 #include "int_dot.glsl"
-shared float red[ROWS * NTOK * WG];
+// Token tile (as mul_mat_vec.comp): TT tokens per pass over the weights, at most VQ_TILE_ACC /
+// ROWS sums per lane, so registers grow with TT, never with NTOK (tools/aco/'s gate).
+#define VQ_TILE_ACC 8u
+#define VQ_TILE_MAX 4u
+const uint TT_ACC = VQ_TILE_ACC / ROWS > 0u ? VQ_TILE_ACC / ROWS : 1u;
+const uint TT_MAX = TT_ACC < VQ_TILE_MAX ? TT_ACC : VQ_TILE_MAX;
+const uint TT = NTOK / ((NTOK + TT_MAX - 1u) / TT_MAX); // min(NTOK, TT_MAX) for powers of two
+shared float red[ROWS * TT * WG];
 #if defined(DQ_WIDE) && defined(DATA_A_Q4_0)
 #define VQ_UNITS 1u
 #elif defined(DQ_WIDE)
@@ -29,24 +36,22 @@ shared float red[ROWS * NTOK * WG];
 #define VQ_UNITS 4u
 #endif
 
-void main() {
-    const uint tid = gl_LocalInvocationID.x;
-    const uint row0 = (gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x) * ROWS;
-    if (row0 >= pc.nrows) return;
-    float acc[ROWS * NTOK];
-    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) acc[i] = 0.0;
+// Tokens t0 .. t0 + TT - 1 of rows row0 .. row0 + ROWS - 1.
+void vq_tile(const uint tid, const uint row0, const uint t0) {
+    float acc[ROWS * TT];
+    [[unroll]] for (uint i = 0u; i < ROWS * TT; i++) acc[i] = 0.0;
     const uint nblk = pc.ncols / 32u;
     for (uint i = tid; i < nblk * VQ_UNITS; i += WG) {
         const uint b = i / VQ_UNITS, u = i % VQ_UNITS;
 #ifdef DQ_WIDE
-        uvec4 xa[NTOK];  // Q4_0: elements 0..15 (low nibbles), Q8_0: elements 16u..16u+15
+        uvec4 xa[TT];  // Q4_0: elements 0..15 (low nibbles), Q8_0: elements 16u..16u+15
 #if defined(DATA_A_Q4_0)
-        uvec4 xb[NTOK];  // elements 16..31 (high nibbles)
+        uvec4 xb[TT];  // elements 16..31 (high nibbles)
 #endif
-        float xd[NTOK];
-        [[unroll]] for (uint t = 0u; t < NTOK; t++) {
-            const uint qb = pc.x_off + (t * nblk + b) * 10u;
-            const bool ok = t < pc.ntok;
+        float xd[TT];
+        [[unroll]] for (uint t = 0u; t < TT; t++) {
+            const uint qb = pc.x_off + ((t0 + t) * nblk + b) * 10u;
+            const bool ok = t0 + t < pc.ntok;
 #if defined(DATA_A_Q4_0)
             xa[t] = ok ? uvec4(xq[qb], xq[qb + 1u], xq[qb + 2u], xq[qb + 3u]) : uvec4(0u);
             xb[t] = ok ? uvec4(xq[qb + 4u], xq[qb + 5u], xq[qb + 6u], xq[qb + 7u]) : uvec4(0u);
@@ -61,7 +66,7 @@ void main() {
             const uint rb = pc.w_off + (row0 + r) * pc.w_stride;
             const float d = ld_f16(dq_sb(rb, nblk, b));
             const uvec4 q = wq4[(dq_qb(rb, nblk, b) >> 4) + u];
-            [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+            [[unroll]] for (uint t = 0u; t < TT; t++) {
                 int si = 0;
 #if defined(DATA_A_Q4_0)
                 int sx = 0;
@@ -69,19 +74,19 @@ void main() {
                     si += dot4(q[k] & 0x0f0f0f0fu, xa[t][k]) + dot4((q[k] >> 4) & 0x0f0f0f0fu, xb[t][k]);
                     sx += dot4(0x01010101u, xa[t][k]) + dot4(0x01010101u, xb[t][k]);
                 }
-                acc[r * NTOK + t] += d * xd[t] * float(si - 8 * sx);
+                acc[r * TT + t] += d * xd[t] * float(si - 8 * sx);
 #else
                 [[unroll]] for (uint k = 0u; k < 4u; k++) si += dot4(q[k], xa[t][k]);
-                acc[r * NTOK + t] += d * xd[t] * float(si);
+                acc[r * TT + t] += d * xd[t] * float(si);
 #endif
             }
         }
 #else
-        uint xa[NTOK], xb[NTOK];
-        float xd[NTOK], xs[NTOK];
-        [[unroll]] for (uint t = 0u; t < NTOK; t++) {
-            const uint qb = pc.x_off + (t * nblk + b) * 10u;
-            const bool ok = t < pc.ntok;
+        uint xa[TT], xb[TT];
+        float xd[TT], xs[TT];
+        [[unroll]] for (uint t = 0u; t < TT; t++) {
+            const uint qb = pc.x_off + ((t0 + t) * nblk + b) * 10u;
+            const bool ok = t0 + t < pc.ntok;
 #if defined(DATA_A_Q4_0)
             xa[t] = ok ? xq[qb + u] : 0u;       // elements 4u..4u+3
             xb[t] = ok ? xq[qb + 4u + u] : 0u;  // elements 16+4u..
@@ -99,15 +104,15 @@ void main() {
 #if defined(DATA_A_Q4_0)
             const uint q = ld_u32(bb + 2u + 4u * u);
             const uint lo = q & 0x0f0f0f0fu, hi = (q >> 4) & 0x0f0f0f0fu;
-            [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+            [[unroll]] for (uint t = 0u; t < TT; t++) {
                 const int si = dot4(lo, xa[t]) + dot4(hi, xb[t]);
                 const int sx = dot4(0x01010101u, xa[t]) + dot4(0x01010101u, xb[t]);
-                acc[r * NTOK + t] += d * xd[t] * float(si - 8 * sx);
+                acc[r * TT + t] += d * xd[t] * float(si - 8 * sx);
             }
 #elif defined(DATA_A_Q8_0)
             const uint qa = ld_u32(bb + 2u + 8u * u), qb2 = ld_u32(bb + 6u + 8u * u);
-            [[unroll]] for (uint t = 0u; t < NTOK; t++)
-                acc[r * NTOK + t] += d * xd[t] * float(dot4(qa, xa[t]) + dot4(qb2, xb[t]));
+            [[unroll]] for (uint t = 0u; t < TT; t++)
+                acc[r * TT + t] += d * xd[t] * float(dot4(qa, xa[t]) + dot4(qb2, xb[t]));
 #else
 #error "mul_mat_vecq: Q4_0 or Q8_0"
 #endif
@@ -115,31 +120,45 @@ void main() {
 #endif
     }
 #ifdef USE_SUBGROUP
-    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) {
+    [[unroll]] for (uint i = 0u; i < ROWS * TT; i++) {
         float s = subgroupAdd(acc[i]);
         if (subgroupElect()) red[i * WG + gl_SubgroupID] = s;
     }
     barrier();
-    if (tid < ROWS * NTOK) {
+    if (tid < ROWS * TT) {
         float s = 0.0;
         for (uint k = 0u; k < gl_NumSubgroups; k++) s += red[tid * WG + k];
         acc[0] = s;
     }
 #else
-    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] = acc[i];
+    [[unroll]] for (uint i = 0u; i < ROWS * TT; i++) red[i * WG + tid] = acc[i];
     barrier();
     for (uint s = WG / 2u; s > 0u; s >>= 1) {
         if (tid < s)
-            [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] += red[i * WG + tid + s];
+            [[unroll]] for (uint i = 0u; i < ROWS * TT; i++) red[i * WG + tid] += red[i * WG + tid + s];
         barrier();
     }
-    if (tid < ROWS * NTOK) acc[0] = red[tid * WG];
+    if (tid < ROWS * TT) acc[0] = red[tid * WG];
 #endif
-    if (tid < ROWS * NTOK) {
-        const uint r = tid / NTOK, t = tid % NTOK;
+    if (tid < ROWS * TT) {
+        const uint r = tid / TT, t = t0 + tid % TT;
         if (row0 + r < pc.nrows && t < pc.ntok) {
             const uint di = pc.d_off + t * pc.d_stride + row0 + r;
             dst[di] = (pc.accumulate != 0u ? dst[di] : 0.0) + acc[0];
         }
+    }
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint row0 = (gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x) * ROWS;
+    if (row0 >= pc.nrows) return;
+    if (NTOK <= TT) { // one tile (a constant once specialized): no loop, as without tiles
+        vq_tile(tid, row0, 0u);
+        return;
+    }
+    [[dont_unroll]] for (uint t0 = 0u; t0 < NTOK && t0 < pc.ntok; t0 += TT) {
+        if (t0 > 0u) barrier(); // red is reused
+        vq_tile(tid, row0, t0);
     }
 }

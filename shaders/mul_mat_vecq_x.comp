@@ -24,7 +24,14 @@ layout(push_constant) uniform PC {
 } pc;
 #include "dequant.glsl"
 #include "int_dot.glsl"
-shared float red[ROWS * NTOK * WG];
+// Token tile (as mul_mat_vec.comp): TT tokens per pass over the weights, at most VQ_TILE_ACC /
+// ROWS sums per lane, so registers grow with TT, never with NTOK (tools/aco/'s gate).
+#define VQ_TILE_ACC 8u
+#define VQ_TILE_MAX 4u
+const uint TT_ACC = VQ_TILE_ACC / ROWS > 0u ? VQ_TILE_ACC / ROWS : 1u;
+const uint TT_MAX = TT_ACC < VQ_TILE_MAX ? TT_ACC : VQ_TILE_MAX;
+const uint TT = NTOK / ((NTOK + TT_MAX - 1u) / TT_MAX); // min(NTOK, TT_MAX) for powers of two
+shared float red[ROWS * TT * WG];
 #if defined(DATA_A_Q4_K) || defined(DATA_A_Q5_K) || defined(DATA_A_Q6_K)
 #define VQ_K 1
 #define VQ_UNITS 16u
@@ -47,12 +54,10 @@ vec2 smk4(uvec3 w, uint s) {
     return vec2((a & 0xfu) | ((lo >> 6) << 4), (a >> 4) | ((hi >> 6) << 4));
 }
 
-void main() {
-    const uint tid = gl_LocalInvocationID.x;
-    const uint row0 = (gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x) * ROWS;
-    if (row0 >= pc.nrows) return;
-    float acc[ROWS * NTOK];
-    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) acc[i] = 0.0;
+// Tokens t0 .. t0 + TT - 1 of rows row0 .. row0 + ROWS - 1.
+void vq_tile(const uint tid, const uint row0, const uint t0) {
+    float acc[ROWS * TT];
+    [[unroll]] for (uint i = 0u; i < ROWS * TT; i++) acc[i] = 0.0;
     const uint nblk = pc.ncols / 32u; // q8_1 blocks per token
 #ifdef VQ_K
     const uint nunit = pc.ncols / 256u * VQ_UNITS;
@@ -63,11 +68,11 @@ void main() {
         const uint b = i / VQ_UNITS, u = i % VQ_UNITS; // b: weight block
 #if defined(DATA_A_Q4_K) || defined(DATA_A_Q5_K)
         const uint j = u / 4u, k0 = (u % 4u) * 2u; // sub-blocks 2j (low nibbles), 2j+1 (high); words k0, k0+1
-        uvec2 xa[NTOK], xb[NTOK];
-        vec4 xds[NTOK]; // d and d*sum of the two q8_1 blocks
-        [[unroll]] for (uint t = 0u; t < NTOK; t++) {
-            const uint q0 = pc.x_off + (t * nblk + b * 8u + 2u * j) * 10u, q1 = q0 + 10u;
-            const bool ok = t < pc.ntok;
+        uvec2 xa[TT], xb[TT];
+        vec4 xds[TT]; // d and d*sum of the two q8_1 blocks
+        [[unroll]] for (uint t = 0u; t < TT; t++) {
+            const uint q0 = pc.x_off + ((t0 + t) * nblk + b * 8u + 2u * j) * 10u, q1 = q0 + 10u;
+            const bool ok = t0 + t < pc.ntok;
             xa[t] = ok ? uvec2(xq[q0 + k0], xq[q0 + k0 + 1u]) : uvec2(0u);
             xb[t] = ok ? uvec2(xq[q1 + k0], xq[q1 + k0 + 1u]) : uvec2(0u);
             xds[t] = ok ? uintBitsToFloat(uvec4(xq[q0 + 8u], xq[q0 + 9u], xq[q1 + 8u], xq[q1 + 9u])) : vec4(0.0);
@@ -89,21 +94,21 @@ void main() {
             const uvec2 hi = uvec2(((w0 >> 4) & NIB) | (((h0 >> (2u * j + 1u)) & ONES) << 4),
                                    ((w1 >> 4) & NIB) | (((h1 >> (2u * j + 1u)) & ONES) << 4));
 #endif
-            [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+            [[unroll]] for (uint t = 0u; t < TT; t++) {
                 const int sl_i = dot4(lo.x, xa[t].x) + dot4(lo.y, xa[t].y);
                 const int sh_i = dot4(hi.x, xb[t].x) + dot4(hi.y, xb[t].y);
                 float v = d * (sl.x * xds[t].x * float(sl_i) + sh.x * xds[t].z * float(sh_i));
                 if (k0 == 0u) v -= dmin * (sl.y * xds[t].y + sh.y * xds[t].w);
-                acc[r * NTOK + t] += v;
+                acc[r * TT + t] += v;
             }
         }
 #elif defined(DATA_A_Q6_K)
         const uint n = u / 8u, k = u % 8u; // half n (128 elements), word k of its 32-byte runs
-        uvec4 xm[NTOK]; // word k of q8_1 blocks 4n + m, m = 0..3
-        vec4 xd[NTOK];
-        [[unroll]] for (uint t = 0u; t < NTOK; t++) {
-            const uint q0 = pc.x_off + (t * nblk + b * 8u + 4u * n) * 10u;
-            const bool ok = t < pc.ntok;
+        uvec4 xm[TT]; // word k of q8_1 blocks 4n + m, m = 0..3
+        vec4 xd[TT];
+        [[unroll]] for (uint t = 0u; t < TT; t++) {
+            const uint q0 = pc.x_off + ((t0 + t) * nblk + b * 8u + 4u * n) * 10u;
+            const bool ok = t0 + t < pc.ntok;
             xm[t] = ok ? uvec4(xq[q0 + k], xq[q0 + 10u + k], xq[q0 + 20u + k], xq[q0 + 30u + k]) : uvec4(0u);
             xd[t] = ok ? uintBitsToFloat(uvec4(xq[q0 + 8u], xq[q0 + 18u], xq[q0 + 28u], xq[q0 + 38u])) : vec4(0.0);
         }
@@ -117,19 +122,19 @@ void main() {
             const uint sc0 = bb + 192u + 8u * n + k / 4u; // scale of sub-block m: sc0 + 2m
             const vec4 sc = vec4(ivec4(int(ld_u8(sc0) << 24), int(ld_u8(sc0 + 2u) << 24), int(ld_u8(sc0 + 4u) << 24), int(ld_u8(sc0 + 6u) << 24)) >> 24);
             const float d = ld_f16(bb + 208u);
-            [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+            [[unroll]] for (uint t = 0u; t < TT; t++) {
                 float v = 0.0;
                 [[unroll]] for (uint m = 0u; m < 4u; m++)
                     v += sc[m] * xd[t][m] * float(dot4(q[m], xm[t][m]) - 32 * dot4(ONES, xm[t][m]));
-                acc[r * NTOK + t] += d * v;
+                acc[r * TT + t] += d * v;
             }
         }
 #else
-        uint xa[NTOK], xb[NTOK];
-        float xd[NTOK];
-        [[unroll]] for (uint t = 0u; t < NTOK; t++) {
-            const uint qb = pc.x_off + (t * nblk + b) * 10u;
-            const bool ok = t < pc.ntok;
+        uint xa[TT], xb[TT];
+        float xd[TT];
+        [[unroll]] for (uint t = 0u; t < TT; t++) {
+            const uint qb = pc.x_off + ((t0 + t) * nblk + b) * 10u;
+            const bool ok = t0 + t < pc.ntok;
             xa[t] = ok ? xq[qb + u] : 0u;       // elements 4u..4u+3
             xb[t] = ok ? xq[qb + 4u + u] : 0u;  // elements 16+4u..
             xd[t] = ok ? uintBitsToFloat(xq[qb + 8u]) : 0.0;
@@ -153,44 +158,58 @@ void main() {
 #if defined(DATA_A_Q4_1) || defined(DATA_A_Q5_1)
             const float m = ld_f16(sb + 2u);
 #endif
-            [[unroll]] for (uint t = 0u; t < NTOK; t++) {
+            [[unroll]] for (uint t = 0u; t < TT; t++) {
                 const int si = dot4(lo, xa[t]) + dot4(hi, xb[t]);
                 const int sx = dot4(ONES, xa[t]) + dot4(ONES, xb[t]);
 #if defined(DATA_A_Q5_0)
-                acc[r * NTOK + t] += d * xd[t] * float(si - 16 * sx);
+                acc[r * TT + t] += d * xd[t] * float(si - 16 * sx);
 #else
-                acc[r * NTOK + t] += xd[t] * (d * float(si) + m * float(sx));
+                acc[r * TT + t] += xd[t] * (d * float(si) + m * float(sx));
 #endif
             }
         }
 #endif
     }
 #ifdef USE_SUBGROUP
-    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) {
+    [[unroll]] for (uint i = 0u; i < ROWS * TT; i++) {
         float s = subgroupAdd(acc[i]);
         if (subgroupElect()) red[i * WG + gl_SubgroupID] = s;
     }
     barrier();
-    if (tid < ROWS * NTOK) {
+    if (tid < ROWS * TT) {
         float s = 0.0;
         for (uint k = 0u; k < gl_NumSubgroups; k++) s += red[tid * WG + k];
         acc[0] = s;
     }
 #else
-    [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] = acc[i];
+    [[unroll]] for (uint i = 0u; i < ROWS * TT; i++) red[i * WG + tid] = acc[i];
     barrier();
     for (uint s = WG / 2u; s > 0u; s >>= 1) {
         if (tid < s)
-            [[unroll]] for (uint i = 0u; i < ROWS * NTOK; i++) red[i * WG + tid] += red[i * WG + tid + s];
+            [[unroll]] for (uint i = 0u; i < ROWS * TT; i++) red[i * WG + tid] += red[i * WG + tid + s];
         barrier();
     }
-    if (tid < ROWS * NTOK) acc[0] = red[tid * WG];
+    if (tid < ROWS * TT) acc[0] = red[tid * WG];
 #endif
-    if (tid < ROWS * NTOK) {
-        const uint r = tid / NTOK, t = tid % NTOK;
+    if (tid < ROWS * TT) {
+        const uint r = tid / TT, t = t0 + tid % TT;
         if (row0 + r < pc.nrows && t < pc.ntok) {
             const uint di = pc.d_off + t * pc.d_stride + row0 + r;
             dst[di] = (pc.accumulate != 0u ? dst[di] : 0.0) + acc[0];
         }
+    }
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint row0 = (gl_WorkGroupID.y * pc.groups_x + gl_WorkGroupID.x) * ROWS;
+    if (row0 >= pc.nrows) return;
+    if (NTOK <= TT) { // one tile (a constant once specialized): no loop, as without tiles
+        vq_tile(tid, row0, 0u);
+        return;
+    }
+    [[dont_unroll]] for (uint t0 = 0u; t0 < NTOK && t0 < pc.ntok; t0 += TT) {
+        if (t0 > 0u) barrier(); // red is reused
+        vq_tile(tid, row0, t0);
     }
 }

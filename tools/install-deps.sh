@@ -9,6 +9,8 @@ set -euo pipefail
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-pip
   libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libvulkan-dev libvulkan-volk-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
   glslc glslang-tools spirv-tools clang
+  # the AMD-compiler gate's Debian 13 root (tools/aco/make-root.sh; cached as a zstd tarball)
+  mmdebstrap zstd
   # line editing and history in `anvil run`'s chat (optional at build time; BSD-licensed)
   libedit-dev
   # image decoding (engine/image): JPEG, PNG, WebP, GIF

@@ -10,7 +10,7 @@
 
 #include "backend.h"
 
-#define BE_MAX_FIX_CANDIDATES 8
+#define BE_MAX_FIX_CANDIDATES 10
 
 typedef struct backend_extras {
     const char *kind;   /* "cpu", "vulkan", "hip" */

@@ -89,6 +89,7 @@ void dev_format_features(const dev_info *d, char *out, size_t out_len) {
     if (d->backend == DEV_BACKEND_CPU) { FEAT("%s", d->driver_info); return; }
     if (d->fp16) FEAT("%sfp16", n ? " " : "");
     if (d->int8_dot) FEAT("%sint8dot", n ? " " : "");
+    if (d->coopmat) FEAT("%scoopmat", n ? " " : "");
     if (d->subgroup_size) FEAT("%ssg%u", n ? " " : "", d->subgroup_size);
     if (d->effective_gfx[0]) FEAT("%s%s", n ? " " : "", d->effective_gfx);
     else if (d->gfx_target[0]) FEAT("%s%s", n ? " " : "", d->gfx_target);

@@ -60,6 +60,8 @@ typedef struct {
     bool mem_free_known;      /* false: mem_free = mem_total (no budget extension) */
     char mem_detail[224];     /* Vulkan: the heaps (UMA: carve-out vs shared GTT), budget source, memory path */
     bool fp16, int8_dot;
+    bool coopmat;             /* Vulkan: VK_KHR_cooperative_matrix configuration the mat-mat uses */
+    char coopmat_info[192];   /* "16x16x16 fp16->fp32, subgroup 32", or why the path is absent ("" = not Vulkan) */
     uint32_t subgroup_size;
     uint64_t max_allocation, max_storage_range;
     char gfx_target[48];      /* HIP (and AMD Vulkan when known): "gfx1100", "gfx90a:xnack-" */

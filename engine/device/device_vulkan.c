@@ -92,6 +92,8 @@ static int vk_enumerate(void *user, dev_info *out, int max, char *why, size_t wh
         vk_memory(&vi, d);
         d->fp16 = vi.fp16;
         d->int8_dot = vi.int8_dot;
+        d->coopmat = vi.coopmat;
+        dev_fmt(d->coopmat_info, sizeof d->coopmat_info, "%s", vi.coopmat_why);
         d->subgroup_size = vi.subgroup_size;
         d->max_allocation = vi.max_allocation;
         d->max_storage_range = vi.max_storage_range;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "quant.h"
 #include "vk_internal.h"
+#include "vk_coopmat.h"
 #include "vk_int8.h"
 #include "vk_spirv.h"
 #include "vk_wide.h"
@@ -14,9 +15,9 @@
 extern const backend_ops vk_backend_ops; /* vk_ops.c */
 
 /* The optional paths ANVIL_VK_DISABLE names (vk_backend.h). */
-static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", "fuse", "splitk", "wide", NULL };
+static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", "fuse", "splitk", "wide", "coopmat", NULL };
 
-const char *vk_optional_paths(void) { return "fp16,subgroup,int8,sgsize,fuse,splitk,wide"; }
+const char *vk_optional_paths(void) { return "fp16,subgroup,int8,sgsize,fuse,splitk,wide,coopmat"; }
 
 /* Checks a disable list ("fp16,subgroup", "all", spaces or commas); 0, or -1 with a
  * one-line anv_last_error() naming the unknown entry. */
@@ -123,6 +124,7 @@ static bool choose_paths(vk_ctx *c) {
     /* and their tiled kernel is slow on short batches: mat-vec up to 32 tokens there */
     c->mv_max_tok = c->info.type == ANV_VK_DEVICE_CPU ? 32 : 8;
     c->use_splitk = !disabled(c, "splitk");
+    c->use_coopmat = c->info.coopmat && !disabled(c, "coopmat"); /* vk_coopmat.c: an advertised configuration */
     int rows = (int)c->mv_rows, mt = c->mv_max_tok, tune = 0;
     if (anv_setting_int("ANVIL_VK_MV_ROWS", 1, 8, &rows) < 0 || anv_setting_int("ANVIL_VK_MV_MAX_TOK", 1, 64, &mt) < 0 ||
         anv_setting_int("ANVIL_VK_TUNE", 0, 1, &tune) < 0 || anv_setting_int("ANVIL_VK_SPLITK", 1, 256, &c->splitk_forced) < 0)
@@ -152,17 +154,24 @@ static bool create_device(vk_ctx *c) {
     VkDeviceQueueCreateInfo qi = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = c->queue_family,
                                    .queueCount = 1, .pQueuePriorities = &prio };
     bool v13 = c->info.api_version >= VK_API_VERSION_1_3 && vi->api_version >= VK_API_VERSION_1_3;
-    if (!v13) { c->use_int8 = false; c->use_sgsize = false; c->sg_required = 0; }
+    if (!v13) { c->use_int8 = false; c->use_sgsize = false; c->sg_required = 0; c->use_coopmat = false; }
+    /* the coopmat pipelines require their subgroup size wherever the device can fix it */
+    const bool sgctl = c->use_sgsize || (c->use_coopmat && c->info.sg_size_control);
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR cmf = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+                                                         .cooperativeMatrix = VK_TRUE };
     VkPhysicalDeviceVulkan13Features f13 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
-                                             .shaderIntegerDotProduct = c->use_int8,
-                                             .subgroupSizeControl = c->use_sgsize, .computeFullSubgroups = c->use_sgsize };
+                                             .shaderIntegerDotProduct = c->use_int8, .pNext = c->use_coopmat ? &cmf : NULL,
+                                             .maintenance4 = c->use_coopmat, /* glslang 15's SPIR-V 1.6: LocalSizeId */
+                                             .subgroupSizeControl = sgctl, .computeFullSubgroups = sgctl };
     VkPhysicalDeviceVulkan12Features f12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-                                             .shaderFloat16 = c->use_fp16, .pNext = v13 ? &f13 : NULL };
+                                             .shaderFloat16 = c->use_fp16 || c->use_coopmat, .vulkanMemoryModel = c->use_coopmat,
+                                             .pNext = v13 ? &f13 : NULL };
     VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                                              .storageBuffer16BitAccess = VK_TRUE, .pNext = &f12 };
-    const char *exts[2];
+    const char *exts[3];
     uint32_t n_ext = 0;
     if (c->info.has_budget) exts[n_ext++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    if (c->use_coopmat) exts[n_ext++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
     /* vk_fused.c's gate+up mat-vec indexes its 2-buffer array with a dynamically uniform index */
     VkPhysicalDeviceFeatures2 have = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2 };
     vkGetPhysicalDeviceFeatures2(c->pdev, &have);
@@ -229,10 +238,11 @@ backend *vk_backend_new_opts(int device_index, const char *disable) {
         anv_set_error("%s", msg);
         return NULL;
     }
-    snprintf(c->desc, sizeof c->desc, "%s (%s, %s %s; fp16 %s, subgroup %s(%u%s), int8 dot %s)", c->info.name,
+    snprintf(c->desc, sizeof c->desc, "%s (%s, %s %s; fp16 %s, subgroup %s(%u%s), int8 dot %s, coopmat %s)", c->info.name,
              vk_device_type_name(c->info.type), c->info.driver_name, c->info.driver_info,
              c->use_fp16 ? "on" : "off", c->use_subgroup ? "on" : "off", c->use_sgsize ? c->sg_required : c->info.subgroup_size,
-             c->use_sgsize ? " required" : "", c->use_int8 ? "on" : "off");
+             c->use_sgsize ? " required" : "", c->use_int8 ? "on" : "off",
+             c->use_coopmat ? c->info.coopmat_why : c->info.coopmat ? "off (ANVIL_VK_DISABLE)" : "absent");
     c->base.device_desc = c->desc;
     return &c->base;
 }
@@ -248,6 +258,7 @@ anv_vk_paths vk_backend_paths(const backend *be) {
     p.wide = c->use_wide;
     p.fuse = c->use_fuse;
     p.splitk = c->use_splitk; p.splitk_forced = c->splitk_forced;
+    p.coopmat = c->use_coopmat;
     p.subgroup_size = c->info.subgroup_size;
     p.max_allocation = c->max_alloc; p.max_binding = c->max_binding;
     p.mv_max_tok = c->mv_max_tok;

@@ -3,7 +3,7 @@
  * implementation for one device. Without a loader, driver or device every call fails
  * with a one-line reason and the CPU backend keeps working.
  * Environment: ANVIL_VK_VALIDATE=1 (validation layer; messages counted and printed),
- * ANVIL_VK_DISABLE=fp16,subgroup,int8,sgsize,fuse,splitk,wide|all (force fallback paths; an unknown name is an error),
+ * ANVIL_VK_DISABLE=fp16,subgroup,int8,sgsize,fuse,splitk,wide,coopmat|all (force fallback paths; an unknown name is an error),
  * ANVIL_VK_SPLITK=1..256 (split-K decode attention: that many KV chunks whenever it applies; tests),
  * ANVIL_VK_TEST_BREAK=<kernel> (tests: dispatches of that kernel are skipped, a planted wrong kernel), ANVIL_VK_MAX_ALLOCATION=<bytes>
  * (lower the per-allocation limit), ANVIL_VK_PROFILE=1 (per-kernel GPU times at destroy),
@@ -68,6 +68,11 @@ typedef struct {
     uint64_t max_buffer_size;    /* maintenance4 maxBufferSize, else max_allocation */
     uint32_t max_shared_memory;  /* maxComputeSharedMemorySize */
     uint32_t min_storage_align;  /* minStorageBufferOffsetAlignment */
+    /* VK_KHR_cooperative_matrix (vk_coopmat.c): the advertised fp16 x fp16 -> fp32 subgroup
+     * configuration the tiled mat-mat uses, its subgroup size; else why not. */
+    bool coopmat;
+    uint32_t coopmat_m, coopmat_n, coopmat_k, coopmat_sg;
+    char coopmat_why[192];
     bool supported;              /* Vulkan >= 1.2 and 16-bit storage */
     char unsupported_why[128];
 } anv_vk_device_info;
@@ -87,7 +92,7 @@ int vk_device_find(anv_vk_device_type type);
 backend *vk_backend_new(int device_index);
 /* The same with an explicit ANVIL_VK_DISABLE list (NULL = the environment's; "" = none). */
 backend *vk_backend_new_opts(int device_index, const char *disable);
-/* "fp16,subgroup,int8,sgsize,fuse,splitk,wide": every optional path ANVIL_VK_DISABLE can name. */
+/* "fp16,subgroup,int8,sgsize,fuse,splitk,wide,coopmat": every optional path ANVIL_VK_DISABLE can name. */
 const char *vk_optional_paths(void);
 /* 0 if every entry of list names an optional path (or "all"); -1 + anv_last_error(). */
 int vk_disable_check(const char *list);
@@ -106,6 +111,7 @@ typedef struct {
     bool wide;               /* repacked weight layout + 16-byte-load kernels (vk_wide.c) */
     bool fuse;               /* the fused decode ops (vk_fused.c) */
     bool splitk;             /* split-K decode attention (vk_attention.c) */
+    bool coopmat;            /* cooperative-matrix tiled mat-mat (vk_coopmat.c) */
     int splitk_forced;       /* ANVIL_VK_SPLITK, 0 = the split count is chosen per call */
     uint32_t subgroup_size, sg_required;
     uint64_t max_allocation, max_binding;

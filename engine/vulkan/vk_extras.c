@@ -40,6 +40,7 @@ static bool has_wide_kernel(const char *k) {
 static int vk_fix_candidates(const backend *be, const char *kernels, const char **out) {
     const bool sgsize = vk_backend_paths(be).sgsize;
     int n = 0;
+    if (strstr(kernels, "_cm")) out[n++] = "coopmat"; /* the scalar tiled mat-mat instead (vk_coopmat.c) */
     if (strstr(kernels, "_glu_") || strstr(kernels, "rope_store")) out[n++] = "fuse"; /* the unfused ops instead */
     if (strstr(kernels, "flash_attn_split") || strstr(kernels, "flash_attn_merge")) out[n++] = "splitk"; /* the single-pass kernel instead */
     if (strstr(kernels, "_sg")) { if (sgsize) out[n++] = "sgsize"; out[n++] = "subgroup"; }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "settings.h"
 #include "vk_internal.h"
+#include "vk_coopmat.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static vk_instance g_vi;
@@ -282,6 +283,7 @@ void vk_fill_device_info(const vk_instance *vi, int index, anv_vk_device_info *o
     out->sg_size_control = out->sg_size_control && (ssc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                            ssc.minSubgroupSize && ssc.maxSubgroupSize;
     fill_heaps(pd, has_budget, out);
+    vk_coopmat_query(vi->instance, pd, out);
     if (!v12) snprintf(out->unsupported_why, sizeof out->unsupported_why, "Vulkan %u.%u device (1.2 needed)",
                        VK_API_VERSION_MAJOR(p->apiVersion), VK_API_VERSION_MINOR(p->apiVersion));
     else if (!out->storage16) snprintf(out->unsupported_why, sizeof out->unsupported_why, "no 16-bit storage buffer access");

@@ -43,7 +43,7 @@ typedef struct {
 } vk_storage;
 
 /* One autotuned choice (vk_tune.c). */
-typedef struct { int pipe; int kclass; uint32_t rows; double us[4]; bool timed; } vk_tune_entry;
+typedef struct { int pipe; int kclass, tclass; uint32_t rows; double us[4]; bool timed; } vk_tune_entry; /* tclass: 1, 2, 4, 8 tokens */
 
 /* ---- the backend context ---- */
 typedef struct vk_ctx {
@@ -63,6 +63,7 @@ typedef struct vk_ctx {
     bool use_wide;           /* repacked weight layout + 16-byte-load kernels (vk_wide.c) */
     bool use_fuse;           /* the fused decode ops (vk_fused.c) */
     bool use_splitk;         /* split-K decode attention (vk_attention.c) */
+    bool use_coopmat;        /* cooperative-matrix tiled mat-mat (vk_coopmat.c) */
     int splitk_forced;       /* ANVIL_VK_SPLITK: the split count whenever n_tok is small; 0 = chosen per call */
     uint32_t n_cu;           /* compute units (vk_attention.c, on first use; 0 = not yet known) */
     vk_storage *scratch_fa;  /* split-K partials */
@@ -170,6 +171,9 @@ void vk_tune_shutdown(vk_ctx *c);
 /* Rows per workgroup for mat-vec pipeline `pipe` on this weight (K = pc[0]); the first
  * use of a (kernel, K class) times every variant on b/pc (output to a scratch buffer). */
 uint32_t vk_tune_mv_rows(vk_ctx *c, int pipe, const vk_binding *b, const uint32_t *pc, uint32_t nrows, uint64_t w_bytes);
+/* Prompts: use coopmat pipeline cm (true) or the tiled mm? The first use of a (kernel, K class)
+ * times both on b/pc (up to 64 of the nt tokens, into a scratch output); tuning off: true. */
+bool vk_tune_mm_coopmat(vk_ctx *c, int mm, int cm, const vk_binding *b, const uint32_t *pc, uint32_t nrows, uint32_t nt, uint64_t bytes);
 
 /* vk_ops.c: argument checks shared with vk_attention.c (sticky error on failure). vk_span:
  * the one chunk holding bytes [t->offset + off, + n) of t, its local offset; vk_elem_ranges:

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "quant.h"
+#include "vk_coopmat.h"
 #include "vk_int8.h"
 #include "vk_internal.h"
 #include "vk_wide.h"
@@ -197,7 +198,14 @@ static void op_matmul(backend *be, const be_tensor *w, const be_tensor *x, be_te
                     vk_dispatch(c, pipe, vkp_mv_variant((int)nt, rows), b, 3, pc, gx, gy, 1, bytes);
                 } else {
                     vk_binding b[3] = { { ws[s].ch, false }, { xs[ix].ch, false }, { os[io].ch, true } };
-                    vk_dispatch(c, vkw_pick(w, VKP_MM + ti), 0, b, 3, pc, (nrows + 63) / 64, (uint32_t)((nt + 63) / 64), 1, bytes);
+                    const int mm = vkw_pick(w, VKP_MM + ti);
+                    int cm = c->use_coopmat ? vk_coopmat_pipe(mm) : -1;
+                    if (cm >= 0 && !vk_tune_mm_coopmat(c, mm, cm, b, pc, nrows, (uint32_t)nt, bytes)) cm = -1; /* vk_tune.c: the faster */
+                    if (cm >= 0) { /* matrix cores: vk_coopmat.c's tile of the advertised configuration */
+                        const uint32_t bm = vk_coopmat_rows(&c->info), bn = vk_coopmat_toks(&c->info);
+                        vk_dispatch(c, cm, 0, b, 3, pc, (nrows + bm - 1) / bm, (uint32_t)((nt + bn - 1) / bn), 1, bytes);
+                    } else
+                        vk_dispatch(c, mm, 0, b, 3, pc, (nrows + 63) / 64, (uint32_t)((nt + 63) / 64), 1, bytes);
                 }
             }
             ta += nt;

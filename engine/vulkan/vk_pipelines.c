@@ -10,6 +10,7 @@
 #include "quant.h"
 #include "vk_internal.h"
 #include "vk_spirv.h"
+#include "vk_coopmat.h"
 #include "vk_int8.h"
 #include "vk_wide.h"
 #include "hash.h"
@@ -87,9 +88,25 @@ void vkp_describe(int id, vkp_desc *d) {
         case VKP_ROPE_STORE_F16: snprintf(d->name, sizeof d->name, "rope_store_f16"); d->n_bind = 6; d->pc_size = 96; break;
         case VKP_ROPE_STORE_Q8_0: snprintf(d->name, sizeof d->name, "rope_store_q8_0"); d->n_bind = 6; d->pc_size = 96; break;
         case VKP_ROPE_STORE_Q4_0: snprintf(d->name, sizeof d->name, "rope_store_q4_0"); d->n_bind = 6; d->pc_size = 96; break;
-        default: if (!vkq_describe(id, d)) vkw_describe(id, d); break; /* integer-dot (vk_int8.c), repacked-layout kernels */
+        default: if (!vk_coopmat_describe(id, d) && !vkq_describe(id, d)) vkw_describe(id, d); break; /* integer-dot (vk_int8.c), repacked-layout kernels */
         }
     }
+}
+
+uint32_t vkp_spec_constants(const vkp_desc *d, int variant, uint32_t spec[3]) {
+    spec[0] = spec[1] = spec[2] = 0;
+    switch (d->spec) {
+    case VKP_SPEC_WG: spec[0] = 64; return 1;
+    case VKP_SPEC_MV: spec[0] = 64; spec[1] = 1u << (variant / 4); spec[2] = 1u << (variant % 4); return 3; /* WG, ROWS, NTOK */
+    case VKP_SPEC_MM: spec[0] = 256; spec[1] = 64; spec[2] = 64; return 3;
+    default: return 0;
+    }
+}
+
+void vkp_variant_name(const vkp_desc *d, bool use_subgroup, bool use_fp16, char *out, size_t n) {
+    char base[sizeof d->name]; /* a copy: out may lie in the same struct as d (restrict) */
+    memcpy(base, d->name, sizeof base);
+    snprintf(out, n, "%s%s%s", base, d->has_sg && use_subgroup ? "_sg" : "", d->has_f16 && use_fp16 ? "_f16" : "");
 }
 
 static const anv_spirv_blob *find_blob(const char *name) {
@@ -176,6 +193,10 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
     if (p->pipe[variant]) return p->pipe[variant];
     if (be_failed(&c->base)) return VK_NULL_HANDLE;
     const vkp_desc *d = &p->desc;
+    if (d->spec == VKP_SPEC_CM && !c->use_coopmat) { /* never on a configuration the device does not advertise */
+        be_fail(&c->base, "Vulkan: %s requested without a cooperative-matrix configuration", d->name);
+        return VK_NULL_HANDLE;
+    }
     if (!p->layout_ready) {
         VkDescriptorSetLayoutBinding b[8];
         for (int i = 0; i < d->n_bind; i++)
@@ -187,10 +208,7 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
         VkPipelineLayoutCreateInfo pi = { .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &p->dsl,
                                           .pushConstantRangeCount = d->pc_size ? 1u : 0u, .pPushConstantRanges = &pr };
         if (c->fn.vkCreatePipelineLayout(c->dev, &pi, NULL, &p->layout) != VK_SUCCESS) { be_fail(&c->base, "Vulkan: pipeline layout for %s failed", d->name); return VK_NULL_HANDLE; }
-        char base[sizeof d->name];
-        memcpy(base, d->name, sizeof base);
-        snprintf(p->used_name, sizeof p->used_name, "%s%s%s", base, d->has_sg && c->use_subgroup ? "_sg" : "",
-                 d->has_f16 && c->use_fp16 ? "_f16" : "");
+        vkp_variant_name(d, c->use_subgroup, c->use_fp16, p->used_name, sizeof p->used_name);
         p->layout_ready = true;
     }
     const anv_spirv_blob *blob = find_blob(p->used_name);
@@ -204,22 +222,19 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
     free(code);
     if (r != VK_SUCCESS) { be_fail(&c->base, "Vulkan: shader module %s failed (%s)", p->used_name, vkl_result_name(r)); return VK_NULL_HANDLE; }
 
-    uint32_t spec[3] = { 0, 0, 0 };
-    uint32_t n_spec = 0;
-    switch (d->spec) {
-    case VKP_SPEC_WG: spec[0] = 64; n_spec = 1; break;
-    case VKP_SPEC_MV: spec[0] = 64; spec[1] = 1u << (variant / 4); spec[2] = 1u << (variant % 4); n_spec = 3; break;
-    case VKP_SPEC_MM: spec[0] = 256; spec[1] = 64; spec[2] = 64; n_spec = 3; break;
-    default: break;
-    }
-    VkSpecializationMapEntry me[3];
+    uint32_t spec[7];
+    uint32_t n_spec = vkp_spec_constants(d, variant, spec);
+    if (d->spec == VKP_SPEC_CM) { vk_coopmat_spec(&c->info, spec); n_spec = 7; } /* the device's configuration (vk_coopmat.c) */
+    VkSpecializationMapEntry me[7];
     for (uint32_t i = 0; i < n_spec; i++) me[i] = (VkSpecializationMapEntry){ i, i * 4, 4 };
     VkSpecializationInfo si = { .mapEntryCount = n_spec, .pMapEntries = me, .dataSize = n_spec * 4, .pData = spec };
     /* Subgroup kernels: the device's widest subgroup, full subgroups (every kernel's
      * workgroup is 64, a multiple of any power-of-two size up to 64). */
-    const bool sized = d->has_sg && c->use_subgroup && c->use_sgsize && c->sg_required;
+    uint32_t sg_size = vkp_required_subgroup_size(d, c->use_subgroup, c->use_sgsize ? c->sg_required : 0);
+    if (d->spec == VKP_SPEC_CM && c->info.sg_size_control) sg_size = c->info.coopmat_sg; /* vk_coopmat.c's 4 subgroups */
+    const bool sized = sg_size != 0;
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo rs = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
-                                                               .requiredSubgroupSize = c->sg_required };
+                                                               .requiredSubgroupSize = sg_size };
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,

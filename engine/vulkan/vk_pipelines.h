@@ -3,6 +3,7 @@
 #ifndef ANVIL_VK_PIPELINES_H
 #define ANVIL_VK_PIPELINES_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #ifndef VK_NO_PROTOTYPES
 #define VK_NO_PROTOTYPES
@@ -40,6 +41,8 @@ enum {
     VKP_MMV_GLU_W, VKP_MMV_GLU_W_LAST = VKP_MMV_GLU_W + VKW_N_TYPES - 1, /* their "_w" twins (vk_wide.c's types) */
     VKP_MMVQ_X, VKP_MMVQ_X_LAST = VKP_MMVQ_X + VKQ_N_IDS - 1, /* integer-dot mat-vec of Q4_1..Q6_K (vk_int8.c) */
     VKP_GLU_SIGMOID, VKP_CONV1D_STATE, VKP_DELTA_NET, /* qwen35 */
+    VKP_MM_CM, /* cooperative-matrix twins of VKP_MM (per type) and VKP_MM_W (vk_coopmat.c) */
+    VKP_MM_CM_W = VKP_MM_CM + VKP_N_TYPES, VKP_MM_CM_W_LAST = VKP_MM_CM_W + VKW_N_TYPES - 1,
     VKP_COUNT
 };
 
@@ -51,7 +54,7 @@ static inline int vkp_ntok_variant(int n_tok) { return n_tok <= 1 ? 0 : n_tok <=
 static inline int vkp_rows_index(uint32_t rows) { return rows <= 1 ? 0 : rows <= 2 ? 1 : rows <= 4 ? 2 : 3; }
 static inline int vkp_mv_variant(int n_tok, uint32_t rows) { return vkp_ntok_variant(n_tok) + 4 * vkp_rows_index(rows); }
 
-typedef enum { VKP_SPEC_NONE, VKP_SPEC_WG, VKP_SPEC_MV, VKP_SPEC_MM } vkp_spec_kind;
+typedef enum { VKP_SPEC_NONE, VKP_SPEC_WG, VKP_SPEC_MV, VKP_SPEC_MM, VKP_SPEC_CM } vkp_spec_kind;
 
 typedef struct {
     char name[48];          /* SPIR-V base name; "_sg"/"_f16" appended when those paths are used */
@@ -73,4 +76,16 @@ typedef struct {
 } vk_pipeline;
 
 void vkp_describe(int id, vkp_desc *out);
+/* How many pipelines (variants) one id can have: the 16 ROWS x NTOK ones of a mat-vec kernel, else 1. */
+static inline int vkp_n_variants(const vkp_desc *d) { return d->spec == VKP_SPEC_MV ? VKP_N_VARIANTS : 1; }
+/* The specialization constants vk_pipeline_get sets for a variant (written to spec, count
+ * returned). The one truth for them: the ACO gate (tools/aco/) compiles with these too. */
+uint32_t vkp_spec_constants(const vkp_desc *d, int variant, uint32_t spec[3]);
+/* The SPIR-V variant a description resolves to ("_sg" / "_f16" when those paths are used). */
+void vkp_variant_name(const vkp_desc *d, bool use_subgroup, bool use_fp16, char *out, size_t n);
+/* The required subgroup size the pipeline is created with (with full subgroups), 0 for none:
+ * subgroup kernels get the device's widest size when size control is used (sg_required, else 0). */
+static inline uint32_t vkp_required_subgroup_size(const vkp_desc *d, bool use_subgroup, uint32_t sg_required) {
+    return d->has_sg && use_subgroup ? sg_required : 0;
+}
 #endif

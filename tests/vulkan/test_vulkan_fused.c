@@ -36,7 +36,7 @@ static bool may_decline(uint32_t type) {
 }
 
 static void test_matmul_glu(backend *be) {
-    const int toks[] = { 1, 3, 11 }; /* 11: a pass of 8 tokens, then 3 */
+    const int toks[] = { 1, 3, 6, 11 }; /* 6: NTOK 8 with a part-filled last token tile; 11: a pass of 8 tokens, then 3 */
     int n_fused = 0;
     for (int ti = 0; ti < N_TYPES; ti++) {
         const uint32_t type = k_types[ti];

@@ -100,7 +100,7 @@ static bool is_iq_type(uint32_t type) {
 }
 
 static void test_matmul(backend *be) {
-    const int toks[] = { 1, 3, 8, 17, 70 };
+    const int toks[] = { 1, 3, 5, 7, 8, 17, 70 }; /* 5, 7: a last token tile part-filled (mul_mat_vec.comp's TT) */
     for (int ti = 0; ti < N_TYPES; ti++) {
         uint32_t type = k_types[ti];
         const bool few = is_iq_type(type) && one_path_run();

@@ -158,7 +158,14 @@ int main(int argc, char **argv) {
                  info.driver_version, vk_kernels_digest());
         CHECKF(access(tpath, F_OK) == 0, "no tuning cache %s", tpath);
         backend *t1 = open_idx(idx);
-        if (t1) { CHECK(vk_backend_tuning(t1, tuned, sizeof tuned) > 0 && strstr(tuned, "mul_mat_vec")); printf("tuned: %s\n", tuned); t1->ops->destroy(t1); }
+        if (t1) {
+            CHECK(vk_backend_tuning(t1, tuned, sizeof tuned) > 0 && strstr(tuned, "mul_mat_vec"));
+            printf("tuned: %s\n", tuned);
+            /* timed per batch size as well: decode (1 token) and the batched runs (NTOK 2/4/8) */
+            CHECKF(strstr(tuned, " t1:") && (strstr(tuned, " t2:") || strstr(tuned, " t4:") || strstr(tuned, " t8:")),
+                   "no batch-size tuning in: %s", tuned);
+            t1->ops->destroy(t1);
+        }
         setenv("ANVIL_VK_TUNE", "1", 1);
         t1 = open_idx(idx);
         if (t1) { CHECK(vk_backend_tuning(t1, tuned, sizeof tuned) == 0); t1->ops->destroy(t1); }

@@ -33,6 +33,9 @@ if(TEST test_vulkan_fused)
     add_test(NAME test_vulkan_fused_no_${p} COMMAND test_vulkan_fused WORKING_DIRECTORY ${ANVIL_TESTS})
     set_tests_properties(test_vulkan_fused_no_${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=${p}")
   endforeach()
+  # rows 1: the fused kernels' widest token tiles (2 weights x ROWS x TT sums per lane)
+  add_test(NAME test_vulkan_fused_rows1 COMMAND test_vulkan_fused WORKING_DIRECTORY ${ANVIL_TESTS})
+  set_tests_properties(test_vulkan_fused_rows1 PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_MV_ROWS=1")
 endif()
 # The integer-dot mat-vec of Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K (test_vulkan_int8): every path, int8
 # off (the float kernels run), subgroup off, wide off (the GGUF layout), each forced ROWS.
@@ -152,5 +155,57 @@ if(TARGET test_vulkan_model)
                WORKING_DIRECTORY ${ANVIL_TESTS})
       set_tests_properties(test_vulkan_gemma270m_split PROPERTIES TIMEOUT 900 ENVIRONMENT "${ANVIL_VK_TEST_ENV}")
     endif()
+  endif()
+endif()
+# The cooperative-matrix mat-mat (test_vulkan_coopmat, label `coopmat`): on the host's lavapipe it
+# checks the path is absent with a reason; on trixie-backports' lavapipe 26.1 (VK_KHR_cooperative_matrix,
+# 8x8x8) the host-built binary runs on the Debian 13 root's C library (tools/coopmat/in-root.sh, no
+# chroot) under that root's validation layer: every weight type, wide layout on and off, and
+# ANVIL_VK_DISABLE=coopmat, the autotuner off (coopmat always) and re-timing (its choice). Without the root (ANVIL_TRIXIE_ROOT / $TRIXIE_ROOT) or the
+# "_cm" kernels the label's test is skipped with one line.
+if(TEST test_vulkan_coopmat)
+  set_tests_properties(test_vulkan_coopmat PROPERTIES ENVIRONMENT "${ANVIL_VK_TEST_ENV}" LABELS coopmat)
+  set(_cm_root "${ANVIL_TRIXIE_ROOT}")
+  set(_cm_skip "")
+  if(ANVIL_COOPMAT_WHY)
+    set(_cm_skip "${ANVIL_COOPMAT_WHY}")
+  elseif(ANVIL_SANITIZE) # the root has no sanitizer runtime for the host-built binary
+    set(_cm_skip "sanitizer build (the release build runs them)")
+  elseif(NOT _cm_root OR NOT EXISTS ${_cm_root}/opt/mesa-bpo/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so)
+    set(_cm_skip "no Debian 13 root with trixie-backports' Mesa at '${_cm_root}' (set TRIXIE_ROOT or -DANVIL_TRIXIE_ROOT)")
+  endif()
+  if(_cm_skip)
+    add_test(NAME test_vulkan_coopmat_lvp26 COMMAND ${CMAKE_COMMAND} -E echo "coopmat on lavapipe 26.1 skipped: ${_cm_skip}")
+    set_tests_properties(test_vulkan_coopmat_lvp26 PROPERTIES LABELS coopmat PASS_REGULAR_EXPRESSION "skipped"
+                         SKIP_REGULAR_EXPRESSION "skipped")
+  else()
+    set(_cm_icd ${CMAKE_BINARY_DIR}/lvp26_icd.json) # the root's ICD file names its library by an in-root path
+    file(WRITE ${_cm_icd} "{\"ICD\": {\"api_version\": \"1.4.0\", \"library_path\": \"${_cm_root}/opt/mesa-bpo/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so\"}, \"file_format_version\": \"1.0.1\"}\n")
+    set(_cm_env "ANVIL_VK_VALIDATE=1;ANVIL_VK_REQUIRE=1;ASAN_OPTIONS=detect_leaks=0;VK_ICD_FILENAMES=${_cm_icd}"
+                "VK_LAYER_PATH=${_cm_root}/usr/share/vulkan/explicit_layer.d")
+    foreach(v "lvp26;ANVIL_VK_REQUIRE_COOPMAT=1;ANVIL_VK_TUNE=0" "lvp26_no_wide;ANVIL_VK_REQUIRE_COOPMAT=1;ANVIL_VK_DISABLE=wide;ANVIL_VK_TUNE=0"
+              "lvp26_off;ANVIL_VK_DISABLE=coopmat;ANVIL_VK_TUNE=0"
+              "lvp26_tuned;ANVIL_VK_REQUIRE_COOPMAT=1;ANVIL_VK_TUNE=1;XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/coopmat-tune-cache")
+      list(GET v 0 _n)
+      list(REMOVE_AT v 0)
+      add_test(NAME test_vulkan_coopmat_${_n} COMMAND ${CMAKE_SOURCE_DIR}/tools/coopmat/in-root.sh ${_cm_root}
+               $<TARGET_FILE:test_vulkan_coopmat> WORKING_DIRECTORY ${ANVIL_TESTS})
+      set_tests_properties(test_vulkan_coopmat_${_n} PROPERTIES TIMEOUT 600 LABELS coopmat ENVIRONMENT "${_cm_env};${v}")
+    endforeach()
+    # doctor --verify covers the "_cm" kernels (tolerance of the fp16 tiles), and a planted wrong
+    # one (ANVIL_VK_TEST_BREAK) is reported with the checked fix ANVIL_VK_DISABLE=coopmat.
+    foreach(v "verify;;ok   matmul [^\n]*_cm" "verify_broken;ANVIL_VK_TEST_BREAK=mul_mm_q4_0_w_cm;fix: ANVIL_VK_DISABLE=coopmat \\(checked")
+      list(GET v 0 _n)
+      list(GET v 1 _brk)
+      list(GET v 2 _pass)
+      add_test(NAME test_vulkan_coopmat_lvp26_${_n} COMMAND ${CMAKE_SOURCE_DIR}/tools/coopmat/in-root.sh ${_cm_root}
+               $<TARGET_FILE:anvil> doctor --verify ${ANVIL_TEST_MODELS}/llama-tiny-q4_0.gguf --all)
+      set_tests_properties(test_vulkan_coopmat_lvp26_${_n} PROPERTIES TIMEOUT 600 LABELS coopmat
+        FIXTURES_REQUIRED anvil_model_llama-tiny-q4_0 PASS_REGULAR_EXPRESSION "${_pass}"
+        ENVIRONMENT "${_cm_env};ANVIL_VK_VISIBLE_DEVICES=0;ANVIL_VK_TUNE=0;XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/coopmat-verify-${_n};${_brk}")
+      if(NOT _brk)
+        set_tests_properties(test_vulkan_coopmat_lvp26_${_n} PROPERTIES FAIL_REGULAR_EXPRESSION "FAIL;validation")
+      endif()
+    endforeach()
   endif()
 endif()

@@ -50,6 +50,8 @@ static cJSON *device_json(const device_list *l, const dev_info *d) {
     cJSON *feat = cJSON_AddObjectToObject(o, "features");
     cJSON_AddBoolToObject(feat, "fp16", d->fp16);
     cJSON_AddBoolToObject(feat, "int8_dot", d->int8_dot);
+    cJSON_AddBoolToObject(feat, "coopmat", d->coopmat);
+    if (d->coopmat_info[0]) cJSON_AddStringToObject(feat, d->coopmat ? "coopmat_config" : "coopmat_why", d->coopmat_info);
     cJSON_AddNumberToObject(feat, "subgroup_size", d->subgroup_size);
     cJSON_AddNumberToObject(feat, "max_allocation", (double)d->max_allocation);
     cJSON_AddNumberToObject(feat, "max_storage_range", (double)d->max_storage_range);
@@ -104,6 +106,7 @@ static void devices_table(const device_list *l) {
         if (d->why[0]) printf("         %s: %s\n", d->used ? "note" : d->skip == DEV_SKIP_CPU_FALLBACK ? "role" : "why", d->why);
         if (!d->used && d->fix[0]) printf("         fix: %s\n", d->fix);
         if (d->mem_detail[0]) printf("         memory: %s\n", d->mem_detail);
+        if (d->coopmat_info[0]) printf("         coopmat: %s%s%s\n", d->coopmat ? "" : "absent (", d->coopmat_info, d->coopmat ? "" : ")");
         if (d->has_pci || d->uuid_str[0])
             printf("         %s%s%s%s\n", d->has_pci ? "pci " : "", d->has_pci ? d->pci_bus_id : "", d->has_pci && d->uuid_str[0] ? ", uuid " : d->uuid_str[0] ? "uuid " : "", d->uuid_str);
     }
