@@ -20,7 +20,7 @@
     X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2) \
     X(vkGetPhysicalDeviceMemoryProperties) X(vkGetPhysicalDeviceMemoryProperties2) \
     X(vkGetPhysicalDeviceQueueFamilyProperties) X(vkEnumerateDeviceExtensionProperties) \
-    X(vkCreateDevice) X(vkGetDeviceProcAddr)
+    X(vkCreateDevice) X(vkGetDeviceProcAddr) X(vkGetInstanceProcAddr)
 
 #define VKL_DEVICE_FUNCS(X) \
     X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkDeviceWaitIdle) X(vkQueueSubmit) \
