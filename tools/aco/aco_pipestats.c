@@ -56,7 +56,7 @@ static int class_of(const char *name) {
 typedef struct {
     char name[80];           /* the SPIR-V variant, "@rRtT" for mat-vec ROWS x NTOK */
     const anv_spirv_blob *blob;
-    uint32_t spec[3], n_spec;
+    uint32_t spec[VKP_MAX_SPEC], n_spec;
     int n_bind;
     bool arr0, subgroup;     /* binding 0 is an array of 2; created with the required subgroup size */
     uint32_t pc_size;
@@ -116,7 +116,7 @@ static bool build_jobs(bool all_paths, const char *only) {
                 }
                 for (int v = 0; v < vkp_n_variants(&d); v++) {
                     job j = { .blob = b, .n_bind = d.n_bind, .arr0 = d.arr0, .pc_size = d.pc_size };
-                    j.n_spec = vkp_spec_constants(&d, v, j.spec);
+                    j.n_spec = vkp_spec_constants(&d, v, false, j.spec); /* RADV: a GPU */
                     j.subgroup = vkp_required_subgroup_size(&d, sg, 64) != 0; /* the size itself: the device's widest */
                     if (d.spec == VKP_SPEC_MV) snprintf(j.name, sizeof j.name, "%s@r%ut%u", base, j.spec[1], j.spec[2]);
                     else snprintf(j.name, sizeof j.name, "%s", base);
@@ -232,7 +232,7 @@ static void compile_one(const gpu *g, const job *j, result *r) {
     VkResult vr = vkCreateShaderModule(g->dev, &smi, NULL, &mod);
     free(code);
     if (vr != VK_SUCCESS) goto out_layout;
-    VkSpecializationMapEntry me[3];
+    VkSpecializationMapEntry me[VKP_MAX_SPEC];
     for (uint32_t i = 0; i < j->n_spec; i++) me[i] = (VkSpecializationMapEntry){ i, i * 4, 4 };
     VkSpecializationInfo si = { .mapEntryCount = j->n_spec, .pMapEntries = me, .dataSize = j->n_spec * 4, .pData = j->spec };
     /* as vk_pipeline_get: the widest subgroup, full subgroups, when the device has size control */

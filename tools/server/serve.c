@@ -77,7 +77,7 @@ static const struct { const char *name, *def, *what; } env_vars[] = {
     {"ANVIL_VK_VISIBLE_DEVICES", "(all)", "Vulkan device indices to use (wins over GGML_VK_VISIBLE_DEVICES)"},
     {"ANVIL_IGPU", "(auto)", "1 uses integrated GPUs, 0 never"},
     {"ANVIL_GPU_OVERHEAD", "268435456", "bytes kept free on each GPU when placing layers"},
-    {"ANVIL_VK_DISABLE", "(none)", "Vulkan paths to turn off: fp16,subgroup,int8,sgsize,fuse,splitk,wide or all"},
+    {"ANVIL_VK_DISABLE", "(none)", "Vulkan paths to turn off: fp16,subgroup,int8,sgsize,fuse,splitk,wide,onetile or all"},
     {"ANVIL_VK_NO_PIPELINE_CACHE", "0", "1 disables the on-disk Vulkan pipeline cache"},
     {"ANVIL_VK_MAX_ALLOCATION", "(device)", "largest single Vulkan allocation in bytes"},
     {"ANVIL_VK_MV_ROWS", "(auto)", "rows per workgroup of the Vulkan mat-vec kernels (1-8)"},
