@@ -20,6 +20,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint ROWS = 2;
 layout(constant_id = 2) const uint NTOK = 1;
+layout(constant_id = 3) const uint TILE_ALL = 0; // 1: all NTOK tokens in one tile (CPU devices: no registers to fit)
 #ifdef MV_GLU
 layout(binding = 0) readonly buffer W { uint d[]; } wb[2];
 uint wsel = 0u;
@@ -51,7 +52,7 @@ layout(push_constant) uniform PC {
 const uint TT_X = MV_TILE_X4 / MV_RUNS > 0u ? MV_TILE_X4 / MV_RUNS : 1u;
 const uint TT_ACC = MV_TILE_ACC / (MV_NW * ROWS) > 0u ? MV_TILE_ACC / (MV_NW * ROWS) : 1u;
 const uint TT_MAX = TT_X < TT_ACC ? TT_X : TT_ACC;
-const uint TT = NTOK / ((NTOK + TT_MAX - 1u) / TT_MAX); // min(NTOK, TT_MAX) for powers of two
+const uint TT = TILE_ALL != 0u ? NTOK : NTOK / ((NTOK + TT_MAX - 1u) / TT_MAX); // else min(NTOK, TT_MAX) for powers of two
 
 shared float red[ROWS * TT * WG];
 

@@ -16,6 +16,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint ROWS = 2;
 layout(constant_id = 2) const uint NTOK = 1;
+layout(constant_id = 3) const uint TILE_ALL = 0; // 1: all NTOK tokens in one tile (CPU devices: no registers to fit)
 layout(binding = 0) readonly buffer W { uint wq[]; };
 layout(binding = 1) readonly buffer X { uint xq[]; };
 layout(binding = 2) buffer D { float dst[]; };
@@ -30,7 +31,7 @@ layout(push_constant) uniform PC {
 #define VQ_TILE_MAX 4u
 const uint TT_ACC = VQ_TILE_ACC / ROWS > 0u ? VQ_TILE_ACC / ROWS : 1u;
 const uint TT_MAX = TT_ACC < VQ_TILE_MAX ? TT_ACC : VQ_TILE_MAX;
-const uint TT = NTOK / ((NTOK + TT_MAX - 1u) / TT_MAX); // min(NTOK, TT_MAX) for powers of two
+const uint TT = TILE_ALL != 0u ? NTOK : NTOK / ((NTOK + TT_MAX - 1u) / TT_MAX); // else min(NTOK, TT_MAX) for powers of two
 shared float red[ROWS * TT * WG];
 #if defined(DATA_A_Q4_K) || defined(DATA_A_Q5_K) || defined(DATA_A_Q6_K)
 #define VQ_K 1

@@ -129,7 +129,7 @@ const anv_setting anv_settings_rows[] = {
      "1 enables the Khronos validation layer; its messages are printed and counted"},
     {"ANVIL_VK_PROFILE", NULL, ANV_SET_BOOL, "0, 1", "0", PROC, "vulkan", SERVE,
      "1 times every dispatch and prints per-kernel time and GB/s at exit"},
-    {"ANVIL_VK_DISABLE", NULL, ANV_SET_LIST, "fp16, subgroup, int8, sgsize, fuse, splitk, wide, coopmat, all", "(none)", MODEL, "vulkan",
+    {"ANVIL_VK_DISABLE", NULL, ANV_SET_LIST, "fp16, subgroup, int8, sgsize, fuse, splitk, wide, coopmat, onetile, all", "(none)", MODEL, "vulkan",
      SERVE, "optional Vulkan paths to turn off; an unknown name is an error"},
     {"ANVIL_VK_INT8_K", NULL, ANV_SET_BOOL, "0, 1", "0", PROC, "vulkan", SERVE,
      "1 uses Q4_K's and Q5_K's integer-dot mat-vec (off: past the KL bounds on real models)"},

@@ -15,9 +15,9 @@
 extern const backend_ops vk_backend_ops; /* vk_ops.c */
 
 /* The optional paths ANVIL_VK_DISABLE names (vk_backend.h). */
-static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", "fuse", "splitk", "wide", "coopmat", NULL };
+static const char *const k_paths[] = { "fp16", "subgroup", "int8", "sgsize", "fuse", "splitk", "wide", "coopmat", "onetile", NULL };
 
-const char *vk_optional_paths(void) { return "fp16,subgroup,int8,sgsize,fuse,splitk,wide,coopmat"; }
+const char *vk_optional_paths(void) { return "fp16,subgroup,int8,sgsize,fuse,splitk,wide,coopmat,onetile"; }
 
 /* Checks a disable list ("fp16,subgroup", "all", spaces or commas); 0, or -1 with a
  * one-line anv_last_error() naming the unknown entry. */
@@ -125,6 +125,9 @@ static bool choose_paths(vk_ctx *c) {
     c->mv_max_tok = c->info.type == ANV_VK_DEVICE_CPU ? 32 : 8;
     c->use_splitk = !disabled(c, "splitk");
     c->use_coopmat = c->info.coopmat && !disabled(c, "coopmat"); /* vk_coopmat.c: an advertised configuration */
+    /* CPU devices have no register file to fit: their mat-vec kernels take all tokens in one
+     * tile (spec constant TILE_ALL); "onetile" off gives them the GPU's token tiles (tests). */
+    c->use_onetile = c->info.type == ANV_VK_DEVICE_CPU && !disabled(c, "onetile");
     int rows = (int)c->mv_rows, mt = c->mv_max_tok, tune = 0;
     if (anv_setting_int("ANVIL_VK_MV_ROWS", 1, 8, &rows) < 0 || anv_setting_int("ANVIL_VK_MV_MAX_TOK", 1, 64, &mt) < 0 ||
         anv_setting_int("ANVIL_VK_TUNE", 0, 1, &tune) < 0 || anv_setting_int("ANVIL_VK_SPLITK", 1, 256, &c->splitk_forced) < 0)

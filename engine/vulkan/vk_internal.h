@@ -64,6 +64,7 @@ typedef struct vk_ctx {
     bool use_fuse;           /* the fused decode ops (vk_fused.c) */
     bool use_splitk;         /* split-K decode attention (vk_attention.c) */
     bool use_coopmat;        /* cooperative-matrix tiled mat-mat (vk_coopmat.c) */
+    bool use_onetile;        /* mat-vec: all tokens in one tile (CPU devices; spec constant TILE_ALL) */
     int splitk_forced;       /* ANVIL_VK_SPLITK: the split count whenever n_tok is small; 0 = chosen per call */
     uint32_t n_cu;           /* compute units (vk_attention.c, on first use; 0 = not yet known) */
     vk_storage *scratch_fa;  /* split-K partials */

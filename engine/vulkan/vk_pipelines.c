@@ -93,11 +93,12 @@ void vkp_describe(int id, vkp_desc *d) {
     }
 }
 
-uint32_t vkp_spec_constants(const vkp_desc *d, int variant, uint32_t spec[3]) {
-    spec[0] = spec[1] = spec[2] = 0;
+uint32_t vkp_spec_constants(const vkp_desc *d, int variant, bool one_tile, uint32_t spec[VKP_MAX_SPEC]) {
+    spec[0] = spec[1] = spec[2] = spec[3] = 0;
     switch (d->spec) {
     case VKP_SPEC_WG: spec[0] = 64; return 1;
-    case VKP_SPEC_MV: spec[0] = 64; spec[1] = 1u << (variant / 4); spec[2] = 1u << (variant % 4); return 3; /* WG, ROWS, NTOK */
+    case VKP_SPEC_MV: /* WG, ROWS, NTOK, TILE_ALL */
+        spec[0] = 64; spec[1] = 1u << (variant / 4); spec[2] = 1u << (variant % 4); spec[3] = one_tile ? 1u : 0u; return 4;
     case VKP_SPEC_MM: spec[0] = 256; spec[1] = 64; spec[2] = 64; return 3;
     default: return 0;
     }
@@ -222,10 +223,10 @@ VkPipeline vk_pipeline_get(vk_ctx *c, int id, int variant) {
     free(code);
     if (r != VK_SUCCESS) { be_fail(&c->base, "Vulkan: shader module %s failed (%s)", p->used_name, vkl_result_name(r)); return VK_NULL_HANDLE; }
 
-    uint32_t spec[7];
-    uint32_t n_spec = vkp_spec_constants(d, variant, spec);
+    uint32_t spec[VKP_MAX_SPEC];
+    uint32_t n_spec = vkp_spec_constants(d, variant, c->use_onetile, spec);
     if (d->spec == VKP_SPEC_CM) { vk_coopmat_spec(&c->info, spec); n_spec = 7; } /* the device's configuration (vk_coopmat.c) */
-    VkSpecializationMapEntry me[7];
+    VkSpecializationMapEntry me[VKP_MAX_SPEC];
     for (uint32_t i = 0; i < n_spec; i++) me[i] = (VkSpecializationMapEntry){ i, i * 4, 4 };
     VkSpecializationInfo si = { .mapEntryCount = n_spec, .pMapEntries = me, .dataSize = n_spec * 4, .pData = spec };
     /* Subgroup kernels: the device's widest subgroup, full subgroups (every kernel's

@@ -79,8 +79,11 @@ void vkp_describe(int id, vkp_desc *out);
 /* How many pipelines (variants) one id can have: the 16 ROWS x NTOK ones of a mat-vec kernel, else 1. */
 static inline int vkp_n_variants(const vkp_desc *d) { return d->spec == VKP_SPEC_MV ? VKP_N_VARIANTS : 1; }
 /* The specialization constants vk_pipeline_get sets for a variant (written to spec, count
- * returned). The one truth for them: the ACO gate (tools/aco/) compiles with these too. */
-uint32_t vkp_spec_constants(const vkp_desc *d, int variant, uint32_t spec[3]);
+ * returned); one_tile: the mat-vec kernels take all their tokens in one tile (CPU devices,
+ * lavapipe: no register file to fit; GPUs get token tiles that bound registers). The one truth
+ * for them: the ACO gate (tools/aco/) compiles with these too (one_tile false, as on RADV). */
+#define VKP_MAX_SPEC 7
+uint32_t vkp_spec_constants(const vkp_desc *d, int variant, bool one_tile, uint32_t spec[VKP_MAX_SPEC]);
 /* The SPIR-V variant a description resolves to ("_sg" / "_f16" when those paths are used). */
 void vkp_variant_name(const vkp_desc *d, bool use_subgroup, bool use_fp16, char *out, size_t n);
 /* The required subgroup size the pipeline is created with (with full subgroups), 0 for none:

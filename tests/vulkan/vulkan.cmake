@@ -20,7 +20,7 @@ set_tests_properties(test_vulkan_ops_fallback PROPERTIES TIMEOUT 600
 # Each optional path forced off alone (the others on): fp16 tiles, subgroup reductions,
 # 8-bit integer dot, the required subgroup size (Vulkan 1.3 subgroup size control), the
 # repacked weight layout with its 16-byte-load kernels (wide).
-foreach(p fp16 subgroup int8 sgsize wide splitk)
+foreach(p fp16 subgroup int8 sgsize wide splitk onetile)
   add_test(NAME test_vulkan_ops_no_${p} COMMAND test_vulkan_ops WORKING_DIRECTORY ${ANVIL_TESTS})
   set_tests_properties(test_vulkan_ops_no_${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=${p}")
 endforeach()
@@ -33,9 +33,9 @@ if(TEST test_vulkan_fused)
     add_test(NAME test_vulkan_fused_no_${p} COMMAND test_vulkan_fused WORKING_DIRECTORY ${ANVIL_TESTS})
     set_tests_properties(test_vulkan_fused_no_${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=${p}")
   endforeach()
-  # rows 1: the fused kernels' widest token tiles (2 weights x ROWS x TT sums per lane)
-  add_test(NAME test_vulkan_fused_rows1 COMMAND test_vulkan_fused WORKING_DIRECTORY ${ANVIL_TESTS})
-  set_tests_properties(test_vulkan_fused_rows1 PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_MV_ROWS=1")
+  # the GPU's token tiles on lavapipe (onetile off), at rows 1: the fused kernels' widest tiles
+  add_test(NAME test_vulkan_fused_tiles COMMAND test_vulkan_fused WORKING_DIRECTORY ${ANVIL_TESTS})
+  set_tests_properties(test_vulkan_fused_tiles PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=onetile;ANVIL_VK_MV_ROWS=1")
 endif()
 # The integer-dot mat-vec of Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K (test_vulkan_int8): every path, int8
 # off (the float kernels run), subgroup off, wide off (the GGUF layout), each forced ROWS.
@@ -48,6 +48,9 @@ if(TEST test_vulkan_int8)
     add_test(NAME test_vulkan_int8_${_n} COMMAND test_vulkan_int8 WORKING_DIRECTORY ${ANVIL_TESTS})
     set_tests_properties(test_vulkan_int8_${_n} PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};${_e}")
   endforeach()
+  # the GPU's token tiles on lavapipe (onetile off): at rows 2, tiles of 4 tokens, the last part-filled
+  add_test(NAME test_vulkan_int8_tiles COMMAND test_vulkan_int8 WORKING_DIRECTORY ${ANVIL_TESTS})
+  set_tests_properties(test_vulkan_int8_tiles PROPERTIES TIMEOUT 600 ENVIRONMENT "${ANVIL_VK_TEST_ENV};ANVIL_VK_DISABLE=onetile;ANVIL_VK_MV_ROWS=2")
 endif()
 # Each autotuner variant (mat-vec rows per workgroup) against the reference: lavapipe's
 # default is 8, the others forced.

@@ -61,7 +61,7 @@ static int class_of(const char *name) {
 typedef struct {
     char name[80];           /* the SPIR-V variant, "@rRtT" for mat-vec ROWS x NTOK */
     const anv_spirv_blob *blob;
-    uint32_t spec[7], n_spec;
+    uint32_t spec[VKP_MAX_SPEC], n_spec;
     bool cm;                 /* a coopmat kernel: constants and subgroup size from the family's configuration */
     int n_bind;
     bool arr0, subgroup;     /* binding 0 is an array of 2; created with the required subgroup size */
@@ -122,7 +122,7 @@ static bool build_jobs(bool all_paths, const char *only) {
                 }
                 for (int v = 0; v < vkp_n_variants(&d); v++) {
                     job j = { .blob = b, .n_bind = d.n_bind, .arr0 = d.arr0, .pc_size = d.pc_size };
-                    j.n_spec = vkp_spec_constants(&d, v, j.spec);
+                    j.n_spec = vkp_spec_constants(&d, v, false, j.spec); /* RADV: a GPU */
                     j.cm = d.spec == VKP_SPEC_CM;
                     if (j.cm && !b) continue; /* built without glslang >= 15: no coopmat kernels to check */
                     j.subgroup = vkp_required_subgroup_size(&d, sg, 64) != 0; /* the size itself: the device's widest */
@@ -251,7 +251,7 @@ static void compile_one(const gpu *g, const job *j, result *r) {
     VkResult vr = vkCreateShaderModule(g->dev, &smi, NULL, &mod);
     free(code);
     if (vr != VK_SUCCESS) goto out_layout;
-    VkSpecializationMapEntry me[7];
+    VkSpecializationMapEntry me[VKP_MAX_SPEC];
     for (uint32_t i = 0; i < j->n_spec; i++) me[i] = (VkSpecializationMapEntry){ i, i * 4, 4 };
     VkSpecializationInfo si = { .mapEntryCount = j->n_spec, .pMapEntries = me, .dataSize = j->n_spec * 4, .pData = j->spec };
     /* as vk_pipeline_get: the widest subgroup, full subgroups, when the device has size control */
