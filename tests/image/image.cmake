@@ -9,7 +9,7 @@ target_link_libraries(image_dump PRIVATE anvil_image)
 set(ANVIL_LLAMACPP_STB "$ENV{HOME}/.cache/llamacpp-current/src/llama.cpp/vendor/stb/stb_image.h"
     CACHE FILEPATH "llama.cpp's stb_image.h, the reference image loader (optional)")
 set(_image_ref_args "")
-if(EXISTS ${ANVIL_LLAMACPP_STB})
+if(EXISTS ${ANVIL_LLAMACPP_STB} AND NOT WIN32) # its fopen: not the Windows build's wrapped one
   get_filename_component(_stb_dir ${ANVIL_LLAMACPP_STB} DIRECTORY)
   add_executable(stb_dump ${ANVIL_TESTS}/image/stb_dump.c)
   target_include_directories(stb_dump SYSTEM PRIVATE ${_stb_dir})
