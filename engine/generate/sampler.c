@@ -79,18 +79,6 @@ static void seed_rng(sampler *s) {
 
 /* ---- parameters ---------------------------------------------------------------------- */
 
-void sampler_params_default(sampler_params *p) {
-    p->temperature = 0.8f;
-    p->top_k = 40;
-    p->top_p = 0.9f;
-    p->min_p = 0.0f;
-    p->repeat_penalty = 1.0f;
-    p->repeat_last_n = 64;
-    p->presence_penalty = 0.0f;
-    p->frequency_penalty = 0.0f;
-    p->seed = 0;
-}
-
 static int check_params(const sampler_params *p) {
     if (isnan(p->temperature) || isnan(p->top_p) || isnan(p->min_p) || isnan(p->presence_penalty) ||
         isnan(p->frequency_penalty) || isnan(p->repeat_penalty)) {

@@ -12,9 +12,10 @@ set(_anvil_layering
   "tokenizer:gguf.h--backend.h,model.h,store.h"
   "model:tokenizer.h,backend.h--cpu_backend.h,device.h,sampler.h,chat.h,store.h"
   "cpu:backend.h,quant.h,fp16.h--model.h,tokenizer.h,device.h"
-  "generate:model.h,sampler.h--chat.h,store.h,device.h,cpu_backend.h"
+  "options:error.h,sampling_params.h--gguf.h,model.h,sampler.h,store.h"
+  "generate:model.h,sampler.h,options.h--chat.h,store.h,device.h,cpu_backend.h"
   "prompt:model.h,chat.h--sampler.h,store.h,device.h"
-  "store:options.h,gguf_write.h--device.h,chat.h,cpu_backend.h,api.h"
+  "store:options.h,gguf_write.h--model.h,sampler.h,generate.h,device.h,chat.h,cpu_backend.h,api.h"
   "device:model.h,cpu_backend.h--store.h,sampler.h,chat.h,api.h"
   "vision:model.h,backend.h--cpu_backend.h,device.h,sampler.h,chat.h,store.h")
 if(TARGET anvil_vulkan)

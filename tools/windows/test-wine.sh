@@ -38,7 +38,7 @@ wineboot -i >/dev/null 2>&1 || true  # the wine prefix, once (~10 s)
 fails=0
 # C unit tests with a Windows build (the fork()-based store tests are not built; the rest
 # of the suite's unit tests assume POSIX tools or paths in the test itself: README, Windows).
-unit='^test_(settings|threadpool|cpu_repack|gotemplate|quantize_model|tokenizer|tokenizer_wpm|server_model_facts|gen_step|doctor|quant|chat_tools|gguf_write|chat|bench|stop_strings|reply_parse|prompt|grammar|server_http|server_images)$'
+unit='^test_(settings|options|threadpool|cpu_repack|gotemplate|quantize_model|tokenizer|tokenizer_wpm|server_model_facts|gen_step|doctor|quant|chat_tools|gguf_write|chat|bench|stop_strings|reply_parse|prompt|grammar|server_http|server_images)$'
 (cd "$bw" && ctest -R "$unit" -j"$jobs" --timeout 300 --output-on-failure) || fails=$((fails + 1))
 
 exe=tools/windows/anvil-wine

@@ -6,7 +6,7 @@
 #define ANVIL_OPTIONS_H
 #include <stdbool.h>
 #include <stdint.h>
-#include "sampler.h"
+#include "sampling_params.h"
 
 #define OPTIONS_MAX_STOP 16
 
