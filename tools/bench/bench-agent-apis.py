@@ -6,7 +6,7 @@ request, tokens per second of the stream, and the bytes sent per token. The mode
 the same on every route (same prompt tokens, same generated tokens: checked), so the
 differences are the API layers' (JSON building, SSE framing, event counts).
 
-  tools/bench-agent-apis.py build/anvil MODEL.gguf [--tokens 64] [--reps 3]"""
+  tools/bench/bench-agent-apis.py build/anvil MODEL.gguf [--tokens 64] [--reps 3]"""
 import argparse
 import http.client
 import json
@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "server"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "server"))
 from common import Server  # noqa: E402
 
 PROMPT = "Write a short story about a lighthouse keeper."

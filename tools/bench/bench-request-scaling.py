@@ -4,7 +4,7 @@
 walked in O(n^2)). Times each request at size n and 10 n against one `anvil serve` and prints
 the ratio (linear: about 10; quadratic: about 100). A benchmark, not a unit test: run it by hand.
 
-  tools/bench-request-scaling.py build/anvil GEN_MODEL.gguf EMBED_MODEL.gguf [--small 10000]
+  tools/bench/bench-request-scaling.py build/anvil GEN_MODEL.gguf EMBED_MODEL.gguf [--small 10000]
 """
 import argparse
 import json
@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "server"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "server"))
 from common import Server, post_json  # noqa: E402
 
 

@@ -5,7 +5,7 @@
 # and second start (the file mapped). REPS interleaved repetitions (default 2); each line is
 # "model mode seconds peak-RSS-MB", the last field the run's wall time from /usr/bin/time.
 # The model files stay in the page cache between runs (no cache is dropped: a shared machine).
-#   tools/bench-repack-cache.sh [-r REPS] [-b build/anvil] MODEL.gguf...
+#   tools/bench/bench-repack-cache.sh [-r REPS] [-b build/anvil] MODEL.gguf...
 set -euo pipefail
 reps=2
 anvil=build/anvil

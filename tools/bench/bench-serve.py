@@ -4,8 +4,8 @@ with 1, 2 and 4 concurrent streams, against the same requests run one after anot
 Tokens/s = generated tokens (eval_count) of all streams / wall time. With continuous
 batching, N concurrent streams should beat N sequential ones.
 
-  tools/bench-serve.py --model gemma3:270m                  # a running server (ANVIL_HOST)
-  tools/bench-serve.py --anvil build/anvil --model m.gguf   # starts its own server
+  tools/bench/bench-serve.py --model gemma3:270m                  # a running server (ANVIL_HOST)
+  tools/bench/bench-serve.py --anvil build/anvil --model m.gguf   # starts its own server
 Options: --streams 1,2,4  --num-predict 128  --prompt TEXT  --json"""
 import argparse
 import json

@@ -4,10 +4,10 @@
 # importance matrix for it (llama.cpp's legacy imatrix format, positive random values: the
 # 1-2 bit types refuse to quantize without one; it changes which values are chosen, not the
 # speed), then `llama-quantize` to each type (skipped when present), and runs
-# tools/compare-llamacpp on them (interleaved, REPS repetitions, under flock -x LOCK).
+# tools/bench/compare-llamacpp on them (interleaved, REPS repetitions, under flock -x LOCK).
 #
-#   tools/bench-iq.sh                                   # every type, 1 and 2 threads, -r 2
-#   ANVIL=build/anvil REPS=3 TYPES="IQ2_XXS IQ3_S" tools/bench-iq.sh
+#   tools/bench/bench-iq.sh                                   # every type, 1 and 2 threads, -r 2
+#   ANVIL=build/anvil REPS=3 TYPES="IQ2_XXS IQ3_S" tools/bench/bench-iq.sh
 #
 # Environment: ANVIL (default build/anvil), MODELS_DIR (default ~/.cache/anvil-bench-models),
 # REPS (2), THREADS (1,2), PP (128), TG (32), TYPES (IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_S
@@ -15,7 +15,7 @@
 # made of IQ2_XS tensors, IQ2_M's of IQ2_S ones), LLAMACPP_BIN (llama-quantize's folder).
 # Extra arguments go to compare-llamacpp.
 set -eu
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 ANVIL=${ANVIL:-$REPO/build/anvil}
 MODELS_DIR=${MODELS_DIR:-$HOME/.cache/anvil-bench-models}
 REPS=${REPS:-2}
@@ -60,7 +60,7 @@ done
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
 echo "Machine: $CPU, $(nproc) cores; Anvil $COMMIT; $(date -u +%Y-%m-%d)."
-echo "Command: tools/bench-iq.sh $*  (REPS=$REPS THREADS=$THREADS PP=$PP TG=$TG)"
+echo "Command: tools/bench/bench-iq.sh $*  (REPS=$REPS THREADS=$THREADS PP=$PP TG=$TG)"
 echo
 # shellcheck disable=SC2086 # MODELS is a list of paths without spaces
-exec python3 "$REPO/tools/compare-llamacpp" --anvil "$ANVIL" --lock $LOCK -r "$REPS" -t "$THREADS" -p "$PP" -n "$TG" "$@" $MODELS
+exec python3 "$REPO/tools/bench/compare-llamacpp" --anvil "$ANVIL" --lock $LOCK -r "$REPS" -t "$THREADS" -p "$PP" -n "$TG" "$@" $MODELS

@@ -9,7 +9,7 @@ closes them). Prints the legitimate requests sent / answered (complete streams, 
 deliberate disconnects), and the server's RSS, open descriptors and threads (from
 /proc/PID) before, at the peak and after.
 
-  tools/soak-serve.py MODEL.gguf [--anvil build/anvil] [--seconds 120] [--clients 8]
+  tools/bench/soak-serve.py MODEL.gguf [--anvil build/anvil] [--seconds 120] [--clients 8]
                       [--half-open 500] [--timeout 30]"""
 import argparse
 import json
@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def proc_stats(pid):

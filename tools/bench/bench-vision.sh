@@ -4,9 +4,9 @@
 # tests/vision/mtmd_oracle.c), interleaved, best of REPEATS per run, on a synthetic SigLIP-style
 # projector (make_test_mmproj.py --preset bench: 224 px, 14 px patches = 256 patches, 384 wide,
 # 4 blocks, F16) and a 640x480 image (resized and padded first, as gemma3's preprocessing).
-#   tools/bench-vision.sh [BUILD_DIR] [ROUNDS] [THREADS]      (LLAMA_CPP=... to pick the tree)
+#   tools/bench/bench-vision.sh [BUILD_DIR] [ROUNDS] [THREADS]      (LLAMA_CPP=... to pick the tree)
 set -eu
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 rounds=${2:-2}
 threads=${3:-2}

@@ -5,7 +5,7 @@
 # libmicrohttpd (LGPL-2.1+: its source is Debian's, fetched by build-deps.sh; Anvil's own source is
 # public, so anyone can relink), volk (compiled in), and the image decoders libjpeg-turbo, libpng
 # (with zlib), libwebp and giflib. The texts are Debian's copyright files.
-#   tools/gen-notices.sh > THIRD_PARTY_NOTICES.txt
+#   tools/gen/gen-notices.sh > THIRD_PARTY_NOTICES.txt
 set -eu
 cat <<'HEAD'
 Third-party notices
