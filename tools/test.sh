@@ -11,11 +11,12 @@ cd "$(dirname "$0")/.."
 tools/install-deps.sh
 
 jobs=$(nproc)
+# run_suite DIR EXCLUDED_LABELS CMAKE_ARGS...: configure, build and run ctest without those labels.
 run_suite() {
-  local dir=$1; shift
+  local dir=$1 exclude=$2; shift 2
   cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
   ninja -C "$dir" -j"$jobs"
-  (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900 -LE aco)
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900 -LE "$exclude")
 }
 
 echo "== release build + tests"
@@ -24,7 +25,7 @@ echo "== release build + tests"
 # without one the release build goes on without them and the coopmat tests say why they skip.
 trixie=${TRIXIE_ROOT:-}
 if [ -z "$trixie" ] && [ -x tools/aco/make-root.sh ]; then trixie=$(tools/aco/make-root.sh) || trixie=""; fi
-run_suite build -DCMAKE_BUILD_TYPE=Release ${trixie:+-DANVIL_TRIXIE_ROOT=$trixie}
+run_suite build aco -DCMAKE_BUILD_TYPE=Release ${trixie:+-DANVIL_TRIXIE_ROOT=$trixie}
 # The AMD-compiler gate (tools/aco/, label aco: ACO on RADV's null device, six families) runs
 # beside the Windows stage, whose Wine tests leave CPU idle; its result is checked after it.
 echo "== AMD-compiler gate (ctest -L aco), in the background"
@@ -51,9 +52,11 @@ cat build/aco-gate.log
 [ "$aco_rc" = 0 ] || { echo "AMD-compiler gate failed"; exit 1; }
 if [ "${ANVIL_TEST_SANITIZE:-1}" != 0 ]; then
   echo "== ASan+UBSan build + tests"
+  # Without the one-path-off Vulkan runs (label path-variant: other shaders, the same host code);
+  # the release build above runs them.
   # Full malloc stacks so tests/lsan.supp can name the one leak Mesa's lavapipe makes.
   ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
-    run_suite build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DANVIL_SANITIZE=ON
+    run_suite build-asan "aco|path-variant" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DANVIL_SANITIZE=ON
 fi
 echo "== all tests passed"
