@@ -71,6 +71,25 @@ static int text_chunk(model_ctx *c, const tokenizer *tok, const char *text, size
     return 0;
 }
 
+/* The end of a run: the validation layer's verdict on a Vulkan run (ANVIL_VK_VALIDATE), then
+ * everything freed. 0, or 1 on a validation message. */
+static int finish(backend *cpu, backend *gpu, model *m, vision_model *v, model_ctx *c, uint8_t *rgb) {
+    int rc = 0;
+#ifdef ANVIL_HAVE_VULKAN
+    if (gpu && getenv("ANVIL_VK_VALIDATE")) {
+        if (!vk_validation_active()) { fprintf(stderr, "vision_dump: ANVIL_VK_VALIDATE=1 but the validation layer is not active\n"); rc = 1; }
+        else if (vk_validation_messages() != 0) { fprintf(stderr, "vision_dump: %d Vulkan validation messages\n", vk_validation_messages()); rc = 1; }
+    }
+#endif
+    free(rgb);
+    model_ctx_free(c);
+    vision_free(v);
+    model_free(m);
+    if (gpu) gpu->ops->destroy(gpu);
+    cpu->ops->destroy(cpu);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 5) { fprintf(stderr, "usage: vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N]\n"); return 2; }
     bool vulkan = false, prompt_api = false;
@@ -120,16 +139,9 @@ int main(int argc, char **argv) {
         printf("]}\n");
         free(toks);
         free(lg);
-        free(rgb);
-        model_ctx_free(c);
-        vision_free(v);
-        model_free(m);
-        if (gpu) gpu->ops->destroy(gpu);
-        cpu->ops->destroy(cpu);
-        return 0;
+        return finish(cpu, gpu, m, v, c, rgb);
     }
     if (!mark) { fprintf(stderr, "vision_dump: the prompt has no <__media__> marker\n"); return 2; }
-    const int n_vocab = tokenizer_n_vocab(m->tok) > m->hp.n_vocab ? tokenizer_n_vocab(m->tok) : m->hp.n_vocab;
     const int n_img = vision_image_tokens(v), n_embd = vision_n_embd(v);
     float *embd = malloc((size_t)n_img * n_embd * sizeof(float));
     char *before = malloc(strlen(prompt) + 64), *after = malloc(strlen(prompt) + 64);
@@ -151,21 +163,8 @@ int main(int argc, char **argv) {
     if (vision_eval_image(c, v, embd, n_img, NULL) != 0) return fail("image eval");
     if (text_chunk(c, m->tok, after, strlen(after), false, m->hp.n_vocab, true) != 0) return 1;
     printf("\n]}\n");
-    (void)n_vocab;
-#ifdef ANVIL_HAVE_VULKAN
-    if (gpu && getenv("ANVIL_VK_VALIDATE")) {
-        if (!vk_validation_active()) { fprintf(stderr, "vision_dump: ANVIL_VK_VALIDATE=1 but the validation layer is not active\n"); return 1; }
-        if (vk_validation_messages() != 0) { fprintf(stderr, "vision_dump: %d Vulkan validation messages\n", vk_validation_messages()); return 1; }
-    }
-#endif
     free(embd);
     free(before);
     free(after);
-    free(rgb);
-    model_ctx_free(c);
-    vision_free(v);
-    model_free(m);
-    if (gpu) gpu->ops->destroy(gpu);
-    cpu->ops->destroy(cpu);
-    return 0;
+    return finish(cpu, gpu, m, v, c, rgb);
 }
