@@ -15,9 +15,7 @@
 #ifdef ANVIL_HAVE_VULKAN
 static uint64_t seed = 2929;
 
-static const uint32_t k_types[] = { QT_F32, QT_F16, QT_BF16, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0,
-                                    QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K,
-                                    QT_MXFP4, QT_IQ4_NL, QT_IQ4_XS, QT_IQ3_XXS, QT_IQ3_S, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ1_S, QT_IQ1_M, QT_TQ1_0, QT_TQ2_0 };
+static const uint32_t k_types[] = { VK_TEST_ALL_TYPES };
 #define N_TYPES (int)(sizeof k_types / sizeof k_types[0])
 
 static int64_t cols_for(uint32_t type) {
