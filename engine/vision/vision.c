@@ -65,8 +65,9 @@ static be_tensor *put_l(vision_model *v, int il, const char *suffix, int64_t ne0
     return put(v, name, ne0, ne1, required, fail);
 }
 
-static int load_hparams(vision_model *v) {
-    const gguf_file *f = v->gguf;
+/* The projector kind of a clip file, as vision_load takes it: 0 with *out set, or -1 with
+ * anv_last_error() saying why the file is not a projector Anvil runs. */
+static int projector_kind(const gguf_file *f, vision_proj_type *out) {
     gguf_str s;
     if (!gguf_get_str(f, "general.architecture", &s) || !gguf_str_eq(s, "clip")) {
         anv_set_error("%s: not a projector file (general.architecture is not 'clip')", f->path);
@@ -82,9 +83,9 @@ static int load_hparams(vision_model *v) {
         return -1;
     }
     if (gguf_str_eq(s, "gemma3")) {
-        v->proj = VISION_PROJ_GEMMA3;
+        *out = VISION_PROJ_GEMMA3;
     } else if (gguf_str_eq(s, "mlp")) {
-        v->proj = VISION_PROJ_MLP;
+        *out = VISION_PROJ_MLP;
         const char *unsupported[] = {"clip.vision.image_grid_pinpoints", "clip.vision.feature_layer"};
         for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
             if (gguf_find(f, unsupported[i])) {
@@ -95,6 +96,12 @@ static int load_hparams(vision_model *v) {
         anv_set_error("%s: projector type '%.*s' is not supported (supported: gemma3, mlp)", f->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
         return -1;
     }
+    return 0;
+}
+
+static int load_hparams(vision_model *v) {
+    const gguf_file *f = v->gguf;
+    if (projector_kind(f, &v->proj) != 0) return -1;
     v->n_layer = v->n_embd = v->n_head = v->n_ff = 0;
     int n_head_kv = -1;
     v->eps = 1e-6f;
@@ -566,10 +573,8 @@ bool model_has_vision(const char *model_path, const char *mmproj) {
     gguf_file *f = gguf_open(p);
     free(p);
     if (!f) return false;
-    gguf_str s;
-    bool ok = gguf_get_str(f, "general.architecture", &s) && gguf_str_eq(s, "clip") &&
-              (gguf_get_str(f, "clip.projector_type", &s) || gguf_get_str(f, "clip.vision.projector_type", &s)) &&
-              (gguf_str_eq(s, "gemma3") || gguf_str_eq(s, "mlp"));   /* the types vision_load takes */
+    vision_proj_type kind;
+    const bool ok = projector_kind(f, &kind) == 0;   /* exactly the files vision_load takes */
     gguf_close(f);
     return ok;
 }
