@@ -307,9 +307,22 @@ void vision_free(vision_model *v) {
 vision_proj_type vision_projector(const vision_model *v) { return v->proj; }
 int vision_n_embd(const vision_model *v) { return v->out_dim; }
 int vision_image_size(const vision_model *v) { return v->image_size; }
-int vision_image_tokens(const vision_model *v) {
+static int fixed_tokens(const vision_model *v) {
     const int side = v->image_size / v->patch_size / v->merge;
     return side * side;
+}
+static int check_image_size(int width, int height) {
+    if (width < 1 || height < 1 || (int64_t)width * height > VISION_MAX_PIXELS) {
+        anv_set_error("image of %d x %d pixels is empty or larger than the limit of %d pixels", width, height, VISION_MAX_PIXELS);
+        return -1;
+    }
+    return 0;
+}
+int vision_image_layout(const vision_model *v, int width, int height, vision_layout *out) {
+    if (check_image_size(width, height) != 0) return -1;
+    const int side = v->image_size / v->patch_size / v->merge;
+    *out = (vision_layout){.n_tokens = side * side, .grid_w = side, .grid_h = side, .width = v->image_size, .height = v->image_size};
+    return 0;
 }
 const char *vision_image_begin(const vision_model *v) { return v->proj == VISION_PROJ_GEMMA3 ? "<start_of_image>" : ""; }
 const char *vision_image_end(const vision_model *v) { return v->proj == VISION_PROJ_GEMMA3 ? "<end_of_image>" : ""; }
@@ -327,10 +340,7 @@ int vision_check_text_model(const vision_model *v, const model *m) {
 /* ---- preprocessing ---- */
 
 int vision_preprocess_rgb(const vision_model *v, const uint8_t *rgb, int width, int height, uint8_t *out) {
-    if (!rgb || width < 1 || height < 1 || (int64_t)width * height > VISION_MAX_PIXELS) {
-        anv_set_error("image of %d x %d pixels is empty or larger than the limit of %d pixels", width, height, VISION_MAX_PIXELS);
-        return -1;
-    }
+    if (!rgb || check_image_size(width, height) != 0) return -1;
     /* llama.cpp's PAD_CEIL: gemma3 pads black (the default colour), llava (122, 116, 104) */
     return vision_resize_padded(rgb, width, height, out, v->image_size, v->resize, v->pad);
 }
@@ -430,7 +440,7 @@ static void avg_pool(const vision_model *v, const float *x, float *out) {
 static int project_gemma3(vision_model *v, vision_scratch *s, float *host, float *pooled, int n, float *out) {
     backend *be = v->be;
     const int64_t e = v->n_embd;
-    const int n_out = vision_image_tokens(v);
+    const int n_out = fixed_tokens(v);
     be_download(s->x, 0, host, (size_t)n * e * sizeof(float));
     if (be_error(be)) { anv_set_error("%s", be_error(be)); return -1; }
     avg_pool(v, host, pooled);
@@ -456,7 +466,7 @@ static void project_mlp(vision_model *v, vision_scratch *s, int n_patch, float *
 }
 
 int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out) {
-    const int S = v->image_size, p = v->patch_size, n_patch = (S / p) * (S / p), n_out = vision_image_tokens(v);
+    const int S = v->image_size, p = v->patch_size, n_patch = (S / p) * (S / p), n_out = fixed_tokens(v);
     const int n = n_patch + (v->class_embd ? 1 : 0);   /* positions: the patches, then the class token */
     const int64_t e = v->n_embd, pp3 = 3LL * p * p, hidden = v->mm0_w ? v->mm0_w->rows : 1;
     const int64_t wide = v->n_ff > hidden ? v->n_ff : hidden;
@@ -519,9 +529,9 @@ done:
     return rc;
 }
 
-int vision_eval_image(model_ctx *c, const vision_model *v, const float *embd, int n, float *logits) {
+int vision_eval_image(model_ctx *c, const vision_model *v, const float *embd, const vision_layout *lay, float *logits) {
     if (vision_check_text_model(v, model_ctx_model(c)) != 0) return -1;
-    return model_eval_embd(c, embd, n, vision_noncausal(v), logits, false);
+    return model_eval_embd(c, embd, lay->n_tokens, vision_noncausal(v), logits, false);
 }
 
 /* ---- finding the projector ---- */

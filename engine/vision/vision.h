@@ -16,8 +16,9 @@
  * then either the whole prompt at once (rendered text with one VISION_MARKER per image):
  *   vision_eval_prompt(ctx, v, text, NULL, images, n_images, &toks, &n);  generate_seq(ctx, .., toks, n, ..)
  * or piecewise (a per-image embedding cache keyed by the image digest sits between the two):
- *   vision_encode(v, rgb, w, h, embd);             // vision_image_tokens(v) rows of vision_n_embd(v)
- *   vision_eval_image(ctx, v, embd, n, NULL);      // the caller evaluates the begin / end text around it
+ *   vision_image_layout(v, w, h, &lay);            // lay.n_tokens rows of vision_n_embd(v)
+ *   vision_encode(v, rgb, w, h, embd);
+ *   vision_eval_image(ctx, v, embd, &lay, NULL);   // the caller evaluates the begin / end text around it
  */
 #ifndef ANVIL_VISION_H
 #define ANVIL_VISION_H
@@ -44,9 +45,18 @@ void vision_free(vision_model *v);
 vision_proj_type vision_projector(const vision_model *v);
 /* Width of one output embedding (the text model's n_embd: gemma3's projection_dim, mm.2's rows). */
 int vision_n_embd(const vision_model *v);
-/* Embedding rows one image becomes (gemma3: (image_size / patch_size / merge)^2; mlp: one per patch). */
-int vision_image_tokens(const vision_model *v);
-/* The square side every image is resized to (clip.vision.image_size). */
+/* Where one image's embedding rows go: n_tokens rows, a grid_w x grid_h raster in row-major
+ * order (after the projector's merge or pooling), from an image preprocessed to width x height
+ * pixels. Fixed-size encoders (gemma3, mlp) give the same layout for every image; dynamic-
+ * resolution ones (qwen-vl) depend on the image. The text side uses the grid for M-RoPE. */
+typedef struct {
+    int n_tokens;        /* embedding rows (gemma3: (image_size / patch_size / merge)^2; mlp: one per patch) */
+    int grid_w, grid_h;  /* n_tokens == grid_w * grid_h */
+    int width, height;   /* the preprocessed image's pixels */
+} vision_layout;
+/* The layout of an image of width x height source pixels; -1 + error (empty or over VISION_MAX_PIXELS). */
+int vision_image_layout(const vision_model *v, int width, int height, vision_layout *out);
+/* The nominal square side (clip.vision.image_size): every image for fixed-size encoders. */
 int vision_image_size(const vision_model *v);
 /* The text that opens / closes an image in the prompt (gemma3: "<start_of_image>",
  * "<end_of_image>"; llama.cpp's mtmd wraps the embeddings in them), or "" where none. */
@@ -60,13 +70,13 @@ int vision_check_text_model(const vision_model *v, const model *m);
 /* The preprocessing alone (tests): rgb (width x height RGB8, rows top to bottom) resized as
  * llama.cpp does for this projector to image_size^2 RGB8 into out (image_size^2 * 3 bytes). */
 int vision_preprocess_rgb(const vision_model *v, const uint8_t *rgb, int width, int height, uint8_t *out);
-/* Encodes one image: out gets vision_image_tokens(v) rows of vision_n_embd(v) floats. -1 +
+/* Encodes one image: out gets vision_image_layout(v, width, height).n_tokens rows of vision_n_embd(v) floats. -1 +
  * error for a bad image (empty, larger than VISION_MAX_PIXELS) or a backend failure. */
 #define VISION_MAX_PIXELS (64 * 1024 * 1024)
 int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out);
-/* Evaluates one image's embeddings (n rows of n_embd, from vision_encode) into c at n_past,
- * bidirectionally among themselves where vision_noncausal(v); logits as model_eval_embd. */
-int vision_eval_image(model_ctx *c, const vision_model *v, const float *embd, int n, float *logits);
+/* Evaluates one image's embeddings (lay->n_tokens rows of n_embd, from vision_encode) into c at
+ * n_past, bidirectionally among themselves where vision_noncausal(v); logits as model_eval_embd. */
+int vision_eval_image(model_ctx *c, const vision_model *v, const float *embd, const vision_layout *lay, float *logits);
 
 /* A prompt of text and images (llama.cpp's mtmd chunking): prompt holds one marker per image
  * (NULL or "" marker: VISION_MARKER), images[i] (RGB8, rows top to bottom) goes at marker i,

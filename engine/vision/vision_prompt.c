@@ -48,15 +48,14 @@ int vision_eval_prompt(model_ctx *c, vision_model *v, const char *prompt, const 
                       n_images == 1 ? "" : "s");
         return -1;
     }
-    const int n_img_tok = vision_image_tokens(v), n_embd = vision_n_embd(v);
-    float *embd = malloc((size_t)n_img_tok * n_embd * sizeof(float));
+    const int n_embd = vision_n_embd(v);
+    float *embd = NULL;
     const char *beg = vision_image_begin(v), *end = vision_image_end(v);
     const size_t lb = strlen(beg), le = strlen(end), lm = strlen(marker);
     char *buf = malloc(strlen(prompt) + lb + le + 1);
-    int32_t *toks = NULL, *img_ids = malloc((size_t)n_img_tok * sizeof(int32_t));
-    int n = 0, cap = 0, evaluated = 0, rc = -1;
-    if (!embd || !buf || !img_ids) { anv_set_error("out of memory"); goto done; }
-    for (int i = 0; i < n_img_tok; i++) img_ids[i] = MODEL_TOKEN_EMBD;
+    int32_t *toks = NULL, *img_ids = NULL;
+    int n = 0, cap = 0, evaluated = 0, rc = -1, img_cap = 0;
+    if (!buf) { anv_set_error("out of memory"); goto done; }
     model_ctx_truncate(c, 0);
     const char *p = prompt;
     size_t pending_end = 0;   /* the previous image's end text opens the next chunk */
@@ -74,9 +73,20 @@ int vision_eval_prompt(model_ctx *c, vision_model *v, const char *prompt, const 
         if (n > evaluated && model_eval(c, toks + evaluated, n - evaluated, NULL, false) != 0) goto done;
         evaluated = n;
         const vision_image *img = &images[im];
+        vision_layout lay;
+        if (vision_image_layout(v, img->width, img->height, &lay) != 0) goto done;
+        if (lay.n_tokens > img_cap) {   /* dynamic-resolution encoders: a size per image */
+            free(embd);
+            free(img_ids);
+            embd = malloc((size_t)lay.n_tokens * n_embd * sizeof(float));
+            img_ids = malloc((size_t)lay.n_tokens * sizeof(int32_t));
+            if (!embd || !img_ids) { anv_set_error("out of memory"); goto done; }
+            for (int i = 0; i < lay.n_tokens; i++) img_ids[i] = MODEL_TOKEN_EMBD;
+            img_cap = lay.n_tokens;
+        }
         if (vision_encode(v, img->rgb, img->width, img->height, embd) != 0) goto done;
-        if (vision_eval_image(c, v, embd, n_img_tok, NULL) != 0) goto done;
-        if (push(&toks, &n, &cap, img_ids, n_img_tok) != 0) goto done;
+        if (vision_eval_image(c, v, embd, &lay, NULL) != 0) goto done;
+        if (push(&toks, &n, &cap, img_ids, lay.n_tokens) != 0) goto done;
         evaluated = n;
         p = mk + lm;
         pending_end = le;

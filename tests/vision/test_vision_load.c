@@ -109,7 +109,11 @@ int main(void) {
     vision_model *v = vision_load(path, &vo);
     CHECKF(v != NULL, "%s", anv_last_error());
     if (v) {
-        CHECK(vision_image_tokens(v) == 4 && vision_n_embd(v) == PROJ && vision_image_size(v) == IMG && vision_noncausal(v));
+        vision_layout lay = {0};
+        CHECK(vision_image_layout(v, 21, 9, &lay) == 0 && lay.n_tokens == 4 && lay.grid_w == 2 && lay.grid_h == 2 &&
+              lay.width == IMG && lay.height == IMG);
+        CHECK(vision_image_layout(v, 0, 9, &lay) == -1 && strstr(anv_last_error(), "empty or larger"));
+        CHECK(vision_n_embd(v) == PROJ && vision_image_size(v) == IMG && vision_noncausal(v));
         CHECK(!strcmp(vision_image_begin(v), "<start_of_image>") && !strcmp(vision_image_end(v), "<end_of_image>"));
         uint8_t rgb[21 * 9 * 3];
         uint64_t s = 5;

@@ -142,7 +142,9 @@ int main(int argc, char **argv) {
         return finish(cpu, gpu, m, v, c, rgb);
     }
     if (!mark) { fprintf(stderr, "vision_dump: the prompt has no <__media__> marker\n"); return 2; }
-    const int n_img = vision_image_tokens(v), n_embd = vision_n_embd(v);
+    vision_layout lay;
+    if (vision_image_layout(v, w, h, &lay) != 0) return fail("layout");
+    const int n_img = lay.n_tokens, n_embd = vision_n_embd(v);
     float *embd = malloc((size_t)n_img * n_embd * sizeof(float));
     char *before = malloc(strlen(prompt) + 64), *after = malloc(strlen(prompt) + 64);
     if (!embd || !before || !after) return fail("out of memory");
@@ -160,7 +162,7 @@ int main(int argc, char **argv) {
     printf(",\n{\"type\": \"image\", \"n_tokens\": %d, \"encode_ms\": %.3f, \"embd\": [", n_img, best);
     for (size_t i = 0; i < (size_t)n_img * n_embd; i++) printf("%s%.7g", i ? "," : "", embd[i]);
     printf("]}");
-    if (vision_eval_image(c, v, embd, n_img, NULL) != 0) return fail("image eval");
+    if (vision_eval_image(c, v, embd, &lay, NULL) != 0) return fail("image eval");
     if (text_chunk(c, m->tok, after, strlen(after), false, m->hp.n_vocab, true) != 0) return 1;
     printf("\n]}\n");
     free(embd);
