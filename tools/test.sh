@@ -12,7 +12,7 @@ tools/install-deps.sh
 
 jobs=$(nproc)
 # stage NAME: a stage heading with the seconds spent so far (the CI log shows where the time goes).
-stage() { stage "$* (at ${SECONDS} s)"; }
+stage() { echo "== $* (at ${SECONDS} s)"; }
 # run_suite DIR EXCLUDED_LABELS CMAKE_ARGS...: configure, build and run ctest without those labels.
 run_suite() {
   local dir=$1 exclude=$2; shift 2
