@@ -16,6 +16,7 @@ import io
 import os
 import struct
 import subprocess
+import types
 import sys
 import zlib
 
@@ -79,13 +80,32 @@ def main():
     stb = sys.argv[sys.argv.index("--stb") + 1] if "--stb" in sys.argv else None
     os.makedirs(work, exist_ok=True)
 
+    # One image_dump --serve process for every file (under Wine one start, not one per file); its
+    # stderr goes to a file that must stay empty: a library writing there is a failure.
+    err_path = os.path.join(work, "serve.stderr")
+    err_file = open(err_path, "w+b")
+    server = subprocess.Popen([dump, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
+                              text=True)
+
     def run(path, *extra):
         out = os.path.join(work, "out.rgb")
-        p = subprocess.run([dump, *extra, path, out], capture_output=True, text=True, timeout=120)
-        if p.returncode != 0:
-            return None, p
-        w, h = map(int, p.stdout.split())
-        return np.fromfile(out, np.uint8).reshape(h, w, 3), p
+        lim = dict(zip(extra[0::2], extra[1::2]))
+        server.stdin.write(f"{path}\t{out}\t{lim.get('--max-bytes', 0)}\t{lim.get('--max-pixels', 0)}\n")
+        server.stdin.flush()
+        reply = server.stdout.readline().rstrip("\r\n")
+        err_file.seek(0)
+        stray = err_file.read().decode(errors="replace")
+        err_file.seek(0)
+        err_file.truncate()
+        if not reply:
+            sys.exit(f"image_dump --serve ended: {stray[-2000:]}")
+        if reply.startswith("ok "):
+            w, h = map(int, reply.split()[1:3])
+            check(not stray, f"{path}: decoded, but stderr got {stray!r}")
+            res = types.SimpleNamespace(returncode=0, stderr=stray)
+            return np.fromfile(out, np.uint8).reshape(h, w, 3), res
+        msg = reply[len("error "):] if reply.startswith("error ") else reply
+        return None, types.SimpleNamespace(returncode=1, stderr=msg + "\n" + stray)
 
     def run_stb(path):
         out = os.path.join(work, "stb.rgb")
@@ -254,6 +274,9 @@ def main():
         check(ok, f"hostile {name}: rc {p.returncode}, stderr {p.stderr!r} (want one line with '{words}')")
         print(f"  {name:24} -> {lines[0] if lines else '(decoded!)'}")
 
+    server.stdin.close()
+    server.wait(timeout=60)
+    err_file.close()
     p = subprocess.run([dump, "--mangle", *files], capture_output=True, text=True, timeout=500)
     check(p.returncode == 0, f"mangle: rc {p.returncode}: {p.stderr[-2000:]}")
     n_files = len(p.stdout.splitlines())

@@ -1,6 +1,10 @@
 /* image_dump: engine/image's decoder from the command line, for tests/image/image_cases.py.
  *   image_dump [--max-bytes N] [--max-pixels N] FILE OUT.rgb   decodes FILE: prints "W H" and writes
  *       the RGB8 pixels to OUT.rgb; on failure prints the error line to stderr and exits 1.
+ *   image_dump --serve   the same for many files in one process (one Wine start, not one per file):
+ *       reads lines "FILE<TAB>OUT.rgb<TAB>MAX_BYTES<TAB>MAX_PIXELS" (0: the default limit) from stdin and
+ *       answers each with one line on stdout, "ok W H" or "error MESSAGE"; stderr is left to the
+ *       libraries (the caller checks that nothing else is written there).
  *   image_dump --mangle FILE...   decodes every truncation of each file (every byte for small files,
  *       ~600 cut points for larger ones) and 300 copies with random bytes changed (fixed seed); each
  *       must succeed or fail with one line "image: ..."; prints the counts, exits 1 on a bad message. */
@@ -58,7 +62,52 @@ static int mangle(const char *path) {
     return bad;
 }
 
+/* Decodes path with lim into out_path; 0, or -1 with anv_last_error() set. */
+static int decode_to(const char *path, const image_limits *lim, const char *out_path, int *w, int *h) {
+    size_t n;
+    char *d = anv_read_file(path, (size_t)1 << 30, &n);
+    if (!d) return -1;
+    anv_image img;
+    int rc = image_decode(d, n, lim, &img);
+    free(d);
+    if (rc) return -1;
+    FILE *f = fopen(out_path, "wb");
+    const size_t px = (size_t)img.width * img.height;
+    const int wrote = f && fwrite(img.rgb, 3, px, f) == px;
+    if (f) fclose(f);
+    *w = img.width;
+    *h = img.height;
+    image_free(&img);
+    if (!wrote) { anv_set_error("image_dump: cannot write %s", out_path); return -1; }
+    return 0;
+}
+
+static int serve(void) {
+    char line[4096];
+    while (fgets(line, sizeof line, stdin)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char *fields[4] = {line, NULL, NULL, NULL};
+        for (int k = 1; k < 4 && fields[k - 1]; k++) {
+            char *tab = strchr(fields[k - 1], '\t');
+            if (tab) *tab = 0;
+            fields[k] = tab ? tab + 1 : NULL;
+        }
+        if (!fields[3]) { printf("error image_dump: bad request line\n"); fflush(stdout); continue; }
+        image_limits lim = image_limits_default();
+        const unsigned long long max_bytes = strtoull(fields[2], NULL, 10);
+        const long long max_pixels = strtoll(fields[3], NULL, 10);
+        if (max_bytes) lim.max_bytes = (size_t)max_bytes;
+        if (max_pixels) lim.max_pixels = max_pixels;
+        int w = 0, h = 0;
+        if (decode_to(fields[0], &lim, fields[1], &w, &h) == 0) printf("ok %d %d\n", w, h);
+        else printf("error %s\n", anv_last_error());
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "--serve")) return serve();
     if (argc >= 2 && !strcmp(argv[1], "--mangle")) {
         int bad = 0;
         for (int i = 2; i < argc; i++) bad |= mangle(argv[i]);

@@ -81,7 +81,8 @@ python3 tools/make_test_model.py --family gemma3 --preset tiny --type q8_0 \
   --out "$models/server-gemma3-tiny-q8_0.gguf" --if-changed >/dev/null
 run_py server_clients python3 tests/server/clients.py "$exe" "$models/server-gemma3-tiny-q8_0.gguf"
 # The image decoders as cross-built (tools/windows/build-deps.sh): Pillow's pixels, the hostile
-# set and every truncation, through image_dump.exe (~3 min: one wine start per file).
+# set and every truncation, through image_dump.exe (one --serve process: ~5 s; one wine start
+# per file took ~150 s).
 if python3 -c "import PIL, numpy" 2>/dev/null; then
   printf '#!/bin/sh\nexec wine "%s" "$@"\n' "$PWD/$bw/tests/image_dump.exe" >"$bw/image_dump-wine"
   chmod +x "$bw/image_dump-wine"
