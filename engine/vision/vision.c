@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,10 +271,26 @@ static int load_weights(vision_model *v) {
     return v->in_proj ? 0 : -1;
 }
 
+static _Atomic uint64_t next_model_id = 1;
+
+vision_model *vision_load_info(const char *path) {
+    vision_model *v = calloc(1, sizeof *v);
+    if (!v) { anv_set_error("out of memory"); return NULL; }
+    v->id = atomic_fetch_add(&next_model_id, 1);
+    if (!(v->gguf = gguf_open(path)) || load_hparams(v) != 0) {
+        vision_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+uint64_t vision_model_id(const vision_model *v) { return v->id; }
+
 vision_model *vision_load(const char *path, const vision_load_opts *opts) {
     if (!opts || !opts->cpu) { anv_set_error("vision_load: no CPU backend"); return NULL; }
     vision_model *v = calloc(1, sizeof *v);
     if (!v) { anv_set_error("out of memory"); return NULL; }
+    v->id = atomic_fetch_add(&next_model_id, 1);
     v->cpu = opts->cpu;
     v->be = opts->gpu ? opts->gpu : opts->cpu;
     if (!(v->gguf = gguf_open(path)) || load_hparams(v) != 0) goto fail;
@@ -466,6 +483,7 @@ static void project_mlp(vision_model *v, vision_scratch *s, int n_patch, float *
 }
 
 int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out) {
+    if (!v->be) { anv_set_error("vision_encode: the projector was opened for its layout only (vision_load_info)"); return -1; }
     const int S = v->image_size, p = v->patch_size, n_patch = (S / p) * (S / p), n_out = fixed_tokens(v);
     const int n = n_patch + (v->class_embd ? 1 : 0);   /* positions: the patches, then the class token */
     const int64_t e = v->n_embd, pp3 = 3LL * p * p, hidden = v->mm0_w ? v->mm0_w->rows : 1;

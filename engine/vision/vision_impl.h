@@ -15,7 +15,8 @@ typedef struct {
 
 struct vision_model {
     gguf_file *gguf;
-    backend *be;                 /* the encoder's backend */
+    uint64_t id;                 /* vision_model_id */
+    backend *be;                 /* the encoder's backend (NULL: vision_load_info, no weights) */
     backend *cpu;
     vision_proj_type proj;
     int n_embd, n_head, n_ff, n_layer, image_size, patch_size, merge, proj_dim;
