@@ -47,6 +47,9 @@ foreach(i RANGE ${_vlast})
            --anvil $<TARGET_FILE:anvil> --greedy ${_vdir}/${_name}.greedy.txt)
   set_tests_properties(vision_run_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
   set_tests_properties(vision_prompt_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
+  # the same through vision_plan as a resent conversation: the image from the cache, then the prefix reused
+  add_test(NAME vision_plan_${_name} COMMAND ${_cmp} --prompt-api --plan)
+  set_tests_properties(vision_plan_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
   # the image named in the prompt (Ollama's CLI rules, engine/image's decoders) instead of --image (issue 32)
   add_test(NAME vision_images_run_${_name}
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/vision_images_run.py $<TARGET_FILE:anvil> ${_base}
