@@ -71,4 +71,10 @@ if(TARGET anvil)
                    ${ANVIL_TEST_MODELS}/vision-${_vfirst} ${_vdir}/${_vfirst}.greedy.txt)
   set_tests_properties(server_vision_api PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
                        LABELS "server;vision")
+  # images in the interactive chat (pexpect): attached, kept per turn, /clear, the cache (tests/cli/vision_repl.py)
+  add_test(NAME cli_vision_repl
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/vision_repl.py $<TARGET_FILE:anvil>
+                   ${ANVIL_TEST_MODELS}/vision-${_vfirst} ${_vdir}/${_vfirst}.greedy.txt)
+  set_tests_properties(cli_vision_repl PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
+                       LABELS "cli;vision")
 endif()
