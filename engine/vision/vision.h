@@ -97,8 +97,9 @@ typedef struct { const uint8_t *rgb; int width, height; } vision_image;
 int vision_eval_prompt(model_ctx *c, vision_model *v, const char *prompt, const char *marker, const vision_image *images,
                        int n_images, int32_t **tokens_out, int *n_out);
 
-/* The projector for a model file: mmproj if given (checked to exist), else a file next to
- * the model named mmproj*.gguf (the first in name order). Returns a malloc'd path or NULL
+/* The projector for a model file: mmproj if given (checked to exist), else the model file itself
+ * when it holds its vision tower (Ollama's single-file gemma3: vision_ollama.c), else a file next
+ * to the model named mmproj*.gguf (the first in name order). Returns a malloc'd path or NULL
  * (none found: no error set). */
 char *vision_find_projector(const char *model_path, const char *mmproj);
 /* capabilities: whether the model can take images (a projector is found for it). */

@@ -71,6 +71,14 @@ if(TARGET anvil)
                    ${ANVIL_TEST_MODELS}/vision-${_vfirst} ${_vdir}/${_vfirst}.greedy.txt)
   set_tests_properties(server_vision_api PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
                        LABELS "server;vision")
+  # Ollama's single-file layout (text + vision tower in one gemma3 GGUF) against the two files (tests/vision/ollama_single_file.py)
+  string(JSON _vprompt GET "${_vman}" cases ${_vfirst} prompt)
+  add_test(NAME vision_ollama_single_file
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/vision/ollama_single_file.py --dump $<TARGET_FILE:vision_dump>
+                   --anvil $<TARGET_FILE:anvil> --tools ${CMAKE_SOURCE_DIR}/tools --base ${ANVIL_TEST_MODELS}/vision-${_vfirst}
+                   --greedy ${_vdir}/${_vfirst}.greedy.txt --prompt "${_vprompt}")
+  set_tests_properties(vision_ollama_single_file PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
+                       LABELS "golden;vision")
   # images in the interactive chat (pexpect): attached, kept per turn, /clear, the cache (tests/cli/vision_repl.py)
   add_test(NAME cli_vision_repl
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/vision_repl.py $<TARGET_FILE:anvil>
