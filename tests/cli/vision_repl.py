@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """vision_repl: images in `anvil run MODEL`'s interactive chat (issue 32), on the synthetic gemma3
-vision model of tests/vision, through a pseudo-terminal (pexpect), in this process:
+vision model of tests/vision, through a pseudo-terminal (pexpect), in this process (--local):
 - a message naming an image file (Ollama's CLI rules) attaches it ("Added image '<path>'") and
   the reply is llama-mtmd-cli's 12-token greedy reply to that image (the committed greedy text);
 - the image stays in the conversation: the next turn re-renders it, and /set verbose's images
@@ -8,7 +8,9 @@ vision model of tests/vision, through a pseudo-terminal (pexpect), in this proce
 - /clear drops the conversation's images: the same message again gives the same reply (the
   context's prefix, image included, reused), a second image of the same size is encoded (never
   taken for the first), and after /clear that image alone comes from the cache;
-- an image file that cannot be decoded is one error line, the message is not kept, the chat goes on.
+- an image file that cannot be decoded is one line naming it, nothing is sent, the chat goes on;
+and through a running `anvil serve` (the images sent base64 with their messages each turn): the
+same reply, and the server's /metrics show the follow-up turn reused the image with the prefix.
 
   vision_repl.py ANVIL BASE GREEDY.txt   (BASE.gguf, BASE-mmproj.gguf, BASE.ppm)"""
 import os
@@ -18,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
-from common import check, finish  # noqa: E402
+from common import Server, check, finish, request  # noqa: E402
 from PIL import Image  # noqa: E402
 
 try:
@@ -45,8 +47,14 @@ with open(broken, "wb") as f:
 PROMPT = ">>> "
 IMAGES = r"images:\s+(\d+) encoded, (\d+) from the cache, (\d+) already in the context"
 
-c = pexpect.spawn(anvil, ["run", "--local", base + ".gguf", "--mmproj", base + "-mmproj.gguf", "-n", "12", "--temp", "0"],
-                  env=env, encoding="utf-8", codec_errors="replace", timeout=120, dimensions=(50, 400))
+
+
+def spawn(args, e):
+    return pexpect.spawn(anvil, ["run"] + args + ["-n", "12", "--temp", "0"], env=e, encoding="utf-8", codec_errors="replace",
+                         timeout=120, dimensions=(50, 400))
+
+
+c = spawn(["--local", base + ".gguf", "--mmproj", base + "-mmproj.gguf"], env)
 
 
 def step(line, what):
@@ -96,8 +104,8 @@ step("/clear", "/clear again")
 out = step("%s Describe it." % other, "the second image alone")
 check(images(out) == (0, 1, 0), "the second image after /clear comes from the cache (%r)" % (images(out),))
 out = step("%s Describe it." % broken, "an undecodable image")
-check(out is not None and "error:" in out and "broken.png" in out and "image:" in out,
-      "an undecodable image: one error line naming it", repr(out))
+check(out is not None and ("%s: image:" % broken) in out and "Added image" not in out,
+      "an undecodable image: one line naming it, not sent", repr(out))
 out = step("/clear", "the chat goes on")
 check("Cleared session context" in (out or ""), "the chat goes on after the error", repr(out))
 c.sendline("/bye")
@@ -107,5 +115,43 @@ except pexpect.TIMEOUT:
     c.terminate(force=True)
 c.close()
 check(c.exitstatus == 0, "/bye exits 0 (%r)" % c.exitstatus)
+
+# through a running server: the projector next to the model, as the server finds it
+mdir = os.path.join(tmp, "model")
+os.makedirs(mdir)
+shutil.copy(base + ".gguf", os.path.join(mdir, "tiny.gguf"))
+shutil.copy(base + "-mmproj.gguf", os.path.join(mdir, "mmproj-tiny.gguf"))
+srv = Server(anvil)
+
+
+def served_images():
+    _, _, body = request(srv, "GET", "/metrics")
+    got = {}
+    for ln in body.decode().splitlines():
+        if ln.startswith("anvil_images_total{"):
+            got[ln.split('source="')[1].split('"')[0]] = int(float(ln.rsplit(" ", 1)[1]))
+    return got
+
+
+c = spawn([os.path.join(mdir, "tiny.gguf")], dict(env, ANVIL_HOST=srv.host))
+try:
+    c.expect(PROMPT)
+    out = step(line, "through the server: a message with an image")
+    check(reply_of(out, line) == want, "through the server: llama-mtmd-cli's reply (%r)" % reply_of(out, line))
+    m1 = served_images()
+    step("And again?", "through the server: a follow-up")
+    m2 = served_images()
+    check(m1.get("encoded") == 1 and m2.get("encoded") == 1 and m2.get("prefix", 0) - m1.get("prefix", 0) == 1,
+          "through the server: the follow-up resends the image, reused with the prefix (%r -> %r)" % (m1, m2))
+except (pexpect.TIMEOUT, pexpect.EOF):
+    check(False, "through the server: the chat starts", repr(c.before))
+c.sendline("/bye")
+try:
+    c.expect(pexpect.EOF, timeout=30)
+except pexpect.TIMEOUT:
+    c.terminate(force=True)
+c.close()
+rc, _ = srv.stop()
+check(rc == 0, "the server exits 0")
 shutil.rmtree(tmp, ignore_errors=True)
 finish()

@@ -333,8 +333,8 @@ static void print_remote_stats(const client_gen_result *r) {
 /* One reply from the server for the conversation so far (exits on an error); NULL when
  * Ctrl+C cancelled it. */
 static char *remote_answer(const run_opts *o, const char *model, const char *options_json,
-                           const chat_message *hist, int n_hist) {
-    client_gen_request q = {.model = model, .system = o->system, .options_json = options_json,
+                           const chat_message *hist, const repl_msg_images *images, int n_hist) {
+    client_gen_request q = {.model = model, .system = o->system, .options_json = options_json, .images = images,
                             .format = o->format, .raw = o->raw, .on_text = print_piece, .keep_alive = o->keep_alive,
                             .on_thinking = print_thinking, .think = o->think};
     stream_target t = {.hide_thinking = o->hide_thinking};
@@ -372,14 +372,13 @@ typedef struct {
 
 static char *remote_reply(void *user, const repl_session *s, const chat_message *hist, const repl_msg_images *images,
                           int n_hist) {
-    (void)images;   /* refused before (repl.c): the client sends no images yet */
     remote_chat *rc = user;
     run_opts eff = *rc->o;
     eff.system = s->system;   /* NULL: the server applies the model's SYSTEM */
     eff.think = s->think;
     eff.mo.verbose = s->verbose;
     eff.format = s->json_format ? (rc->o->format ? rc->o->format : "json") : NULL;
-    return remote_answer(&eff, rc->model, rc->options_json, hist, n_hist);
+    return remote_answer(&eff, rc->model, rc->options_json, hist, images, n_hist);
 }
 
 static int remote_apply(void *user, const repl_session *s) {
@@ -448,7 +447,7 @@ static int run_remote(run_opts *o, const char *model, char *prompt, store_entry 
     if (o->mo.verbose) anv_log("using the running anvil server (--local to run in this process)");
     if (prompt) {
         chat_message msg = {.role = "user", .content = prompt};
-        free(remote_answer(o, model, options_json, &msg, 1));
+        free(remote_answer(o, model, options_json, &msg, NULL, 1));
         fputc('\n', stdout);
         free(prompt);
         free(options_json);

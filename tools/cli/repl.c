@@ -14,6 +14,7 @@
 #include "client.h"
 #include "error.h"
 #include "gguf.h"
+#include "image.h"
 #include "model_create.h"
 #include "options.h"
 #include "repl_input.h"
@@ -476,8 +477,7 @@ static bool command(repl_session *s, const repl_backend *b, repl_input *in, conv
 
 /* The image files the message names (Ollama's rules, cli_images.h), taken out of *text and
  * attached ("Added image '<path>'", as Ollama's CLI says). False (one line printed, nothing
- * sent) when a named file cannot be used, the model has no vision, or the replies come from a
- * running server (it takes the images of the one-shot prompt only). */
+ * sent) when a named file cannot be used or decoded (engine/image), or the model has no vision. */
 static bool attach_images(const repl_session *s, char **text, cli_images *imgs) {
     char *rest = cli_images_extract(*text, imgs);
     if (!rest) {
@@ -485,18 +485,23 @@ static bool attach_images(const repl_session *s, char **text, cli_images *imgs) 
         return false;
     }
     if (imgs->n == 0) { free(rest); return true; }
-    const char *why = NULL;
-    if (!model_has_vision(s->entry.model_path, s->mmproj ? s->mmproj : s->entry.projector_path))
-        fprintf(stderr, "model '%s' does not support image input (it is a text-only model)\n", s->model);
-    else if (s->remote)
-        why = "images in the interactive chat through a running server are not supported yet: run with --local";
-    else {
+    if (model_has_vision(s->entry.model_path, s->mmproj ? s->mmproj : s->entry.projector_path)) {
+        for (int i = 0; i < imgs->n; i++) {   /* decoded once here: a bad file is refused before it is sent */
+            anv_image probe;
+            if (image_decode(imgs->files[i].data, imgs->files[i].size, NULL, &probe) != 0) {
+                fprintf(stderr, "%s: %s\n", imgs->files[i].path, anv_last_error());
+                free(rest);
+                cli_images_free(imgs);
+                return false;
+            }
+            image_free(&probe);
+        }
         for (int i = 0; i < imgs->n; i++) fprintf(stderr, "Added image '%s'\n", imgs->files[i].path);
         free(*text);
         *text = rest;
         return true;
     }
-    if (why) fprintf(stderr, "%s\n", why);
+    fprintf(stderr, "model '%s' does not support image input (it is a text-only model)\n", s->model);
     free(rest);
     cli_images_free(imgs);
     return false;

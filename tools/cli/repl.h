@@ -28,10 +28,7 @@ typedef struct {
 } repl_session;
 
 /* The images one message of the conversation carries (the files it named, read when typed). */
-typedef struct {
-    const struct cli_image_file *files;
-    int n;
-} repl_msg_images;
+typedef cli_image_list repl_msg_images;
 
 typedef struct {
     /* Streams the reply to the conversation so far (images[i]: hist[i]'s images, in the order
