@@ -32,6 +32,8 @@ const anv_setting anv_settings_rows[] = {
      "bytes of one encoded image in a request; more: 400"},
     {"ANVIL_MAX_IMAGE_PIXELS", NULL, ANV_SET_INT, "1..2^40", "40000000", PROC, "server", SERVE,
      "pixels of one decoded image (checked before decoding); more: 400"},
+    {"ANVIL_VISION_CACHE", NULL, ANV_SET_BYTES, "0 or more", "268435456", MODEL, "server", SERVE,
+     "bytes of encoded images each vision model keeps by image digest (a resent image is not encoded again; 0: off)"},
     {"ANVIL_MAX_UPLOAD", NULL, ANV_SET_BYTES, "1 or more", "68719476736", PROC, "server", SERVE,
      "largest blob upload (POST /api/blobs) in bytes; larger: 413"},
     {"ANVIL_MAX_UPLOAD_TOTAL", NULL, ANV_SET_BYTES, "1 or more", "ANVIL_MAX_UPLOAD", PROC, "server", SERVE,

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "gemma4.h"
 #include "gptoss.h"
+#include "model_ollama.h"
 #include "moe.h"
 #include "quant.h"
 #include "qwen35.h"
@@ -178,10 +179,13 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
                       f->path, arch, hp->head_dim_v, hp->head_dim_k);
         return -1;
     }
-    hp->norm_eps = 1e-5f;
+    /* Ollama's own gemma3 files leave these out: Ollama's defaults (model_ollama.c) */
+    const bool ollama_gemma3 = hp->arch == ARCH_GEMMA3 && model_ollama_gemma3(f);
+    hp->norm_eps = ollama_gemma3 ? 1e-6f : 1e-5f;
     if (!read_f32(f, arch, "attention.layer_norm_rms_epsilon", &hp->norm_eps)) return -1;
     if (!check_f32(f, arch, "attention.layer_norm_rms_epsilon", hp->norm_eps, false)) return -1;
-    hp->rope_base = 10000.0f;
+    hp->rope_base = ollama_gemma3 ? 1000000.0f : 10000.0f;
+    if (ollama_gemma3 && !read_f32(f, arch, "rope.global.freq_base", &hp->rope_base)) return -1;
     if (!read_f32(f, arch, "rope.freq_base", &hp->rope_base)) return -1;
     if (!check_f32(f, arch, "rope.freq_base", hp->rope_base, false)) return -1;
     hp->rope_scale = hp->rope_scale_swa = 1.0f;
@@ -198,6 +202,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
         free(scaling);
         return -1;
     }
+    if (ollama_gemma3 && !scaling && factor == 0 && hp->n_ctx_train >= 131072) hp->rope_scale = 1.0f / 8.0f;   /* 4B/12B/27B */
     if (linear && factor > 0) hp->rope_scale = 1.0f / factor;
     else if (scaling && strcmp(scaling, "yarn") == 0) {
         if (yarn_read_hparams(f, arch, factor, strcmp(arch, "mistral3") == 0, hp) != 0) { free(scaling); return -1; }
@@ -224,6 +229,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
         if (hp->swa_window > 0) {
             if (model_read_swa_pattern(f, hp, 6) != 0) return -1;
             hp->rope_base_swa = 10000.0f; /* local layers: base 10k unless the file says, no scaling */
+            if (ollama_gemma3 && !read_f32(f, arch, "rope.local.freq_base", &hp->rope_base_swa)) return -1;
             if (!read_f32(f, arch, "rope.freq_base_swa", &hp->rope_base_swa)) return -1;
             if (!check_f32(f, arch, "rope.freq_base_swa", hp->rope_base_swa, false)) return -1;
         }

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,18 +38,29 @@ static bool read_f32x3(const gguf_file *f, const char *key, float out[3]) {
     return true;
 }
 
+/* A tensor by llama.cpp's clip name, in either layout. */
+static const gguf_tensor *find_tensor(const vision_model *v, const char *name) {
+    return v->ollama ? vision_ollama_tensor(v->gguf, name) : gguf_find_tensor(v->gguf, name);
+}
+/* The name a tensor has in v's file (for errors). */
+static const char *file_name(const vision_model *v, const char *name, char *buf, size_t cap) {
+    return v->ollama ? vision_ollama_name(name, buf, cap) : name;
+}
+
 /* A tensor of ne [ne0, ne1] (ne1 = 1: a vector, F32) placed on be; NULL + *fail if absent
  * (required) or misshapen. */
 static be_tensor *put(vision_model *v, const char *name, int64_t ne0, int64_t ne1, bool required, bool *fail) {
-    const gguf_tensor *t = gguf_find_tensor(v->gguf, name);
+    const gguf_tensor *t = find_tensor(v, name);
+    char fn[160];
     if (!t) {
-        if (required && !*fail) { anv_set_error("%s: missing tensor '%s'", v->gguf->path, name); *fail = true; }
+        if (required && !*fail) { anv_set_error("%s: missing tensor '%s'", v->gguf->path, file_name(v, name, fn, sizeof fn)); *fail = true; }
         return NULL;
     }
     const qtype_info *qi = qtype_get(t->type);
     if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1 || !qi || !qi->is_weight || (ne1 == 1 && t->type != QT_F32)) {
         if (!*fail)
-            anv_set_error("%s: tensor '%s' has shape [%lld, %lld, %lld] type %s, expected [%lld, %lld]%s", v->gguf->path, name,
+            anv_set_error("%s: tensor '%s' has shape [%lld, %lld, %lld] type %s, expected [%lld, %lld]%s", v->gguf->path,
+                          file_name(v, name, fn, sizeof fn),
                           (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], qi ? qi->name : "?", (long long)ne0,
                           (long long)ne1, ne1 == 1 ? " F32" : "");
         *fail = true;
@@ -69,6 +81,10 @@ static be_tensor *put_l(vision_model *v, int il, const char *suffix, int64_t ne0
  * anv_last_error() saying why the file is not a projector Anvil runs. */
 static int projector_kind(const gguf_file *f, vision_proj_type *out) {
     gguf_str s;
+    if (vision_ollama_detect(f)) {   /* a gemma3 model file holding its vision tower (Ollama's library) */
+        *out = VISION_PROJ_GEMMA3;
+        return 0;
+    }
     if (!gguf_get_str(f, "general.architecture", &s) || !gguf_str_eq(s, "clip")) {
         anv_set_error("%s: not a projector file (general.architecture is not 'clip')", f->path);
         return -1;
@@ -105,6 +121,13 @@ static int load_hparams(vision_model *v) {
     v->n_layer = v->n_embd = v->n_head = v->n_ff = 0;
     int n_head_kv = -1;
     v->eps = 1e-6f;
+    bool gelu = false;
+    v->ollama = vision_ollama_detect(f);
+    if (v->ollama) {
+        if (vision_ollama_hparams(v) != 0) return -1;
+        gelu = true;
+        goto check;
+    }
     if (!read_u32(f, "clip.vision.embedding_length", &v->n_embd, true) || !read_u32(f, "clip.vision.attention.head_count", &v->n_head, true) ||
         !read_u32(f, "clip.vision.feed_forward_length", &v->n_ff, true) || !read_u32(f, "clip.vision.block_count", &v->n_layer, true) ||
         !read_u32(f, "clip.vision.projection_dim", &v->proj_dim, true) || !read_u32(f, "clip.vision.image_size", &v->image_size, true) ||
@@ -116,7 +139,6 @@ static int load_hparams(vision_model *v) {
             anv_set_error("%s: missing metadata key clip.vision.attention.layer_norm_epsilon", f->path);
         return -1;
     }
-    bool gelu = false;
     if (gguf_find(f, "clip.use_gelu") && !gguf_get_bool(f, "clip.use_gelu", &gelu)) return -1;
     if (v->proj == VISION_PROJ_GEMMA3) {
         v->merge = 4;   /* gemma3's default pooling (patches per side / 4) */
@@ -132,6 +154,7 @@ static int load_hparams(vision_model *v) {
         v->n_layer_run = v->n_layer - 1;   /* the output of the second to last block */
     }
     v->gelu_quick = !gelu;
+check:;
     const int pps = v->patch_size > 0 ? v->image_size / v->patch_size : 0;
     if (v->n_embd < 1 || v->n_head < 1 || v->n_ff < 1 || v->n_layer_run < 1 || v->proj_dim < 1 || v->patch_size < 1 ||
         v->image_size < v->patch_size || v->image_size % v->patch_size || v->n_embd % v->n_head || v->merge < 1 || pps % v->merge ||
@@ -156,14 +179,14 @@ static int load_hparams(vision_model *v) {
 static int load_weights(vision_model *v) {
     const int64_t e = v->n_embd, ff = v->n_ff, pp3 = 3LL * v->patch_size * v->patch_size;
     bool fail = false;
-    const gguf_tensor *ce = gguf_find_tensor(v->gguf, "v.class_embd");
+    const gguf_tensor *ce = find_tensor(v, "v.class_embd");
     if (ce && (ce->type != QT_F32 || ce->ne[0] != e || ce->ne[1] != 1 || ce->ne[2] != 1 || ce->ne[3] != 1)) {
         anv_set_error("%s: tensor 'v.class_embd' must be F32 [%lld]", v->gguf->path, (long long)e);
         return -1;
     }
     v->class_embd = ce ? (const float *)ce->data : NULL;   /* the class token: appended after the patches */
     const int64_t n_pos = (int64_t)(v->image_size / v->patch_size) * (v->image_size / v->patch_size) + (ce ? 1 : 0);
-    const gguf_tensor *pw = gguf_find_tensor(v->gguf, "v.patch_embd.weight");
+    const gguf_tensor *pw = find_tensor(v, "v.patch_embd.weight");
     if (pw && (pw->ne[0] != v->patch_size || pw->ne[1] != v->patch_size || pw->ne[2] != 3 || pw->ne[3] != e ||
                (pw->type != QT_F32 && pw->type != QT_F16))) {
         anv_set_error("%s: tensor 'v.patch_embd.weight' has shape [%lld, %lld, %lld, %lld], expected [%d, %d, 3, %lld] F32/F16",
@@ -176,7 +199,7 @@ static int load_weights(vision_model *v) {
     v->patch_w = v->be->ops->weight_new(v->be, pw->type, pp3, e, pw->data);
     if (!v->patch_w) return -1;
     v->patch_b = put(v, "v.patch_embd.bias", e, 1, false, &fail);
-    const gguf_tensor *pt = gguf_find_tensor(v->gguf, "v.position_embd.weight");
+    const gguf_tensor *pt = find_tensor(v, "v.position_embd.weight");
     if (pt && pt->type == QT_F16 && pt->ne[0] == e && pt->ne[1] == n_pos && pt->ne[2] == 1 && pt->ne[3] == 1) {
         /* added as rows (llama.cpp: get_rows): an F32 copy for the add op */
         if (!(v->pos_host = malloc((size_t)n_pos * e * sizeof(float)))) { anv_set_error("out of memory"); return -1; }
@@ -197,7 +220,7 @@ static int load_weights(vision_model *v) {
     /* old files have fc1 / fc2 swapped into ffn_down / ffn_up (llama.cpp's is_ffn_swapped) */
     char name[96];
     snprintf(name, sizeof name, "v.blk.0.ffn_down.weight");
-    const gguf_tensor *d0 = gguf_find_tensor(v->gguf, name);
+    const gguf_tensor *d0 = find_tensor(v, name);
     const bool swapped = d0 && d0->ne[0] == e && e != ff;
     const char *up = swapped ? "ffn_down" : "ffn_up", *down = swapped ? "ffn_up" : "ffn_down";
     for (int il = 0; il < v->n_layer_run && !fail; il++) {
@@ -231,7 +254,7 @@ static int load_weights(vision_model *v) {
         for (int64_t c = 0; c < e; c++) v->center_host[r * e + c] = (r == c ? 1.0f : 0.0f) - 1.0f / (float)e;
     if (!(v->center = v->be->ops->weight_new(v->be, QT_F32, e, e, v->center_host))) return -1;
     if (v->proj == VISION_PROJ_MLP) {   /* mm.0: [hidden][e], GELU, mm.2: [out][hidden] */
-        const gguf_tensor *m0 = gguf_find_tensor(v->gguf, "mm.0.weight"), *m2 = gguf_find_tensor(v->gguf, "mm.2.weight");
+        const gguf_tensor *m0 = find_tensor(v, "mm.0.weight"), *m2 = find_tensor(v, "mm.2.weight");
         if (!m0 || !m2) { anv_set_error("%s: missing tensor '%s'", v->gguf->path, m0 ? "mm.2.weight" : "mm.0.weight"); return -1; }
         const int64_t hidden = m0->ne[1], out = m2->ne[1];
         if (hidden < 1 || hidden > (1 << 20) || out < 1 || out > (1 << 20)) {
@@ -248,7 +271,7 @@ static int load_weights(vision_model *v) {
     v->out_dim = v->proj_dim;
     v->soft_norm = put(v, "mm.soft_emb_norm.weight", e, 1, true, &fail);
     if (fail) return -1;
-    const gguf_tensor *ip = gguf_find_tensor(v->gguf, "mm.input_projection.weight");
+    const gguf_tensor *ip = find_tensor(v, "mm.input_projection.weight");
     const qtype_info *qi = ip ? qtype_get(ip->type) : NULL;
     if (!ip || ip->ne[0] != v->proj_dim || ip->ne[1] != e || ip->ne[2] != 1 || ip->ne[3] != 1 || !qi || !qi->can_dequantize ||
         v->proj_dim % qi->block_size) {
@@ -270,10 +293,26 @@ static int load_weights(vision_model *v) {
     return v->in_proj ? 0 : -1;
 }
 
+static _Atomic uint64_t next_model_id = 1;
+
+vision_model *vision_load_info(const char *path) {
+    vision_model *v = calloc(1, sizeof *v);
+    if (!v) { anv_set_error("out of memory"); return NULL; }
+    v->id = atomic_fetch_add(&next_model_id, 1);
+    if (!(v->gguf = gguf_open(path)) || load_hparams(v) != 0) {
+        vision_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+uint64_t vision_model_id(const vision_model *v) { return v->id; }
+
 vision_model *vision_load(const char *path, const vision_load_opts *opts) {
     if (!opts || !opts->cpu) { anv_set_error("vision_load: no CPU backend"); return NULL; }
     vision_model *v = calloc(1, sizeof *v);
     if (!v) { anv_set_error("out of memory"); return NULL; }
+    v->id = atomic_fetch_add(&next_model_id, 1);
     v->cpu = opts->cpu;
     v->be = opts->gpu ? opts->gpu : opts->cpu;
     if (!(v->gguf = gguf_open(path)) || load_hparams(v) != 0) goto fail;
@@ -466,6 +505,7 @@ static void project_mlp(vision_model *v, vision_scratch *s, int n_patch, float *
 }
 
 int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out) {
+    if (!v->be) { anv_set_error("vision_encode: the projector was opened for its layout only (vision_load_info)"); return -1; }
     const int S = v->image_size, p = v->patch_size, n_patch = (S / p) * (S / p), n_out = fixed_tokens(v);
     const int n = n_patch + (v->class_embd ? 1 : 0);   /* positions: the patches, then the class token */
     const int64_t e = v->n_embd, pp3 = 3LL * p * p, hidden = v->mm0_w ? v->mm0_w->rows : 1;
@@ -547,6 +587,10 @@ char *vision_find_projector(const char *model_path, const char *mmproj) {
         return strdup(mmproj);
     }
     if (!model_path) return NULL;
+    gguf_file *self = gguf_open(model_path);   /* Ollama's single file: the model holds its vision tower */
+    const bool holds_vision = self && vision_ollama_detect(self);
+    gguf_close(self);
+    if (holds_vision) return strdup(model_path);
     const char *slash = strrchr(model_path, '/');
     size_t dl = slash ? (size_t)(slash - model_path) : 1;
     char *dir = malloc(dl + 1);

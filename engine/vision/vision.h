@@ -41,6 +41,12 @@ typedef struct {
  * problem (not a clip file, unsupported projector type, missing key or tensor, bad shape). */
 vision_model *vision_load(const char *path, const vision_load_opts *opts);
 void vision_free(vision_model *v);
+/* The header and hyperparameters only (no weights, no backend): enough for vision_image_layout,
+ * the begin / end text and vision_noncausal (planning and counting a prompt without encoding);
+ * vision_encode refuses it. NULL + error as vision_load. */
+vision_model *vision_load_info(const char *path);
+/* A number naming this loaded projector, never reused within the process (the cache key's half). */
+uint64_t vision_model_id(const vision_model *v);
 
 vision_proj_type vision_projector(const vision_model *v);
 /* Width of one output embedding (the text model's n_embd: gemma3's projection_dim, mm.2's rows). */
@@ -91,8 +97,9 @@ typedef struct { const uint8_t *rgb; int width, height; } vision_image;
 int vision_eval_prompt(model_ctx *c, vision_model *v, const char *prompt, const char *marker, const vision_image *images,
                        int n_images, int32_t **tokens_out, int *n_out);
 
-/* The projector for a model file: mmproj if given (checked to exist), else a file next to
- * the model named mmproj*.gguf (the first in name order). Returns a malloc'd path or NULL
+/* The projector for a model file: mmproj if given (checked to exist), else the model file itself
+ * when it holds its vision tower (Ollama's single-file gemma3: vision_ollama.c), else a file next
+ * to the model named mmproj*.gguf (the first in name order). Returns a malloc'd path or NULL
  * (none found: no error set). */
 char *vision_find_projector(const char *model_path, const char *mmproj);
 /* capabilities: whether the model can take images (a projector is found for it). */

@@ -15,7 +15,9 @@ typedef struct {
 
 struct vision_model {
     gguf_file *gguf;
-    backend *be;                 /* the encoder's backend */
+    uint64_t id;                 /* vision_model_id */
+    bool ollama;                 /* Ollama's single-file layout (vision_ollama.c): its names */
+    backend *be;                 /* the encoder's backend (NULL: vision_load_info, no weights) */
     backend *cpu;
     vision_proj_type proj;
     int n_embd, n_head, n_ff, n_layer, image_size, patch_size, merge, proj_dim;
@@ -37,6 +39,15 @@ struct vision_model {
     float *in_proj_host;
     be_tensor *mm0_w, *mm0_b, *mm2_w, *mm2_b;   /* mlp: [hidden][n_embd], [out_dim][hidden] + biases */
 };
+
+/* Ollama's single-file vision GGUF (vision_ollama.c): whether f is one (gemma3 with vision
+ * metadata and tensors), its hyperparameters into v (-1 + error), and a tensor asked for by
+ * llama.cpp's clip name found under Ollama's (NULL if absent). */
+bool vision_ollama_detect(const gguf_file *f);
+int vision_ollama_hparams(vision_model *v);
+const gguf_tensor *vision_ollama_tensor(const gguf_file *f, const char *name);
+/* The name Ollama's layout gives llama.cpp's tensor name (buf, or name itself when the same). */
+const char *vision_ollama_name(const char *name, char *buf, size_t cap);
 
 /* Pillow's resampling of RGB8 (w x h) to out_w x out_h; -1 + error (out of memory). */
 int vision_resample(const uint8_t *src, int w, int h, uint8_t *dst, int out_w, int out_h, vision_resize_algo algo);

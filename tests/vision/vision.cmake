@@ -47,6 +47,9 @@ foreach(i RANGE ${_vlast})
            --anvil $<TARGET_FILE:anvil> --greedy ${_vdir}/${_name}.greedy.txt)
   set_tests_properties(vision_run_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
   set_tests_properties(vision_prompt_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
+  # the same through vision_plan as a resent conversation: the image from the cache, then the prefix reused
+  add_test(NAME vision_plan_${_name} COMMAND ${_cmp} --prompt-api --plan)
+  set_tests_properties(vision_plan_${_name} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_name} TIMEOUT 300 LABELS "golden;vision")
   # the image named in the prompt (Ollama's CLI rules, engine/image's decoders) instead of --image (issue 32)
   add_test(NAME vision_images_run_${_name}
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/vision_images_run.py $<TARGET_FILE:anvil> ${_base}
@@ -68,4 +71,18 @@ if(TARGET anvil)
                    ${ANVIL_TEST_MODELS}/vision-${_vfirst} ${_vdir}/${_vfirst}.greedy.txt)
   set_tests_properties(server_vision_api PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
                        LABELS "server;vision")
+  # Ollama's single-file layout (text + vision tower in one gemma3 GGUF) against the two files (tests/vision/ollama_single_file.py)
+  string(JSON _vprompt GET "${_vman}" cases ${_vfirst} prompt)
+  add_test(NAME vision_ollama_single_file
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/vision/ollama_single_file.py --dump $<TARGET_FILE:vision_dump>
+                   --anvil $<TARGET_FILE:anvil> --tools ${CMAKE_SOURCE_DIR}/tools --base ${ANVIL_TEST_MODELS}/vision-${_vfirst}
+                   --greedy ${_vdir}/${_vfirst}.greedy.txt --prompt "${_vprompt}")
+  set_tests_properties(vision_ollama_single_file PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
+                       LABELS "golden;vision")
+  # images in the interactive chat (pexpect): attached, kept per turn, /clear, the cache (tests/cli/vision_repl.py)
+  add_test(NAME cli_vision_repl
+           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/vision_repl.py $<TARGET_FILE:anvil>
+                   ${ANVIL_TEST_MODELS}/vision-${_vfirst} ${_vdir}/${_vfirst}.greedy.txt)
+  set_tests_properties(cli_vision_repl PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
+                       LABELS "cli;vision")
 endif()

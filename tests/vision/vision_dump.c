@@ -22,6 +22,7 @@
 #include "quant.h"
 #include "tokenizer.h"
 #include "vision.h"
+#include "vision_plan.h"
 #ifdef ANVIL_HAVE_VULKAN
 #include "vk_backend.h"
 #endif
@@ -73,6 +74,46 @@ static int text_chunk(model_ctx *c, const tokenizer *tok, const char *text, size
 
 /* The end of a run: the validation layer's verdict on a Vulkan run (ANVIL_VK_VALIDATE), then
  * everything freed. 0, or 1 on a validation message. */
+/* --plan: the prompt through vision_plan as a conversation resends it: evaluated (the image
+ * encoded into the cache), the context then cut inside the image's rows and evaluated again
+ * (the image from the cache, from its first row), then the reusable prefix found whole (nothing
+ * evaluated); the tokens and context left are the golden's (the caller evaluates the last). */
+static int plan_turns(model_ctx *c, vision_model *v, model *m, const char *prompt, const vision_image *img, int32_t **toks, int *nt) {
+    static const uint8_t key[32] = {7, 7, 7};
+    const uint8_t *keys[1] = {key};
+    vision_plan p;
+    if (vision_plan_prompt(v, m, prompt, NULL, img, keys, 1, &p) != 0) return fail("vision_plan_prompt");
+    vision_cache *vc = vision_cache_new(VISION_CACHE_DEFAULT_BYTES);
+    vision_held held = {0};
+    vision_eval_counts c1, c2, c3;
+    model_ctx_truncate(c, 0);
+    if (!vc || vision_eval_plan(c, v, &p, img, vc, &held, &c1) != 0) return fail("vision_eval_plan");
+    const int img_pos = p.spans[0].pos;
+    model_ctx_truncate(c, img_pos + 1);   /* inside the image: evaluation must restart at its first row */
+    vision_held_truncate(&held, img_pos + 1);
+    if (vision_eval_plan(c, v, &p, img, vc, &held, &c2) != 0) return fail("vision_eval_plan (second)");
+    const int keep = vision_plan_prefix(&p, model_ctx_history(c), model_ctx_n_past(c), &held);
+    model_ctx_truncate(c, keep);
+    if (vision_eval_plan(c, v, &p, img, vc, &held, &c3) != 0) return fail("vision_eval_plan (third)");
+    int bad = 0;
+    if (c1.encoded != 1 || c1.cached || c1.reused || c1.from != 0) bad = 1;
+    if (c2.encoded || c2.cached != 1 || c2.reused || c2.from != img_pos) bad = 2;
+    if (keep != p.n - 1 || c3.encoded || c3.cached || c3.reused != 1 || c3.from != p.n - 1) bad = 3;
+    if (bad) {
+        fprintf(stderr, "vision_dump --plan: turn %d: encoded/cached/reused/from %d/%d/%d/%d, %d/%d/%d/%d, %d/%d/%d/%d (image at %d, "
+                "prefix %d of %d)\n", bad, c1.encoded, c1.cached, c1.reused, c1.from, c2.encoded, c2.cached, c2.reused, c2.from,
+                c3.encoded, c3.cached, c3.reused, c3.from, img_pos, keep, p.n);
+        return 1;
+    }
+    *toks = p.tokens;
+    *nt = p.n;
+    p.tokens = NULL;
+    vision_plan_free(&p);
+    vision_held_free(&held);
+    vision_cache_free(vc);
+    return 0;
+}
+
 static int finish(backend *cpu, backend *gpu, model *m, vision_model *v, model_ctx *c, uint8_t *rgb) {
     int rc = 0;
 #ifdef ANVIL_HAVE_VULKAN
@@ -92,13 +133,14 @@ static int finish(backend *cpu, backend *gpu, model *m, vision_model *v, model_c
 
 int main(int argc, char **argv) {
     if (argc < 5) { fprintf(stderr, "usage: vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N]\n"); return 2; }
-    bool vulkan = false, prompt_api = false;
+    bool vulkan = false, prompt_api = false, plan_api = false;
     int repeats = 1, threads = 2;
     for (int i = 5; i < argc; i++) {
         if (!strcmp(argv[i], "--vulkan")) vulkan = true;
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--prompt-api")) prompt_api = true;
+        else if (!strcmp(argv[i], "--plan")) prompt_api = plan_api = true;
         else { fprintf(stderr, "vision_dump: unknown argument %s\n", argv[i]); return 2; }
     }
     backend *cpu = cpu_backend_new(threads), *gpu = NULL;
@@ -130,7 +172,12 @@ int main(int argc, char **argv) {
         int nt = 0;
         const vision_image img = {rgb, w, h};
         float *lg = malloc((size_t)m->hp.n_vocab * sizeof(float));
-        if (!lg || vision_eval_prompt(c, v, prompt, NULL, &img, 1, &toks, &nt) != 0) return fail("vision_eval_prompt");
+        if (!lg) return fail("out of memory");
+        if (plan_api) {
+            if (plan_turns(c, v, m, prompt, &img, &toks, &nt) != 0) return 1;
+        } else if (vision_eval_prompt(c, v, prompt, NULL, &img, 1, &toks, &nt) != 0) {
+            return fail("vision_eval_prompt");
+        }
         if (model_ctx_n_past(c) != nt - 1 || model_eval(c, &toks[nt - 1], 1, lg, false) != 0) return fail("last token");
         printf("{\"tokens\": [");
         for (int i = 0; i < nt; i++) printf("%s%d", i ? ", " : "", toks[i]);

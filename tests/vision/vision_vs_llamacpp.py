@@ -53,7 +53,7 @@ def compare(args):
     if args.vulkan:
         cmd.append("--vulkan")
     if args.prompt_api:
-        cmd.append("--prompt-api")
+        cmd.append("--plan" if args.plan else "--prompt-api")
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         print("FAIL: vision_dump exited %d: %s" % (r.returncode, r.stderr.strip()[-2000:]))
@@ -147,6 +147,7 @@ def main():
     ap.add_argument("--anvil", help="with --greedy: the anvil binary")
     ap.add_argument("--greedy", help="llama-mtmd-cli's 12-token greedy reply to 'Describe it.' with the image")
     ap.add_argument("--prompt-api", action="store_true", help="check vision_eval_prompt's tokens and last logits instead")
+    ap.add_argument("--plan", action="store_true", help="with --prompt-api: through vision_plan, resent twice (cache, prefix)")
     args = ap.parse_args()
     if args.make:
         return make(args)

@@ -26,4 +26,9 @@ bool cli_line_names_image(const char *line, const char *word);
  * cannot be used (not a JPEG/PNG/WebP/GIF, over 100 MB, unreadable). */
 char *cli_images_extract(const char *input, cli_images *out);
 void cli_images_free(cli_images *im);
+/* A message's images as the chat keeps them (a read-only view of a cli_images). */
+typedef struct {
+    const struct cli_image_file *files;
+    int n;
+} cli_image_list;
 #endif

@@ -250,6 +250,22 @@ static size_t stream_cb(char *data, size_t size, size_t nmemb, void *user) {
     return split_lines(data, size * nmemb, &st->line, &st->raw, gen_line, st);
 }
 
+/* Standard base64 with padding (Ollama's "images"); malloc'd, NULL when out of memory. */
+static char *base64(const uint8_t *p, size_t n) {
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+    if (!out) return NULL;
+    for (size_t i = 0; i < n; i += 3) {
+        const uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        *o++ = tab[v >> 18 & 63];
+        *o++ = tab[v >> 12 & 63];
+        *o++ = i + 1 < n ? tab[v >> 6 & 63] : '=';
+        *o++ = i + 2 < n ? tab[v & 63] : '=';
+    }
+    *o = 0;
+    return out;
+}
+
 /* The request body: model, prompt or messages, and the optional fields. */
 static char *request_json(const client_gen_request *q, bool chat) {
     cJSON *o = cJSON_CreateObject();
@@ -260,6 +276,14 @@ static char *request_json(const client_gen_request *q, bool chat) {
             cJSON *m = cJSON_CreateObject();
             cJSON_AddStringToObject(m, "role", q->messages[i].role);
             cJSON_AddStringToObject(m, "content", q->messages[i].content ? q->messages[i].content : "");
+            if (q->images && q->images[i].n > 0) {
+                cJSON *imgs = cJSON_AddArrayToObject(m, "images");
+                for (int k = 0; k < q->images[i].n; k++) {
+                    char *b = base64(q->images[i].files[k].data, q->images[i].files[k].size);
+                    cJSON_AddItemToArray(imgs, b ? cJSON_CreateString(b) : cJSON_CreateNull());
+                    free(b);
+                }
+            }
             cJSON_AddItemToArray(msgs, m);
         }
     } else {

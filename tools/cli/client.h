@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "chat.h"
+#include "cli_images.h"
 
 /* "http://127.0.0.1:11434" (no trailing slash) and the "127.0.0.1:11434" form errors name. */
 void client_base_url(char *url, size_t url_cap, char *display, size_t display_cap);
@@ -43,6 +44,7 @@ typedef struct {
     const char *model;               /* required */
     const char *prompt;              /* client_generate: the prompt ("" or NULL: load only) */
     const chat_message *messages;    /* client_chat: the conversation so far */
+    const cli_image_list *images;    /* client_chat: messages[i]'s image files (NULL: none), sent base64 */
     int n_messages;
     const char *system;              /* NULL = the model's SYSTEM */
     const char *options_json;        /* Ollama's options object as JSON text, or NULL */

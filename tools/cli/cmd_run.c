@@ -18,6 +18,7 @@
 #include "api_images.h"
 #include "chat.h"
 #include "cli.h"
+#include "chat_vision.h"
 #include "cli_images.h"
 #include "client.h"
 #include "clock.h"
@@ -181,20 +182,38 @@ static bool stream_and_capture(const char *text, int len, void *user) {
     return !repl_interrupted();
 }
 
+/* The interactive chat's images (NULL in a one-shot run): each message's, the chat's vision
+ * state, the projector file and what happened to the images this turn. */
+typedef struct {
+    const repl_msg_images *images;
+    chat_vision *cv;
+    const char *projector;
+    vision_eval_counts counts;
+} chat_images;
+
 /* Renders the conversation, generates the reply (streamed) and returns it (malloc'd);
  * NULL when Ctrl+C stopped it (the interactive chat) or generation failed (anv_last_error(),
- * e.g. a prompt longer than the context; repl_interrupted() tells the two apart). */
+ * e.g. a prompt longer than the context or a bad image in the chat; repl_interrupted() tells
+ * the two apart). */
 static char *answer(model *m, model_ctx *ctx, sampler *smp, grammar_matcher *gm, const run_opts *o,
-                    const chat_message *hist, int n_hist, gen_stats *st) {
+                    const chat_message *hist, int n_hist, gen_stats *st, chat_images *ci) {
     prompt_spec ps = {
         .template_go = o->template_go, .system = o->system, .messages_json = o->messages_json,
         .msgs = hist, .n_msgs = n_hist, .raw = o->raw, .chat_format_override = o->chat_fmt, .think = o->think,
     };
+    const bool chat_imgs = ci && chat_vision_any(ci->images, n_hist);
+    chat_message *tagged = chat_imgs ? chat_vision_tag(hist, ci->images, n_hist) : NULL;
+    if (chat_imgs && !tagged) return NULL;
+    if (tagged) ps.msgs = tagged;
     char *text = prompt_build(m, &ps);
+    chat_vision_untag(tagged, n_hist);
     if (!text) anv_die("%s", anv_last_error());
     int n_tok = 0;
     int32_t *toks = NULL;
-    if (o->vision) {   /* text and image chunks evaluated here; generate_seq reuses all but the last token */
+    if (chat_imgs) {   /* the chat's images: the prefix the context holds reused, new images encoded */
+        toks = chat_vision_eval(ci->cv, m, ctx, ci->projector, text, ci->images, n_hist, &n_tok, &ci->counts);
+        if (!toks) { free(text); return NULL; }
+    } else if (o->vision) {   /* text and image chunks evaluated here; generate_seq reuses all but the last token */
         if (vision_eval_prompt(ctx, o->vision, text, NULL, o->imgs, o->n_imgs, &toks, &n_tok) != 0) toks = NULL;
     } else {
         toks = tokenizer_encode(m->tok, text, strlen(text), tokenizer_add_bos(m->tok), !o->raw, &n_tok);
@@ -314,8 +333,8 @@ static void print_remote_stats(const client_gen_result *r) {
 /* One reply from the server for the conversation so far (exits on an error); NULL when
  * Ctrl+C cancelled it. */
 static char *remote_answer(const run_opts *o, const char *model, const char *options_json,
-                           const chat_message *hist, int n_hist) {
-    client_gen_request q = {.model = model, .system = o->system, .options_json = options_json,
+                           const chat_message *hist, const repl_msg_images *images, int n_hist) {
+    client_gen_request q = {.model = model, .system = o->system, .options_json = options_json, .images = images,
                             .format = o->format, .raw = o->raw, .on_text = print_piece, .keep_alive = o->keep_alive,
                             .on_thinking = print_thinking, .think = o->think};
     stream_target t = {.hide_thinking = o->hide_thinking};
@@ -351,14 +370,15 @@ typedef struct {
     char *options_json;   /* the flags, then /set parameter */
 } remote_chat;
 
-static char *remote_reply(void *user, const repl_session *s, const chat_message *hist, int n_hist) {
+static char *remote_reply(void *user, const repl_session *s, const chat_message *hist, const repl_msg_images *images,
+                          int n_hist) {
     remote_chat *rc = user;
     run_opts eff = *rc->o;
     eff.system = s->system;   /* NULL: the server applies the model's SYSTEM */
     eff.think = s->think;
     eff.mo.verbose = s->verbose;
     eff.format = s->json_format ? (rc->o->format ? rc->o->format : "json") : NULL;
-    return remote_answer(&eff, rc->model, rc->options_json, hist, n_hist);
+    return remote_answer(&eff, rc->model, rc->options_json, hist, images, n_hist);
 }
 
 static int remote_apply(void *user, const repl_session *s) {
@@ -407,7 +427,7 @@ static repl_session session_start(const run_opts *o, const char *model, store_en
                                   bool remote) {
     repl_session s = {.model = strdup(model), .entry = *entry, .system = cli_system ? strdup(cli_system) : NULL,
                       .params = cJSON_CreateObject(), .json_format = o->format != NULL, .verbose = o->mo.verbose,
-                      .think = o->think, .remote = remote};
+                      .think = o->think, .remote = remote, .mmproj = o->mmproj};
     memset(entry, 0, sizeof *entry);   /* the session owns it now */
     return s;
 }
@@ -427,7 +447,7 @@ static int run_remote(run_opts *o, const char *model, char *prompt, store_entry 
     if (o->mo.verbose) anv_log("using the running anvil server (--local to run in this process)");
     if (prompt) {
         chat_message msg = {.role = "user", .content = prompt};
-        free(remote_answer(o, model, options_json, &msg, 1));
+        free(remote_answer(o, model, options_json, &msg, NULL, 1));
         fputc('\n', stdout);
         free(prompt);
         free(options_json);
@@ -470,6 +490,7 @@ typedef struct {
     grammar_matcher *gm;     /* NULL: no format */
     grammar *json_grammar;   /* /set format json without --format */
     bool no_format;          /* /set noformat */
+    chat_vision *cv;         /* the chat's images: projector, cache (chat_vision.h) */
 } local_chat;
 
 static grammar *local_grammar(local_chat *lc) {
@@ -478,6 +499,7 @@ static grammar *local_grammar(local_chat *lc) {
 }
 
 static void local_teardown(local_chat *lc) {
+    chat_vision_reset(lc->cv);   /* the projector lives on the model's backends */
     sampler_free(lc->smp);
     grammar_matcher_free(lc->gm);
     model_ctx_free(lc->ctx);
@@ -528,16 +550,34 @@ static int local_options(local_chat *lc, const repl_session *s) {
     return 0;
 }
 
-static char *local_reply(void *user, const repl_session *s, const chat_message *hist, int n_hist) {
+static char *local_reply(void *user, const repl_session *s, const chat_message *hist, const repl_msg_images *images,
+                         int n_hist) {
     local_chat *lc = user;
     run_opts *o = lc->o;
     o->system = s->system ? s->system : s->entry.system;
     o->think = s->think;
     gen_stats st;
     double t0 = anv_mono_s();
-    char *reply = answer(lc->m, lc->ctx, lc->smp, lc->gm, o, hist, n_hist, &st);
+    chat_images ci = {.images = images, .cv = lc->cv};
+    char *proj = NULL;
+    if (chat_vision_any(images, n_hist)) {
+        if (!lc->cv && !(ci.cv = lc->cv = chat_vision_new())) anv_die("out of memory");
+        proj = vision_find_projector(s->entry.model_path, s->mmproj ? s->mmproj : s->entry.projector_path);
+        if (!proj) {
+            printf("error: %s\n", s->mmproj ? anv_last_error() : "images need a projector: --mmproj FILE (none found next to the model)");
+            return NULL;
+        }
+        ci.projector = proj;
+    }
+    char *reply = answer(lc->m, lc->ctx, lc->smp, lc->gm, o, hist, n_hist, &st, &ci);
+    free(proj);
     if (!reply && !repl_interrupted()) printf("error: %s\n", anv_last_error());   /* the chat goes on */
-    if (reply && s->verbose) print_stats(0, &st, anv_mono_s() - t0);
+    if (reply && s->verbose) {
+        print_stats(0, &st, anv_mono_s() - t0);
+        if (ci.projector)
+            fprintf(stderr, "images:               %d encoded, %d from the cache, %d already in the context\n", ci.counts.encoded,
+                    ci.counts.cached, ci.counts.reused);
+    }
     return reply;
 }
 
@@ -776,7 +816,7 @@ int cmd_run(int argc, char **argv) {
     if (prompt) {
         chat_message msg = {.role = "user", .content = prompt};
         gen_stats st;
-        char *reply = answer(lc.m, lc.ctx, lc.smp, lc.gm, &o, &msg, 1, &st);
+        char *reply = answer(lc.m, lc.ctx, lc.smp, lc.gm, &o, &msg, 1, &st, NULL);
         if (!reply) anv_die("%s", anv_last_error());
         free(reply);
         fputc('\n', stdout);
@@ -795,6 +835,7 @@ int cmd_run(int argc, char **argv) {
     free(o.decoded);
     free(o.imgs);
     local_teardown(&lc);
+    chat_vision_free(lc.cv);
     grammar_free(lc.json_grammar);
     grammar_free(o.grammar);
     free(o.format);

@@ -14,6 +14,7 @@
 #include "client.h"
 #include "error.h"
 #include "gguf.h"
+#include "image.h"
 #include "model_create.h"
 #include "options.h"
 #include "repl_input.h"
@@ -135,21 +136,33 @@ static bool ends_with(const char *s, const char *p) {
 
 typedef struct {
     chat_message *msgs;
+    cli_images *imgs;          /* each message's image files (owned) */
+    repl_msg_images *views;    /* the same for the backend */
     int n, cap;
 } conversation;
 
-static void conv_add(conversation *c, const char *role, char *content) {
+/* Appends a message; its images (may be NULL) move into the conversation. */
+static void conv_add(conversation *c, const char *role, char *content, cli_images *imgs) {
     if (c->n == c->cap) {
         c->cap = c->cap * 2 + 8;
         c->msgs = realloc(c->msgs, sizeof *c->msgs * (size_t)c->cap);
-        if (!c->msgs) anv_die("out of memory");
+        c->imgs = realloc(c->imgs, sizeof *c->imgs * (size_t)c->cap);
+        c->views = realloc(c->views, sizeof *c->views * (size_t)c->cap);
+        if (!c->msgs || !c->imgs || !c->views) anv_die("out of memory");
     }
+    c->imgs[c->n] = imgs ? *imgs : (cli_images){0};
+    if (imgs) memset(imgs, 0, sizeof *imgs);
     c->msgs[c->n++] = (chat_message){.role = role, .content = content};
 }
 
+static void conv_drop_last(conversation *c) {
+    c->n--;
+    free((char *)c->msgs[c->n].content);
+    cli_images_free(&c->imgs[c->n]);
+}
+
 static void conv_clear(conversation *c) {
-    for (int i = 0; i < c->n; i++) free((char *)c->msgs[i].content);
-    c->n = 0;
+    while (c->n) conv_drop_last(c);
 }
 
 /* ---- /set parameter ---- */
@@ -363,6 +376,7 @@ static void load(repl_session *s, const repl_backend *b, conversation *c, char *
     }
     store_entry_clear(&old_entry);
     free(old_model);
+    s->mmproj = NULL;   /* --mmproj named the first model's projector */
     conv_clear(c);   /* nothing of the old conversation is kept */
 }
 
@@ -461,39 +475,52 @@ static bool command(repl_session *s, const repl_backend *b, repl_input *in, conv
     return go_on;
 }
 
-/* Image files the message names (Ollama's rules, cli_images.h): a file that cannot be used, an
- * image for a text-only model, or any image (the chat does not evaluate them yet) is one line
- * and the message is not sent. */
-static bool images_refused(const repl_session *s, const char *text) {
-    cli_images imgs;
-    char *rest = cli_images_extract(text, &imgs);
+/* The image files the message names (Ollama's rules, cli_images.h), taken out of *text and
+ * attached ("Added image '<path>'", as Ollama's CLI says). False (one line printed, nothing
+ * sent) when a named file cannot be used or decoded (engine/image), or the model has no vision. */
+static bool attach_images(const repl_session *s, char **text, cli_images *imgs) {
+    char *rest = cli_images_extract(*text, imgs);
     if (!rest) {
         fprintf(stderr, "%s\n", anv_last_error());
+        return false;
+    }
+    if (imgs->n == 0) { free(rest); return true; }
+    if (model_has_vision(s->entry.model_path, s->mmproj ? s->mmproj : s->entry.projector_path)) {
+        for (int i = 0; i < imgs->n; i++) {   /* decoded once here: a bad file is refused before it is sent */
+            anv_image probe;
+            if (image_decode(imgs->files[i].data, imgs->files[i].size, NULL, &probe) != 0) {
+                fprintf(stderr, "%s: %s\n", imgs->files[i].path, anv_last_error());
+                free(rest);
+                cli_images_free(imgs);
+                return false;
+            }
+            image_free(&probe);
+        }
+        for (int i = 0; i < imgs->n; i++) fprintf(stderr, "Added image '%s'\n", imgs->files[i].path);
+        free(*text);
+        *text = rest;
         return true;
     }
+    fprintf(stderr, "model '%s' does not support image input (it is a text-only model)\n", s->model);
     free(rest);
-    bool refused = imgs.n > 0;
-    if (refused && model_has_vision(s->entry.model_path, s->entry.projector_path))
-        fprintf(stderr, "images in the interactive chat are not supported yet: name the image in the prompt of "
-                "`anvil run MODEL \"PROMPT\"`\n");
-    else if (refused)
-        fprintf(stderr, "model '%s' does not support image input (it is a text-only model)\n", s->model);
-    cli_images_free(&imgs);
-    return refused;
+    cli_images_free(imgs);
+    return false;
 }
 
 static void send_message(repl_session *s, const repl_backend *b, conversation *c, char *text) {
-    if (images_refused(s, text)) { free(text); return; }
-    conv_add(c, "user", text);
+    cli_images imgs = {0};
+    if (!attach_images(s, &text, &imgs)) { free(text); return; }
+    conv_add(c, "user", text, &imgs);
     repl_interrupt_clear();
-    char *reply = b->reply(b->user, s, c->msgs, c->n);
+    for (int i = 0; i < c->n; i++) c->views[i] = (repl_msg_images){c->imgs[i].files, c->imgs[i].n};
+    char *reply = b->reply(b->user, s, c->msgs, c->views, c->n);
     if (reply) {
-        conv_add(c, "assistant", reply);
+        conv_add(c, "assistant", reply, NULL);
         fputs("\n\n", stdout);
     } else if (repl_interrupted()) {
         fputc('\n', stdout);   /* stopped by Ctrl+C: the user's message stays, the partial reply not (Ollama) */
     } else {
-        free((char *)c->msgs[--c->n].content);   /* failed (error printed): as if not sent */
+        conv_drop_last(c);   /* failed (error printed): as if not sent */
     }
     fflush(stdout);
 }
@@ -559,5 +586,7 @@ void repl_run(repl_session *s, const repl_backend *b, const char *history_path, 
     bytebuf_free(&sb);
     conv_clear(&c);
     free(c.msgs);
+    free(c.imgs);
+    free(c.views);
     repl_input_free(in);
 }

@@ -1,5 +1,6 @@
 /* repl: the interactive chat of `anvil run MODEL` as Ollama's REPL has it: the
- * conversation, multi-line messages between """ lines, and the commands /set (parameter,
+ * conversation (with the image files its messages name, attached as Ollama's CLI does and
+ * kept with their message until /clear), multi-line messages between """ lines, and the commands /set (parameter,
  * system, history, wordwrap, format, verbose, think ...), /show, /load, /save, /clear,
  * /bye, /exit and /? (help). An unknown /command is answered, never sent to the model.
  * Where the replies come from (this process or a running server) is the caller's, through
@@ -8,6 +9,7 @@
 #define ANVIL_REPL_H
 #include <stdbool.h>
 #include "chat.h"
+#include "cli_images.h"
 #include "store.h"
 
 struct cJSON;
@@ -21,13 +23,19 @@ typedef struct {
     bool verbose;         /* /set verbose: timings after each reply */
     int think;            /* CHAT_THINK_* */
     bool remote;          /* the replies come from a running server (/save goes there too) */
+    const char *mmproj;   /* --mmproj: the first model's projector (NULL: found as vision_find_projector does;
+                             /load forgets it) */
 } repl_session;
 
+/* The images one message of the conversation carries (the files it named, read when typed). */
+typedef cli_image_list repl_msg_images;
+
 typedef struct {
-    /* Streams the reply to the conversation so far; returns it (malloc'd), or NULL when
+    /* Streams the reply to the conversation so far (images[i]: hist[i]'s images, in the order
+     * they were named); returns it (malloc'd), or NULL when
      * Ctrl+C stopped it (repl_interrupted(): the user's message stays, nothing of the reply,
      * like Ollama) or it failed (the error printed: the user's message is dropped too). */
-    char *(*reply)(void *user, const repl_session *s, const chat_message *hist, int n_hist);
+    char *(*reply)(void *user, const repl_session *s, const chat_message *hist, const repl_msg_images *images, int n_hist);
     /* The session's parameters or format changed; -1 + anv_last_error() when they cannot
      * apply (the REPL prints it and undoes the change). */
     int (*apply)(void *user, const repl_session *s);

@@ -167,6 +167,12 @@ void api_metrics(http_req *r) {
     sample(&t, rl, "anvil_embed_inputs_total", NULL, "%llu", ULL(sm.embed_inputs_total));
     family(&t, "anvil_queue_rejected_total", "counter", "Requests rejected because the queue was full (HTTP 503).");
     sample(&t, rl, "anvil_queue_rejected_total", NULL, "%llu", ULL(sm.requests_rejected_queue_full));
+    family(&t, "anvil_images_total", "counter",
+           "Images of generation requests, by how they got into the context: encoded, from the per-digest cache, or "
+           "reused with the prompt prefix a slot already held.");
+    sample(&t, rl, "anvil_images_total", "source=\"encoded\"", "%llu", ULL(sm.images_encoded_total));
+    sample(&t, rl, "anvil_images_total", "source=\"cache\"", "%llu", ULL(sm.images_cached_total));
+    sample(&t, rl, "anvil_images_total", "source=\"prefix\"", "%llu", ULL(sm.images_reused_total));
     family(&t, "anvil_batched_steps_total", "counter", "Forward passes that decoded more than one sequence.");
     sample(&t, rl, "anvil_batched_steps_total", NULL, "%llu", ULL(sm.batched_steps_total));
     family(&t, "anvil_batched_tokens_total", "counter", "Tokens decoded in batched forward passes.");

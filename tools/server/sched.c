@@ -109,6 +109,7 @@ int sched_config_from_env(sched_config *c) {
     if (env_int("ANVIL_NUM_PARALLEL", 1, &c->num_parallel) != 0) return -1;
     if (env_int("ANVIL_CONTEXT_LENGTH", 0, &c->context_length) != 0) return -1;
     if (env_int("ANVIL_NUM_THREADS", 0, &c->n_threads) != 0) return -1;
+    if (vision_cache_bytes_setting(&c->vision_cache_bytes) != 0) return -1;
     const char *ap = anv_setting_raw("ANVIL_ALLOW_PATHS");
     c->allow_paths = ap && (!strcmp(ap, "1") || !strcmp(ap, "true"));
     const char *replay = anv_setting_raw("ANVIL_TEST_REPLAY");
@@ -235,6 +236,8 @@ static void measure(lmodel *lm) {
 /* Frees a loaded model whose worker never started. */
 static void discard_model(lmodel *lm) {
     vision_free(lm->vision);
+    vision_free(lm->vision_info);
+    vision_cache_free(lm->vcache);
     grammar_vocab_free(lm->vocab);
     pthread_mutex_destroy(&lm->vocab_mu);
     for (int i = lm->n_slots - 1; i >= 1; i--) model_ctx_free(lm->slots[i].ctx);
@@ -629,16 +632,14 @@ static void fail_embed_only(job *j, const sched_gen_request *r) {
 
 static int prepare_sampling(sched *s, lmodel *lm, const sched_gen_request *r, job *j);
 
-/* A request with images: the whole conversation rendered (no shortening: the image tokens are
- * only known once encoded), its "[img-N]" markers turned into engine/vision's marker in the
- * order they appear, and the projector named; the worker evaluates it (sched_batch.c). */
+/* A request with images: the whole conversation rendered (no shortening), its "[img-N]" markers
+ * turned into engine/vision's marker in the order they appear, the projector named, and the
+ * prompt planned as tokens with each image's rows (vision_plan.h: the projector's layout only,
+ * nothing encoded), so that its length is known (count_tokens, the context check) and a slot
+ * holding the same text and images is found; the worker evaluates it (sched_batch.c). */
 static int prepare_vision(lmodel *lm, const store_entry *e, const sched_gen_request *r, prompt_spec *ps, job *j) {
     if (r->context && r->n_context > 0) {
         sched_job_fail(j, 400, "'context' cannot be combined with images");
-        return -1;
-    }
-    if (r->count_only) {   /* the image rows are known once the projector is loaded */
-        sched_job_fail(j, 400, "counting the tokens of a prompt with images is not supported yet");
         return -1;
     }
     j->projector = vision_find_projector(e->model_path, e->projector_path);
@@ -654,16 +655,38 @@ static int prepare_vision(lmodel *lm, const store_entry *e, const sched_gen_requ
     if (!text) { sched_job_fail(j, 400, "%s", anv_last_error()); return -1; }
     int *order = malloc((size_t)r->n_images * sizeof *order);
     j->vimgs = malloc((size_t)r->n_images * sizeof *j->vimgs);
-    if (!order || !j->vimgs) { free(order); free(text); sched_job_fail(j, 500, "out of memory"); return -1; }
+    j->vkeys = malloc((size_t)r->n_images * sizeof *j->vkeys);
+    if (!order || !j->vimgs || !j->vkeys) { free(order); free(text); sched_job_fail(j, 500, "out of memory"); return -1; }
     j->vision_text = api_images_to_marker(text, VISION_MARKER, r->n_images, order, &j->n_vimgs);
     free(text);
     if (!j->vision_text) { free(order); sched_job_fail(j, 400, "%s", anv_last_error()); return -1; }
     for (int i = 0; i < j->n_vimgs; i++) {
         const anv_image *im = &r->images[order[i]];
         j->vimgs[i] = (vision_image){im->rgb, im->width, im->height};
+        j->vkeys[i] = im->sha256;
     }
     free(order);
-    return prepare_sampling(lm->s, lm, r, j);
+    pthread_mutex_lock(&lm->vocab_mu);   /* one layout-only projector per loaded model */
+    if (!lm->vision_info) lm->vision_info = vision_load_info(j->projector);
+    vision_model *vi = lm->vision_info;
+    pthread_mutex_unlock(&lm->vocab_mu);
+    if (!vi) { sched_job_fail(j, 500, "%s", anv_last_error()); return -1; }
+    if (vision_plan_prompt(vi, lm->m, j->vision_text, NULL, j->vimgs, j->vkeys, j->n_vimgs, &j->vplan) != 0) {
+        sched_job_fail(j, 400, "%s", anv_last_error());
+        return -1;
+    }
+    j->prompt = j->vplan.tokens;   /* the job owns them from here */
+    j->n_prompt = j->vplan.n;
+    j->vplan.tokens = NULL;
+    if (j->n_prompt > lm->n_ctx) {
+        sched_job_fail(j, 400, "the prompt is %d tokens with its images, more than the context length of %d (num_ctx)", j->n_prompt,
+                       lm->n_ctx);
+        return -1;
+    }
+    if (prepare_sampling(lm->s, lm, r, j) != 0) return -1;
+    for (int i = 0; i < j->n_prompt; i++)
+        if (j->prompt[i] != MODEL_TOKEN_EMBD) sampler_accept(j->smp, j->prompt[i]);
+    return 0;
 }
 
 /* Builds and tokenizes the prompt, creates the sampler, grammar and stop matcher. A prompt
@@ -791,7 +814,9 @@ static int prepare_sampling(sched *s, lmodel *lm, const sched_gen_request *r, jo
 static void job_clear(job *j) {
     free(j->prompt);
     free(j->vision_text);
+    vision_plan_free(&j->vplan);
     free(j->vimgs);
+    free(j->vkeys);
     free(j->projector);
     sampler_free(j->smp);
     grammar_matcher_free(j->gm);

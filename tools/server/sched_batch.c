@@ -26,6 +26,15 @@ static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb) {
     return i;
 }
 
+/* The reusable prefix of slot sl for job j: equal tokens; with images, an image's rows only
+ * where the slot holds the same image there (vision_plan_prefix). */
+static int slot_prefix(const slot *sl, const job *j) {
+    const int past = model_ctx_n_past(sl->ctx);
+    if (!j->vision_text) return common_prefix(model_ctx_history(sl->ctx), past, j->prompt, j->n_prompt);
+    const vision_plan p = {.tokens = j->prompt, .n = j->n_prompt, .spans = j->vplan.spans, .n_spans = j->vplan.n_spans};
+    return vision_plan_prefix(&p, model_ctx_history(sl->ctx), past, &sl->held);
+}
+
 /* The free slot for a prompt: the longest cached prefix if it covers at least half of
  * the prompt or costs no cached tokens (follow-up turns reuse their cache); otherwise
  * the least recently used slot, so one request does not wipe another's cache for a
@@ -37,7 +46,7 @@ static int pick_slot(lmodel *lm, const job *j, int *lcp_out) {
         slot *sl = &lm->slots[i];
         if (sl->state != SLOT_FREE) continue;
         int past = model_ctx_n_past(sl->ctx);
-        int lcp = common_prefix(model_ctx_history(sl->ctx), past, j->prompt, j->n_prompt);
+        int lcp = slot_prefix(sl, j);
         lcps[i] = lcp;
         if (lcp > best_lcp || (lcp == best_lcp && past - lcp < best_loss)) {
             best = i;
@@ -101,10 +110,11 @@ static void admit(lmodel *lm) {
         s->n_waiting--;
         slot *sl = &lm->slots[best];
         /* Always evaluate at least the last prompt token: its logits start the reply. */
-        int keep = j->vision_text ? 0 : best_lcp < j->n_prompt - 1 ? best_lcp : j->n_prompt - 1;   /* images: step() */
+        int keep = best_lcp < j->n_prompt - 1 ? best_lcp : j->n_prompt - 1;   /* images: the rest in step() */
         model_ctx_truncate(sl->ctx, keep);
         keep = model_ctx_n_past(sl->ctx);   /* a recurrent state may roll back further than asked (model.h) */
-        *sl = (slot){.ctx = sl->ctx, .job = j, .state = SLOT_PROMPT, .pos = keep,
+        vision_held_truncate(&sl->held, keep);
+        *sl = (slot){.ctx = sl->ctx, .held = sl->held, .job = j, .state = SLOT_PROMPT, .pos = keep,
                      .t_admit_ns = sched_now_ns(), .last_used = ++lm->use_counter};
         gen_seq_init(&sl->gen, &(gen_seq_config){.tok = lm->m->tok, .smp = j->smp, .gm = j->gm,
                                                  .stop = j->stop, .num_predict = j->opt.num_predict,
@@ -124,6 +134,7 @@ typedef struct {
     job *fin[SCHED_MAX_SLOTS];
     int n_fin;
     uint64_t prompt_tokens, gen_tokens;
+    vision_eval_counts images;   /* summed over the step's requests with images */
 } step_out;
 
 /* Ends the slot's request: flushes held text, fills the result, frees the slot.
@@ -176,13 +187,15 @@ typedef struct {
     unsigned rotate;
 } step_stats;
 
-/* A slot whose request has images, before its first step: the projector (loaded once per
- * model, on this thread), then engine/vision evaluates the text and image chunks into the
- * slot's context but the last token, which the batch evaluates as any prompt's. Its tokens
- * (image rows as MODEL_TOKEN_EMBD) become the job's prompt; the image rows count in
+/* A slot whose request has images, before its first step: the projector and the image cache
+ * (made once per model, on this thread), then engine/vision evaluates what the slot does not
+ * hold yet of the planned prompt (text, and images from the cache or encoded) but the last
+ * token, which the batch evaluates as any prompt's. The image rows evaluated count in
  * prompt_eval_count, as Ollama counts them. False when the request failed (finished). */
 static bool eval_images(lmodel *lm, slot *sl, step_out *so) {
     job *j = sl->job;
+    sl->images_done = true;
+    if (!lm->vcache && lm->s->cfg.vision_cache_bytes > 0) lm->vcache = vision_cache_new(lm->s->cfg.vision_cache_bytes);
     if (!lm->vision) {
         vision_load_opts vo = {.cpu = lm->m->cpu, .gpu = lm->m->gpu};
         lm->vision = vision_load(j->projector, &vo);
@@ -192,20 +205,19 @@ static bool eval_images(lmodel *lm, slot *sl, step_out *so) {
             return false;
         }
     }
-    int32_t *toks = NULL;
-    int n = 0;
-    if (vision_eval_prompt(sl->ctx, lm->vision, j->vision_text, NULL, j->vimgs, j->n_vimgs, &toks, &n) != 0) {
+    const vision_plan p = {.tokens = j->prompt, .n = j->n_prompt, .spans = j->vplan.spans, .n_spans = j->vplan.n_spans};
+    vision_eval_counts cnt;
+    const int rc = vision_eval_plan(sl->ctx, lm->vision, &p, j->vimgs, lm->vcache, &sl->held, &cnt);
+    so->images.encoded += cnt.encoded;
+    so->images.cached += cnt.cached;
+    so->images.reused += cnt.reused;
+    if (rc != 0) {
         sched_job_fail(j, 400, "%s", anv_last_error());
-        model_ctx_truncate(sl->ctx, 0);
         finish(sl, "stop", false, so);
         return false;
     }
-    j->prompt = toks;
-    j->n_prompt = n;
-    for (int i = 0; i < n; i++)
-        if (toks[i] != MODEL_TOKEN_EMBD) sampler_accept(j->smp, toks[i]);
-    sl->pos = n - 1;
-    sl->n_prompt_eval = n - 1;
+    sl->pos = j->n_prompt - 1;
+    sl->n_prompt_eval = j->n_prompt - 1 - cnt.from;   /* what ran (never from inside an image) */
     return true;
 }
 
@@ -213,7 +225,7 @@ static void step(lmodel *lm, step_out *so, step_stats *st) {
     const int n_slots = lm->n_slots, n_vocab = lm->m->hp.n_vocab;
     for (int i = 0; i < n_slots; i++) {
         slot *sl = &lm->slots[i];
-        if (sl->state == SLOT_PROMPT && sl->job->vision_text && !sl->job->prompt) eval_images(lm, sl, so);
+        if (sl->state == SLOT_PROMPT && sl->job->vision_text && !sl->images_done) eval_images(lm, sl, so);
     }
     model_ctx *ctxs[SCHED_MAX_SLOTS];
     const int32_t *toks[SCHED_MAX_SLOTS];
@@ -406,6 +418,9 @@ void *sched_worker(void *arg) {
         s->met.generate_seconds_total += st.seconds - before.seconds;
         s->met.batched_steps_total += st.batched_steps - before.batched_steps;
         s->met.batched_tokens_total += st.batched_tokens - before.batched_tokens;
+        s->met.images_encoded_total += (uint64_t)so.images.encoded;
+        s->met.images_cached_total += (uint64_t)so.images.cached;
+        s->met.images_reused_total += (uint64_t)so.images.reused;
         for (int i = 0; i < so.n_fin; i++) complete(lm, so.fin[i]);
         if (so.n_fin) pthread_cond_broadcast(&s->cv);
     }
@@ -416,6 +431,11 @@ void *sched_worker(void *arg) {
     pthread_mutex_unlock(&s->mu);
     vision_free(lm->vision);   /* before the model: its tensors live on the model's backends */
     lm->vision = NULL;
+    vision_free(lm->vision_info);
+    lm->vision_info = NULL;
+    vision_cache_free(lm->vcache);   /* the encoded images go with the model */
+    lm->vcache = NULL;
+    for (int i = 0; i < lm->n_slots; i++) vision_held_free(&lm->slots[i].held);
     for (int i = lm->n_slots - 1; i >= 1; i--) model_ctx_free(lm->slots[i].ctx);
     model_ctx_free(lm->parent);
     model_free(lm->m);

@@ -16,6 +16,8 @@
 #include "stop_strings.h"
 #include "tokenizer.h"
 #include "vision.h"
+#include "vision_cache.h"
+#include "vision_plan.h"
 
 #define SCHED_MAX_SLOTS 64     /* num_parallel limit */
 
@@ -43,10 +45,13 @@ typedef struct job {
     grammar_matcher *gm;
     stop_matcher *stop;
     /* with images: the rendered prompt with one VISION_MARKER per image, the images in marker
-     * order and the projector; the worker evaluates them (vision_eval_prompt) at admission, and
-     * prompt / n_prompt become its tokens (image rows as MODEL_TOKEN_EMBD) */
+     * order and the projector; prompt / n_prompt are its tokens (image rows as MODEL_TOKEN_EMBD,
+     * planned on the caller's thread: vision_plan.h) and vplan's spans say which image each
+     * run of rows is; the worker evaluates what the slot does not hold yet (eval_images) */
     char *vision_text;
+    vision_plan vplan;           /* tokens moved to prompt; the spans */
     vision_image *vimgs;
+    const uint8_t **vkeys;       /* each image's sha256 (the request's anv_image) */
     int n_vimgs;
     char *projector;
     /* JOB_EMBED */
@@ -72,6 +77,8 @@ typedef struct {
     int n_prompt_eval;
     int64_t t_admit_ns, t_prompt_done_ns;
     uint64_t last_used;          /* lmodel.use_counter at admission (LRU choice) */
+    vision_held held;            /* the images in ctx (prefix reuse across requests) */
+    bool images_done;            /* SLOT_PROMPT with images: eval_images ran */
 } slot;
 
 /* A loaded model: one weights copy, n_slots contexts sharing one scratch. */
@@ -103,7 +110,9 @@ typedef struct lmodel {
     uint64_t use_counter;
     int64_t abandoned_checked_ms; /* last scan of the queue for requests whose client left */
     vision_model *vision;        /* the projector, loaded by the worker on the first image */
-    pthread_mutex_t vocab_mu;    /* guards the lazy creation of vocab */
+    vision_model *vision_info;   /* its layout only (vision_load_info), for planning on callers' threads */
+    vision_cache *vcache;        /* encoded images by digest (worker only; dropped with the model) */
+    pthread_mutex_t vocab_mu;    /* guards the lazy creation of vocab and vision_info */
     grammar_vocab *vocab;        /* the grammar index of the vocabulary, built on the first `format` */
 } lmodel;
 

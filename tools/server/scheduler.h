@@ -24,6 +24,7 @@ typedef struct {
     int n_threads;           /* ANVIL_NUM_THREADS, 0 = all */
     bool allow_paths;        /* ANVIL_ALLOW_PATHS=1: a request's model may be a GGUF path on the
                               * server; otherwise models are store names only */
+    size_t vision_cache_bytes; /* ANVIL_VISION_CACHE: each vision model's encoded-image cache (vision_cache.h) */
     const char *test_replay; /* ANVIL_TEST_REPLAY (a test hook, logged at start): every reply is
                               * this text, tokenized with special tokens, instead of sampled */
 } sched_config;
@@ -185,6 +186,9 @@ typedef struct {
     uint64_t batched_steps_total, batched_tokens_total; /* forward passes with >1 sequence */
     uint64_t embed_requests_total, embed_inputs_total;   /* embedding requests that succeeded, their inputs */
     int n_active;                   /* requests running now, all models */
+    /* images of requests evaluated: encoded, taken from the per-digest cache, or reused with
+     * the prompt prefix already in a slot's KV cache (neither encoded nor evaluated) */
+    uint64_t images_encoded_total, images_cached_total, images_reused_total;
 } sched_metrics;
 void sched_get_metrics(sched *s, sched_metrics *m);
 #endif
