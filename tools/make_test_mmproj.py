@@ -167,7 +167,9 @@ def write_gemma4(args):
     quick), RMS norms without biases (ln1 / attn_post_norm / ln2 / ffn_post_norm, per-head q / k norms),
     a gated FFN, the per-block layer_scalar as out_scale [1], the patch embedding reshaped to a conv
     kernel, the x / y position tables [2][positions][E] forced F32, std_bias / std_scale, and
-    mm.input_projection [T][E]."""
+    mm.input_projection [T][E]. --clamps: Gemma4ClippableLinear's scalars (<linear>.input_min /
+    input_max / output_min / output_max, F32 [1] as the converter unsqueezes them) on every linear,
+    tight enough to clip some activations."""
     sh = dict(SHAPES[args.preset])
     E, H, F, L, P = sh["n_embd"], sh["n_head"], sh["n_ff"], sh["n_layer"], sh["patch_size"]
     D, T, NPOS = E // H, args.n_embd_text, 64
@@ -197,12 +199,21 @@ def write_gemma4(args):
     def vec(name, n, scale, offset=0.0):
         w.add_tensor(name, values(seed, name, (n,), scale, offset))
 
+    def clamps(base):
+        if not args.clamps:
+            return
+        for sfx, lo in (("input", 1.0), ("output", 2.0)):
+            r = rng_for(seed, base + sfx).uniform(0.0, 1.0, 2)
+            w.add_tensor(base + "." + sfx + "_min", np.array([-(lo + r[0])], dtype=np.float32))
+            w.add_tensor(base + "." + sfx + "_max", np.array([lo + r[1]], dtype=np.float32))
+
     mat("v.patch_embd.weight", (E, 3, P, P), 1.0 / np.sqrt(3 * P * P))
     w.add_tensor("v.position_embd.weight", values(seed, "v.position_embd.weight", (2, NPOS, E), 0.5))
     for il in range(L):
         p = "v.blk.%d." % il
         for t in ("attn_q", "attn_k", "attn_v", "attn_out"):
             mat(p + t + ".weight", (E, E), 1.5 / np.sqrt(E))
+            clamps(p + t)
         vec(p + "attn_q_norm.weight", D, 0.2, 1.0)
         vec(p + "attn_k_norm.weight", D, 0.2, 1.0)
         vec(p + "ln1.weight", E, 0.2, 1.0)
@@ -212,10 +223,13 @@ def write_gemma4(args):
         mat(p + "ffn_gate.weight", (F, E), 1.0 / np.sqrt(E))
         mat(p + "ffn_up.weight", (F, E), 1.0 / np.sqrt(E))
         mat(p + "ffn_down.weight", (E, F), 1.0 / np.sqrt(F))
+        for t in ("ffn_gate", "ffn_up", "ffn_down"):
+            clamps(p + t)
         vec(p + "out_scale.weight", 1, 0.1, 0.9)
     vec("v.std_bias", E, 0.3)
     vec("v.std_scale", E, 0.2, 1.0)
     mat("mm.input_projection.weight", (T, E), 1.0 / np.sqrt(E))
+    clamps("mm.input_projection")
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -242,6 +256,7 @@ def main():
     ap.add_argument("--merge", type=int, default=None,
                     help="pooling kernel (clip.vision.projector.scale_factor; default gemma3 4, gemma4 3)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--clamps", action="store_true", help="gemma4: Gemma4ClippableLinear clamp scalars on every linear")
     ap.add_argument("--image", metavar="WxH", help="write a test image (binary PPM) instead")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()

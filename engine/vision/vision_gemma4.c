@@ -11,10 +11,13 @@
  *  - k x k average pool of the patch grid, times sqrt(n_embd), optional (x - std_bias) * std_scale,
  *    an RMS norm without weight and mm.input_projection.
  * The 2-D rope is built from existing backend ops (no new op): rope(x) = x * C + (x R^T) * S,
- * R the rotate-half permutation (one matmul) and C, S the per-row cos / sin tables. Projector
- * files with Gemma4ClippableLinear clamps (*.input_min ...) are refused with one line. */
+ * R the rotate-half permutation (one matmul) and C, S the per-row cos / sin tables.
+ * Gemma4ClippableLinear: a linear's input and output are clamped (backend clamp op) where the
+ * file has its scalars (<name>.input_min / input_max / output_min / output_max, F32 [1]; a
+ * missing one is +-FLT_MAX, as llama.cpp). */
 #include "vision_impl.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +30,16 @@
 #define G4_MIN_TOKENS 70
 #define G4_MAX_TOKENS 1120
 
+/* A linear's clamps (Gemma4ClippableLinear); in / out false: none in the file. */
+typedef struct { float in_lo, in_hi, out_lo, out_hi; bool in, out; } g4_clip;
+
+enum { G4_Q, G4_K, G4_V, G4_O, G4_GATE, G4_UP, G4_DOWN, G4_N_LIN };
+static const char *const g4_lin_names[G4_N_LIN] = {"attn_q", "attn_k", "attn_v", "attn_out", "ffn_gate", "ffn_up", "ffn_down"};
+
 typedef struct {
     be_tensor *ln1, *ln2, *attn_post, *ffn_post, *q_norm, *k_norm, *out_scale;
-    be_tensor *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down;
+    be_tensor *w[G4_N_LIN];
+    g4_clip clip[G4_N_LIN];
 } g4_layer;
 
 struct vision_gemma4 {
@@ -39,6 +49,7 @@ struct vision_gemma4 {
     int pos_size;
     int qk_norm_len;        /* row length of q_norm / k_norm: head_dim (per head) or n_embd */
     be_tensor *patch_w, *post_ln, *rot, *in_proj, *std_scale;
+    g4_clip in_proj_clip;
     float *rot_host, *std_bias;   /* std_bias on the host (the pooled rows are there) */
     int64_t min_pixels, max_pixels;
 };
@@ -65,7 +76,7 @@ static be_tensor *g4_put(vision_model *v, const char *name, int64_t ne0, int64_t
 }
 
 static be_tensor *g4_put_l(vision_model *v, int il, const char *suffix, int64_t ne0, int64_t ne1, bool required, bool *fail) {
-    char name[96];
+    char name[160];
     snprintf(name, sizeof name, "v.blk.%d.%s", il, suffix);
     return g4_put(v, name, ne0, ne1, required, fail);
 }
@@ -86,19 +97,30 @@ static float *rotate_half_matrix(int e, int hd) {
     return r;
 }
 
-/* Gemma4ClippableLinear stores clamp scalars next to the linears; Anvil has no clamp op yet. */
-static int refuse_clamps(const vision_model *v) {
-    for (uint64_t i = 0; i < v->gguf->n_tensors; i++) {
-        const char *n = v->gguf->tensors[i].name.ptr;
-        const size_t len = v->gguf->tensors[i].name.len;
-        const char *sfx[] = {".input_min", ".input_max", ".output_min", ".output_max"};
-        for (size_t k = 0; k < sizeof sfx / sizeof sfx[0]; k++) {
-            const size_t sl = strlen(sfx[k]);
-            if (len > sl && !memcmp(n + len - sl, sfx[k], sl) && !strncmp(n, "v.", 2) ) {
-                anv_set_error("%s: gemma4v projector with clamped linears ('%.*s') is not supported", v->gguf->path, (int)len, n);
-                return -1;
-            }
-        }
+/* One clamp scalar next to a linear (base + suffix): F32 [1]; 0 with *out set or left (absent), -1 + error. */
+static int clip_scalar(const vision_model *v, const char *base, const char *suffix, float *out, bool *found) {
+    char name[128];
+    snprintf(name, sizeof name, "%s.%s", base, suffix);
+    const gguf_tensor *t = gguf_find_tensor(v->gguf, name);
+    if (!t) return 0;
+    if (t->type != QT_F32 || t->ne[0] != 1 || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1 || !isfinite(*(const float *)t->data)) {
+        anv_set_error("%s: tensor '%s' must hold one finite F32 value", v->gguf->path, name);
+        return -1;
+    }
+    *out = *(const float *)t->data;
+    *found = true;
+    return 0;
+}
+
+/* The clamps of the linear <base>.weight (llama.cpp's clamp_info_map). */
+static int read_clip(const vision_model *v, const char *base, g4_clip *c) {
+    *c = (g4_clip){-FLT_MAX, FLT_MAX, -FLT_MAX, FLT_MAX, false, false};
+    if (clip_scalar(v, base, "input_min", &c->in_lo, &c->in) != 0 || clip_scalar(v, base, "input_max", &c->in_hi, &c->in) != 0 ||
+        clip_scalar(v, base, "output_min", &c->out_lo, &c->out) != 0 || clip_scalar(v, base, "output_max", &c->out_hi, &c->out) != 0)
+        return -1;
+    if (c->in_lo > c->in_hi || c->out_lo > c->out_hi) {
+        anv_set_error("%s: clamp bounds of '%s' are reversed (min above max)", v->gguf->path, base);
+        return -1;
     }
     return 0;
 }
@@ -109,7 +131,6 @@ int gemma4v_load(vision_model *v) {
         anv_set_error("%s: gemma4v head dimension %lld is not a multiple of 4 (2-D rope)", v->gguf->path, (long long)hd);
         return -1;
     }
-    if (refuse_clamps(v) != 0) return -1;
     struct vision_gemma4 *g = calloc(1, sizeof *g);
     if (!g || !(g->layers = calloc((size_t)v->n_layer, sizeof *g->layers))) { free(g); anv_set_error("out of memory"); return -1; }
     v->g4 = g;
@@ -154,16 +175,18 @@ int gemma4v_load(vision_model *v) {
         L->q_norm = g4_put_l(v, il, "attn_q_norm.weight", g->qk_norm_len, 1, false, &fail);
         L->k_norm = g4_put_l(v, il, "attn_k_norm.weight", g->qk_norm_len, 1, false, &fail);
         L->out_scale = g4_put_l(v, il, "out_scale.weight", 1, 1, false, &fail);
-        L->wq = g4_put_l(v, il, "attn_q.weight", e, e, true, &fail);
-        L->wk = g4_put_l(v, il, "attn_k.weight", e, e, true, &fail);
-        L->wv = g4_put_l(v, il, "attn_v.weight", e, e, true, &fail);
-        L->wo = g4_put_l(v, il, "attn_out.weight", e, e, true, &fail);
-        L->w_gate = g4_put_l(v, il, "ffn_gate.weight", e, ff, true, &fail);
-        L->w_up = g4_put_l(v, il, "ffn_up.weight", e, ff, true, &fail);
-        L->w_down = g4_put_l(v, il, "ffn_down.weight", ff, e, true, &fail);
+        for (int k = 0; k < G4_N_LIN && !fail; k++) {
+            char base[48], wname[48];
+            snprintf(base, sizeof base, "v.blk.%d.%s", il, g4_lin_names[k]);
+            snprintf(wname, sizeof wname, "%s.weight", g4_lin_names[k]);
+            const int64_t in = k == G4_DOWN ? ff : e, out = k == G4_GATE || k == G4_UP ? ff : e;
+            L->w[k] = g4_put_l(v, il, wname, in, out, true, &fail);
+            if (!fail && read_clip(v, base, &L->clip[k]) != 0) return -1;
+        }
     }
     g->post_ln = g4_put(v, "v.post_ln.weight", e, 1, false, &fail);
     g->in_proj = g4_put(v, "mm.input_projection.weight", e, v->proj_dim, true, &fail);
+    if (!fail && read_clip(v, "mm.input_projection", &g->in_proj_clip) != 0) return -1;
     g->std_scale = g4_put(v, "v.std_scale", e, 1, false, &fail);
     if (fail) return -1;
     const gguf_tensor *sb = gguf_find_tensor(v->gguf, "v.std_bias");
@@ -183,9 +206,9 @@ void gemma4v_free(vision_model *v) {
     if (!g) return;
     for (int il = 0; g->layers && il < v->n_layer; il++) {
         g4_layer *L = &g->layers[il];
-        be_tensor *ts[] = {L->ln1, L->ln2, L->attn_post, L->ffn_post, L->q_norm, L->k_norm, L->out_scale,
-                           L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
+        be_tensor *ts[] = {L->ln1, L->ln2, L->attn_post, L->ffn_post, L->q_norm, L->k_norm, L->out_scale};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
+        for (int k = 0; k < G4_N_LIN; k++) be_tensor_free(L->w[k]);
     }
     be_tensor *ts[] = {g->patch_w, g->post_ln, g->rot, g->in_proj, g->std_scale};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
@@ -253,10 +276,12 @@ int gemma4v_preprocess(const vision_model *v, const uint8_t *rgb, int width, int
 
 typedef struct {
     be_tensor *patches, *x, *xn, *t2, *q, *k, *v, *att, *gate, *up, *gq, *cos, *sin, *pooled, *proj;
+    be_tensor *cx;   /* a clamped linear input (max(n_embd, n_ff) per row), NULL without clamps */
 } g4_scratch;
 
 static void g4_scratch_free(g4_scratch *s) {
-    be_tensor *ts[] = {s->patches, s->x, s->xn, s->t2, s->q, s->k, s->v, s->att, s->gate, s->up, s->gq, s->cos, s->sin, s->pooled, s->proj};
+    be_tensor *ts[] = {s->patches, s->x, s->xn, s->t2, s->q, s->k, s->v, s->att, s->gate, s->up, s->gq, s->cos, s->sin, s->pooled, s->proj,
+                       s->cx};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
 }
 
@@ -270,15 +295,28 @@ static void rope_2d(const vision_model *v, g4_scratch *s, be_tensor *x, int n) {
     be->ops->add(be, x, s->t2, x, ne, ne);
 }
 
+/* out = w x over n rows, with the linear's clamps (llama.cpp's gemma4v build_mm). */
+static void linear(const vision_model *v, g4_scratch *s, const be_tensor *w, const g4_clip *c, const be_tensor *x, be_tensor *out, int n) {
+    backend *be = v->be;
+    be_tensor cx;
+    if (c->in) {
+        cx = be_view_reshape(s->cx, w->cols, n);
+        be->ops->clamp(be, x, &cx, w->cols * n, c->in_lo, c->in_hi);
+        x = &cx;
+    }
+    be->ops->matmul(be, w, x, out, n, false);
+    if (c->out) be->ops->clamp(be, out, out, w->rows * n, c->out_lo, c->out_hi);
+}
+
 static void g4_block(const vision_model *v, const g4_layer *L, g4_scratch *s, int n) {
     backend *be = v->be;
     const backend_ops *op = be->ops;
     const int64_t e = v->n_embd, ne = (int64_t)n * e, nf = (int64_t)n * v->n_ff;
     const int hd = v->n_embd / v->n_head, qn = v->g4->qk_norm_len;
     op->rms_norm(be, s->x, L->ln1, s->xn, n, e, v->eps);
-    op->matmul(be, L->wq, s->xn, s->q, n, false);
-    op->matmul(be, L->wk, s->xn, s->k, n, false);
-    op->matmul(be, L->wv, s->xn, s->v, n, false);
+    linear(v, s, L->w[G4_Q], &L->clip[G4_Q], s->xn, s->q, n);
+    linear(v, s, L->w[G4_K], &L->clip[G4_K], s->xn, s->k, n);
+    linear(v, s, L->w[G4_V], &L->clip[G4_V], s->xn, s->v, n);
     if (L->q_norm) op->rms_norm(be, s->q, L->q_norm, s->q, ne / qn, qn, v->eps);
     if (L->k_norm) op->rms_norm(be, s->k, L->k_norm, s->k, ne / qn, qn, v->eps);
     rope_2d(v, s, s->q, n);
@@ -287,12 +325,12 @@ static void g4_block(const vision_model *v, const g4_layer *L, g4_scratch *s, in
     be_attn_params ap = {.n_tok = n, .pos0 = 0, .n_head = v->n_head, .n_kv_head = v->n_head, .head_dim = hd, .scale = 1.0f,
                          .noncausal = true};
     op->attention(be, s->q, s->k, s->v, s->att, &ap);
-    op->matmul(be, L->wo, s->att, s->t2, n, false);
+    linear(v, s, L->w[G4_O], &L->clip[G4_O], s->att, s->t2, n);
     if (L->attn_post) op->rms_norm(be, s->t2, L->attn_post, s->t2, n, e, v->eps);
     op->add(be, s->x, s->t2, s->x, ne, ne);
     op->rms_norm(be, s->x, L->ln2, s->xn, n, e, v->eps);
-    op->matmul(be, L->w_gate, s->xn, s->gate, n, false);
-    op->matmul(be, L->w_up, s->xn, s->up, n, false);
+    linear(v, s, L->w[G4_GATE], &L->clip[G4_GATE], s->xn, s->gate, n);
+    linear(v, s, L->w[G4_UP], &L->clip[G4_UP], s->xn, s->up, n);
     be_tensor *h = s->gate;
     if (!v->gelu_quick) {
         op->glu(be, s->gate, s->up, s->gate, nf, BE_GLU_GELU_TANH);
@@ -303,7 +341,7 @@ static void g4_block(const vision_model *v, const g4_layer *L, g4_scratch *s, in
         op->mul(be, s->gq, s->up, s->gq, nf, nf);
         h = s->gq;
     }
-    op->matmul(be, L->w_down, h, s->t2, n, false);
+    linear(v, s, L->w[G4_DOWN], &L->clip[G4_DOWN], h, s->t2, n);
     if (L->ffn_post) op->rms_norm(be, s->t2, L->ffn_post, s->t2, n, e, v->eps);
     op->add(be, s->x, s->t2, s->x, ne, ne);
     if (L->out_scale) op->mul(be, s->x, L->out_scale, s->x, ne, 1);
@@ -400,7 +438,8 @@ int gemma4v_encode(vision_model *v, const uint8_t *rgb, int width, int height, f
     s.sin = be_tensor_new(be, QT_F32, e, n);
     s.pooled = be_tensor_new(be, QT_F32, e, n_out);
     s.proj = be_tensor_new(be, QT_F32, v->out_dim, n_out);
-    if (!s.patches || !s.x || !s.xn || !s.t2 || !s.q || !s.k || !s.v || !s.att || !s.gate || !s.up || !s.gq || !s.cos || !s.sin ||
+    s.cx = be_tensor_new(be, QT_F32, v->n_ff > e ? v->n_ff : e, n);
+    if (!s.cx || !s.patches || !s.x || !s.xn || !s.t2 || !s.q || !s.k || !s.v || !s.att || !s.gate || !s.up || !s.gq || !s.cos || !s.sin ||
         !s.pooled || !s.proj)
         goto done;
     be_upload(s.patches, 0, patches, (size_t)n * pp3 * sizeof(float));
@@ -417,7 +456,7 @@ int gemma4v_encode(vision_model *v, const uint8_t *rgb, int width, int height, f
     be_upload(s.pooled, 0, pooled, (size_t)n_out * e * sizeof(float));
     if (v->g4->std_scale) op->mul(be, s.pooled, v->g4->std_scale, s.pooled, (int64_t)n_out * e, e);
     op->rms_norm(be, s.pooled, NULL, s.pooled, n_out, e, v->eps);
-    op->matmul(be, v->g4->in_proj, s.pooled, s.proj, n_out, false);
+    linear(v, &s, v->g4->in_proj, &v->g4->in_proj_clip, s.pooled, s.proj, n_out);
     be_download(s.proj, 0, out, (size_t)n_out * v->out_dim * sizeof(float));
     if (be_error(be)) { anv_set_error("%s", be_error(be)); goto done; }
     rc = 0;

@@ -1,8 +1,8 @@
 /* test_vision_gemma4: the gemma4v projector (engine/vision/vision_gemma4.c) on a tiny file
  * written here with gguf_write: the variable-resolution layout (sizes aligned to patch * pool,
  * the 70 .. 1120 token budget, the aspect ratio kept), the encoder's finite rows for odd images,
- * the text-side strings and causality rule, and one-line refusals (Gemma4ClippableLinear clamps,
- * the unified gemma4uv variant, a head size the 2-D rope cannot split, a missing position table,
+ * clamped linears (Gemma4ClippableLinear scalars) taken, the text-side strings and causality rule,
+ * and one-line refusals (a clamp scalar of two values, the unified gemma4uv variant, a head size the 2-D rope cannot split, a missing position table,
  * an image too elongated for the position table). The numbers themselves are checked against
  * llama.cpp's libmtmd by vision_golden_gemma4-* (vision.cmake). */
 #include <math.h>
@@ -19,7 +19,7 @@
 
 enum { G_OK, G_CLAMP, G_UNIFIED, G_HEAD, G_NO_POS, G_COUNT };
 static const char *expect[G_COUNT] = {
-    NULL, "clamped linears ('v.blk.0.attn_q.input_max') is not supported", "projector type 'gemma4uv' is not supported",
+    NULL, "tensor 'v.blk.0.attn_q.input_max' must hold one finite F32 value", "projector type 'gemma4uv' is not supported",
     "not a multiple of 4", "tensor 'v.position_embd.weight' is missing",
 };
 
@@ -73,7 +73,10 @@ static void write_projector(const char *path, int variant) {
     T("v.blk.0.attn_k.weight", 2, 0.4f, 0.0f, E, E);
     T("v.blk.0.attn_v.weight", 2, 0.4f, 0.0f, E, E);
     T("v.blk.0.attn_out.weight", 2, 0.4f, 0.0f, E, E);
-    if (variant == G_CLAMP) T("v.blk.0.attn_q.input_max", 1, 0.0f, 8.0f, 1);
+    T("v.blk.0.attn_q.input_max", 1, 0.0f, 0.8f, variant == G_CLAMP ? 2 : 1);
+    T("v.blk.0.attn_q.input_min", 1, 0.0f, -0.9f, 1);
+    T("v.blk.0.ffn_down.output_max", 1, 0.0f, 0.3f, 1);
+    T("mm.input_projection.output_min", 1, 0.0f, -0.2f, 1);
     T("v.blk.0.ffn_gate.weight", 2, 0.4f, 0.0f, E, FF);
     T("v.blk.0.ffn_up.weight", 2, 0.4f, 0.0f, E, FF);
     T("v.blk.0.ffn_down.weight", 2, 0.3f, 0.0f, FF, E);
