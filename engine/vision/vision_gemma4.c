@@ -125,12 +125,27 @@ static int read_clip(const vision_model *v, const char *base, g4_clip *c) {
     return 0;
 }
 
+/* Tensors llama.cpp's ViT would use that gemma4's converter never writes: refused rather than ignored. */
+static int refuse_unexpected(const vision_model *v) {
+    static const char *const names[] = {"v.pre_ln.weight", "v.patch_embd.bias", "v.post_ln.bias", "v.blk.0.attn_q.bias", "v.blk.0.attn_k.bias",
+                                        "v.blk.0.attn_v.bias", "v.blk.0.attn_out.bias", "v.blk.0.ffn_up.bias", "v.blk.0.ffn_gate.bias",
+                                        "v.blk.0.ffn_down.bias", "v.blk.0.ln1.bias", "v.blk.0.ln2.bias", "v.blk.0.ls1.weight",
+                                        "v.blk.0.ls2.weight", "v.blk.0.attn_qkv.weight"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (gguf_find_tensor(v->gguf, names[i])) {
+            anv_set_error("%s: gemma4v projector with tensor '%s' is not supported", v->gguf->path, names[i]);
+            return -1;
+        }
+    return 0;
+}
+
 int gemma4v_load(vision_model *v) {
     const int64_t e = v->n_embd, ff = v->n_ff, hd = v->n_embd / v->n_head;
     if (hd % 4) {
         anv_set_error("%s: gemma4v head dimension %lld is not a multiple of 4 (2-D rope)", v->gguf->path, (long long)hd);
         return -1;
     }
+    if (refuse_unexpected(v) != 0) return -1;
     struct vision_gemma4 *g = calloc(1, sizeof *g);
     if (!g || !(g->layers = calloc((size_t)v->n_layer, sizeof *g->layers))) { free(g); anv_set_error("out of memory"); return -1; }
     v->g4 = g;

@@ -2,7 +2,8 @@
  * written here with gguf_write: the variable-resolution layout (sizes aligned to patch * pool,
  * the 70 .. 1120 token budget, the aspect ratio kept), the encoder's finite rows for odd images,
  * clamped linears (Gemma4ClippableLinear scalars) taken, the text-side strings and causality rule,
- * and one-line refusals (a clamp scalar of two values, the unified gemma4uv variant, a head size the 2-D rope cannot split, a missing position table,
+ * and one-line refusals (a clamp scalar of two values, the unified gemma4uv variant, a tensor the
+ * converter never writes (a bias), a head size the 2-D rope cannot split, a missing position table,
  * an image too elongated for the position table). The numbers themselves are checked against
  * llama.cpp's libmtmd by vision_golden_gemma4-* (vision.cmake). */
 #include <math.h>
@@ -17,10 +18,11 @@
 #include "testutil.h"
 #include "vision.h"
 
-enum { G_OK, G_CLAMP, G_UNIFIED, G_HEAD, G_NO_POS, G_COUNT };
+enum { G_OK, G_CLAMP, G_UNIFIED, G_HEAD, G_NO_POS, G_BIAS, G_COUNT };
 static const char *expect[G_COUNT] = {
     NULL, "tensor 'v.blk.0.attn_q.input_max' must hold one finite F32 value", "projector type 'gemma4uv' is not supported",
     "not a multiple of 4", "tensor 'v.position_embd.weight' is missing",
+    "gemma4v projector with tensor 'v.blk.0.attn_k.bias' is not supported",
 };
 
 #define E 16
@@ -71,6 +73,7 @@ static void write_projector(const char *path, int variant) {
     T("v.blk.0.attn_k_norm.weight", 1, 0.2f, 1.0f, E / n_head);
     T("v.blk.0.attn_q.weight", 2, 0.4f, 0.0f, E, E);
     T("v.blk.0.attn_k.weight", 2, 0.4f, 0.0f, E, E);
+    if (variant == G_BIAS) T("v.blk.0.attn_k.bias", 1, 0.1f, 0.0f, E);
     T("v.blk.0.attn_v.weight", 2, 0.4f, 0.0f, E, E);
     T("v.blk.0.attn_out.weight", 2, 0.4f, 0.0f, E, E);
     T("v.blk.0.attn_q.input_max", 1, 0.0f, 0.8f, variant == G_CLAMP ? 2 : 1);
