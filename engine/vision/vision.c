@@ -181,7 +181,7 @@ check:;
             anv_set_error("%s: image_mean / image_std hold an invalid value", f->path);
             return -1;
         }
-    return 0;
+    return v->proj == VISION_PROJ_GEMMA4 ? gemma4v_info(v) : 0;   /* its layout needs a few more facts */
 }
 
 static int load_weights(vision_model *v) {

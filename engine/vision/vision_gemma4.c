@@ -139,19 +139,35 @@ static int refuse_unexpected(const vision_model *v) {
     return 0;
 }
 
-int gemma4v_load(vision_model *v) {
-    const int64_t e = v->n_embd, ff = v->n_ff, hd = v->n_embd / v->n_head;
+int gemma4v_info(vision_model *v) {
+    const int64_t e = v->n_embd, hd = v->n_embd / v->n_head;
     if (hd % 4) {
         anv_set_error("%s: gemma4v head dimension %lld is not a multiple of 4 (2-D rope)", v->gguf->path, (long long)hd);
         return -1;
     }
     if (refuse_unexpected(v) != 0) return -1;
     struct vision_gemma4 *g = calloc(1, sizeof *g);
-    if (!g || !(g->layers = calloc((size_t)v->n_layer, sizeof *g->layers))) { free(g); anv_set_error("out of memory"); return -1; }
+    if (!g) { anv_set_error("out of memory"); return -1; }
     v->g4 = g;
     const int64_t area = (int64_t)v->patch_size * v->patch_size * v->merge * v->merge;
     g->min_pixels = G4_MIN_TOKENS * area;
     g->max_pixels = G4_MAX_TOKENS * area;
+    const gguf_tensor *pt = gguf_find_tensor(v->gguf, "v.position_embd.weight");
+    if (!pt || pt->ne[0] != e || pt->ne[1] < 1 || pt->ne[1] > (1 << 20) || pt->ne[2] != 2 || pt->ne[3] != 1 ||
+        (pt->type != QT_F32 && pt->type != QT_F16)) {
+        anv_set_error("%s: tensor 'v.position_embd.weight' is %s, expected [%lld, positions, 2] F32/F16", v->gguf->path,
+                      pt ? "misshapen" : "missing", (long long)e);
+        return -1;
+    }
+    g->pos_size = (int)pt->ne[1];
+    v->out_dim = v->proj_dim;
+    return 0;
+}
+
+int gemma4v_load(vision_model *v) {
+    const int64_t e = v->n_embd, ff = v->n_ff, hd = v->n_embd / v->n_head;
+    struct vision_gemma4 *g = v->g4;
+    if (!(g->layers = calloc((size_t)v->n_layer, sizeof *g->layers))) { anv_set_error("out of memory"); return -1; }
     bool fail = false;
     const gguf_tensor *pw = gguf_find_tensor(v->gguf, "v.patch_embd.weight");
     if (!pw || pw->ne[0] != v->patch_size || pw->ne[1] != v->patch_size || pw->ne[2] != 3 || pw->ne[3] != e ||
@@ -162,14 +178,7 @@ int gemma4v_load(vision_model *v) {
     }
     /* the conv kernel [out][in 3][ky][kx] read as [e][3 p p]: one matmul over unfolded patches */
     if (!(g->patch_w = v->be->ops->weight_new(v->be, pw->type, 3LL * v->patch_size * v->patch_size, e, pw->data))) return -1;
-    const gguf_tensor *pt = gguf_find_tensor(v->gguf, "v.position_embd.weight");
-    if (!pt || pt->ne[0] != e || pt->ne[1] < 1 || pt->ne[1] > (1 << 20) || pt->ne[2] != 2 || pt->ne[3] != 1 ||
-        (pt->type != QT_F32 && pt->type != QT_F16)) {
-        anv_set_error("%s: tensor 'v.position_embd.weight' is %s, expected [%lld, positions, 2] F32/F16", v->gguf->path,
-                      pt ? "misshapen" : "missing", (long long)e);
-        return -1;
-    }
-    g->pos_size = (int)pt->ne[1];
+    const gguf_tensor *pt = gguf_find_tensor(v->gguf, "v.position_embd.weight");   /* checked by gemma4v_info */
     if (pt->type == QT_F16) {
         const int64_t n = 2 * pt->ne[1] * e;
         if (!(g->pos_copy = malloc((size_t)n * sizeof(float)))) { anv_set_error("out of memory"); return -1; }
@@ -212,7 +221,6 @@ int gemma4v_load(vision_model *v) {
     g->std_bias = sb ? (float *)sb->data : NULL;
     if (!(g->rot_host = rotate_half_matrix((int)e, (int)hd))) { anv_set_error("out of memory"); return -1; }
     if (!(g->rot = v->be->ops->weight_new(v->be, QT_F32, e, e, g->rot_host))) return -1;
-    v->out_dim = v->proj_dim;
     return 0;
 }
 

@@ -56,7 +56,8 @@ int vision_resample(const uint8_t *src, int w, int h, uint8_t *dst, int out_w, i
 int vision_resize_padded(const uint8_t *src, int w, int h, uint8_t *dst, int size, vision_resize_algo algo, const uint8_t pad[3]);
 /* gemma4v (vision_gemma4.c): weights after the shared hparams, the per-image layout (variable
  * resolution), the resize to lay->width x lay->height RGB8, the encoder and projector. */
-int gemma4v_load(vision_model *v);
+int gemma4v_info(vision_model *v);   /* from load_hparams: what the layout needs (vision_load_info too) */
+int gemma4v_load(vision_model *v);   /* the weights, after gemma4v_info */
 void gemma4v_free(vision_model *v);
 int gemma4v_layout(const vision_model *v, int width, int height, vision_layout *out);
 int gemma4v_preprocess(const vision_model *v, const uint8_t *rgb, int width, int height, const vision_layout *lay, uint8_t *out);

@@ -157,6 +157,21 @@ int main(void) {
         CHECK(vision_preprocess_rgb(v, img, 120, 84, pre) == 0 && !memcmp(img, pre, 120 * 84 * 3));
         free(img);
         free(pre);
+        /* the layout-only open (the server's count_tokens / planning) gives the same layouts */
+        vision_model *info = vision_load_info(path);
+        CHECKF(info != NULL, "%s", anv_last_error());
+        if (info) {
+            CHECK(vision_n_embd(info) == PROJ && vision_noncausal(info) && !strcmp(vision_image_begin(info), "<|image>"));
+            const int wh[][2] = {{21, 9}, {1920, 1080}, {45, 131}};
+            for (size_t i = 0; i < sizeof wh / sizeof wh[0]; i++) {
+                vision_layout a, b;
+                CHECK(vision_image_layout(v, wh[i][0], wh[i][1], &a) == 0 && vision_image_layout(info, wh[i][0], wh[i][1], &b) == 0 &&
+                      !memcmp(&a, &b, sizeof a));
+            }
+            float one[PROJ];
+            CHECK(vision_encode(info, rgb, 21, 9, one) == -1 && strstr(anv_last_error(), "layout only"));
+            vision_free(info);
+        }
         vision_free(v);
     }
     cpu->ops->destroy(cpu);
