@@ -232,6 +232,11 @@ static void cpu_op_scale(backend *be, be_tensor *x, int64_t n, float s) {
     cpu_scale(ctx_of(be), f32_of(x), n, s);
 }
 
+static void cpu_op_clamp(backend *be, const be_tensor *x, be_tensor *out, int64_t n, float lo, float hi) {
+    if (n < 0 || !need_f32(x, n, "clamp", "x") || !need_f32(out, n, "clamp", "out")) { be_record_error(be); return; }
+    cpu_clamp(ctx_of(be), f32_of(x), f32_of(out), n, lo, hi);
+}
+
 static void cpu_op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p) {
     if (n_tok < 0 || n_head <= 0 || head_dim <= 0 || pos0 < 0) { be_fail(be, "cpu rope: bad shape"); return; }
     if (p->n_rot <= 0 || p->n_rot > head_dim || p->n_rot % 2 != 0 || p->n_rot > 1024) {
@@ -342,6 +347,7 @@ static const backend_ops cpu_ops_table = {
     .add = cpu_op_add,
     .mul = cpu_op_mul,
     .scale = cpu_op_scale,
+    .clamp = cpu_op_clamp,
     .rope = cpu_op_rope,
     .glu = cpu_op_glu,
     .store_rows = cpu_op_store_rows,

@@ -56,7 +56,7 @@ void cpu_rms_norm(cpu_ctx *c, const float *x, const float *w, float *out, int64_
 }
 
 /* ---- add / mul / scale ---- */
-typedef struct { const float *a, *b; float *out; int64_t b_n; float s; } ew_args;
+typedef struct { const float *a, *b; float *out; int64_t b_n; float s, s2; } ew_args;
 
 static void add_range(void *ctx, int64_t i0, int64_t i1) {
     const ew_args *e = ctx;
@@ -87,19 +87,32 @@ static void scale_range(void *ctx, int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; i++) e->out[i] *= e->s;
 }
 
+static void clamp_range(void *ctx, int64_t i0, int64_t i1) {
+    const ew_args *e = ctx;
+    for (int64_t i = i0; i < i1; i++) {
+        const float v = e->a[i] < e->s2 ? e->a[i] : e->s2;
+        e->out[i] = v > e->s ? v : e->s;
+    }
+}
+
 void cpu_add(cpu_ctx *c, const float *a, const float *b, float *out, int64_t n, int64_t b_n) {
-    ew_args e = {a, b, out, b_n, 0};
+    ew_args e = {a, b, out, b_n, 0, 0};
     par_range(c, add_range, &e, n, 16, n);
 }
 
 void cpu_mul(cpu_ctx *c, const float *a, const float *b, float *out, int64_t n, int64_t b_n) {
-    ew_args e = {a, b, out, b_n, 0};
+    ew_args e = {a, b, out, b_n, 0, 0};
     par_range(c, mul_range, &e, n, 16, n);
 }
 
 void cpu_scale(cpu_ctx *c, float *x, int64_t n, float s) {
-    ew_args e = {NULL, NULL, x, 1, s};
+    ew_args e = {NULL, NULL, x, 1, s, 0};
     par_range(c, scale_range, &e, n, 16, n);
+}
+
+void cpu_clamp(cpu_ctx *c, const float *x, float *out, int64_t n, float lo, float hi) {
+    ew_args e = {x, NULL, out, 1, lo, hi};
+    par_range(c, clamp_range, &e, n, 16, n);
 }
 
 /* ---- rope ---- */

@@ -66,6 +66,10 @@ void ref_scale(float *x, int64_t n, float s) {
     for (int64_t i = 0; i < n; i++) x[i] *= s;
 }
 
+void ref_clamp(const float *x, float *out, int64_t n, float lo, float hi) {
+    for (int64_t i = 0; i < n; i++) out[i] = fmaxf(fminf(x[i], hi), lo);
+}
+
 /* Angles of the n_rot/2 pairs at position pos, computed as ggml_rope_cache_init does:
  * theta_i = freq_scale * (pos * base^(-2/n_rot)^i, by float recurrence) / factor_i, and
  * with YaRN (ext_factor != 0) ggml's rope_yarn mix of that and the unscaled angle. */

@@ -16,6 +16,8 @@ int ref_matmul(uint32_t type, const void *w, int64_t cols, int64_t rows, const f
 void ref_add(const float *a, const float *b, float *out, int64_t n, int64_t b_n);
 void ref_mul(const float *a, const float *b, float *out, int64_t n, int64_t b_n);
 void ref_scale(float *x, int64_t n, float s);
+/* ggml_clamp: max(min(x, hi), lo). */
+void ref_clamp(const float *x, float *out, int64_t n, float lo, float hi);
 /* freq_factors: NULL or [n_rot/2] floats. */
 int ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot, be_rope_mode mode, float freq_base, float freq_scale, const float *freq_factors);
 /* The same with YaRN (p->ext_factor, attn_factor, corr_lo/hi; p->freq_factors is ignored). */

@@ -29,8 +29,9 @@ typedef struct { uint64_t table, ids, out; int64_t cols, row_bytes; int32_t n_id
 typedef struct { uint64_t x, w, out; int64_t n_rows, row_len; float eps; int32_t has_w; } anv_rms_norm_args;
 /* matvec and matmul share one block: out[t][r] (+)= sum_c W[r][c] * x[t][c]. */
 typedef struct { uint64_t w, x, out; int64_t cols, rows, row_bytes; int32_t n_tok, accumulate, type, pad; } anv_matmul_args;
-/* op: 0 add, 1 mul, 2 scale (b unused, s), 3 glu silu, 4 glu gelu-tanh, 5 glu swiglu-oai (b = up). */
-typedef struct { uint64_t a, b, out; int64_t n, b_n; float s; int32_t op; } anv_ew_args;
+/* op: 0 add, 1 mul, 2 scale (b unused, s), 3 glu silu, 4 glu gelu-tanh, 5 glu swiglu-oai (b = up),
+ * 6 clamp to [s, s2] (b unused). */
+typedef struct { uint64_t a, b, out; int64_t n, b_n; float s; int32_t op; float s2; int32_t pad; } anv_ew_args;
 typedef struct {
     uint64_t x, freq_factors;
     int32_t n_tok, n_head, head_dim, pos0, n_rot, mode, has_ff, pad;

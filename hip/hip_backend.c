@@ -248,16 +248,24 @@ static void hip_op_matmul(backend *be, const be_tensor *w, const be_tensor *x, b
         launch_typed(be, "matmul", w->type, w->type < QT_COUNT ? c->matmul[w->type] : NULL, blocks_for(w->rows, ANV_MM_TILE), blocks_for(n_tok, ANV_MM_TILE), 256, &a);
 }
 
-static void ew(backend *be, const char *op, int code, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n, float s) {
+static void ew2(backend *be, const char *op, int code, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n, float s,
+                float s2) {
     if (n < 0 || (b && b_n <= 0)) { be_fail(be, "%s %s: bad sizes", ctx_of(be)->name, op); return; }
     if (!need_f32(be, a, n, op, "a") || (b && !need_f32(be, b, b_n, op, "b")) || !need_f32(be, out, n, op, "out")) return;
-    anv_ew_args args = {.a = addr_of(a), .b = b ? addr_of(b) : 0, .out = addr_of(out), .n = n, .b_n = b_n > 0 ? b_n : 1, .s = s, .op = code};
+    anv_ew_args args = {.a = addr_of(a), .b = b ? addr_of(b) : 0, .out = addr_of(out), .n = n, .b_n = b_n > 0 ? b_n : 1, .s = s, .op = code,
+                        .s2 = s2};
     launch(be, op, ctx_of(be)->ew, blocks_for(n, ANV_EW_BLOCK), 1, ANV_EW_BLOCK, &args);
+}
+static void ew(backend *be, const char *op, int code, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n, float s) {
+    ew2(be, op, code, a, b, out, n, b_n, s, 0.0f);
 }
 
 static void hip_op_add(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n) { ew(be, "add", 0, a, b, out, n, b_n, 0); }
 static void hip_op_mul(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n) { ew(be, "mul", 1, a, b, out, n, b_n, 0); }
 static void hip_op_scale(backend *be, be_tensor *x, int64_t n, float s) { ew(be, "scale", 2, x, NULL, x, n, 0, s); }
+static void hip_op_clamp(backend *be, const be_tensor *x, be_tensor *out, int64_t n, float lo, float hi) {
+    ew2(be, "clamp", 6, x, NULL, out, n, 0, lo, hi);
+}
 
 static void hip_op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind) {
     if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH && kind != BE_GLU_SWIGLU_OAI) { be_fail(be, "%s glu: unknown activation %d", ctx_of(be)->name, (int)kind); return; }
@@ -355,7 +363,7 @@ static const backend_ops hip_ops_table = {
     .destroy = hip_destroy, .tensor_new = hip_tensor_new, .weight_new = hip_weight_new, .tensor_free = hip_tensor_free,
     .upload = hip_upload, .download = hip_download, .sync = hip_sync, .error = be_sticky_error,
     .get_rows = hip_op_get_rows, .rms_norm = hip_op_rms_norm, .matmul = hip_op_matmul, .add = hip_op_add, .mul = hip_op_mul,
-    .scale = hip_op_scale, .rope = hip_op_rope, .glu = hip_op_glu, .store_rows = hip_op_store_rows, .attention = hip_op_attention,
+    .scale = hip_op_scale, .clamp = hip_op_clamp, .rope = hip_op_rope, .glu = hip_op_glu, .store_rows = hip_op_store_rows, .attention = hip_op_attention,
 };
 
 /* The code object for gfx: an exact match of the processor name (features dropped). */

@@ -138,6 +138,7 @@ ANV_KERNEL void anv_ew(const anv_ew_args a) {
         case 0: o[i] = g + b[i % a.b_n]; break;
         case 1: o[i] = g * b[i % a.b_n]; break;
         case 2: o[i] = g * a.s; break;
+        case 6: { const float v = g < a.s2 ? g : a.s2; o[i] = v > a.s ? v : a.s; break; }
         case 3: o[i] = g / (1.0f + expf(-g)) * b[i]; break;
         case 5: { // ggml_swiglu_oai: alpha 1.702, limit 7
             const float xc = fminf(g, 7.0f);

@@ -3,7 +3,8 @@
 Anvil's vision tests, with the metadata keys and tensor names llama.cpp's converters write:
 gemma3 as conversion/base.py MmprojModel + conversion/gemma.py Gemma3VisionModel (SigLIP blocks
 with biases, post-LayerNorm, no pre-LayerNorm, fc1 -> ffn_up, the patch embedding as a conv
-kernel, position embeddings and the soft-embedding norm in F32, the input projection in F16);
+kernel, position embeddings and the soft-embedding norm in F32, the input projection in F16); gemma4
+(gemma4v) as conversion/gemma.py Gemma4VisionAudioModel (write_gemma4);
 llava (llava-1.5's mlp projector) as tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py
 (CLIP: class embedding, pre-LayerNorm, quick GELU, fc1 -> ffn_down and fc2 -> ffn_up, the last
 block dropped and block_count = layers - 1, no post-LayerNorm, 2-D weights F16 incl. the
@@ -160,6 +161,81 @@ def write_llava(args):
     w.close()
 
 
+def write_gemma4(args):
+    """gemma4v as conversion/base.py MmprojModel + conversion/gemma.py Gemma4VisionAudioModel (vision
+    only): clip.vision.projector_type gemma4v, image_size 224 (unused), no use_gelu key (llama.cpp: GELU
+    quick), RMS norms without biases (ln1 / attn_post_norm / ln2 / ffn_post_norm, per-head q / k norms),
+    a gated FFN, the per-block layer_scalar as out_scale [1], the patch embedding reshaped to a conv
+    kernel, the x / y position tables [2][positions][E] forced F32, std_bias / std_scale, and
+    mm.input_projection [T][E]. --clamps: Gemma4ClippableLinear's scalars (<linear>.input_min /
+    input_max / output_min / output_max, F32 [1] as the converter unsqueezes them) on every linear,
+    tight enough to clip some activations."""
+    sh = dict(SHAPES[args.preset])
+    E, H, F, L, P = sh["n_embd"], sh["n_head"], sh["n_ff"], sh["n_layer"], sh["patch_size"]
+    D, T, NPOS = E // H, args.n_embd_text, 64
+    w = gguf.GGUFWriter(args.out, "clip")
+    w.add_type(gguf.GGUFType.MMPROJ)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32 if args.type == "f32" else gguf.LlamaFileType.MOSTLY_F16)
+    w.add_clip_has_vision_encoder(True)
+    w.add_vision_projection_dim(T)
+    w.add_vision_image_size(224)
+    w.add_vision_patch_size(P)
+    w.add_vision_embedding_length(E)
+    w.add_vision_feed_forward_length(F)
+    w.add_vision_block_count(L)
+    w.add_vision_head_count(H)
+    w.add_vision_image_mean([0.0, 0.0, 0.0])
+    w.add_vision_image_std([1.0, 1.0, 1.0])
+    w.add_clip_vision_projector_type(gguf.VisionProjectorType.GEMMA4V)
+    w.add_vision_attention_layernorm_eps(1e-6)
+    if args.merge != 3:
+        w.add_vision_projector_scale_factor(args.merge)
+    wt = np.float32 if args.type == "f32" else np.float16
+    seed = args.seed
+
+    def mat(name, shape, scale):
+        w.add_tensor(name, values(seed, name, shape, scale).astype(wt))
+
+    def vec(name, n, scale, offset=0.0):
+        w.add_tensor(name, values(seed, name, (n,), scale, offset))
+
+    def clamps(base):
+        if not args.clamps:
+            return
+        for sfx, lo in (("input", 1.0), ("output", 2.0)):
+            r = rng_for(seed, base + sfx).uniform(0.0, 1.0, 2)
+            w.add_tensor(base + "." + sfx + "_min", np.array([-(lo + r[0])], dtype=np.float32))
+            w.add_tensor(base + "." + sfx + "_max", np.array([lo + r[1]], dtype=np.float32))
+
+    mat("v.patch_embd.weight", (E, 3, P, P), 1.0 / np.sqrt(3 * P * P))
+    w.add_tensor("v.position_embd.weight", values(seed, "v.position_embd.weight", (2, NPOS, E), 0.5))
+    for il in range(L):
+        p = "v.blk.%d." % il
+        for t in ("attn_q", "attn_k", "attn_v", "attn_out"):
+            mat(p + t + ".weight", (E, E), 1.5 / np.sqrt(E))
+            clamps(p + t)
+        vec(p + "attn_q_norm.weight", D, 0.2, 1.0)
+        vec(p + "attn_k_norm.weight", D, 0.2, 1.0)
+        vec(p + "ln1.weight", E, 0.2, 1.0)
+        vec(p + "attn_post_norm.weight", E, 0.2, 1.0)
+        vec(p + "ln2.weight", E, 0.2, 1.0)
+        vec(p + "ffn_post_norm.weight", E, 0.2, 1.0)
+        mat(p + "ffn_gate.weight", (F, E), 1.0 / np.sqrt(E))
+        mat(p + "ffn_up.weight", (F, E), 1.0 / np.sqrt(E))
+        mat(p + "ffn_down.weight", (E, F), 1.0 / np.sqrt(F))
+        for t in ("ffn_gate", "ffn_up", "ffn_down"):
+            clamps(p + t)
+        vec(p + "out_scale.weight", 1, 0.1, 0.9)
+    vec("v.std_bias", E, 0.3)
+    vec("v.std_scale", E, 0.2, 1.0)
+    mat("mm.input_projection.weight", (T, E), 1.0 / np.sqrt(E))
+    clamps("mm.input_projection")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_image(args):
     wd, ht = (int(v) for v in args.image.split("x"))
     y, x = np.mgrid[0:ht, 0:wd]
@@ -173,19 +249,25 @@ def write_image(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--family", choices=["gemma3", "llava"], default="gemma3")
+    ap.add_argument("--family", choices=["gemma3", "gemma4", "llava"], default="gemma3")
     ap.add_argument("--preset", choices=sorted(SHAPES), default="tiny")
     ap.add_argument("--type", choices=["f32", "f16"], default="f32")
     ap.add_argument("--n-embd-text", type=int, default=128, help="the text model's n_embd (projection_dim)")
-    ap.add_argument("--merge", type=int, default=4, help="gemma3 pooling kernel (clip.vision.projector.scale_factor)")
+    ap.add_argument("--merge", type=int, default=None,
+                    help="pooling kernel (clip.vision.projector.scale_factor; default gemma3 4, gemma4 3)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--clamps", action="store_true", help="gemma4: Gemma4ClippableLinear clamp scalars on every linear")
     ap.add_argument("--image", metavar="WxH", help="write a test image (binary PPM) instead")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    if args.merge is None:
+        args.merge = 3 if args.family == "gemma4" else 4
     if args.image:
         write_image(args)
     elif args.family == "llava":
         write_llava(args)
+    elif args.family == "gemma4":
+        write_gemma4(args)
     else:
         write_gemma3(args)
     return 0

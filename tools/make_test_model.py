@@ -201,6 +201,8 @@ def hparams_for(args):
         fam["n_vocab"] = args.n_vocab
     if args.n_layer:
         fam["n_layer"] = args.n_layer
+    if args.swa:
+        fam["swa"] = args.swa
     n_embd, n_head = fam["n_embd"], fam["n_head"]
     if fam["head_dim"] is None:
         fam["head_dim"] = n_embd // n_head
@@ -974,6 +976,7 @@ def main():
     ap.add_argument("--vocab", choices=["spm", "bpe"], help="override the family's vocabulary kind")
     ap.add_argument("--n-vocab", type=int, help="override the preset's vocabulary size")
     ap.add_argument("--n-layer", type=int, help="override the number of layers")
+    ap.add_argument("--swa", type=int, help="override the sliding window (e.g. a window that holds a test image's rows)")
     ap.add_argument("--n-expert", type=int, help="MoE families: override the number of experts")
     ap.add_argument("--n-expert-used", type=int, help="MoE families: override the experts used per token")
     ap.add_argument("--bad-expert-meta", nargs=2, metavar=("COUNT", "USED"), type=int,

@@ -134,6 +134,8 @@ typedef struct backend_ops {
     void (*mul)(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n);
     /* x[i] *= s, i < n, in place. */
     void (*scale)(backend *be, be_tensor *x, int64_t n, float s);
+    /* out[i] = min(max(x[i], lo), hi), i < n (ggml_clamp; gemma4v's clipped linears). out may alias x. */
+    void (*clamp)(backend *be, const be_tensor *x, be_tensor *out, int64_t n, float lo, float hi);
     /* In place on x = [n_tok][n_head * head_dim]; row t has position pos0 + t. */
     void (*rope)(backend *be, be_tensor *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p);
     /* out[i] = act(gate[i]) * up[i], i < n. out may alias gate. */

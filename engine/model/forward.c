@@ -259,6 +259,14 @@ static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq
     scratch *cur = scratch_for(ss, m->cpu);
     if (ein) {   /* rows of embeddings as they are (no gemma sqrt(n_embd) scale, as llama.cpp) */
         be_upload(cur->x, 0, ein->rows, (size_t)nt * hp->n_embd * sizeof(float));
+        /* gemma4: embedding rows take token 0's per-layer row (llama.cpp's TAG_GEMMA4_IMG_PADDING) */
+        if (m->g4) {
+            int32_t *pad = calloc((size_t)nt, sizeof *pad);
+            if (!pad) { anv_set_error("out of memory"); return -1; }
+            const int rc = gemma4_per_layer_inputs(ss, m, cur, pad, nt);
+            free(pad);
+            if (rc != 0) return -1;
+        }
     } else {
         m->cpu->ops->get_rows(m->cpu, m->tok_embd, tokens, nt, cur->x);
         if (hp->embd_scale) m->cpu->ops->scale(m->cpu, cur->x, (int64_t)nt * hp->n_embd, sqrtf((float)hp->n_embd));
@@ -348,7 +356,7 @@ int model_eval_embd(model_ctx *c, const float *embd, int n, bool bidirectional, 
     const model_hparams *hp = &m->hp;
     if (check_room(c, n) != 0) return -1;
     if (!embd) { anv_set_error("model_eval_embd: no embeddings"); return -1; }
-    if (m->g4 || c->rs) {
+    if (c->rs) {
         anv_set_error("%s: evaluating embeddings in place of tokens is not supported for this family", hp->arch_name);
         return -1;
     }

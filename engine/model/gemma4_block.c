@@ -53,6 +53,13 @@ static void attend(const layer_pass *p, const seq_span *sq, be_tensor *q, be_ten
         .n_tok = sq->n, .pos0 = pos0, .n_head = n_head, .n_kv_head = n_kv, .head_dim = hd,
         .scale = p->hp->attn_scale, .window = swa ? p->hp->swa_window : 0,
     };
+    /* an image's rows (model_eval_embd): llama.cpp's LLAMA_NON_CAUSAL_TYPE_SWA_ONLY for gemma4, the
+     * sliding layers see the batch both ways (as attention.c's non-causal batch), the full layers
+     * stay causal */
+    if (p->bidirectional && swa) {
+        ap.noncausal = true;
+        if (ap.window > 0) ap.window = 2 * (ap.window - 1);
+    }
     op->attention(be, q, k_cache, v_cache, att, &ap);
     if (kr->n_k) {
         kv_rot_apply(kr, be, true, att, q, sq->n);

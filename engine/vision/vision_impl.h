@@ -38,6 +38,7 @@ struct vision_model {
     be_tensor *soft_norm, *in_proj;
     float *in_proj_host;
     be_tensor *mm0_w, *mm0_b, *mm2_w, *mm2_b;   /* mlp: [hidden][n_embd], [out_dim][hidden] + biases */
+    struct vision_gemma4 *g4;    /* gemma4v's own weights (vision_gemma4.c) */
 };
 
 /* Ollama's single-file vision GGUF (vision_ollama.c): whether f is one (gemma3 with vision
@@ -53,4 +54,12 @@ const char *vision_ollama_name(const char *name, char *buf, size_t cap);
 int vision_resample(const uint8_t *src, int w, int h, uint8_t *dst, int out_w, int out_h, vision_resize_algo algo);
 /* The aspect-preserving resize onto a size x size square filled with pad (llama.cpp's PAD_CEIL). */
 int vision_resize_padded(const uint8_t *src, int w, int h, uint8_t *dst, int size, vision_resize_algo algo, const uint8_t pad[3]);
+/* gemma4v (vision_gemma4.c): weights after the shared hparams, the per-image layout (variable
+ * resolution), the resize to lay->width x lay->height RGB8, the encoder and projector. */
+int gemma4v_info(vision_model *v);   /* from load_hparams: what the layout needs (vision_load_info too) */
+int gemma4v_load(vision_model *v);   /* the weights, after gemma4v_info */
+void gemma4v_free(vision_model *v);
+int gemma4v_layout(const vision_model *v, int width, int height, vision_layout *out);
+int gemma4v_preprocess(const vision_model *v, const uint8_t *rgb, int width, int height, const vision_layout *lay, uint8_t *out);
+int gemma4v_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out);
 #endif

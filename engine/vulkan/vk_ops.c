@@ -241,7 +241,8 @@ static void op_rms_norm(backend *be, const be_tensor *x, const be_tensor *w, be_
 }
 
 /* ---- element-wise ---- */
-static void binary(vk_ctx *c, int pipe, const be_tensor *a, const be_tensor *bt, be_tensor *out, int64_t n, int64_t b_n, float s, const char *op) {
+static void binary(vk_ctx *c, int pipe, const be_tensor *a, const be_tensor *bt, be_tensor *out, int64_t n, int64_t b_n, float s, float s2,
+                   const char *op) {
     if (be_failed(&c->base) || n <= 0) return;
     if (!f32_tensor(c, a, op) || !f32_tensor(c, bt, op) || !f32_tensor(c, out, op)) return;
     if (b_n <= 0) { be_fail(&c->base, "vulkan %s: b_n %lld", op, (long long)b_n); return; }
@@ -258,22 +259,25 @@ static void binary(vk_ctx *c, int pipe, const be_tensor *a, const be_tensor *bt,
         if (!ac || !bc || !oc) return;
         uint32_t gx, gy;
         grid2((uint32_t)((m + 255) / 256), &gx, &gy);
-        struct { uint32_t n, b_n, a_off, b_off, d_off, groups_x; float s; uint32_t b_phase; } pc = {
+        struct { uint32_t n, b_n, a_off, b_off, d_off, groups_x; float s; uint32_t b_phase; float s2; } pc = {
             (uint32_t)m, (uint32_t)(b_full ? m : b_n), (uint32_t)(al / 4), (uint32_t)(bl / 4), (uint32_t)(ol / 4), gx, s,
-            (uint32_t)(b_full ? 0 : e0 % b_n) };
+            (uint32_t)(b_full ? 0 : e0 % b_n), s2 };   /* s2: OP_CLAMP's alone (pc_size 36, the others 32) */
         vk_binding b[3] = { { ac, false }, { bc, false }, { oc, true } };
         vk_dispatch(c, pipe, 0, b, 3, &pc, gx, gy, 1, (uint64_t)m * 12);
     }
 }
 
 static void op_add(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n) {
-    binary(vk_of(be), VKP_ADD, a, b, out, n, b_n, 0.0f, "add");
+    binary(vk_of(be), VKP_ADD, a, b, out, n, b_n, 0.0f, 0.0f, "add");
 }
 static void op_mul(backend *be, const be_tensor *a, const be_tensor *b, be_tensor *out, int64_t n, int64_t b_n) {
-    binary(vk_of(be), VKP_MUL, a, b, out, n, b_n, 0.0f, "mul");
+    binary(vk_of(be), VKP_MUL, a, b, out, n, b_n, 0.0f, 0.0f, "mul");
 }
 static void op_scale(backend *be, be_tensor *x, int64_t n, float s) {
-    binary(vk_of(be), VKP_SCALE, x, x, x, n, 1, s, "scale");
+    binary(vk_of(be), VKP_SCALE, x, x, x, n, 1, s, 0.0f, "scale");
+}
+static void op_clamp(backend *be, const be_tensor *x, be_tensor *out, int64_t n, float lo, float hi) {
+    binary(vk_of(be), VKP_CLAMP, x, x, out, n, n, lo, hi, "clamp");
 }
 
 static void op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind) {
@@ -403,6 +407,7 @@ const backend_ops vk_backend_ops = {
     .add = op_add,
     .mul = op_mul,
     .scale = op_scale,
+    .clamp = op_clamp,
     .rope = op_rope,
     .glu = op_glu,
     .store_rows = op_store_rows,

@@ -63,6 +63,7 @@ void vkp_describe(int id, vkp_desc *d) {
         case VKP_ADD: snprintf(d->name, sizeof d->name, "add"); d->n_bind = 3; d->pc_size = 32; break;
         case VKP_MUL: snprintf(d->name, sizeof d->name, "mul"); d->n_bind = 3; d->pc_size = 32; break;
         case VKP_SCALE: snprintf(d->name, sizeof d->name, "scale"); d->n_bind = 3; d->pc_size = 32; break;
+        case VKP_CLAMP: snprintf(d->name, sizeof d->name, "clamp"); d->n_bind = 3; d->pc_size = 36; break;
         case VKP_GLU_SILU: snprintf(d->name, sizeof d->name, "glu_silu"); d->n_bind = 3; d->pc_size = 20; break;
         case VKP_GLU_GELU: snprintf(d->name, sizeof d->name, "glu_gelu"); d->n_bind = 3; d->pc_size = 20; break;
         case VKP_GLU_OAI: snprintf(d->name, sizeof d->name, "glu_oai"); d->n_bind = 3; d->pc_size = 20; break;

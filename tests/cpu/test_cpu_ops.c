@@ -273,6 +273,24 @@ static void test_elementwise(backend *be) {
     free(a); free(b); free(want);
 }
 
+/* clamp (gemma4v's clipped linears): an odd length split over threads, out apart and in place,
+ * bounds inside the data's range so both sides bite */
+static void test_clamp(backend *be) {
+    const int64_t n = 3 * 20011;
+    float *x = rand_floats(n, -3, 3), *want = malloc((size_t)n * sizeof(float));
+    vt xt = make_f32(be, x, 20011, 3), ot = make(be, QT_F32, 20011, 3, 1);
+    ref_clamp(x, want, n, -1.25f, 0.7f);
+    for (int in_place = 0; in_place < 2; in_place++) {
+        be_tensor *dst = in_place ? &xt.view : &ot.view;
+        be->ops->clamp(be, &xt.view, dst, n, -1.25f, 0.7f);
+        float *got = read_f32(dst, n);
+        CHECKF(tu_max_abs_diff(got, want, n) == 0, "clamp in_place=%d: diff %g", in_place, tu_max_abs_diff(got, want, n));
+        free(got);
+    }
+    be_tensor_free(xt.base); be_tensor_free(ot.base);
+    free(x); free(want);
+}
+
 static void test_glu(backend *be) {
     const int64_t n = 40001;
     float *g = rand_floats(n, -8, 8), *u = rand_floats(n, -2, 2), *want = malloc((size_t)n * sizeof(float));
@@ -454,6 +472,7 @@ int main(void) {
             test_matmul_iq2xs_all_words(be, pi == 0 && threads == 1);
             test_rms_norm(be);
             test_elementwise(be);
+            test_clamp(be);
             test_glu(be);
             test_rope(be);
             test_get_rows(be);

@@ -246,6 +246,7 @@ EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
         case 0: ref_add(PTR(a->a), PTR(a->b), PTR(a->out), a->n, a->b_n); break;
         case 1: ref_mul(PTR(a->a), PTR(a->b), PTR(a->out), a->n, a->b_n); break;
         case 2: ref_scale(PTR(a->a), a->n, a->s); break;
+        case 6: ref_clamp(PTR(a->a), PTR(a->out), a->n, a->s, a->s2); break;
         default: ref_glu(PTR(a->a), PTR(a->b), PTR(a->out), a->n, a->op == 3 ? BE_GLU_SILU : a->op == 5 ? BE_GLU_SWIGLU_OAI : BE_GLU_GELU_TANH); break;
         }
         return OK;

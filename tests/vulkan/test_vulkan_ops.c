@@ -182,6 +182,15 @@ static void test_norm_eltwise(backend *be) {
     ref_scale(ref2, n, 0.37f);
     be_download(&ov, 0, got, sizeof(float) * n);
     CHECKF(tu_max_abs_diff(got, ref2, n) == 0.0f, "scale diff %g", tu_max_abs_diff(got, ref2, n));
+    /* clamp into the view (offset rows), then in place; bounds inside the data's range */
+    be->ops->clamp(be, xt, &ov, n, -1.1f, 0.45f);
+    ref_clamp(ref, ref2, n, -1.1f, 0.45f);   /* xt holds x + b = ref */
+    be_download(&ov, 0, got, sizeof(float) * n);
+    CHECKF(tu_max_abs_diff(got, ref2, n) == 0.0f, "clamp diff %g", tu_max_abs_diff(got, ref2, n));
+    be->ops->clamp(be, &ov, &ov, n, -0.5f, 0.25f);
+    ref_clamp(ref2, ref2, n, -0.5f, 0.25f);
+    be_download(&ov, 0, got, sizeof(float) * n);
+    CHECKF(tu_max_abs_diff(got, ref2, n) == 0.0f, "clamp in place diff %g", tu_max_abs_diff(got, ref2, n));
 
     /* glu: SiLU and GELU-tanh, including large |x| */
     float *g = malloc(sizeof(float) * n);

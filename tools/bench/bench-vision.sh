@@ -4,19 +4,27 @@
 # tests/vision/mtmd_oracle.c), interleaved, best of REPEATS per run, on a synthetic SigLIP-style
 # projector (make_test_mmproj.py --preset bench: 224 px, 14 px patches = 256 patches, 384 wide,
 # 4 blocks, F16) and a 640x480 image (resized and padded first, as gemma3's preprocessing).
-#   tools/bench/bench-vision.sh [BUILD_DIR] [ROUNDS] [THREADS]      (LLAMA_CPP=... to pick the tree)
+# FAMILY gemma4: the same widths as a gemma4v projector (2-D rope RMS-norm blocks, gated FFN) on a
+# gemma4 text model; the 640x480 image keeps its aspect (15 x 11 tokens of 3 x 3 patches = 1485 patches).
+#   tools/bench/bench-vision.sh [BUILD_DIR] [ROUNDS] [THREADS] [FAMILY]      (LLAMA_CPP=... to pick the tree)
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 rounds=${2:-2}
 threads=${3:-2}
+family=${4:-gemma3}
 L=${LLAMA_CPP:-$HOME/.cache/llamacpp-current/src/llama.cpp}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 gcc -O1 -o "$work/mtmd_oracle" "$root/tests/vision/mtmd_oracle.c" -I"$L/include" -I"$L/ggml/include" -I"$L/tools/mtmd" \
     -L"$L/build-cpu/bin" -lmtmd -lllama -lggml -lggml-base -Wl,-rpath,"$L/build-cpu/bin"
-python3 "$root/tools/make_test_model.py" --family gemma3 --preset tiny --type f32 --gemma3-swa off --out "$work/text.gguf" >/dev/null
-python3 "$root/tools/make_test_mmproj.py" --preset bench --type f16 --merge 4 --n-embd-text 128 --out "$work/mmproj.gguf"
+if [ "$family" = gemma4 ]; then
+    python3 "$root/tools/make_test_model.py" --family gemma4 --preset tiny --type f32 --swa 512 --out "$work/text.gguf" >/dev/null
+    python3 "$root/tools/make_test_mmproj.py" --family gemma4 --preset bench --type f16 --n-embd-text 128 --out "$work/mmproj.gguf"
+else
+    python3 "$root/tools/make_test_model.py" --family gemma3 --preset tiny --type f32 --gemma3-swa off --out "$work/text.gguf" >/dev/null
+    python3 "$root/tools/make_test_mmproj.py" --preset bench --type f16 --merge 4 --n-embd-text 128 --out "$work/mmproj.gguf"
+fi
 python3 "$root/tools/make_test_mmproj.py" --image 640x480 --out "$work/img.ppm"
 ms() { python3 -c 'import json,sys; print([c["encode_ms"] for c in json.load(sys.stdin)["chunks"] if c["type"] == "image"][0])'; }
 i=0
