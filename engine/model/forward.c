@@ -13,12 +13,13 @@
 #include "moe.h"
 #include "pass.h"
 #include "quant.h"
+#include "rope_table.h"
 
 #define LOGITS_SCRATCH_BYTES (64u << 20)
 
 static void free_scratch(scratch *s) {
     be_tensor *ts[] = {s->x, s->xn, s->tmp, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits,
-                       s->moe_in, s->moe_logits, s->moe_shlog, s->ple, s->moe_acc};
+                       s->moe_in, s->moe_logits, s->moe_shlog, s->ple, s->moe_acc, s->rope_tab};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
     delta_net_scratch_free(s);
 }
@@ -125,6 +126,10 @@ static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *pare
     c->v_cache = calloc((size_t)hp->n_layer, sizeof *c->v_cache);
     c->history = malloc((size_t)n_ctx * sizeof(int32_t));
     if (!c->k_cache || !c->v_cache || !c->history) { anv_set_error("out of memory"); goto fail; }
+    if (hp->rope_sect_mode) {
+        if (!(c->next_pos = malloc(((size_t)n_ctx + 1) * sizeof(int32_t)))) { anv_set_error("out of memory"); goto fail; }
+        c->next_pos[0] = 0;
+    }
     for (int il = 0; il < hp->n_layer; il++) {
         backend *be = m->layers[il].be;
         if (model_layer_is_recurrent(hp, il)) continue;   /* its state instead: c->rs */
@@ -178,10 +183,12 @@ void model_ctx_free(model_ctx *c) {
     rs_free(c->rs);
     scratch_set_free(&c->own);
     free(c->history);
+    free(c->next_pos);
     free(c);
 }
 
 int model_ctx_n_past(const model_ctx *c) { return c->n_past; }
+int model_ctx_next_pos(const model_ctx *c) { return c->next_pos ? c->next_pos[c->n_past] : c->n_past; }
 model *model_ctx_model(const model_ctx *c) { return c->m; }
 int model_ctx_n_ctx(const model_ctx *c) { return c->n_ctx; }
 void model_ctx_reset(model_ctx *c) {
@@ -203,10 +210,11 @@ static void cross(scratch_set *ss, const model *m, scratch *from, scratch *to, i
 }
 
 /* Layer il over the batch: the blocks add into the residual s->x. */
-static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span *seqs, int n_seq, bool bidirectional) {
+static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span *seqs, int n_seq, bool bidirectional,
+                      bool image_rope) {
     const layer_pass p = {
         .m = m, .hp = &m->hp, .L = &m->layers[il], .il = il, .be = s->be, .op = s->be->ops, .s = s,
-        .nt = nt, .seqs = seqs, .n_seq = n_seq, .bidirectional = bidirectional,
+        .nt = nt, .seqs = seqs, .n_seq = n_seq, .bidirectional = bidirectional, .rope_tab = image_rope ? s->rope_tab : NULL,
     };
     if (m->hp.arch == ARCH_GEMMA4) { gemma4_layer(&p); return; }   /* its own layer shape */
     if (model_layer_is_recurrent(p.hp, il)) delta_net_block(&p);
@@ -237,7 +245,37 @@ typedef enum { OUT_NONE, OUT_LAST_LOGITS, OUT_ALL_LOGITS, OUT_EMBD_SUM, OUT_EMBD
 
 /* The rows of input embeddings of a pass instead of tokens (model_eval_embd): nt rows of
  * n_embd floats; bidirectional as layer_pass's. */
-typedef struct { const float *rows; bool bidirectional; } embd_input;
+typedef struct { const float *rows; bool bidirectional; int grid_w, grid_h; } embd_input;
+
+/* M-RoPE image rows (ein with a grid, one sequence): the (t, h, w, 0) positions from the
+ * context's next text position, their angle table uploaded to every backend of the pass;
+ * 1 when made, 0 when the rows rope as text, -1 + error. */
+static int image_rope_tables(scratch_set *ss, const model *m, const model_ctx *c, const embd_input *ein, int nt) {
+    const model_hparams *hp = &m->hp;
+    if (!ein || !hp->rope_sect_mode || ein->grid_w < 1 || ein->grid_h < 1) return 0;
+    if ((int64_t)ein->grid_w * ein->grid_h != nt) { anv_set_error("image grid %d x %d does not hold %d rows", ein->grid_w, ein->grid_h, nt); return -1; }
+    int32_t *pos = malloc((size_t)nt * 4 * sizeof(int32_t));
+    float *tab = malloc((size_t)nt * hp->n_rot * sizeof(float));
+    if (!pos || !tab) { free(pos); free(tab); anv_set_error("out of memory"); return -1; }
+    const int p0 = model_ctx_next_pos(c);
+    for (int i = 0; i < nt; i++) {
+        pos[i] = p0;
+        pos[nt + i] = p0 + i / ein->grid_w;
+        pos[2 * nt + i] = p0 + i % ein->grid_w;
+        pos[3 * nt + i] = 0;
+    }
+    rope_table_fill(tab, pos, nt, hp->n_rot, hp->rope_sections, (rope_sect_mode)(hp->rope_sect_mode - 1), hp->rope_base, hp->rope_scale);
+    int rc = 1;
+    for (int b = 0; b < ss->n_sc; b++) {
+        scratch *s = &ss->sc[b];
+        if (!s->be->ops->rope_rows) { anv_set_error("%s: M-RoPE image positions need the rope_rows op", s->be->name); rc = -1; break; }
+        if (!s->rope_tab && !(s->rope_tab = be_tensor_new(s->be, QT_F32, hp->n_rot, ss->n_batch))) { rc = -1; break; }
+        be_upload(s->rope_tab, 0, tab, (size_t)nt * hp->n_rot * sizeof(float));
+    }
+    free(pos);
+    free(tab);
+    return rc;
+}
 
 /* One forward pass over nt tokens split into n_seq sequences (consecutive rows). OUT_LAST_LOGITS
  * gives one row per sequence; OUT_ALL_LOGITS every row (single sequence); OUT_EMBD_SUM adds
@@ -256,6 +294,8 @@ static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq
             return -1;
         }
     }
+    const int image_rope = image_rope_tables(ss, m, seqs[0].c, ein, nt);
+    if (image_rope < 0) return -1;
     scratch *cur = scratch_for(ss, m->cpu);
     if (ein) {   /* rows of embeddings as they are (no gemma sqrt(n_embd) scale, as llama.cpp) */
         be_upload(cur->x, 0, ein->rows, (size_t)nt * hp->n_embd * sizeof(float));
@@ -267,7 +307,7 @@ static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq
     for (int il = 0; il < hp->n_layer; il++) {
         scratch *s = scratch_for(ss, m->layers[il].be);
         if (s != cur) { cross(ss, m, cur, s, nt); cur = s; }
-        run_layer(m, il, s, nt, seqs, n_seq, ein && ein->bidirectional);
+        run_layer(m, il, s, nt, seqs, n_seq, ein && ein->bidirectional, image_rope == 1);
     }
     scratch *so = scratch_for(ss, m->out_be);
     if (so != cur) { cross(ss, m, cur, so, nt); cur = so; }
@@ -302,6 +342,11 @@ static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq
         model_ctx *c = seqs[i].c;
         if (tokens) memcpy(c->history + c->n_past, tokens + seqs[i].row0, (size_t)seqs[i].n * sizeof(int32_t));
         else for (int t = 0; t < seqs[i].n; t++) c->history[c->n_past + t] = MODEL_TOKEN_EMBD;
+        if (c->next_pos) {   /* text: one position per row; an M-RoPE image: max(grid) for all its rows */
+            const int p0 = c->next_pos[c->n_past];
+            for (int t = 0; t < seqs[i].n; t++)
+                c->next_pos[c->n_past + t + 1] = image_rope == 1 ? p0 + (ein->grid_w > ein->grid_h ? ein->grid_w : ein->grid_h) : p0 + t + 1;
+        }
         c->n_past += seqs[i].n;
         if (c->rs && seqs[i].n >= 2) rs_checkpoint(c->rs, c->n_past);   /* a prompt (chunk): truncate's landing points */
     }
@@ -344,11 +389,16 @@ int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool a
 }
 
 int model_eval_embd(model_ctx *c, const float *embd, int n, bool bidirectional, float *logits, bool all_logits) {
+    return model_eval_embd_grid(c, embd, n, 0, 0, bidirectional, logits, all_logits);
+}
+
+int model_eval_embd_grid(model_ctx *c, const float *embd, int n, int grid_w, int grid_h, bool bidirectional, float *logits,
+                         bool all_logits) {
     model *m = c->m;
     const model_hparams *hp = &m->hp;
     if (check_room(c, n) != 0) return -1;
     if (!embd) { anv_set_error("model_eval_embd: no embeddings"); return -1; }
-    if (m->g4 || c->rs) {
+    if (m->g4) {
         anv_set_error("%s: evaluating embeddings in place of tokens is not supported for this family", hp->arch_name);
         return -1;
     }
@@ -363,7 +413,7 @@ int model_eval_embd(model_ctx *c, const float *embd, int n, bool bidirectional, 
     for (size_t i = 0; i < (size_t)n * hp->n_embd; i++)
         if (!isfinite(embd[i])) { anv_set_error("model_eval_embd: embedding row %zu holds a non-finite value", i / hp->n_embd); return -1; }
     seq_span sq = {c, 0, n};
-    const embd_input ein = {embd, bidirectional};
+    const embd_input ein = {embd, bidirectional, grid_w, grid_h};
     out_kind kind = logits ? (all_logits ? OUT_ALL_LOGITS : OUT_LAST_LOGITS) : OUT_NONE;
     return forward_in(c->ss, m, &sq, 1, NULL, &ein, n, kind, logits);
 }

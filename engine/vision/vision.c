@@ -92,8 +92,10 @@ static int projector_kind(const gguf_file *f, vision_proj_type *out) {
                 anv_set_error("%s: mlp projector with %s (llava-1.6 tiling, explicit feature layers) is not supported", f->path, unsupported[i]);
                 return -1;
             }
+    } else if (gguf_str_eq(s, "qwen3vl_merger")) {
+        *out = VISION_PROJ_QWEN3VL;
     } else {
-        anv_set_error("%s: projector type '%.*s' is not supported (supported: gemma3, mlp)", f->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
+        anv_set_error("%s: projector type '%.*s' is not supported (supported: gemma3, mlp, qwen3vl_merger)", f->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
         return -1;
     }
     return 0;
@@ -124,6 +126,8 @@ static int load_hparams(vision_model *v) {
         memset(v->pad, 0, 3);
         if (!read_u32(f, "clip.vision.projector.scale_factor", &v->merge, false)) return -1;
         v->n_layer_run = v->n_layer;
+    } else if (v->proj == VISION_PROJ_QWEN3VL) {
+        if (vision_qwen_hparams(v) != 0) return -1;
     } else {   /* llava-1.5 (llama.cpp's defaults for mlp without pinpoints) */
         v->merge = 1;
         v->resize = VISION_RESIZE_BICUBIC;
@@ -278,7 +282,7 @@ vision_model *vision_load(const char *path, const vision_load_opts *opts) {
     v->be = opts->gpu ? opts->gpu : opts->cpu;
     if (!(v->gguf = gguf_open(path)) || load_hparams(v) != 0) goto fail;
     if (!(v->layers = calloc((size_t)v->n_layer, sizeof *v->layers))) { anv_set_error("out of memory"); goto fail; }
-    if (load_weights(v) != 0) goto fail;
+    if ((v->proj == VISION_PROJ_QWEN3VL ? vision_qwen_load(v) : load_weights(v)) != 0) goto fail;
     return v;
 fail:
     vision_free(v);
@@ -287,6 +291,7 @@ fail:
 
 void vision_free(vision_model *v) {
     if (!v) return;
+    vision_qwen_free(v);
     for (int il = 0; v->layers && il < v->n_layer_run; il++) {
         vision_layer *L = &v->layers[il];
         be_tensor *ts[] = {L->ln1_w, L->ln1_b, L->ln2_w, L->ln2_b, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->bo,
@@ -320,12 +325,17 @@ static int check_image_size(int width, int height) {
 }
 int vision_image_layout(const vision_model *v, int width, int height, vision_layout *out) {
     if (check_image_size(width, height) != 0) return -1;
+    if (v->proj == VISION_PROJ_QWEN3VL) return vision_qwen_layout(v, width, height, out);
     const int side = v->image_size / v->patch_size / v->merge;
     *out = (vision_layout){.n_tokens = side * side, .grid_w = side, .grid_h = side, .width = v->image_size, .height = v->image_size};
     return 0;
 }
-const char *vision_image_begin(const vision_model *v) { return v->proj == VISION_PROJ_GEMMA3 ? "<start_of_image>" : ""; }
-const char *vision_image_end(const vision_model *v) { return v->proj == VISION_PROJ_GEMMA3 ? "<end_of_image>" : ""; }
+const char *vision_image_begin(const vision_model *v) {
+    return v->proj == VISION_PROJ_GEMMA3 ? "<start_of_image>" : v->proj == VISION_PROJ_QWEN3VL ? "<|vision_start|>" : "";
+}
+const char *vision_image_end(const vision_model *v) {
+    return v->proj == VISION_PROJ_GEMMA3 ? "<end_of_image>" : v->proj == VISION_PROJ_QWEN3VL ? "<|vision_end|>" : "";
+}
 bool vision_noncausal(const vision_model *v) { return v->proj == VISION_PROJ_GEMMA3; }
 
 int vision_check_text_model(const vision_model *v, const model *m) {
@@ -341,6 +351,11 @@ int vision_check_text_model(const vision_model *v, const model *m) {
 
 int vision_preprocess_rgb(const vision_model *v, const uint8_t *rgb, int width, int height, uint8_t *out) {
     if (!rgb || check_image_size(width, height) != 0) return -1;
+    if (v->proj == VISION_PROJ_QWEN3VL) {
+        vision_layout lay;
+        vision_qwen_layout(v, width, height, &lay);
+        return vision_resize_padded_wh(rgb, width, height, out, lay.width, lay.height, v->resize, v->pad);
+    }
     /* llama.cpp's PAD_CEIL: gemma3 pads black (the default colour), llava (122, 116, 104) */
     return vision_resize_padded(rgb, width, height, out, v->image_size, v->resize, v->pad);
 }
@@ -466,6 +481,10 @@ static void project_mlp(vision_model *v, vision_scratch *s, int n_patch, float *
 }
 
 int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out) {
+    if (v->proj == VISION_PROJ_QWEN3VL) {
+        if (!rgb || check_image_size(width, height) != 0) return -1;
+        return vision_qwen_encode(v, rgb, width, height, out);
+    }
     const int S = v->image_size, p = v->patch_size, n_patch = (S / p) * (S / p), n_out = fixed_tokens(v);
     const int n = n_patch + (v->class_embd ? 1 : 0);   /* positions: the patches, then the class token */
     const int64_t e = v->n_embd, pp3 = 3LL * p * p, hidden = v->mm0_w ? v->mm0_w->rows : 1;
@@ -531,7 +550,7 @@ done:
 
 int vision_eval_image(model_ctx *c, const vision_model *v, const float *embd, const vision_layout *lay, float *logits) {
     if (vision_check_text_model(v, model_ctx_model(c)) != 0) return -1;
-    return model_eval_embd(c, embd, lay->n_tokens, vision_noncausal(v), logits, false);
+    return model_eval_embd_grid(c, embd, lay->n_tokens, lay->grid_w, lay->grid_h, vision_noncausal(v), logits, false);
 }
 
 /* ---- finding the projector ---- */

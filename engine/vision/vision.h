@@ -7,7 +7,8 @@
  * projection) and llava-1.5's mlp (CLIP ViT with a class token, pre-LN, quick GELU, the second
  * to last layer's output, a two-layer GELU MLP; llama.cpp's legacy converter's files). Every
  * other type (and llava-1.6's grid pinpoints, explicit feature layers) is refused at load with
- * one line naming it.
+ * one line naming it. qwen3vl (qwen3-vl and qwen3.5: dynamic resolution, 2-D rope, 2x2 merger,
+ * deepstack rows; vision_qwen.c) gives a layout per image.
  *
  * Use (the server / CLI side):
  *   char *p = vision_find_projector(model_path, mmproj_or_NULL);   // or store_entry.projector_path
@@ -28,7 +29,7 @@
 #include "backend.h"
 #include "model.h"
 
-typedef enum { VISION_PROJ_GEMMA3 = 0, VISION_PROJ_MLP = 1 } vision_proj_type;
+typedef enum { VISION_PROJ_GEMMA3 = 0, VISION_PROJ_MLP = 1, VISION_PROJ_QWEN3VL = 2 } vision_proj_type;
 
 typedef struct vision_model vision_model;
 
@@ -68,7 +69,8 @@ bool vision_noncausal(const vision_model *v);
 int vision_check_text_model(const vision_model *v, const model *m);
 
 /* The preprocessing alone (tests): rgb (width x height RGB8, rows top to bottom) resized as
- * llama.cpp does for this projector to image_size^2 RGB8 into out (image_size^2 * 3 bytes). */
+ * llama.cpp does for this projector into out: the layout's width x height RGB8 (image_size^2
+ * for the fixed-size encoders). */
 int vision_preprocess_rgb(const vision_model *v, const uint8_t *rgb, int width, int height, uint8_t *out);
 /* Encodes one image: out gets vision_image_layout(v, width, height).n_tokens rows of vision_n_embd(v) floats. -1 +
  * error for a bad image (empty, larger than VISION_MAX_PIXELS) or a backend failure. */

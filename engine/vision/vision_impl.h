@@ -36,10 +36,20 @@ struct vision_model {
     be_tensor *soft_norm, *in_proj;
     float *in_proj_host;
     be_tensor *mm0_w, *mm0_b, *mm2_w, *mm2_b;   /* mlp: [hidden][n_embd], [out_dim][hidden] + biases */
+    struct vision_qwen *qwen;    /* qwen3vl's own state (vision_qwen.c), else NULL */
 };
 
 /* Pillow's resampling of RGB8 (w x h) to out_w x out_h; -1 + error (out of memory). */
 int vision_resample(const uint8_t *src, int w, int h, uint8_t *dst, int out_w, int out_h, vision_resize_algo algo);
 /* The aspect-preserving resize onto a size x size square filled with pad (llama.cpp's PAD_CEIL). */
 int vision_resize_padded(const uint8_t *src, int w, int h, uint8_t *dst, int size, vision_resize_algo algo, const uint8_t pad[3]);
+/* The resize onto a tw x th canvas filled with pad (PAD_CEIL, centred; a copy when the sizes agree). */
+int vision_resize_padded_wh(const uint8_t *src, int w, int h, uint8_t *dst, int tw, int th, vision_resize_algo algo, const uint8_t pad[3]);
+
+/* qwen3vl (vision_qwen.c): hyperparameters after the common ones, weights, free, layout, encode. */
+int vision_qwen_hparams(vision_model *v);
+int vision_qwen_load(vision_model *v);
+void vision_qwen_free(vision_model *v);
+int vision_qwen_layout(const vision_model *v, int width, int height, vision_layout *out);
+int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out);
 #endif
