@@ -197,7 +197,7 @@ def write_qwen3vl(args):
     mat("v.patch_embd.weight", (E, 3, P, P), 0.5 / np.sqrt(3 * P * P))
     mat("v.patch_embd.weight.1", (E, 3, P, P), 0.5 / np.sqrt(3 * P * P))
     vec("v.patch_embd.bias", E, 0.1)
-    mat("v.position_embd.weight", (NPOS, E), 0.5)
+    w.add_tensor("v.position_embd.weight", values(seed, "v.position_embd.weight", (NPOS, E), 0.5))   # always F32 (V_ENC_EMBD_POS)
     for il in range(L):
         p = "v.blk.%d." % il
         vec(p + "ln1.weight", E, 0.2, 1.0)

@@ -3,19 +3,26 @@
 # tests/vision/mtmd_oracle.c against its libmtmd (build-cpu, `ninja llama-mtmd-cli` builds the
 # library), makes each manifest case's files as the test does, and records the oracle's JSON and
 # llama-mtmd-cli's 12-token greedy reply to "Describe it." with the image.
-#   tests/data/golden/vision/regen.sh [LLAMA_CPP_DIR]
+#   tests/data/golden/vision/regen.sh [LLAMA_CPP_DIR [CASE...]]   (no CASE: every case)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
 L=${1:-$HOME/.cache/llamacpp-current/src/llama.cpp}
+[ $# -gt 0 ] && shift
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 gcc -O1 -o "$work/mtmd_oracle" "$root/tests/vision/mtmd_oracle.c" -I"$L/include" -I"$L/ggml/include" -I"$L/tools/mtmd" \
     -L"$L/build-cpu/bin" -lmtmd -lllama -lggml -lggml-base -Wl,-rpath,"$L/build-cpu/bin"
-python3 - "$here/manifest.json" > "$work/cases" <<'PY'
+python3 - "$here/manifest.json" "$@" > "$work/cases" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))["cases"]
+only = sys.argv[2:]
+for name in only:
+    if name not in m:
+        sys.exit("regen.sh: no case %s in the manifest" % name)
 for name, c in m.items():
+    if only and name not in only:
+        continue
     print("\t".join([name, ";".join(c["model"]), ";".join(c["mmproj"]), ";".join(c["image"]), c["prompt"]]))
 PY
 while IFS="$(printf '\t')" read -r name model mmproj image prompt; do
