@@ -1,7 +1,9 @@
 /* vision_prompt: a prompt of text and images evaluated into a text model's context, as
  * llama.cpp's mtmd chunks it: the text is split at each media marker, every image is wrapped
- * in the projector's begin / end text, text chunks are tokenized (BOS on the first only, special
- * tokens parsed) and evaluated, images encoded and evaluated as rows of embeddings. */
+ * in the projector's begin / end text, each piece (text, begin, end) tokenized on its own (BOS
+ * once at the start, special tokens parsed; mtmd_tokenize's add_text per piece, so a begin
+ * marker that is not one special token does not merge with the text before it) and the text
+ * evaluated, images encoded and evaluated as rows of embeddings. */
 #include "vision_impl.h"
 
 #include <stdlib.h>
@@ -52,22 +54,17 @@ int vision_eval_prompt(model_ctx *c, vision_model *v, const char *prompt, const 
     float *embd = NULL;
     const char *beg = vision_image_begin(v), *end = vision_image_end(v);
     const size_t lb = strlen(beg), le = strlen(end), lm = strlen(marker);
-    char *buf = malloc(strlen(prompt) + lb + le + 1);
     int32_t *toks = NULL, *img_ids = NULL;
     int n = 0, cap = 0, evaluated = 0, rc = -1, img_cap = 0;
-    if (!buf) { anv_set_error("out of memory"); goto done; }
     model_ctx_truncate(c, 0);
     const char *p = prompt;
     size_t pending_end = 0;   /* the previous image's end text opens the next chunk */
     for (int im = 0; im <= n_images; im++) {
         const char *mk = im < n_images ? strstr(p, marker) : p + strlen(p);
-        /* chunk text: [end of the previous image] + text up to the marker + [begin of this image] */
-        size_t len = 0;
-        if (pending_end) { memcpy(buf, end, le); len = le; }
-        memcpy(buf + len, p, (size_t)(mk - p));
-        len += (size_t)(mk - p);
-        if (im < n_images) { memcpy(buf + len, beg, lb); len += lb; }
-        if (len && add_text(m, buf, len, im == 0, &toks, &n, &cap) != 0) goto done;
+        /* chunk text: [end of the previous image], text up to the marker, [begin of this image] */
+        if (pending_end && add_text(m, end, le, false, &toks, &n, &cap) != 0) goto done;
+        if ((im == 0 || mk > p) && add_text(m, p, (size_t)(mk - p), im == 0, &toks, &n, &cap) != 0) goto done;   /* BOS first */
+        if (im < n_images && lb && add_text(m, beg, lb, false, &toks, &n, &cap) != 0) goto done;
         if (im == n_images) break;
         /* evaluate the text so far, then the image */
         if (n > evaluated && model_eval(c, toks + evaluated, n - evaluated, NULL, false) != 0) goto done;
@@ -106,7 +103,6 @@ int vision_eval_prompt(model_ctx *c, vision_model *v, const char *prompt, const 
 done:
     free(toks);
     free(embd);
-    free(buf);
     free(img_ids);
     return rc;
 }
