@@ -61,9 +61,10 @@ static void attend_sequence(const layer_pass *p, const seq_span *sq, be_tensor *
     /* fused (backend.h rope_store) where the cache is not rotated: rope q, k + both stores */
     const bool fused = !kr->n_k && !p->rope_tab && rpos0 == pos0 && op->rope_store &&
                        op->rope_store(be, q, k, v, k_cache, v_cache, sq->n, hp->n_head, hp->n_kv_head, hd, pos0, rp);
-    if (!fused && p->rope_tab) {   /* image rows: their (t, h, w) angles */
-        op->rope_rows(be, q, p->rope_tab, sq->n, hp->n_head, hd, rp->n_rot);
-        op->rope_rows(be, k, p->rope_tab, sq->n, hp->n_kv_head, hd, rp->n_rot);
+    if (!fused && p->rope_tab) {   /* M-RoPE by table: the sequence's rows of it */
+        const be_tensor tab = be_view_rows(p->rope_tab, sq->row0, sq->n);
+        op->rope_rows(be, q, &tab, sq->n, hp->n_head, hd, rp->n_rot);
+        op->rope_rows(be, k, &tab, sq->n, hp->n_kv_head, hd, rp->n_rot);
     } else if (!fused) {
         op->rope(be, q, sq->n, hp->n_head, hd, rpos0, rp);
         op->rope(be, k, sq->n, hp->n_kv_head, hd, rpos0, rp);

@@ -188,6 +188,7 @@ void model_ctx_free(model_ctx *c) {
 }
 
 int model_ctx_n_past(const model_ctx *c) { return c->n_past; }
+int model_n_embd_inp(const model *m) { return m->hp.n_embd * (1 + m->hp.n_deepstack); }
 int model_ctx_next_pos(const model_ctx *c) { return c->next_pos ? c->next_pos[c->n_past] : c->n_past; }
 model *model_ctx_model(const model_ctx *c) { return c->m; }
 int model_ctx_n_ctx(const model_ctx *c) { return c->n_ctx; }
@@ -247,34 +248,45 @@ typedef enum { OUT_NONE, OUT_LAST_LOGITS, OUT_ALL_LOGITS, OUT_EMBD_SUM, OUT_EMBD
  * n_embd floats; bidirectional as layer_pass's. */
 typedef struct { const float *rows; bool bidirectional; int grid_w, grid_h; } embd_input;
 
-/* M-RoPE image rows (ein with a grid, one sequence): the (t, h, w, 0) positions from the
- * context's next text position, their angle table uploaded to every backend of the pass;
- * 1 when made, 0 when the rows rope as text, -1 + error. */
-static int image_rope_tables(scratch_set *ss, const model *m, const model_ctx *c, const embd_input *ein, int nt) {
+/* M-RoPE rows by table (rope_rows): an image's rows (ein with a grid, one sequence) at
+ * (t, h, w, e) = (p0, p0 + y, p0 + x, 0) from the context's next text position, or text rows at
+ * [p, p, p, 0] where the sections leave a pair to 'e' (hp.rope_text_table). The table is uploaded
+ * to every backend of the pass; 1 when made, 0 when the rows rope as plain NEOX text, -1 + error. */
+static int rope_tables(scratch_set *ss, const model *m, const seq_span *seqs, int n_seq, const embd_input *ein, int nt) {
     const model_hparams *hp = &m->hp;
-    if (!ein || !hp->rope_sect_mode || ein->grid_w < 1 || ein->grid_h < 1) return 0;
-    if ((int64_t)ein->grid_w * ein->grid_h != nt) { anv_set_error("image grid %d x %d does not hold %d rows", ein->grid_w, ein->grid_h, nt); return -1; }
+    const bool image = ein && ein->grid_w > 0 && ein->grid_h > 0;
+    if (!hp->rope_sect_mode || (!image && !hp->rope_text_table)) return 0;
+    if (image && (int64_t)ein->grid_w * ein->grid_h != nt) { anv_set_error("image grid %d x %d does not hold %d rows", ein->grid_w, ein->grid_h, nt); return -1; }
     int32_t *pos = malloc((size_t)nt * 4 * sizeof(int32_t));
     float *tab = malloc((size_t)nt * hp->n_rot * sizeof(float));
     if (!pos || !tab) { free(pos); free(tab); anv_set_error("out of memory"); return -1; }
-    const int p0 = model_ctx_next_pos(c);
-    for (int i = 0; i < nt; i++) {
-        pos[i] = p0;
-        pos[nt + i] = p0 + i / ein->grid_w;
-        pos[2 * nt + i] = p0 + i % ein->grid_w;
-        pos[3 * nt + i] = 0;
+    for (int si = 0; si < n_seq; si++) {
+        const int p0 = model_ctx_next_pos(seqs[si].c);
+        for (int t = 0; t < seqs[si].n; t++) {
+            const int r = seqs[si].row0 + t;
+            pos[r] = image ? p0 : p0 + t;
+            pos[nt + r] = image ? p0 + t / ein->grid_w : p0 + t;
+            pos[2 * nt + r] = image ? p0 + t % ein->grid_w : p0 + t;
+            pos[3 * nt + r] = 0;
+        }
     }
     rope_table_fill(tab, pos, nt, hp->n_rot, hp->rope_sections, (rope_sect_mode)(hp->rope_sect_mode - 1), hp->rope_base, hp->rope_scale);
     int rc = 1;
     for (int b = 0; b < ss->n_sc; b++) {
         scratch *s = &ss->sc[b];
-        if (!s->be->ops->rope_rows) { anv_set_error("%s: M-RoPE image positions need the rope_rows op", s->be->name); rc = -1; break; }
+        if (!s->be->ops->rope_rows) { anv_set_error("%s: M-RoPE positions need the rope_rows op", s->be->name); rc = -1; break; }
         if (!s->rope_tab && !(s->rope_tab = be_tensor_new(s->be, QT_F32, hp->n_rot, ss->n_batch))) { rc = -1; break; }
         be_upload(s->rope_tab, 0, tab, (size_t)nt * hp->n_rot * sizeof(float));
     }
     free(pos);
     free(tab);
     return rc;
+}
+
+/* qwen3vl's deepstack: slice k (1..n_deepstack, k = 0 the input) of ein's nt rows into host (nt x n_embd). */
+static void deepstack_slice(const model_hparams *hp, const embd_input *ein, int nt, int k, float *host) {
+    const size_t w = (size_t)hp->n_embd, stride = w * (size_t)(1 + hp->n_deepstack);
+    for (int t = 0; t < nt; t++) memcpy(host + (size_t)t * w, ein->rows + (size_t)t * stride + (size_t)k * w, w * sizeof(float));
 }
 
 /* One forward pass over nt tokens split into n_seq sequences (consecutive rows). OUT_LAST_LOGITS
@@ -294,10 +306,14 @@ static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq
             return -1;
         }
     }
-    const int image_rope = image_rope_tables(ss, m, seqs[0].c, ein, nt);
+    const int image_rope = rope_tables(ss, m, seqs, n_seq, ein, nt);
+    const bool image_rows = ein && ein->grid_w > 0 && ein->grid_h > 0 && hp->rope_sect_mode;
     if (image_rope < 0) return -1;
     scratch *cur = scratch_for(ss, m->cpu);
-    if (ein) {   /* rows of embeddings as they are (no gemma sqrt(n_embd) scale, as llama.cpp) */
+    if (ein && hp->n_deepstack) {   /* the input slice of each row */
+        deepstack_slice(hp, ein, nt, 0, ss->host_x);
+        be_upload(cur->x, 0, ss->host_x, (size_t)nt * hp->n_embd * sizeof(float));
+    } else if (ein) {   /* rows of embeddings as they are (no gemma sqrt(n_embd) scale, as llama.cpp) */
         be_upload(cur->x, 0, ein->rows, (size_t)nt * hp->n_embd * sizeof(float));
     } else {
         m->cpu->ops->get_rows(m->cpu, m->tok_embd, tokens, nt, cur->x);
@@ -308,6 +324,11 @@ static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq
         scratch *s = scratch_for(ss, m->layers[il].be);
         if (s != cur) { cross(ss, m, cur, s, nt); cur = s; }
         run_layer(m, il, s, nt, seqs, n_seq, ein && ein->bidirectional, image_rope == 1);
+        if (ein && il < hp->n_deepstack) {   /* qwen3vl: x += the deepstack slice il + 1 (s->tmp is free between layers) */
+            deepstack_slice(hp, ein, nt, il + 1, ss->host_x);
+            be_upload(s->tmp, 0, ss->host_x, (size_t)nt * hp->n_embd * sizeof(float));
+            s->be->ops->add(s->be, s->x, s->tmp, s->x, (int64_t)nt * hp->n_embd, (int64_t)nt * hp->n_embd);
+        }
     }
     scratch *so = scratch_for(ss, m->out_be);
     if (so != cur) { cross(ss, m, cur, so, nt); cur = so; }
@@ -345,7 +366,7 @@ static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq
         if (c->next_pos) {   /* text: one position per row; an M-RoPE image: max(grid) for all its rows */
             const int p0 = c->next_pos[c->n_past];
             for (int t = 0; t < seqs[i].n; t++)
-                c->next_pos[c->n_past + t + 1] = image_rope == 1 ? p0 + (ein->grid_w > ein->grid_h ? ein->grid_w : ein->grid_h) : p0 + t + 1;
+                c->next_pos[c->n_past + t + 1] = image_rows ? p0 + (ein->grid_w > ein->grid_h ? ein->grid_w : ein->grid_h) : p0 + t + 1;
         }
         c->n_past += seqs[i].n;
         if (c->rs && seqs[i].n >= 2) rs_checkpoint(c->rs, c->n_past);   /* a prompt (chunk): truncate's landing points */
@@ -410,8 +431,9 @@ int model_eval_embd_grid(model_ctx *c, const float *embd, int n, int grid_w, int
         anv_set_error("%d bidirectional rows exceed the sliding window of %d", n, hp->swa_window);
         return -1;
     }
-    for (size_t i = 0; i < (size_t)n * hp->n_embd; i++)
-        if (!isfinite(embd[i])) { anv_set_error("model_eval_embd: embedding row %zu holds a non-finite value", i / hp->n_embd); return -1; }
+    const size_t w = (size_t)model_n_embd_inp(m);
+    for (size_t i = 0; i < (size_t)n * w; i++)
+        if (!isfinite(embd[i])) { anv_set_error("model_eval_embd: embedding row %zu holds a non-finite value", i / w); return -1; }
     seq_span sq = {c, 0, n};
     const embd_input ein = {embd, bidirectional, grid_w, grid_h};
     out_kind kind = logits ? (all_logits ? OUT_ALL_LOGITS : OUT_LAST_LOGITS) : OUT_NONE;

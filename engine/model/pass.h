@@ -72,7 +72,7 @@ typedef struct {
     const seq_span *seqs;     /* the batch's sequences (consecutive rows), n_seq of them */
     int n_seq;
     bool bidirectional;       /* the batch's rows see each other both ways (model_eval_embd) */
-    const be_tensor *rope_tab;/* image rows with M-RoPE: rope_rows' table on this backend (one sequence), else NULL */
+    const be_tensor *rope_tab;/* M-RoPE by table (image rows, qwen3vl's text): rope_rows' table [nt][n_rot] on this backend, else NULL */
 } layer_pass;
 
 /* The blocks: each adds its output into the residual s->x for the pass's nt rows. */

@@ -339,9 +339,9 @@ const char *vision_image_end(const vision_model *v) {
 bool vision_noncausal(const vision_model *v) { return v->proj == VISION_PROJ_GEMMA3; }
 
 int vision_check_text_model(const vision_model *v, const model *m) {
-    if (m->hp.n_embd != v->out_dim) {
-        anv_set_error("%s: the projector's output width %d does not match the text model's n_embd %d", v->gguf->path, v->out_dim,
-                      m->hp.n_embd);
+    if (model_n_embd_inp(m) != v->out_dim) {
+        anv_set_error("%s: the projector's output width %d does not match the text model's input width %d", v->gguf->path, v->out_dim,
+                      model_n_embd_inp(m));
         return -1;
     }
     return 0;
