@@ -160,9 +160,18 @@ def write_llava(args):
     w.close()
 
 
+QWEN3VL_SHAPES = {
+    # vision width, heads, ffn, blocks, patch size, learned positions (a square grid)
+    "tiny":  dict(E=64, H=4, F=160, L=3, P=16, NPOS=16),
+    # a speed shape: 384 wide (head 64), 4 blocks, a 24 x 24 position grid
+    "bench": dict(E=384, H=6, F=1536, L=4, P=16, NPOS=576),
+}
+
+
 def write_qwen3vl(args):
-    # a qwen3-vl shaped tower: 16 px patches, a 4 x 4 learned position grid (interpolated)
-    E, H, F, L, P, NPOS = 64, 4, 160, 3, 16, 16
+    # a qwen3-vl shaped tower: 16 px patches, a learned position grid (interpolated to the image)
+    sh = QWEN3VL_SHAPES[args.preset]
+    E, H, F, L, P, NPOS = sh["E"], sh["H"], sh["F"], sh["L"], sh["P"], sh["NPOS"]
     S = int(NPOS ** 0.5 * P)
     T, HID = args.n_embd_text, 4 * E   # the merger's hidden width: hidden_size * merge^2
     ds_idx = [int(x) for x in args.deepstack.split(",") if x != ""]

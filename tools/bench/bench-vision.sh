@@ -4,6 +4,9 @@
 # tests/vision/mtmd_oracle.c), interleaved, best of REPEATS per run, on a synthetic SigLIP-style
 # projector (make_test_mmproj.py --preset bench: 224 px, 14 px patches = 256 patches, 384 wide,
 # 4 blocks, F16) and a 640x480 image (resized and padded first, as gemma3's preprocessing).
+# FAMILY=qwen3vl: a qwen3-vl style tower instead (make_test_mmproj.py --family qwen3vl --preset
+# bench: 16 px patches, 384 wide, 4 blocks, F16; a 512x384 image at its own resolution = 768
+# patches, 192 merged rows) with a qwen35 text model.
 #   tools/bench/bench-vision.sh [BUILD_DIR] [ROUNDS] [THREADS]      (LLAMA_CPP=... to pick the tree)
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,9 +18,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 gcc -O1 -o "$work/mtmd_oracle" "$root/tests/vision/mtmd_oracle.c" -I"$L/include" -I"$L/ggml/include" -I"$L/tools/mtmd" \
     -L"$L/build-cpu/bin" -lmtmd -lllama -lggml -lggml-base -Wl,-rpath,"$L/build-cpu/bin"
-python3 "$root/tools/make_test_model.py" --family gemma3 --preset tiny --type f32 --gemma3-swa off --out "$work/text.gguf" >/dev/null
-python3 "$root/tools/make_test_mmproj.py" --preset bench --type f16 --merge 4 --n-embd-text 128 --out "$work/mmproj.gguf"
-python3 "$root/tools/make_test_mmproj.py" --image 640x480 --out "$work/img.ppm"
+if [ "${FAMILY:-gemma3}" = qwen3vl ]; then
+    python3 "$root/tools/make_test_model.py" --family qwen35 --preset tiny --type f32 --out "$work/text.gguf" >/dev/null
+    python3 "$root/tools/make_test_mmproj.py" --family qwen3vl --preset bench --type f16 --n-embd-text 128 --out "$work/mmproj.gguf"
+else
+    python3 "$root/tools/make_test_model.py" --family gemma3 --preset tiny --type f32 --gemma3-swa off --out "$work/text.gguf" >/dev/null
+    python3 "$root/tools/make_test_mmproj.py" --preset bench --type f16 --merge 4 --n-embd-text 128 --out "$work/mmproj.gguf"
+fi
+python3 "$root/tools/make_test_mmproj.py" --image "$([ "${FAMILY:-gemma3}" = qwen3vl ] && echo 512x384 || echo 640x480)" --out "$work/img.ppm"
 ms() { python3 -c 'import json,sys; print([c["encode_ms"] for c in json.load(sys.stdin)["chunks"] if c["type"] == "image"][0])'; }
 i=0
 while [ "$i" -lt "$rounds" ]; do
