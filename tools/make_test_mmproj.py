@@ -241,6 +241,65 @@ def write_qwen3vl(args):
     w.close()
 
 
+def write_qwen25vl(args):
+    # a qwen2.5-vl shaped tower: 14 px patches, RMSNorms, SwiGLU, window attention (112 px
+    # windows = 4 x 4 merged tokens) in all blocks but every n_wa_pattern-th
+    E, H, F, L, P, WA = 64, 4, 160, 4, 14, 2
+    T, HID = args.n_embd_text, 4 * E
+    w = gguf.GGUFWriter(args.out, "clip")
+    w.add_type(gguf.GGUFType.MMPROJ)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32 if args.type == "f32" else gguf.LlamaFileType.MOSTLY_F16)
+    w.add_clip_has_vision_encoder(True)
+    w.add_vision_projection_dim(T)
+    w.add_vision_image_size(560)   # Qwen2VLVisionModel's default
+    w.add_vision_patch_size(P)
+    w.add_vision_embedding_length(E)
+    w.add_vision_feed_forward_length(F)
+    w.add_vision_block_count(L)
+    w.add_vision_head_count(H)
+    w.add_vision_image_mean([0.48145466, 0.4578275, 0.40821073])
+    w.add_vision_image_std([0.26862954, 0.26130258, 0.27577711])
+    w.add_clip_projector_type(gguf.VisionProjectorType.QWEN25VL)
+    w.add_vision_use_silu(True)
+    w.add_vision_n_wa_pattern(WA)
+    w.add_vision_attention_layernorm_eps(1e-6)
+    wt = np.float32 if args.type == "f32" else np.float16
+    seed = args.seed
+
+    def mat(name, shape, scale):
+        w.add_tensor(name, values(seed, name, shape, scale).astype(wt))
+
+    def vec(name, n, scale, offset=0.0):
+        w.add_tensor(name, values(seed, name, (n,), scale, offset))
+
+    mat("v.patch_embd.weight", (E, 3, P, P), 0.5 / np.sqrt(3 * P * P))
+    mat("v.patch_embd.weight.1", (E, 3, P, P), 0.5 / np.sqrt(3 * P * P))
+    for il in range(L):
+        p = "v.blk.%d." % il
+        vec(p + "ln1.weight", E, 0.2, 1.0)
+        for t in ("attn_q", "attn_k", "attn_v"):   # the converter splits the fused qkv
+            mat(p + t + ".weight", (E, E), 1.5 / np.sqrt(E))
+            vec(p + t + ".bias", E, 0.1)
+        mat(p + "attn_out.weight", (E, E), 1.0 / np.sqrt(E))
+        vec(p + "attn_out.bias", E, 0.1)
+        vec(p + "ln2.weight", E, 0.2, 1.0)
+        mat(p + "ffn_gate.weight", (F, E), 1.0 / np.sqrt(E))
+        vec(p + "ffn_gate.bias", F, 0.1)
+        mat(p + "ffn_up.weight", (F, E), 1.0 / np.sqrt(E))
+        vec(p + "ffn_up.bias", F, 0.1)
+        mat(p + "ffn_down.weight", (E, F), 1.0 / np.sqrt(F))
+        vec(p + "ffn_down.bias", E, 0.1)
+    vec("v.post_ln.weight", E, 0.2, 1.0)
+    mat("mm.0.weight", (HID, 4 * E), 1.0 / np.sqrt(4 * E))
+    vec("mm.0.bias", HID, 0.1)
+    mat("mm.2.weight", (T, HID), 1.0 / np.sqrt(HID))
+    vec("mm.2.bias", T, 0.1)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_image(args):
     wd, ht = (int(v) for v in args.image.split("x"))
     y, x = np.mgrid[0:ht, 0:wd]
@@ -254,7 +313,7 @@ def write_image(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--family", choices=["gemma3", "llava", "qwen3vl"], default="gemma3")
+    ap.add_argument("--family", choices=["gemma3", "llava", "qwen3vl", "qwen25vl"], default="gemma3")
     ap.add_argument("--preset", choices=sorted(SHAPES), default="tiny")
     ap.add_argument("--type", choices=["f32", "f16"], default="f32")
     ap.add_argument("--n-embd-text", type=int, default=128, help="the text model's n_embd (projection_dim)")
@@ -270,6 +329,8 @@ def main():
         write_llava(args)
     elif args.family == "qwen3vl":
         write_qwen3vl(args)
+    elif args.family == "qwen25vl":
+        write_qwen25vl(args)
     else:
         write_gemma3(args)
     return 0

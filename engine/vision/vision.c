@@ -94,8 +94,10 @@ static int projector_kind(const gguf_file *f, vision_proj_type *out) {
             }
     } else if (gguf_str_eq(s, "qwen3vl_merger")) {
         *out = VISION_PROJ_QWEN3VL;
+    } else if (gguf_str_eq(s, "qwen2.5vl_merger")) {
+        *out = VISION_PROJ_QWEN25VL;
     } else {
-        anv_set_error("%s: projector type '%.*s' is not supported (supported: gemma3, mlp, qwen3vl_merger)", f->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
+        anv_set_error("%s: projector type '%.*s' is not supported (supported: gemma3, mlp, qwen3vl_merger, qwen2.5vl_merger)", f->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
         return -1;
     }
     return 0;
@@ -126,7 +128,7 @@ static int load_hparams(vision_model *v) {
         memset(v->pad, 0, 3);
         if (!read_u32(f, "clip.vision.projector.scale_factor", &v->merge, false)) return -1;
         v->n_layer_run = v->n_layer;
-    } else if (v->proj == VISION_PROJ_QWEN3VL) {
+    } else if (vision_is_qwen(v)) {
         if (vision_qwen_hparams(v) != 0) return -1;
     } else {   /* llava-1.5 (llama.cpp's defaults for mlp without pinpoints) */
         v->merge = 1;
@@ -139,7 +141,7 @@ static int load_hparams(vision_model *v) {
     const int pps = v->patch_size > 0 ? v->image_size / v->patch_size : 0;
     if (v->n_embd < 1 || v->n_head < 1 || v->n_ff < 1 || v->n_layer_run < 1 || v->proj_dim < 1 || v->patch_size < 1 ||
         v->image_size < v->patch_size || v->image_size % v->patch_size || v->n_embd % v->n_head || v->merge < 1 ||
-        (v->proj != VISION_PROJ_QWEN3VL && pps % v->merge) ||
+        (!vision_is_qwen(v) && pps % v->merge) ||
         (n_head_kv >= 0 && n_head_kv != v->n_head) || v->image_size > 4096) {
         anv_set_error("%s: invalid vision shape (embedding %d, heads %d, ffn %d, blocks %d, projection %d, image %d, patch %d, merge %d)",
                       f->path, v->n_embd, v->n_head, v->n_ff, v->n_layer, v->proj_dim, v->image_size, v->patch_size, v->merge);
@@ -283,7 +285,7 @@ vision_model *vision_load(const char *path, const vision_load_opts *opts) {
     v->be = opts->gpu ? opts->gpu : opts->cpu;
     if (!(v->gguf = gguf_open(path)) || load_hparams(v) != 0) goto fail;
     if (!(v->layers = calloc((size_t)v->n_layer, sizeof *v->layers))) { anv_set_error("out of memory"); goto fail; }
-    if ((v->proj == VISION_PROJ_QWEN3VL ? vision_qwen_load(v) : load_weights(v)) != 0) goto fail;
+    if ((vision_is_qwen(v) ? vision_qwen_load(v) : load_weights(v)) != 0) goto fail;
     return v;
 fail:
     vision_free(v);
@@ -326,16 +328,16 @@ static int check_image_size(int width, int height) {
 }
 int vision_image_layout(const vision_model *v, int width, int height, vision_layout *out) {
     if (check_image_size(width, height) != 0) return -1;
-    if (v->proj == VISION_PROJ_QWEN3VL) return vision_qwen_layout(v, width, height, out);
+    if (vision_is_qwen(v)) return vision_qwen_layout(v, width, height, out);
     const int side = v->image_size / v->patch_size / v->merge;
     *out = (vision_layout){.n_tokens = side * side, .grid_w = side, .grid_h = side, .width = v->image_size, .height = v->image_size};
     return 0;
 }
 const char *vision_image_begin(const vision_model *v) {
-    return v->proj == VISION_PROJ_GEMMA3 ? "<start_of_image>" : v->proj == VISION_PROJ_QWEN3VL ? "<|vision_start|>" : "";
+    return v->proj == VISION_PROJ_GEMMA3 ? "<start_of_image>" : vision_is_qwen(v) ? "<|vision_start|>" : "";
 }
 const char *vision_image_end(const vision_model *v) {
-    return v->proj == VISION_PROJ_GEMMA3 ? "<end_of_image>" : v->proj == VISION_PROJ_QWEN3VL ? "<|vision_end|>" : "";
+    return v->proj == VISION_PROJ_GEMMA3 ? "<end_of_image>" : vision_is_qwen(v) ? "<|vision_end|>" : "";
 }
 bool vision_noncausal(const vision_model *v) { return v->proj == VISION_PROJ_GEMMA3; }
 
@@ -352,7 +354,7 @@ int vision_check_text_model(const vision_model *v, const model *m) {
 
 int vision_preprocess_rgb(const vision_model *v, const uint8_t *rgb, int width, int height, uint8_t *out) {
     if (!rgb || check_image_size(width, height) != 0) return -1;
-    if (v->proj == VISION_PROJ_QWEN3VL) {
+    if (vision_is_qwen(v)) {
         vision_layout lay;
         vision_qwen_layout(v, width, height, &lay);
         return vision_resize_padded_wh(rgb, width, height, out, lay.width, lay.height, v->resize, v->pad);
@@ -482,7 +484,7 @@ static void project_mlp(vision_model *v, vision_scratch *s, int n_patch, float *
 }
 
 int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out) {
-    if (v->proj == VISION_PROJ_QWEN3VL) {
+    if (vision_is_qwen(v)) {
         if (!rgb || check_image_size(width, height) != 0) return -1;
         return vision_qwen_encode(v, rgb, width, height, out);
     }

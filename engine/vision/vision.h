@@ -8,7 +8,8 @@
  * to last layer's output, a two-layer GELU MLP; llama.cpp's legacy converter's files). Every
  * other type (and llava-1.6's grid pinpoints, explicit feature layers) is refused at load with
  * one line naming it. qwen3vl (qwen3-vl and qwen3.5: dynamic resolution, 2-D rope, 2x2 merger,
- * deepstack rows; vision_qwen.c) gives a layout per image.
+ * deepstack rows) and qwen2.5vl (window attention, RMSNorm, SwiGLU; both vision_qwen.c) give
+ * a layout per image.
  *
  * Use (the server / CLI side):
  *   char *p = vision_find_projector(model_path, mmproj_or_NULL);   // or store_entry.projector_path
@@ -29,7 +30,7 @@
 #include "backend.h"
 #include "model.h"
 
-typedef enum { VISION_PROJ_GEMMA3 = 0, VISION_PROJ_MLP = 1, VISION_PROJ_QWEN3VL = 2 } vision_proj_type;
+typedef enum { VISION_PROJ_GEMMA3 = 0, VISION_PROJ_MLP = 1, VISION_PROJ_QWEN3VL = 2, VISION_PROJ_QWEN25VL = 3 } vision_proj_type;
 
 typedef struct vision_model vision_model;
 

@@ -46,7 +46,9 @@ int vision_resize_padded(const uint8_t *src, int w, int h, uint8_t *dst, int siz
 /* The resize onto a tw x th canvas filled with pad (PAD_CEIL, centred; a copy when the sizes agree). */
 int vision_resize_padded_wh(const uint8_t *src, int w, int h, uint8_t *dst, int tw, int th, vision_resize_algo algo, const uint8_t pad[3]);
 
-/* qwen3vl (vision_qwen.c): hyperparameters after the common ones, weights, free, layout, encode. */
+/* The qwen-vl encoders (qwen3vl, qwen2.5vl: vision_qwen.c). */
+static inline bool vision_is_qwen(const vision_model *v) { return v->proj == VISION_PROJ_QWEN3VL || v->proj == VISION_PROJ_QWEN25VL; }
+/* qwen3vl / qwen2.5vl (vision_qwen.c): hyperparameters after the common ones, weights, free, layout, encode. */
 int vision_qwen_hparams(vision_model *v);
 int vision_qwen_load(vision_model *v);
 void vision_qwen_free(vision_model *v);

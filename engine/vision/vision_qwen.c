@@ -1,6 +1,7 @@
-/* vision_qwen: the qwen3-vl / qwen3.5 vision encoder (llama.cpp's projector type qwen3vl), over
- * backend.h. Facts from today's llama.cpp (tools/mtmd/models/qwen3vl.cpp, clip.cpp,
- * mtmd-image.cpp's dyn_size preprocessor, conversion/qwen3vl.py):
+/* vision_qwen: the qwen-vl vision encoders over backend.h: qwen3-vl / qwen3.5 (llama.cpp's
+ * projector type qwen3vl) and qwen2.5-vl (qwen2.5vl). Facts from today's llama.cpp
+ * (tools/mtmd/models/qwen3vl.cpp, qwen2vl.cpp, clip.cpp, mtmd-image.cpp's dyn_size preprocessor,
+ * conversion/qwen3vl.py, conversion/qwenvl.py). qwen3vl:
  *  - preprocessing: the image resized (Pillow bicubic, PAD_CEIL onto the target) to a multiple
  *    of patch_size * merge per side within [8, 4096] merged tokens' pixels (calc_size_preserved_ratio);
  *  - the Conv3D patch embedding with temporal size 2 is stored as two Conv2D kernels
@@ -13,7 +14,13 @@
  *    output projection, LayerNorm, GELU MLP with biases;
  *  - deepstack layers (clip.vision.is_deepstack_layers): the block's output, 4 rows merged,
  *    LayerNorm, fc1, GELU, fc2, concatenated after the merger's output in each embedding row;
- *  - post-LayerNorm per patch, then the merger: 4 rows merged, mm.0, GELU, mm.2. */
+ *  - post-LayerNorm per patch, then the merger: 4 rows merged, mm.0, GELU, mm.2.
+ * qwen2.5vl, the same but: no patch bias and no learned positions; RMSNorms (weight only);
+ * separate Q, K, V with biases; a SwiGLU MLP with biases (clip.use_silu); window attention in
+ * every block but each clip.vision.n_wa_pattern-th: the merged tokens are grouped by windows of
+ * clip.vision.window_size px (default 112; smaller at the right and bottom edges), each window
+ * attends within itself (one attention call per window on the window-ordered rows); the
+ * merger's rows are put back in raster order; no deepstack. */
 #include "vision_impl.h"
 
 #include <math.h>
@@ -30,7 +37,10 @@ typedef struct {
 } qwen_deepstack;
 
 struct vision_qwen {
-    int pos_side;                /* the learned position grid's side */
+    bool v25;                    /* qwen2.5vl (else qwen3vl) */
+    int wa_pattern, window;      /* qwen2.5vl: every wa_pattern-th block is global; window side in merged tokens */
+    be_tensor **gate_w, **gate_b;/* qwen2.5vl: each block's ffn_gate */
+    int pos_side;                /* the learned position grid's side (qwen3vl) */
     float *pos_host;             /* F32 [pos_side^2][n_embd] */
     float *patch_host;           /* the summed conv kernels, F32 [n_embd][3 p p] */
     int min_pixels, max_pixels;
@@ -91,21 +101,42 @@ static float *dequant_all(const gguf_tensor *t, int64_t n) {
 
 int vision_qwen_hparams(vision_model *v) {
     const gguf_file *f = v->gguf;
+    struct vision_qwen *q = calloc(1, sizeof *q);
+    if (!q) { anv_set_error("out of memory"); return -1; }
+    v->qwen = q;
+    q->v25 = v->proj == VISION_PROJ_QWEN25VL;
+    const char *type = q->v25 ? "qwen2.5vl" : "qwen3vl";
     uint32_t merge = 2;
     if (gguf_find(f, "clip.vision.spatial_merge_size") && !gguf_get_u32(f, "clip.vision.spatial_merge_size", &merge)) return -1;
-    if (merge != 2) { anv_set_error("%s: qwen3vl with spatial_merge_size %u is not supported (2 only)", f->path, merge); return -1; }
+    if (merge != 2) { anv_set_error("%s: %s with spatial_merge_size %u is not supported (2 only)", f->path, type, merge); return -1; }
     v->merge = 2;
     v->resize = VISION_RESIZE_BICUBIC;
     memset(v->pad, 0, 3);
     v->n_layer_run = v->n_layer;
-    bool gelu = false;
-    if (!gguf_get_bool(f, "clip.use_gelu", &gelu) || !gelu) {
-        anv_set_error("%s: qwen3vl projector without clip.use_gelu = true is not supported", f->path);
+    const char *act = q->v25 ? "clip.use_silu" : "clip.use_gelu";
+    bool on = false;
+    if (!gguf_get_bool(f, act, &on) || !on) {
+        anv_set_error("%s: %s projector without %s = true is not supported", f->path, type, act);
         return -1;
     }
     if (v->n_embd % v->n_head || (v->n_embd / v->n_head) % 4) {
-        anv_set_error("%s: qwen3vl head size %d must be a multiple of 4", f->path, v->n_head ? v->n_embd / v->n_head : 0);
+        anv_set_error("%s: %s head size %d must be a multiple of 4", f->path, type, v->n_head ? v->n_embd / v->n_head : 0);
         return -1;
+    }
+    if (q->v25) {
+        uint32_t pat = 0, win = 112;   /* clip.cpp: n_wa_pattern required, window_size 112 unless given */
+        if (!gguf_get_u32(f, "clip.vision.n_wa_pattern", &pat)) {
+            if (!gguf_find(f, "clip.vision.n_wa_pattern")) anv_set_error("%s: missing metadata key clip.vision.n_wa_pattern", f->path);
+            return -1;
+        }
+        if (gguf_find(f, "clip.vision.window_size") && !gguf_get_u32(f, "clip.vision.window_size", &win)) return -1;
+        const uint32_t unit = (uint32_t)(v->patch_size * v->merge);
+        if (pat < 1 || pat > 1024 || win < unit || win > (1u << 16)) {
+            anv_set_error("%s: qwen2.5vl n_wa_pattern %u / window_size %u is invalid (window at least %u px)", f->path, pat, win, unit);
+            return -1;
+        }
+        q->wa_pattern = (int)pat;
+        q->window = (int)(win / unit);
     }
     return 0;
 }
@@ -113,9 +144,7 @@ int vision_qwen_hparams(vision_model *v) {
 int vision_qwen_load(vision_model *v) {
     const gguf_file *f = v->gguf;
     const int64_t e = v->n_embd, ff = v->n_ff, p = v->patch_size, pp3 = 3 * p * p, e4 = 4 * e;
-    struct vision_qwen *q = calloc(1, sizeof *q);
-    if (!q) { anv_set_error("out of memory"); return -1; }
-    v->qwen = q;
+    struct vision_qwen *q = v->qwen;
     const int patch_area = v->patch_size * v->patch_size * v->merge * v->merge;   /* clip.cpp set_limit_image_tokens(8, 4096) */
     q->min_pixels = 8 * patch_area;
     q->max_pixels = 4096 * patch_area;
@@ -136,24 +165,30 @@ int vision_qwen_load(vision_model *v) {
     free(b);
     q->patch_host = a;
     if (!(v->patch_w = v->be->ops->weight_new(v->be, QT_F32, pp3, e, a))) return -1;
-    v->patch_b = qput(v, "v.patch_embd.bias", e, 1, &fail);
-    /* learned positions: a square grid, kept on the host for the interpolation */
-    const gguf_tensor *pt = gguf_find_tensor(f, "v.position_embd.weight");
-    const int side = pt ? (int)lround(sqrt((double)pt->ne[1])) : 0;
-    if (!pt || pt->ne[0] != e || side < 1 || (int64_t)side * side != pt->ne[1] || pt->ne[2] != 1 || pt->ne[3] != 1 ||
-        (pt->type != QT_F32 && pt->type != QT_F16)) {
-        anv_set_error("%s: tensor 'v.position_embd.weight' is %s, expected [%lld, side^2] F32/F16", f->path, pt ? "misshapen" : "missing",
-                      (long long)e);
-        return -1;
+    if (!q->v25) v->patch_b = qput(v, "v.patch_embd.bias", e, 1, &fail);   /* qwen2.5vl: none */
+    /* learned positions (qwen3vl): a square grid, kept on the host for the interpolation */
+    const gguf_tensor *pt = q->v25 ? NULL : gguf_find_tensor(f, "v.position_embd.weight");
+    if (!q->v25) {
+        const int side = pt ? (int)lround(sqrt((double)pt->ne[1])) : 0;
+        if (!pt || pt->ne[0] != e || side < 1 || (int64_t)side * side != pt->ne[1] || pt->ne[2] != 1 || pt->ne[3] != 1 ||
+            (pt->type != QT_F32 && pt->type != QT_F16)) {
+            anv_set_error("%s: tensor 'v.position_embd.weight' is %s, expected [%lld, side^2] F32/F16", f->path, pt ? "misshapen" : "missing",
+                          (long long)e);
+            return -1;
+        }
+        q->pos_side = side;
+        if (!(q->pos_host = dequant_all(pt, e * pt->ne[1]))) return -1;
     }
-    q->pos_side = side;
-    if (!(q->pos_host = dequant_all(pt, e * pt->ne[1]))) return -1;
     if (gguf_find_tensor(f, "v.pre_ln.weight")) {
         v->pre_ln_w = qput(v, "v.pre_ln.weight", e, 1, &fail);
         v->pre_ln_b = qput(v, "v.pre_ln.bias", e, 1, &fail);
     }
     v->post_ln_w = qput(v, "v.post_ln.weight", e, 1, &fail);
-    v->post_ln_b = qput(v, "v.post_ln.bias", e, 1, &fail);
+    if (!q->v25) v->post_ln_b = qput(v, "v.post_ln.bias", e, 1, &fail);   /* qwen2.5vl: RMSNorm */
+    if (q->v25 && (!(q->gate_w = calloc((size_t)v->n_layer, sizeof *q->gate_w)) || !(q->gate_b = calloc((size_t)v->n_layer, sizeof *q->gate_b)))) {
+        anv_set_error("out of memory");
+        return -1;
+    }
     if (fail) return -1;
     /* deepstack layers */
     if (!(q->ds_of_layer = malloc((size_t)v->n_layer * sizeof(int)))) { anv_set_error("out of memory"); return -1; }
@@ -187,15 +222,26 @@ int vision_qwen_load(vision_model *v) {
         vision_layer *L = &v->layers[il];
 #define QN(s) (snprintf(name, sizeof name, "v.blk.%d.%s", il, s), name)
         L->ln1_w = qput(v, QN("ln1.weight"), e, 1, &fail);
-        L->ln1_b = qput(v, QN("ln1.bias"), e, 1, &fail);
         L->ln2_w = qput(v, QN("ln2.weight"), e, 1, &fail);
-        L->ln2_b = qput(v, QN("ln2.bias"), e, 1, &fail);
-        L->wq = qput_part(v, QN("attn_qkv.weight"), e, 3 * e, 0, e, &fail);
-        L->wk = qput_part(v, name, e, 3 * e, e, e, &fail);
-        L->wv = qput_part(v, name, e, 3 * e, 2 * e, e, &fail);
-        L->bq = qput_part(v, QN("attn_qkv.bias"), 3 * e, 1, 0, e, &fail);
-        L->bk = qput_part(v, name, 3 * e, 1, e, e, &fail);
-        L->bv = qput_part(v, name, 3 * e, 1, 2 * e, e, &fail);
+        if (q->v25) {   /* RMSNorms; Q, K, V apart; a gated MLP */
+            L->wq = qput(v, QN("attn_q.weight"), e, e, &fail);
+            L->wk = qput(v, QN("attn_k.weight"), e, e, &fail);
+            L->wv = qput(v, QN("attn_v.weight"), e, e, &fail);
+            L->bq = qput(v, QN("attn_q.bias"), e, 1, &fail);
+            L->bk = qput(v, QN("attn_k.bias"), e, 1, &fail);
+            L->bv = qput(v, QN("attn_v.bias"), e, 1, &fail);
+            q->gate_w[il] = qput(v, QN("ffn_gate.weight"), e, ff, &fail);
+            q->gate_b[il] = qput(v, QN("ffn_gate.bias"), ff, 1, &fail);
+        } else {
+            L->ln1_b = qput(v, QN("ln1.bias"), e, 1, &fail);
+            L->ln2_b = qput(v, QN("ln2.bias"), e, 1, &fail);
+            L->wq = qput_part(v, QN("attn_qkv.weight"), e, 3 * e, 0, e, &fail);
+            L->wk = qput_part(v, name, e, 3 * e, e, e, &fail);
+            L->wv = qput_part(v, name, e, 3 * e, 2 * e, e, &fail);
+            L->bq = qput_part(v, QN("attn_qkv.bias"), 3 * e, 1, 0, e, &fail);
+            L->bk = qput_part(v, name, 3 * e, 1, e, e, &fail);
+            L->bv = qput_part(v, name, 3 * e, 1, 2 * e, e, &fail);
+        }
         L->wo = qput(v, QN("attn_out.weight"), e, e, &fail);
         L->bo = qput(v, QN("attn_out.bias"), e, 1, &fail);
         L->w_up = qput(v, QN("ffn_up.weight"), e, ff, &fail);
@@ -232,7 +278,7 @@ int vision_qwen_load(vision_model *v) {
     }
     v->out_dim = q->out_text * (1 + q->n_deepstack);
     if (!v->be->ops->rope_rows) {
-        anv_set_error("%s: the %s backend cannot run the qwen3vl encoder (no rope_rows op)", f->path, v->be->name);
+        anv_set_error("%s: the %s backend cannot run the qwen-vl encoders (no rope_rows op)", f->path, v->be->name);
         return -1;
     }
     return 0;
@@ -250,6 +296,12 @@ void vision_qwen_free(vision_model *v) {
     free(q->center4_host);
     free(q->ds);
     free(q->ds_of_layer);
+    for (int il = 0; il < v->n_layer && q->gate_w; il++) {
+        be_tensor_free(q->gate_w[il]);
+        be_tensor_free(q->gate_b[il]);
+    }
+    free(q->gate_w);
+    free(q->gate_b);
     free(q->pos_host);
     free(q->patch_host);
     free(q);
@@ -304,13 +356,45 @@ static void qln(backend *be, const be_tensor *center, const be_tensor *x, be_ten
     be->ops->add(be, y, b, y, (int64_t)n * cols, cols);
 }
 
-/* The merge-block order of the ph x pw patch grid: patch (py, px) goes to row token_of(py, px). */
-static int64_t token_of(int pw, int py, int px) {
-    return (((int64_t)(py / 2) * (pw / 2) + px / 2) * 2 + py % 2) * 2 + px % 2;
+/* qwen3vl: LayerNorm of n rows of n_embd; qwen2.5vl: RMSNorm (and the bias if any). */
+static void qnorm(const vision_model *v, const be_tensor *x, be_tensor *tmp, be_tensor *y, const be_tensor *w, const be_tensor *b, int n) {
+    if (!v->qwen->v25) { qln(v->be, v->center, x, tmp, y, w, b, n, v->n_embd, v->eps); return; }
+    v->be->ops->rms_norm(v->be, x, w, y, n, v->n_embd, v->eps);
+    if (b) v->be->ops->add(v->be, y, b, y, (int64_t)n * v->n_embd, v->n_embd);
+}
+
+/* The merge-block order of the ph x pw patch grid: patch (py, px) goes to row token_of(py, px);
+ * merged token src (raster) sits at block order[src] (qwen2.5vl's window order, else src). */
+static int64_t token_of(const int *order, int pw, int py, int px) {
+    return ((int64_t)order[(py / 2) * (pw / 2) + px / 2] * 2 + py % 2) * 2 + px % 2;
+}
+
+/* clip.cpp's window grouping (qwen2.5vl): windows of win x win merged tokens in raster order of
+ * windows (smaller at the right and bottom edges), each window's tokens raster inside it.
+ * order[src] = the window-ordered position of merged token src; win_start[k] / win_len[k]: window
+ * k's first merged row and its length; returns the number of windows. Identity (one window of
+ * everything) when win <= 0. */
+static int window_order(int gw, int gh, int win, int *order, int *win_start, int *win_len) {
+    if (win <= 0) {
+        for (int i = 0; i < gw * gh; i++) order[i] = i;
+        win_start[0] = 0;
+        win_len[0] = gw * gh;
+        return 1;
+    }
+    int dst = 0, nw = 0;
+    for (int y = 0; y < gh; y += win)
+        for (int x = 0; x < gw; x += win) {
+            const int wh = win < gh - y ? win : gh - y, ww = win < gw - x ? win : gw - x;
+            win_start[nw] = dst;
+            for (int dy = 0; dy < wh; dy++)
+                for (int dx = 0; dx < ww; dx++) order[(y + dy) * gw + x + dx] = dst++;
+            win_len[nw++] = wh * ww;
+        }
+    return nw;
 }
 
 typedef struct {
-    be_tensor *patches, *x, *xn, *tmp, *q, *k, *v, *att, *up, *ones, *pos, *rope, *hid, *out, *x4n, *tmp4;
+    be_tensor *patches, *x, *xn, *tmp, *q, *k, *v, *att, *up, *gate, *ones, *pos, *rope, *hid, *out, *x4n, *tmp4;
 } qwen_scratch;
 
 int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out) {
@@ -334,7 +418,9 @@ int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int heigh
     float *host = malloc((size_t)n * host_cols * sizeof(float));
     float *part = malloc((size_t)nm * T * sizeof(float));
     int32_t *pos = malloc((size_t)n * 4 * sizeof(int32_t));
-    if (!img || !host || !part || !pos) { anv_set_error("out of memory"); goto done; }
+    int *order = malloc((size_t)nm * sizeof(int)), *win_start = malloc((size_t)nm * sizeof(int)), *win_len = malloc((size_t)nm * sizeof(int));
+    if (!img || !host || !part || !pos || !order || !win_start || !win_len) { anv_set_error("out of memory"); goto done; }
+    const int n_win = window_order(pw / 2, ph / 2, Q->v25 ? Q->window : 0, order, win_start, win_len);
     if (vision_resize_padded_wh(rgb, width, height, img, W, H, v->resize, v->pad) != 0) goto done;
     s.patches = be_tensor_new(be, QT_F32, pp3, n);
     s.x = be_tensor_new(be, QT_F32, e, n);
@@ -345,6 +431,7 @@ int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int heigh
     s.v = be_tensor_new(be, QT_F32, e, n);
     s.att = be_tensor_new(be, QT_F32, e, n);
     s.up = be_tensor_new(be, QT_F32, v->n_ff, n);
+    s.gate = Q->v25 ? be_tensor_new(be, QT_F32, v->n_ff, n) : NULL;
     s.ones = be_tensor_new(be, QT_F32, wide, n);
     s.pos = be_tensor_new(be, QT_F32, e, n);
     s.rope = be_tensor_new(be, QT_F32, hd, n);
@@ -352,7 +439,7 @@ int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int heigh
     s.out = be_tensor_new(be, QT_F32, T, nm);
     s.x4n = be_tensor_new(be, QT_F32, e4, nm);
     s.tmp4 = be_tensor_new(be, QT_F32, e4, nm);
-    if (!s.patches || !s.x || !s.xn || !s.tmp || !s.q || !s.k || !s.v || !s.att || !s.up || !s.ones || !s.pos || !s.rope || !s.hid ||
+    if ((Q->v25 && !s.gate) || !s.patches || !s.x || !s.xn || !s.tmp || !s.q || !s.k || !s.v || !s.att || !s.up || !s.ones || !s.pos || !s.rope || !s.hid ||
         !s.out || !s.x4n || !s.tmp4)
         goto done;
     /* the unit "up" of the GELU glu */
@@ -361,7 +448,7 @@ int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int heigh
     /* patches, normalised, in merge-block order */
     for (int py = 0; py < ph; py++)
         for (int px = 0; px < pw; px++) {
-            float *row = host + token_of(pw, py, px) * pp3;
+            float *row = host + token_of(order, pw, py, px) * pp3;
             for (int c = 0; c < 3; c++)
                 for (int ky = 0; ky < p; ky++)
                     for (int kx = 0; kx < p; kx++) {
@@ -371,9 +458,9 @@ int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int heigh
         }
     be_upload(s.patches, 0, host, (size_t)n * pp3 * sizeof(float));
     op->matmul(be, v->patch_w, s.patches, s.x, n, false);
-    op->add(be, s.x, v->patch_b, s.x, (int64_t)n * e, e);
-    /* learned positions: bilinear, aligned corners, from the side x side grid to ph x pw (ggml_interpolate) */
-    {
+    if (v->patch_b) op->add(be, s.x, v->patch_b, s.x, (int64_t)n * e, e);
+    /* learned positions (qwen3vl): bilinear, aligned corners, from the side x side grid to ph x pw (ggml_interpolate) */
+    if (!Q->v25) {
         const int S = Q->pos_side;
         const bool same = ph == S && pw == S;
         const float sfx = pw > 1 && S > 1 ? (float)(pw - 1) / (float)(S - 1) : (float)pw / (float)S;
@@ -386,7 +473,7 @@ int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int heigh
             float dy = fy - (float)y0;
             dy = dy < 0 ? 0 : dy > 1 ? 1 : dy;
             for (int px = 0; px < pw; px++) {
-                float *row = host + token_of(pw, py, px) * e;
+                float *row = host + token_of(order, pw, py, px) * e;
                 if (same) { memcpy(row, Q->pos_host + ((size_t)py * S + px) * e, (size_t)e * sizeof(float)); continue; }
                 const float fx = (float)px / sfx;
                 int x0 = (int)floorf(fx), x1 = x0 + 1;
@@ -406,7 +493,7 @@ int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int heigh
     /* the 2-D rope table: positions (row, column, row, column) per patch, merge-block order */
     for (int py = 0; py < ph; py++)
         for (int px = 0; px < pw; px++) {
-            const int64_t t = token_of(pw, py, px);
+            const int64_t t = token_of(order, pw, py, px);
             pos[t] = py;
             pos[n + t] = px;
             pos[2 * n + t] = py;
@@ -418,14 +505,14 @@ int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int heigh
         be_upload(s.rope, 0, host, (size_t)n * hd * sizeof(float));
     }
     if (v->pre_ln_w) {
-        qln(be, v->center, s.x, s.tmp, s.xn, v->pre_ln_w, v->pre_ln_b, n, e, v->eps);
+        qnorm(v, s.x, s.tmp, s.xn, v->pre_ln_w, v->pre_ln_b, n);
         op->store_rows(be, s.xn, s.x, 0, n);
     }
     const be_tensor x4 = be_view_reshape(s.x, e4, nm);
     for (int il = 0; il < v->n_layer_run; il++) {
         const vision_layer *L = &v->layers[il];
         const int64_t ne = (int64_t)n * e, nf = (int64_t)n * v->n_ff;
-        qln(be, v->center, s.x, s.tmp, s.xn, L->ln1_w, L->ln1_b, n, e, v->eps);
+        qnorm(v, s.x, s.tmp, s.xn, L->ln1_w, L->ln1_b, n);
         op->matmul(be, L->wq, s.xn, s.q, n, false);
         op->matmul(be, L->wk, s.xn, s.k, n, false);
         op->matmul(be, L->wv, s.xn, s.v, n, false);
@@ -436,13 +523,29 @@ int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int heigh
         op->rope_rows(be, s.k, s.rope, n, v->n_head, (int)hd, (int)hd);
         be_attn_params ap = {.n_tok = n, .pos0 = 0, .n_head = v->n_head, .n_kv_head = v->n_head, .head_dim = (int)hd,
                              .scale = 1.0f / sqrtf((float)hd), .noncausal = true};
-        op->attention(be, s.q, s.k, s.v, s.att, &ap);
+        if (!Q->v25 || (il + 1) % Q->wa_pattern == 0) {
+            op->attention(be, s.q, s.k, s.v, s.att, &ap);
+        } else {   /* qwen2.5vl's window blocks: each window (4 rows per merged token) by itself */
+            for (int w = 0; w < n_win; w++) {
+                const int r0 = 4 * win_start[w], nr = 4 * win_len[w];
+                be_tensor qw = be_view_rows(s.q, r0, nr), kw = be_view_rows(s.k, r0, nr), vw = be_view_rows(s.v, r0, nr);
+                be_tensor aw = be_view_rows(s.att, r0, nr);
+                ap.n_tok = nr;
+                op->attention(be, &qw, &kw, &vw, &aw, &ap);
+            }
+        }
         op->matmul(be, L->wo, s.att, s.x, n, true);
         op->add(be, s.x, L->bo, s.x, ne, e);
-        qln(be, v->center, s.x, s.tmp, s.xn, L->ln2_w, L->ln2_b, n, e, v->eps);
+        qnorm(v, s.x, s.tmp, s.xn, L->ln2_w, L->ln2_b, n);
         op->matmul(be, L->w_up, s.xn, s.up, n, false);
         op->add(be, s.up, L->b_up, s.up, nf, v->n_ff);
-        op->glu(be, s.up, s.ones, s.up, nf, BE_GLU_GELU_TANH);
+        if (Q->v25) {   /* SwiGLU: silu(x W_gate + b) * (x W_up + b) */
+            op->matmul(be, Q->gate_w[il], s.xn, s.gate, n, false);
+            op->add(be, s.gate, Q->gate_b[il], s.gate, nf, v->n_ff);
+            op->glu(be, s.gate, s.up, s.up, nf, BE_GLU_SILU);
+        } else {
+            op->glu(be, s.up, s.ones, s.up, nf, BE_GLU_GELU_TANH);
+        }
         op->matmul(be, L->w_down, s.up, s.x, n, true);
         op->add(be, s.x, L->b_down, s.x, ne, e);
         const int d = Q->ds_of_layer[il];
@@ -458,9 +561,9 @@ int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int heigh
         op->matmul(be, D->fc2_w, &hid, s.out, nm, false);
         op->add(be, s.out, D->fc2_b, s.out, (int64_t)nm * T, T);
         be_download(s.out, 0, part, (size_t)nm * T * sizeof(float));
-        for (int t = 0; t < nm; t++) memcpy(out + ((size_t)t * (1 + Q->n_deepstack) + 1 + d) * T, part + (size_t)t * T, (size_t)T * sizeof(float));
+        for (int t = 0; t < nm; t++) memcpy(out + ((size_t)t * (1 + Q->n_deepstack) + 1 + d) * T, part + (size_t)order[t] * T, (size_t)T * sizeof(float));
     }
-    qln(be, v->center, s.x, s.tmp, s.xn, v->post_ln_w, v->post_ln_b, n, e, v->eps);
+    qnorm(v, s.x, s.tmp, s.xn, v->post_ln_w, v->post_ln_b, n);
     /* the merger: 4 rows merged, mm.0, GELU, mm.2 */
     {
         const be_tensor xn4 = be_view_reshape(s.xn, e4, nm);
@@ -471,18 +574,22 @@ int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int heigh
         op->matmul(be, v->mm2_w, &hid, s.out, nm, false);
         op->add(be, s.out, v->mm2_b, s.out, (int64_t)nm * T, T);
         be_download(s.out, 0, part, (size_t)nm * T * sizeof(float));
-        for (int t = 0; t < nm; t++) memcpy(out + (size_t)t * (1 + Q->n_deepstack) * T, part + (size_t)t * T, (size_t)T * sizeof(float));
+        /* back to raster order: output row src is merger row order[src] */
+        for (int t = 0; t < nm; t++) memcpy(out + (size_t)t * (1 + Q->n_deepstack) * T, part + (size_t)order[t] * T, (size_t)T * sizeof(float));
     }
     if (be_error(be)) { anv_set_error("%s", be_error(be)); goto done; }
     rc = 0;
 done:
     {
-        be_tensor *ts[] = {s.patches, s.x, s.xn, s.tmp, s.q, s.k, s.v, s.att, s.up, s.ones, s.pos, s.rope, s.hid, s.out, s.x4n, s.tmp4};
+        be_tensor *ts[] = {s.patches, s.x, s.xn, s.tmp, s.q, s.k, s.v, s.att, s.up, s.gate, s.ones, s.pos, s.rope, s.hid, s.out, s.x4n, s.tmp4};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
     }
     free(img);
     free(host);
     free(part);
     free(pos);
+    free(order);
+    free(win_start);
+    free(win_len);
     return rc;
 }
