@@ -3,7 +3,8 @@
  * layouts (a multiple of patch_size * 2 per side, the [8, 4096]-token pixel budget) and encodes
  * into finite rows; malformed or unsupported files are refused with one line naming the problem
  * (merge size, a missing temporal kernel, a non-square position grid, a deepstack flag list of
- * the wrong length, a deepstack layer without its merger). The numbers themselves are checked
+ * the wrong length, a deepstack layer without its merger; a qwen2.5vl file without its window
+ * pattern or with GELU instead of SwiGLU). The numbers themselves are checked
  * against llama.cpp by vision_golden_qwen* (vision.cmake). */
 #include <math.h>
 #include <stdio.h>
@@ -17,10 +18,11 @@
 #include "testutil.h"
 #include "vision.h"
 
-enum { Q_OK, Q_MERGE3, Q_NO_W1, Q_POS_NOT_SQUARE, Q_DS_LEN, Q_DS_MISSING, Q_COUNT };
+enum { Q_OK, Q_MERGE3, Q_NO_W1, Q_POS_NOT_SQUARE, Q_DS_LEN, Q_DS_MISSING, Q_V25_NO_PATTERN, Q_V25_GELU, Q_COUNT };
 static const char *expect[Q_COUNT] = {
     NULL, "spatial_merge_size 3 is not supported", "'v.patch_embd.weight.1' is missing", "'v.position_embd.weight' is misshapen",
     "clip.vision.is_deepstack_layers has 1 entries for 2 blocks", "v.deepstack.1.fc1.weight",
+    "missing metadata key clip.vision.n_wa_pattern", "qwen2.5vl projector without clip.use_silu = true",
 };
 
 #define E 8
@@ -40,7 +42,10 @@ static void write_projector(const char *path, int variant) {
     gguf_writer *w = gguf_writer_new(path);
     gguf_writer_set_str(w, "general.architecture", "clip");
     gguf_writer_set_bool(w, "clip.has_vision_encoder", true);
-    gguf_writer_set_str(w, "clip.projector_type", "qwen3vl_merger");
+    const bool v25 = variant == Q_V25_NO_PATTERN || variant == Q_V25_GELU;
+    gguf_writer_set_str(w, "clip.projector_type", v25 ? "qwen2.5vl_merger" : "qwen3vl_merger");
+    if (variant == Q_V25_NO_PATTERN) gguf_writer_set_bool(w, "clip.use_silu", true);
+    if (variant == Q_V25_GELU) gguf_writer_set_u32(w, "clip.vision.n_wa_pattern", 2);
     gguf_writer_set_u32(w, "clip.vision.projection_dim", TXT);
     gguf_writer_set_u32(w, "clip.vision.image_size", 3 * PS);
     gguf_writer_set_u32(w, "clip.vision.patch_size", PS);
