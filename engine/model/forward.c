@@ -246,7 +246,12 @@ typedef enum { OUT_NONE, OUT_LAST_LOGITS, OUT_ALL_LOGITS, OUT_EMBD_SUM, OUT_EMBD
 
 /* The rows of input embeddings of a pass instead of tokens (model_eval_embd): nt rows of
  * n_embd floats; bidirectional as layer_pass's. */
-typedef struct { const float *rows; bool bidirectional; int grid_w, grid_h; } embd_input;
+typedef struct {
+    const float *rows;
+    bool bidirectional;
+    int grid_w, grid_h;   /* an image's grid (M-RoPE positions), 0 = none */
+    int row0, p0;         /* an image evaluated in parts: this part's first row in the grid, the image's position */
+} embd_input;
 
 /* M-RoPE rows by table (rope_rows): an image's rows (ein with a grid, one sequence) at
  * (t, h, w, e) = (p0, p0 + y, p0 + x, 0) from the context's next text position, or text rows at
@@ -256,17 +261,20 @@ static int rope_tables(scratch_set *ss, const model *m, const seq_span *seqs, in
     const model_hparams *hp = &m->hp;
     const bool image = ein && ein->grid_w > 0 && ein->grid_h > 0;
     if (!hp->rope_sect_mode || (!image && !hp->rope_text_table)) return 0;
-    if (image && (int64_t)ein->grid_w * ein->grid_h != nt) { anv_set_error("image grid %d x %d does not hold %d rows", ein->grid_w, ein->grid_h, nt); return -1; }
+    if (image && (ein->row0 < 0 || (int64_t)ein->grid_w * ein->grid_h < (int64_t)ein->row0 + nt)) {
+        anv_set_error("image grid %d x %d does not hold rows %d..%d", ein->grid_w, ein->grid_h, ein->row0, ein->row0 + nt - 1);
+        return -1;
+    }
     int32_t *pos = malloc((size_t)nt * 4 * sizeof(int32_t));
     float *tab = malloc((size_t)nt * hp->n_rot * sizeof(float));
     if (!pos || !tab) { free(pos); free(tab); anv_set_error("out of memory"); return -1; }
     for (int si = 0; si < n_seq; si++) {
-        const int p0 = model_ctx_next_pos(seqs[si].c);
+        const int p0 = image ? ein->p0 : model_ctx_next_pos(seqs[si].c);
         for (int t = 0; t < seqs[si].n; t++) {
-            const int r = seqs[si].row0 + t;
+            const int r = seqs[si].row0 + t, g = image ? ein->row0 + t : 0;   /* g: the row's index in the image grid */
             pos[r] = image ? p0 : p0 + t;
-            pos[nt + r] = image ? p0 + t / ein->grid_w : p0 + t;
-            pos[2 * nt + r] = image ? p0 + t % ein->grid_w : p0 + t;
+            pos[nt + r] = image ? p0 + g / ein->grid_w : p0 + t;
+            pos[2 * nt + r] = image ? p0 + g % ein->grid_w : p0 + t;
             pos[3 * nt + r] = 0;
         }
     }
@@ -366,7 +374,7 @@ static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq
         if (c->next_pos) {   /* text: one position per row; an M-RoPE image: max(grid) for all its rows */
             const int p0 = c->next_pos[c->n_past];
             for (int t = 0; t < seqs[i].n; t++)
-                c->next_pos[c->n_past + t + 1] = image_rows ? p0 + (ein->grid_w > ein->grid_h ? ein->grid_w : ein->grid_h) : p0 + t + 1;
+                c->next_pos[c->n_past + t + 1] = image_rows ? ein->p0 + (ein->grid_w > ein->grid_h ? ein->grid_w : ein->grid_h) : p0 + t + 1;
         }
         c->n_past += seqs[i].n;
         if (c->rs && seqs[i].n >= 2) rs_checkpoint(c->rs, c->n_past);   /* a prompt (chunk): truncate's landing points */
@@ -423,8 +431,8 @@ int model_eval_embd_grid(model_ctx *c, const float *embd, int n, int grid_w, int
         anv_set_error("%s: evaluating embeddings in place of tokens is not supported for this family", hp->arch_name);
         return -1;
     }
-    if (n > c->ss->n_batch) {
-        anv_set_error("%d embedding rows exceed the batch size %d (an image is evaluated in one pass)", n, c->ss->n_batch);
+    if (n > c->ss->n_batch && bidirectional) {
+        anv_set_error("%d bidirectional embedding rows exceed the batch size %d (such an image is evaluated in one pass)", n, c->ss->n_batch);
         return -1;
     }
     if (bidirectional && hp->swa_window > 0 && n > hp->swa_window) {
@@ -434,10 +442,20 @@ int model_eval_embd_grid(model_ctx *c, const float *embd, int n, int grid_w, int
     const size_t w = (size_t)model_n_embd_inp(m);
     for (size_t i = 0; i < (size_t)n * w; i++)
         if (!isfinite(embd[i])) { anv_set_error("model_eval_embd: embedding row %zu holds a non-finite value", i / w); return -1; }
-    seq_span sq = {c, 0, n};
-    const embd_input ein = {embd, bidirectional, grid_w, grid_h};
-    out_kind kind = logits ? (all_logits ? OUT_ALL_LOGITS : OUT_LAST_LOGITS) : OUT_NONE;
-    return forward_in(c->ss, m, &sq, 1, NULL, &ein, n, kind, logits);
+    /* causal rows in parts of n_batch (an image of many rows, as mtmd's batches), all at the
+     * image's M-RoPE position */
+    const int p0 = model_ctx_next_pos(c);
+    for (int i = 0; i < n; i += c->ss->n_batch) {
+        const int nt = n - i < c->ss->n_batch ? n - i : c->ss->n_batch;
+        seq_span sq = {c, 0, nt};
+        const embd_input ein = {embd + (size_t)i * w, bidirectional, grid_w, grid_h, i, p0};
+        out_kind kind = OUT_NONE;
+        float *dst = NULL;
+        if (logits && all_logits) { kind = OUT_ALL_LOGITS; dst = logits + (size_t)i * hp->n_vocab; }
+        else if (logits && i + nt == n) { kind = OUT_LAST_LOGITS; dst = logits; }
+        if (forward_in(c->ss, m, &sq, 1, NULL, &ein, nt, kind, dst) != 0) return -1;
+    }
+    return 0;
 }
 
 int model_eval_multi(model_ctx *const *ctxs, const int32_t *const *tokens, const int *n_tokens,

@@ -5,7 +5,8 @@
  * image (vision_encode), and evaluates the chunks in order, printing every text chunk's tokens
  * and logits and the image's embeddings and encode time (best of REPEATS).
  *
- *   vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N] [--prompt-api]
+ *   vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N] [--ctx N] [--prompt-api]
+ * --ctx: the context size (256; above 512 an image of more than 512 rows is evaluated in parts).
  * --prompt-api: vision_eval_prompt + the last token's model_eval instead (the path `anvil run`
  * takes), printing {"tokens": [all, image rows as -1], "last_logits": [...]}.
  * --vulkan: the text model and the encoder on lavapipe (with ANVIL_VK_VALIDATE=1 a non-zero
@@ -98,11 +99,12 @@ static int finish(backend *cpu, backend *gpu, model *m, vision_model *v, model_c
 int main(int argc, char **argv) {
     if (argc < 5) { fprintf(stderr, "usage: vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N]\n"); return 2; }
     bool vulkan = false, prompt_api = false;
-    int repeats = 1, threads = 2;
+    int repeats = 1, threads = 2, n_ctx = 256;
     for (int i = 5; i < argc; i++) {
         if (!strcmp(argv[i], "--vulkan")) vulkan = true;
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) n_ctx = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--prompt-api")) prompt_api = true;
         else { fprintf(stderr, "vision_dump: unknown argument %s\n", argv[i]); return 2; }
     }
@@ -127,7 +129,7 @@ int main(int argc, char **argv) {
     int w, h;
     uint8_t *rgb = read_ppm(argv[3], &w, &h);
     if (!rgb) { fprintf(stderr, "vision_dump: cannot read %s (binary PPM)\n", argv[3]); return 1; }
-    model_ctx *c = model_ctx_new(m, 256, QT_F16);
+    model_ctx *c = model_ctx_new(m, n_ctx, QT_F16);
     if (!c) return fail("context");
     const char *prompt = argv[4], *mark = strstr(prompt, "<__media__>");
     if (prompt_api) {
