@@ -248,6 +248,18 @@ static void cpu_op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int he
     cpu_rope(ctx_of(be), f32_of(x), n_tok, n_head, head_dim, pos0, p, p->freq_factors ? f32_of(p->freq_factors) : NULL);
 }
 
+static void cpu_op_rope_rows(backend *be, be_tensor *x, const be_tensor *table, int n_tok, int n_head, int head_dim, int n_rot) {
+    if (n_tok < 0 || n_head <= 0 || head_dim <= 0 || n_rot <= 0 || n_rot > head_dim || n_rot % 2 != 0) {
+        be_fail(be, "cpu rope_rows: bad shape (n_rot %d, head_dim %d)", n_rot, head_dim);
+        return;
+    }
+    if (!need_f32(x, (int64_t)n_tok * n_head * head_dim, "rope_rows", "x") || !need_f32(table, (int64_t)n_tok * n_rot, "rope_rows", "table")) {
+        be_record_error(be);
+        return;
+    }
+    cpu_rope_rows(ctx_of(be), f32_of(x), f32_of(table), n_tok, n_head, head_dim, n_rot);
+}
+
 static void cpu_op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind) {
     if (n < 0 || !need_f32(gate, n, "glu", "gate") || !need_f32(up, n, "glu", "up") || !need_f32(out, n, "glu", "out")) { be_record_error(be); return; }
     if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH && kind != BE_GLU_SWIGLU_OAI && kind != BE_GLU_SIGMOID) { be_fail(be, "cpu glu: unknown activation %d", (int)kind); return; }
@@ -349,6 +361,7 @@ static const backend_ops cpu_ops_table = {
     .scale = cpu_op_scale,
     .clamp = cpu_op_clamp,
     .rope = cpu_op_rope,
+    .rope_rows = cpu_op_rope_rows,
     .glu = cpu_op_glu,
     .store_rows = cpu_op_store_rows,
     .attention = cpu_op_attention,

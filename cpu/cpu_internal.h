@@ -70,6 +70,7 @@ void cpu_add(cpu_ctx *c, const float *a, const float *b, float *out, int64_t n, 
 void cpu_mul(cpu_ctx *c, const float *a, const float *b, float *out, int64_t n, int64_t b_n);
 void cpu_scale(cpu_ctx *c, float *x, int64_t n, float s);
 void cpu_clamp(cpu_ctx *c, const float *x, float *out, int64_t n, float lo, float hi);
+void cpu_rope_rows(cpu_ctx *c, float *x, const float *table, int n_tok, int n_head, int head_dim, int n_rot);
 void cpu_rope(cpu_ctx *c, float *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p, const float *freq_factors);
 void cpu_glu(cpu_ctx *c, const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind);
 int cpu_get_rows(cpu_ctx *c, uint32_t type, const void *table, int64_t cols, const int32_t *ids, int n_ids, float *out);

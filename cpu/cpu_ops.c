@@ -165,6 +165,30 @@ void cpu_rope(cpu_ctx *c, float *x, int n_tok, int n_head, int head_dim, int pos
     par_range(c, rope_range, &a, n_tok, 1, (int64_t)n_tok * n_head * p->n_rot * 4);
 }
 
+/* rope_rows: the rotation from a per-token table of (cos, sin), NEOX pairs */
+typedef struct { float *x; const float *table; int n_head, head_dim, n_rot; } rope_rows_args;
+
+static void rope_rows_range(void *ctx, int64_t t0, int64_t t1) {
+    const rope_rows_args *a = ctx;
+    const int half = a->n_rot / 2;
+    for (int64_t t = t0; t < t1; t++) {
+        const float *cs = a->table + t * a->n_rot;
+        for (int h = 0; h < a->n_head; h++) {
+            float *v = a->x + (t * a->n_head + h) * (int64_t)a->head_dim;
+            for (int i = 0; i < half; i++) {
+                const float x0 = v[i], x1 = v[i + half];
+                v[i] = x0 * cs[2 * i] - x1 * cs[2 * i + 1];
+                v[i + half] = x0 * cs[2 * i + 1] + x1 * cs[2 * i];
+            }
+        }
+    }
+}
+
+void cpu_rope_rows(cpu_ctx *c, float *x, const float *table, int n_tok, int n_head, int head_dim, int n_rot) {
+    rope_rows_args a = {x, table, n_head, head_dim, n_rot};
+    par_range(c, rope_rows_range, &a, n_tok, 1, (int64_t)n_tok * n_head * n_rot * 4);
+}
+
 /* ---- glu ---- */
 typedef struct {
     const float *gate, *up;

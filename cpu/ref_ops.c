@@ -122,6 +122,20 @@ int ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot,
     return ref_rope_ext(x, n_tok, n_head, head_dim, pos0, &p, freq_factors);
 }
 
+void ref_rope_rows(float *x, const float *table, int n_tok, int n_head, int head_dim, int n_rot) {
+    const int half = n_rot / 2;
+    for (int t = 0; t < n_tok; t++)
+        for (int h = 0; h < n_head; h++) {
+            float *v = x + ((int64_t)t * n_head + h) * head_dim;
+            const float *cs = table + (int64_t)t * n_rot;
+            for (int i = 0; i < half; i++) {
+                const float a = v[i], b = v[i + half];
+                v[i] = a * cs[2 * i] - b * cs[2 * i + 1];
+                v[i + half] = a * cs[2 * i + 1] + b * cs[2 * i];
+            }
+        }
+}
+
 void ref_glu(const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind) {
     for (int64_t i = 0; i < n; i++) {
         const float g = gate[i];

@@ -22,6 +22,8 @@ void ref_clamp(const float *x, float *out, int64_t n, float lo, float hi);
 int ref_rope(float *x, int n_tok, int n_head, int head_dim, int pos0, int n_rot, be_rope_mode mode, float freq_base, float freq_scale, const float *freq_factors);
 /* The same with YaRN (p->ext_factor, attn_factor, corr_lo/hi; p->freq_factors is ignored). */
 int ref_rope_ext(float *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p, const float *freq_factors);
+/* backend.h rope_rows: x [n_tok][n_head * head_dim] rotated by table [n_tok][n_rot] (cos, sin per pair). */
+void ref_rope_rows(float *x, const float *table, int n_tok, int n_head, int head_dim, int n_rot);
 void ref_glu(const float *gate, const float *up, float *out, int64_t n, be_glu_kind kind);
 /* backend.h conv1d_state: x [n_tok][ch], state [k-1][ch] (updated), w [ch][k], out [n_tok][ch]. */
 void ref_conv1d_state(const float *x, float *state, const float *w, float *out, int n_tok, int64_t ch, int k);

@@ -4,7 +4,8 @@ Anvil's vision tests, with the metadata keys and tensor names llama.cpp's conver
 gemma3 as conversion/base.py MmprojModel + conversion/gemma.py Gemma3VisionModel (SigLIP blocks
 with biases, post-LayerNorm, no pre-LayerNorm, fc1 -> ffn_up, the patch embedding as a conv
 kernel, position embeddings and the soft-embedding norm in F32, the input projection in F16); gemma4
-(gemma4v) as conversion/gemma.py Gemma4VisionAudioModel (write_gemma4);
+(gemma4v) as conversion/gemma.py Gemma4VisionAudioModel (write_gemma4); qwen3vl and qwen2.5vl as
+conversion/qwen3vl.py and conversion/qwenvl.py (write_qwen3vl, write_qwen25vl);
 llava (llava-1.5's mlp projector) as tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py
 (CLIP: class embedding, pre-LayerNorm, quick GELU, fc1 -> ffn_down and fc2 -> ffn_up, the last
 block dropped and block_count = layers - 1, no post-LayerNorm, 2-D weights F16 incl. the
@@ -236,6 +237,146 @@ def write_gemma4(args):
     w.close()
 
 
+QWEN3VL_SHAPES = {
+    # vision width, heads, ffn, blocks, patch size, learned positions (a square grid)
+    "tiny":  dict(E=64, H=4, F=160, L=3, P=16, NPOS=16),
+    # a speed shape: 384 wide (head 64), 4 blocks, a 24 x 24 position grid
+    "bench": dict(E=384, H=6, F=1536, L=4, P=16, NPOS=576),
+}
+
+
+def write_qwen3vl(args):
+    # a qwen3-vl shaped tower: 16 px patches, a learned position grid (interpolated to the image)
+    sh = QWEN3VL_SHAPES[args.preset]
+    E, H, F, L, P, NPOS = sh["E"], sh["H"], sh["F"], sh["L"], sh["P"], sh["NPOS"]
+    S = int(NPOS ** 0.5 * P)
+    T, HID = args.n_embd_text, 4 * E   # the merger's hidden width: hidden_size * merge^2
+    ds_idx = [int(x) for x in args.deepstack.split(",") if x != ""]
+    w = gguf.GGUFWriter(args.out, "clip")
+    w.add_type(gguf.GGUFType.MMPROJ)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32 if args.type == "f32" else gguf.LlamaFileType.MOSTLY_F16)
+    w.add_clip_has_vision_encoder(True)
+    w.add_vision_projection_dim(T)
+    w.add_vision_image_size(S)
+    w.add_vision_patch_size(P)
+    w.add_vision_embedding_length(E)
+    w.add_vision_feed_forward_length(F)
+    w.add_vision_block_count(L)
+    w.add_vision_head_count(H)
+    w.add_vision_image_mean([0.5, 0.5, 0.5])
+    w.add_vision_image_std([0.5, 0.5, 0.5])
+    w.add_clip_projector_type(gguf.VisionProjectorType.QWEN3VL)
+    w.add_vision_use_gelu(True)
+    w.add_vision_spatial_merge_size(2)
+    w.add_vision_attention_layernorm_eps(1e-6)
+    if ds_idx:
+        w.add_vision_is_deepstack_layers([i in ds_idx for i in range(L)])
+    wt = np.float32 if args.type == "f32" else np.float16
+    seed = args.seed
+
+    def mat(name, shape, scale):
+        w.add_tensor(name, values(seed, name, shape, scale).astype(wt))
+
+    def vec(name, n, scale, offset=0.0):
+        w.add_tensor(name, values(seed, name, (n,), scale, offset))
+
+    mat("v.patch_embd.weight", (E, 3, P, P), 0.5 / np.sqrt(3 * P * P))
+    mat("v.patch_embd.weight.1", (E, 3, P, P), 0.5 / np.sqrt(3 * P * P))
+    vec("v.patch_embd.bias", E, 0.1)
+    w.add_tensor("v.position_embd.weight", values(seed, "v.position_embd.weight", (NPOS, E), 0.5))   # always F32 (V_ENC_EMBD_POS)
+    for il in range(L):
+        p = "v.blk.%d." % il
+        vec(p + "ln1.weight", E, 0.2, 1.0)
+        vec(p + "ln1.bias", E, 0.1)
+        mat(p + "attn_qkv.weight", (3 * E, E), 1.5 / np.sqrt(E))
+        vec(p + "attn_qkv.bias", 3 * E, 0.1)
+        mat(p + "attn_out.weight", (E, E), 1.0 / np.sqrt(E))
+        vec(p + "attn_out.bias", E, 0.1)
+        vec(p + "ln2.weight", E, 0.2, 1.0)
+        vec(p + "ln2.bias", E, 0.1)
+        mat(p + "ffn_up.weight", (F, E), 1.0 / np.sqrt(E))
+        vec(p + "ffn_up.bias", F, 0.1)
+        mat(p + "ffn_down.weight", (E, F), 1.0 / np.sqrt(F))
+        vec(p + "ffn_down.bias", E, 0.1)
+    for il in ds_idx:
+        p = "v.deepstack.%d." % il
+        vec(p + "norm.weight", 4 * E, 0.2, 1.0)
+        vec(p + "norm.bias", 4 * E, 0.1)
+        mat(p + "fc1.weight", (HID, 4 * E), 1.0 / np.sqrt(4 * E))
+        vec(p + "fc1.bias", HID, 0.1)
+        mat(p + "fc2.weight", (T, HID), 1.0 / np.sqrt(HID))
+        vec(p + "fc2.bias", T, 0.1)
+    vec("v.post_ln.weight", E, 0.2, 1.0)
+    vec("v.post_ln.bias", E, 0.1)
+    mat("mm.0.weight", (HID, 4 * E), 1.0 / np.sqrt(4 * E))
+    vec("mm.0.bias", HID, 0.1)
+    mat("mm.2.weight", (T, HID), 1.0 / np.sqrt(HID))
+    vec("mm.2.bias", T, 0.1)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def write_qwen25vl(args):
+    # a qwen2.5-vl shaped tower: 14 px patches, RMSNorms, SwiGLU, window attention (112 px
+    # windows = 4 x 4 merged tokens) in all blocks but every n_wa_pattern-th
+    E, H, F, L, P, WA = 64, 4, 160, 4, 14, 2
+    T, HID = args.n_embd_text, 4 * E
+    w = gguf.GGUFWriter(args.out, "clip")
+    w.add_type(gguf.GGUFType.MMPROJ)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32 if args.type == "f32" else gguf.LlamaFileType.MOSTLY_F16)
+    w.add_clip_has_vision_encoder(True)
+    w.add_vision_projection_dim(T)
+    w.add_vision_image_size(560)   # Qwen2VLVisionModel's default
+    w.add_vision_patch_size(P)
+    w.add_vision_embedding_length(E)
+    w.add_vision_feed_forward_length(F)
+    w.add_vision_block_count(L)
+    w.add_vision_head_count(H)
+    w.add_vision_image_mean([0.48145466, 0.4578275, 0.40821073])
+    w.add_vision_image_std([0.26862954, 0.26130258, 0.27577711])
+    w.add_clip_projector_type(gguf.VisionProjectorType.QWEN25VL)
+    w.add_vision_use_silu(True)
+    w.add_vision_n_wa_pattern(WA)
+    w.add_vision_attention_layernorm_eps(1e-6)
+    wt = np.float32 if args.type == "f32" else np.float16
+    seed = args.seed
+
+    def mat(name, shape, scale):
+        w.add_tensor(name, values(seed, name, shape, scale).astype(wt))
+
+    def vec(name, n, scale, offset=0.0):
+        w.add_tensor(name, values(seed, name, (n,), scale, offset))
+
+    mat("v.patch_embd.weight", (E, 3, P, P), 0.5 / np.sqrt(3 * P * P))
+    mat("v.patch_embd.weight.1", (E, 3, P, P), 0.5 / np.sqrt(3 * P * P))
+    for il in range(L):
+        p = "v.blk.%d." % il
+        vec(p + "ln1.weight", E, 0.2, 1.0)
+        for t in ("attn_q", "attn_k", "attn_v"):   # the converter splits the fused qkv
+            mat(p + t + ".weight", (E, E), 1.5 / np.sqrt(E))
+            vec(p + t + ".bias", E, 0.1)
+        mat(p + "attn_out.weight", (E, E), 1.0 / np.sqrt(E))
+        vec(p + "attn_out.bias", E, 0.1)
+        vec(p + "ln2.weight", E, 0.2, 1.0)
+        mat(p + "ffn_gate.weight", (F, E), 1.0 / np.sqrt(E))
+        vec(p + "ffn_gate.bias", F, 0.1)
+        mat(p + "ffn_up.weight", (F, E), 1.0 / np.sqrt(E))
+        vec(p + "ffn_up.bias", F, 0.1)
+        mat(p + "ffn_down.weight", (E, F), 1.0 / np.sqrt(F))
+        vec(p + "ffn_down.bias", E, 0.1)
+    vec("v.post_ln.weight", E, 0.2, 1.0)
+    mat("mm.0.weight", (HID, 4 * E), 1.0 / np.sqrt(4 * E))
+    vec("mm.0.bias", HID, 0.1)
+    mat("mm.2.weight", (T, HID), 1.0 / np.sqrt(HID))
+    vec("mm.2.bias", T, 0.1)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_image(args):
     wd, ht = (int(v) for v in args.image.split("x"))
     y, x = np.mgrid[0:ht, 0:wd]
@@ -249,12 +390,13 @@ def write_image(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--family", choices=["gemma3", "gemma4", "llava"], default="gemma3")
+    ap.add_argument("--family", choices=["gemma3", "gemma4", "llava", "qwen3vl", "qwen25vl"], default="gemma3")
     ap.add_argument("--preset", choices=sorted(SHAPES), default="tiny")
     ap.add_argument("--type", choices=["f32", "f16"], default="f32")
     ap.add_argument("--n-embd-text", type=int, default=128, help="the text model's n_embd (projection_dim)")
     ap.add_argument("--merge", type=int, default=None,
                     help="pooling kernel (clip.vision.projector.scale_factor; default gemma3 4, gemma4 3)")
+    ap.add_argument("--deepstack", default="", help="qwen3vl: comma-separated block indexes with a deepstack merger")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--clamps", action="store_true", help="gemma4: Gemma4ClippableLinear clamp scalars on every linear")
     ap.add_argument("--image", metavar="WxH", help="write a test image (binary PPM) instead")
@@ -268,6 +410,10 @@ def main():
         write_llava(args)
     elif args.family == "gemma4":
         write_gemma4(args)
+    elif args.family == "qwen3vl":
+        write_qwen3vl(args)
+    elif args.family == "qwen25vl":
+        write_qwen25vl(args)
     else:
         write_gemma3(args)
     return 0

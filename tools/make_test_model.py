@@ -62,6 +62,13 @@ FAMILY = {
                    rope_base=1000000.0, eps=1e-6, ctx=32768),
     "qwen3":  dict(n_layer=3, n_head=8, n_head_kv=2, head_dim=32, tied=False, vocab="bpe",
                    rope_base=1000000.0, eps=1e-6, ctx=40960),
+    # qwen-vl text archs (conversion/qwen3vl.py Qwen3VLTextModel, conversion/base.py's mrope sections
+    # padded to 4): qwen3vl = the qwen3 body + IMROPE sections (as Qwen3-VL's [24, 20, 20], two pairs
+    # fall in the 4th section) + n_deepstack_layers; qwen2vl = the qwen2 body + MROPE sections
+    "qwen3vl": dict(n_layer=3, n_head=8, n_head_kv=2, head_dim=32, tied=False, vocab="bpe",
+                    rope_base=1000000.0, eps=1e-6, ctx=40960, rope_sections=[8, 4, 4, 0], n_deepstack=2),
+    "qwen2vl": dict(n_layer=2, n_head=4, n_head_kv=4, head_dim=None, tied=True, vocab="bpe",
+                    rope_base=1000000.0, eps=1e-6, ctx=32768, rope_sections=[2, 3, 3, 0]),
     "gemma3": dict(n_layer=7, n_head=4, n_head_kv=1, head_dim="2x", tied=True, vocab="spm",
                    rope_base=1000000.0, eps=1e-6, ctx=32768, swa=8),
     # Mixture of experts: the base family's attention, experts as 3-D [n_expert][n_ff_exp][n_embd]
@@ -148,6 +155,8 @@ BASE = {"qwen3moe": "qwen3", "qwen2moe": "qwen2", "llamamoe": "llama", "gptoss":
 GGUF_ARCH = {"llamamoe": "llama", "gptoss": "gpt-oss", "mistral3moe": "mistral3", "gemma4dense": "gemma4",
              "gemma4moe": "gemma4"}
 GEMMA4 = ("gemma4", "gemma4dense", "gemma4moe")
+# qwen-vl text family -> the dense family whose body and vocabulary it shares (its own GGUF arch)
+VL_BASE = {"qwen3vl": "qwen3", "qwen2vl": "qwen2"}
 # Mistral's control tokens (tekken / v7+ tokenizers; as user-visible strings in the chat templates)
 MISTRAL_SPECIALS = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
                     "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
@@ -445,7 +454,7 @@ def tensor_plan(args, hp):
     if args.family in GEMMA4:
         return gemma4_plan(hp, getattr(args, "ollama_keys", False))
     moe = args.family in BASE
-    fam = BASE.get(args.family, args.family)
+    fam = VL_BASE.get(args.family, BASE.get(args.family, args.family))
     E, F, V, H, HKV, D = hp["n_embd"], hp["n_ff"], hp["n_vocab"], hp["n_head"], hp["n_head_kv"], hp["head_dim"]
     logit_scale = 3.0 / math.sqrt(E)  # logits ~ N(0, 3^2): clear top-1 margins
     qk = 1.0 if fam in ("qwen3", "gemma3") else 1.5  # sharper attention where q, k are not normed
@@ -748,7 +757,7 @@ def tensor_qtype(shape, kind, qt_main):
 
 
 def write_model(args, hp, path, wtype, quantizer):
-    fam = BASE.get(args.family, args.family)
+    fam = VL_BASE.get(args.family, BASE.get(args.family, args.family))
     if args.family in GEMMA4:
         fam = "gemma4"
     vocab = spm_vocab("gemma3" if fam == "gemma4" else fam, hp["n_vocab"]) if hp["vocab"] == "spm" else bpe_vocab(fam, hp["n_vocab"], agent=args.chat_template == "qwen3" or bool(args.chat_template_file),
@@ -807,6 +816,10 @@ def write_model(args, hp, path, wtype, quantizer):
             w.add_rope_freq_base_swa(5000.0)
     if fam == "qwen35":
         write_qwen35_keys(w, hp, args.ollama_keys)
+    if args.family in VL_BASE:
+        w.add_rope_dimension_sections(hp["rope_sections"])
+        if args.family == "qwen3vl":
+            w.add_num_deepstack_layers(hp["n_deepstack"])
     w.add_file_type(getattr(gguf.LlamaFileType, FILE_TYPES[wtype]))
     if wtype not in ("f32", "f16", "bf16"):
         w.add_quantization_version(gguf.GGML_QUANT_VERSION)

@@ -160,6 +160,14 @@ typedef struct backend_ops {
     bool (*rope_store)(backend *be, be_tensor *q, const be_tensor *k, const be_tensor *v, be_tensor *k_cache, be_tensor *v_cache,
                        int n_tok, int n_head, int n_kv_head, int head_dim, int pos0, const be_rope_params *p);
 
+    /* Rope by a per-row table (M-RoPE image positions in the text model, the 2-D rope of the
+     * qwen-vl encoders): x [n_tok][n_head * head_dim] in place; for token t, every head and pair
+     * i < n_rot / 2 (NEOX pairing): (x[i], x[i + n_rot/2]) rotated by cos = table[t][2i],
+     * sin = table[t][2i + 1]; dims >= n_rot pass. table F32 [n_tok][n_rot] (rope_table.h builds
+     * it as ggml's multi-section rope does). Optional: NULL where a backend lacks it (callers
+     * refuse with one line). */
+    void (*rope_rows)(backend *be, be_tensor *x, const be_tensor *table, int n_tok, int n_head, int head_dim, int n_rot);
+
     /* Recurrent-layer ops (qwen35's gated DeltaNet). Optional: NULL in a backend that cannot
      * run such a layer (the model refuses to place one there). Both take the n_tok tokens of
      * ONE sequence and that sequence's state, so a prompt chunk and a decode step are the

@@ -53,15 +53,21 @@ static void attend_sequence(const layer_pass *p, const seq_span *sq, be_tensor *
     const backend_ops *op = p->op;
     backend *be = p->be;
     const int hd = hp->head_dim_k, pos0 = sq->c->n_past;
+    /* the rope position: the KV slot unless M-RoPE images moved positions (pass.h next_pos) */
+    const int rpos0 = sq->c->next_pos ? sq->c->next_pos[pos0] : pos0;
     const int64_t kvd = (int64_t)hp->n_kv_head * hd;
     be_tensor *k_cache = sq->c->k_cache[p->il], *v_cache = sq->c->v_cache[p->il];
     const kv_rot *kr = &sq->c->rot;
     /* fused (backend.h rope_store) where the cache is not rotated: rope q, k + both stores */
-    const bool fused = !kr->n_k && op->rope_store &&
+    const bool fused = !kr->n_k && !p->rope_tab && rpos0 == pos0 && op->rope_store &&
                        op->rope_store(be, q, k, v, k_cache, v_cache, sq->n, hp->n_head, hp->n_kv_head, hd, pos0, rp);
-    if (!fused) {
-        op->rope(be, q, sq->n, hp->n_head, hd, pos0, rp);
-        op->rope(be, k, sq->n, hp->n_kv_head, hd, pos0, rp);
+    if (!fused && p->rope_tab) {   /* M-RoPE by table: the sequence's rows of it */
+        const be_tensor tab = be_view_rows(p->rope_tab, sq->row0, sq->n);
+        op->rope_rows(be, q, &tab, sq->n, hp->n_head, hd, rp->n_rot);
+        op->rope_rows(be, k, &tab, sq->n, hp->n_kv_head, hd, rp->n_rot);
+    } else if (!fused) {
+        op->rope(be, q, sq->n, hp->n_head, hd, rpos0, rp);
+        op->rope(be, k, sq->n, hp->n_kv_head, hd, rpos0, rp);
     }
     if (hp->attn_temp_scale != 0.0f) scale_queries_by_position(p, q, pos0, sq->n);
     if (kr->n_k) { /* quantized cache: q, k, v rotated (kv_rot.h), att the temporary */

@@ -13,12 +13,13 @@
 #include "moe.h"
 #include "pass.h"
 #include "quant.h"
+#include "rope_table.h"
 
 #define LOGITS_SCRATCH_BYTES (64u << 20)
 
 static void free_scratch(scratch *s) {
     be_tensor *ts[] = {s->x, s->xn, s->tmp, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits,
-                       s->moe_in, s->moe_logits, s->moe_shlog, s->ple, s->moe_acc};
+                       s->moe_in, s->moe_logits, s->moe_shlog, s->ple, s->moe_acc, s->rope_tab};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) be_tensor_free(ts[i]);
     delta_net_scratch_free(s);
 }
@@ -125,6 +126,10 @@ static model_ctx *ctx_new(model *m, int n_ctx, uint32_t kv_type, model_ctx *pare
     c->v_cache = calloc((size_t)hp->n_layer, sizeof *c->v_cache);
     c->history = malloc((size_t)n_ctx * sizeof(int32_t));
     if (!c->k_cache || !c->v_cache || !c->history) { anv_set_error("out of memory"); goto fail; }
+    if (hp->rope_sect_mode) {
+        if (!(c->next_pos = malloc(((size_t)n_ctx + 1) * sizeof(int32_t)))) { anv_set_error("out of memory"); goto fail; }
+        c->next_pos[0] = 0;
+    }
     for (int il = 0; il < hp->n_layer; il++) {
         backend *be = m->layers[il].be;
         if (model_layer_is_recurrent(hp, il)) continue;   /* its state instead: c->rs */
@@ -178,10 +183,13 @@ void model_ctx_free(model_ctx *c) {
     rs_free(c->rs);
     scratch_set_free(&c->own);
     free(c->history);
+    free(c->next_pos);
     free(c);
 }
 
 int model_ctx_n_past(const model_ctx *c) { return c->n_past; }
+int model_n_embd_inp(const model *m) { return m->hp.n_embd * (1 + m->hp.n_deepstack); }
+int model_ctx_next_pos(const model_ctx *c) { return c->next_pos ? c->next_pos[c->n_past] : c->n_past; }
 model *model_ctx_model(const model_ctx *c) { return c->m; }
 int model_ctx_n_ctx(const model_ctx *c) { return c->n_ctx; }
 void model_ctx_reset(model_ctx *c) {
@@ -203,10 +211,11 @@ static void cross(scratch_set *ss, const model *m, scratch *from, scratch *to, i
 }
 
 /* Layer il over the batch: the blocks add into the residual s->x. */
-static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span *seqs, int n_seq, bool bidirectional) {
+static void run_layer(const model *m, int il, scratch *s, int nt, const seq_span *seqs, int n_seq, bool bidirectional,
+                      bool image_rope) {
     const layer_pass p = {
         .m = m, .hp = &m->hp, .L = &m->layers[il], .il = il, .be = s->be, .op = s->be->ops, .s = s,
-        .nt = nt, .seqs = seqs, .n_seq = n_seq, .bidirectional = bidirectional,
+        .nt = nt, .seqs = seqs, .n_seq = n_seq, .bidirectional = bidirectional, .rope_tab = image_rope ? s->rope_tab : NULL,
     };
     if (m->hp.arch == ARCH_GEMMA4) { gemma4_layer(&p); return; }   /* its own layer shape */
     if (model_layer_is_recurrent(p.hp, il)) delta_net_block(&p);
@@ -237,7 +246,56 @@ typedef enum { OUT_NONE, OUT_LAST_LOGITS, OUT_ALL_LOGITS, OUT_EMBD_SUM, OUT_EMBD
 
 /* The rows of input embeddings of a pass instead of tokens (model_eval_embd): nt rows of
  * n_embd floats; bidirectional as layer_pass's. */
-typedef struct { const float *rows; bool bidirectional; } embd_input;
+typedef struct {
+    const float *rows;
+    bool bidirectional;
+    int grid_w, grid_h;   /* an image's grid (M-RoPE positions), 0 = none */
+    int row0, p0;         /* an image evaluated in parts: this part's first row in the grid, the image's position */
+} embd_input;
+
+/* M-RoPE rows by table (rope_rows): an image's rows (ein with a grid, one sequence) at
+ * (t, h, w, e) = (p0, p0 + y, p0 + x, 0) from the context's next text position, or text rows at
+ * [p, p, p, 0] where the sections leave a pair to 'e' (hp.rope_text_table). The table is uploaded
+ * to every backend of the pass; 1 when made, 0 when the rows rope as plain NEOX text, -1 + error. */
+static int rope_tables(scratch_set *ss, const model *m, const seq_span *seqs, int n_seq, const embd_input *ein, int nt) {
+    const model_hparams *hp = &m->hp;
+    const bool image = ein && ein->grid_w > 0 && ein->grid_h > 0;
+    if (!hp->rope_sect_mode || (!image && !hp->rope_text_table)) return 0;
+    if (image && (ein->row0 < 0 || (int64_t)ein->grid_w * ein->grid_h < (int64_t)ein->row0 + nt)) {
+        anv_set_error("image grid %d x %d does not hold rows %d..%d", ein->grid_w, ein->grid_h, ein->row0, ein->row0 + nt - 1);
+        return -1;
+    }
+    int32_t *pos = malloc((size_t)nt * 4 * sizeof(int32_t));
+    float *tab = malloc((size_t)nt * hp->n_rot * sizeof(float));
+    if (!pos || !tab) { free(pos); free(tab); anv_set_error("out of memory"); return -1; }
+    for (int si = 0; si < n_seq; si++) {
+        const int p0 = image ? ein->p0 : model_ctx_next_pos(seqs[si].c);
+        for (int t = 0; t < seqs[si].n; t++) {
+            const int r = seqs[si].row0 + t, g = image ? ein->row0 + t : 0;   /* g: the row's index in the image grid */
+            pos[r] = image ? p0 : p0 + t;
+            pos[nt + r] = image ? p0 + g / ein->grid_w : p0 + t;
+            pos[2 * nt + r] = image ? p0 + g % ein->grid_w : p0 + t;
+            pos[3 * nt + r] = 0;
+        }
+    }
+    rope_table_fill(tab, pos, nt, hp->n_rot, hp->rope_sections, (rope_sect_mode)(hp->rope_sect_mode - 1), hp->rope_base, hp->rope_scale);
+    int rc = 1;
+    for (int b = 0; b < ss->n_sc; b++) {
+        scratch *s = &ss->sc[b];
+        if (!s->be->ops->rope_rows) { anv_set_error("%s: M-RoPE positions need the rope_rows op", s->be->name); rc = -1; break; }
+        if (!s->rope_tab && !(s->rope_tab = be_tensor_new(s->be, QT_F32, hp->n_rot, ss->n_batch))) { rc = -1; break; }
+        be_upload(s->rope_tab, 0, tab, (size_t)nt * hp->n_rot * sizeof(float));
+    }
+    free(pos);
+    free(tab);
+    return rc;
+}
+
+/* qwen3vl's deepstack: slice k (1..n_deepstack, k = 0 the input) of ein's nt rows into host (nt x n_embd). */
+static void deepstack_slice(const model_hparams *hp, const embd_input *ein, int nt, int k, float *host) {
+    const size_t w = (size_t)hp->n_embd, stride = w * (size_t)(1 + hp->n_deepstack);
+    for (int t = 0; t < nt; t++) memcpy(host + (size_t)t * w, ein->rows + (size_t)t * stride + (size_t)k * w, w * sizeof(float));
+}
 
 /* One forward pass over nt tokens split into n_seq sequences (consecutive rows). OUT_LAST_LOGITS
  * gives one row per sequence; OUT_ALL_LOGITS every row (single sequence); OUT_EMBD_SUM adds
@@ -256,8 +314,14 @@ static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq
             return -1;
         }
     }
+    const int image_rope = rope_tables(ss, m, seqs, n_seq, ein, nt);
+    const bool image_rows = ein && ein->grid_w > 0 && ein->grid_h > 0 && hp->rope_sect_mode;
+    if (image_rope < 0) return -1;
     scratch *cur = scratch_for(ss, m->cpu);
-    if (ein) {   /* rows of embeddings as they are (no gemma sqrt(n_embd) scale, as llama.cpp) */
+    if (ein && hp->n_deepstack) {   /* the input slice of each row */
+        deepstack_slice(hp, ein, nt, 0, ss->host_x);
+        be_upload(cur->x, 0, ss->host_x, (size_t)nt * hp->n_embd * sizeof(float));
+    } else if (ein) {   /* rows of embeddings as they are (no gemma sqrt(n_embd) scale, as llama.cpp) */
         be_upload(cur->x, 0, ein->rows, (size_t)nt * hp->n_embd * sizeof(float));
         /* gemma4: embedding rows take token 0's per-layer row (llama.cpp's TAG_GEMMA4_IMG_PADDING) */
         if (m->g4) {
@@ -275,7 +339,12 @@ static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq
     for (int il = 0; il < hp->n_layer; il++) {
         scratch *s = scratch_for(ss, m->layers[il].be);
         if (s != cur) { cross(ss, m, cur, s, nt); cur = s; }
-        run_layer(m, il, s, nt, seqs, n_seq, ein && ein->bidirectional);
+        run_layer(m, il, s, nt, seqs, n_seq, ein && ein->bidirectional, image_rope == 1);
+        if (ein && il < hp->n_deepstack) {   /* qwen3vl: x += the deepstack slice il + 1 (s->tmp is free between layers) */
+            deepstack_slice(hp, ein, nt, il + 1, ss->host_x);
+            be_upload(s->tmp, 0, ss->host_x, (size_t)nt * hp->n_embd * sizeof(float));
+            s->be->ops->add(s->be, s->x, s->tmp, s->x, (int64_t)nt * hp->n_embd, (int64_t)nt * hp->n_embd);
+        }
     }
     scratch *so = scratch_for(ss, m->out_be);
     if (so != cur) { cross(ss, m, cur, so, nt); cur = so; }
@@ -310,6 +379,11 @@ static int forward_in(scratch_set *ss, model *m, const seq_span *seqs, int n_seq
         model_ctx *c = seqs[i].c;
         if (tokens) memcpy(c->history + c->n_past, tokens + seqs[i].row0, (size_t)seqs[i].n * sizeof(int32_t));
         else for (int t = 0; t < seqs[i].n; t++) c->history[c->n_past + t] = MODEL_TOKEN_EMBD;
+        if (c->next_pos) {   /* text: one position per row; an M-RoPE image: max(grid) for all its rows */
+            const int p0 = c->next_pos[c->n_past];
+            for (int t = 0; t < seqs[i].n; t++)
+                c->next_pos[c->n_past + t + 1] = image_rows ? ein->p0 + (ein->grid_w > ein->grid_h ? ein->grid_w : ein->grid_h) : p0 + t + 1;
+        }
         c->n_past += seqs[i].n;
         if (c->rs && seqs[i].n >= 2) rs_checkpoint(c->rs, c->n_past);   /* a prompt (chunk): truncate's landing points */
     }
@@ -352,28 +426,40 @@ int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool a
 }
 
 int model_eval_embd(model_ctx *c, const float *embd, int n, bool bidirectional, float *logits, bool all_logits) {
+    return model_eval_embd_grid(c, embd, n, 0, 0, bidirectional, logits, all_logits);
+}
+
+int model_eval_embd_grid(model_ctx *c, const float *embd, int n, int grid_w, int grid_h, bool bidirectional, float *logits,
+                         bool all_logits) {
     model *m = c->m;
     const model_hparams *hp = &m->hp;
     if (check_room(c, n) != 0) return -1;
     if (!embd) { anv_set_error("model_eval_embd: no embeddings"); return -1; }
-    if (c->rs) {
-        anv_set_error("%s: evaluating embeddings in place of tokens is not supported for this family", hp->arch_name);
-        return -1;
-    }
-    if (n > c->ss->n_batch) {
-        anv_set_error("%d embedding rows exceed the batch size %d (an image is evaluated in one pass)", n, c->ss->n_batch);
+    if (n > c->ss->n_batch && bidirectional) {
+        anv_set_error("%d bidirectional embedding rows exceed the batch size %d (such an image is evaluated in one pass)", n, c->ss->n_batch);
         return -1;
     }
     if (bidirectional && hp->swa_window > 0 && n > hp->swa_window) {
         anv_set_error("%d bidirectional rows exceed the sliding window of %d", n, hp->swa_window);
         return -1;
     }
-    for (size_t i = 0; i < (size_t)n * hp->n_embd; i++)
-        if (!isfinite(embd[i])) { anv_set_error("model_eval_embd: embedding row %zu holds a non-finite value", i / hp->n_embd); return -1; }
-    seq_span sq = {c, 0, n};
-    const embd_input ein = {embd, bidirectional};
-    out_kind kind = logits ? (all_logits ? OUT_ALL_LOGITS : OUT_LAST_LOGITS) : OUT_NONE;
-    return forward_in(c->ss, m, &sq, 1, NULL, &ein, n, kind, logits);
+    const size_t w = (size_t)model_n_embd_inp(m);
+    for (size_t i = 0; i < (size_t)n * w; i++)
+        if (!isfinite(embd[i])) { anv_set_error("model_eval_embd: embedding row %zu holds a non-finite value", i / w); return -1; }
+    /* causal rows in parts of n_batch (an image of many rows, as mtmd's batches), all at the
+     * image's M-RoPE position */
+    const int p0 = model_ctx_next_pos(c);
+    for (int i = 0; i < n; i += c->ss->n_batch) {
+        const int nt = n - i < c->ss->n_batch ? n - i : c->ss->n_batch;
+        seq_span sq = {c, 0, nt};
+        const embd_input ein = {embd + (size_t)i * w, bidirectional, grid_w, grid_h, i, p0};
+        out_kind kind = OUT_NONE;
+        float *dst = NULL;
+        if (logits && all_logits) { kind = OUT_ALL_LOGITS; dst = logits + (size_t)i * hp->n_vocab; }
+        else if (logits && i + nt == n) { kind = OUT_LAST_LOGITS; dst = logits; }
+        if (forward_in(c->ss, m, &sq, 1, NULL, &ein, nt, kind, dst) != 0) return -1;
+    }
+    return 0;
 }
 
 int model_eval_multi(model_ctx *const *ctxs, const int32_t *const *tokens, const int *n_tokens,

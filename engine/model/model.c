@@ -31,6 +31,8 @@ static const arch_desc ARCHS[] = {
     {"mistral3", ARCH_LLAMA, BE_ROPE_NORMAL},     /* Ministral 3: the llama body + mistral3_read_hparams */
     {"qwen2", ARCH_QWEN2, BE_ROPE_NEOX},
     {"qwen3", ARCH_QWEN3, BE_ROPE_NEOX},
+    {"qwen3vl", ARCH_QWEN3, BE_ROPE_NEOX},       /* qwen3 + IMROPE + deepstack (qwenvl_text.c) */
+    {"qwen2vl", ARCH_QWEN2, BE_ROPE_NEOX},       /* qwen2 + MROPE (qwenvl_text.c) */
     {"gemma3", ARCH_GEMMA3, BE_ROPE_NEOX},
     {"gemma-embedding", ARCH_GEMMA3, BE_ROPE_NEOX},   /* the gemma3 body, bidirectional, pooled */
     {"qwen2moe", ARCH_QWEN2MOE, BE_ROPE_NEOX},
@@ -264,6 +266,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     if (moe_read_hparams(f, arch, hp) != 0) return -1;
     if (hp->arch == ARCH_GPTOSS && gptoss_read_hparams(f, hp) != 0) return -1;
     if (hp->arch == ARCH_QWEN35 && qwen35_read_hparams(f, hp) != 0) return -1;
+    if ((!strcmp(arch, "qwen3vl") || !strcmp(arch, "qwen2vl")) && qwenvl_read_hparams(f, arch, hp) != 0) return -1;
     if (hp->arch == ARCH_GEMMA4 && gemma4_read_hparams(f, hp) != 0) return -1;
     return 0;
 }

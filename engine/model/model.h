@@ -29,6 +29,13 @@ typedef struct {
     int yarn_orig_ctx;
     int n_rot;
     be_rope_mode rope_mode;
+    /* M-RoPE (qwen35, ggml's multi-section rope): rope_sect_mode 0 = none, else a rope_table.h
+     * rope_sect_mode + 1, with rope.dimension_sections; text rows rotate as NEOX at their position,
+     * image rows (model_eval_embd_grid) by their (t, h, w) positions */
+    int rope_sect_mode;
+    int rope_sections[4];
+    bool rope_text_table;         /* text rows too rope by table (a pair in the 'e' section: qwenvl_text.c) */
+    int n_deepstack;              /* qwen3vl: image rows carry n_embd * (1 + n_deepstack) floats (qwenvl_text.c) */
     /* Sliding-window layers ({arch}.attention.sliding_window_pattern, llama.cpp's
      * load_swa_pattern): the key is either a period (gemma3 6, gpt-oss 2: layer il slides iff
      * il % pattern < pattern - 1; 0 = no layer slides) or one bool per layer, kept in swa_mask
@@ -145,6 +152,8 @@ static inline bool model_layer_is_recurrent(const model_hparams *hp, int il) {
  * required; a wrong type or range: false + a one-line error naming the key (the families'
  * hyperparameter readers: model.c, gemma4.c, qwen35.c). */
 bool model_read_u32(const gguf_file *f, const char *arch, const char *suffix, int *out, bool required);
+/* qwenvl_text.c: the qwen3vl / qwen2vl text archs' M-RoPE sections and deepstack count. */
+int qwenvl_read_hparams(const gguf_file *f, const char *arch, model_hparams *hp);
 /* True if layer il uses the sliding window (and the local RoPE base). */
 bool model_layer_is_swa(const model_hparams *hp, int il);
 /* Layer il's head size, rotated dims, KV heads, FFN width (per layer in gemma4, else the
@@ -199,6 +208,18 @@ int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool a
  * The cache history records them as MODEL_TOKEN_EMBD. logits as model_eval. 0 or -1 + error. */
 #define MODEL_TOKEN_EMBD (-1)
 int model_eval_embd(model_ctx *c, const float *embd, int n, bool bidirectional, float *logits, bool all_logits);
+/* Floats per embedding row model_eval_embd takes: n_embd, times 1 + n_deepstack for qwen3vl. */
+int model_n_embd_inp(const model *m);
+/* The same for an image's rows laid out as a grid_w x grid_h raster (n == grid_w * grid_h). In a
+ * model with M-RoPE (hp.rope_sect_mode) row i gets llama.cpp's mtmd positions (t, h, w, e) =
+ * (p0, p0 + i / grid_w, p0 + i % grid_w, 0) with p0 the next text position, and the text after
+ * it continues at p0 + max(grid_w, grid_h): the KV slots (n_past) advance by n, the rope
+ * positions by max(grid_w, grid_h) (model_ctx_next_pos). Other models: model_eval_embd. */
+int model_eval_embd_grid(model_ctx *c, const float *embd, int n, int grid_w, int grid_h, bool bidirectional, float *logits,
+                         bool all_logits);
+/* The rope position the next row evaluated at slot n_past gets (== n_past unless images with
+ * M-RoPE came before). */
+int model_ctx_next_pos(const model_ctx *c);
 
 /* A context with its own KV cache and history that borrows parent's activation scratch
  * (server slots: one scratch for all of a model's slots). parent must outlive it, and

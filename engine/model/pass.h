@@ -25,6 +25,7 @@ typedef struct {
     be_tensor *dn_qkv, *dn_conv, *dn_gate, *dn_out, *dn_alpha, *dn_beta;
     be_tensor *ple;              /* gemma4 per-layer inputs [n_layer * n_batch][n_pl], else NULL */
     be_tensor *moe_acc;          /* gemma4 MoE: the experts' sum and output [2 * n_batch][n_embd], else NULL */
+    be_tensor *rope_tab;         /* M-RoPE image rows: rope_rows' table [n_batch][n_rot] (made on first use), else NULL */
 } scratch;
 
 /* The activations of one forward pass: owned by one context, borrowed by the contexts
@@ -46,6 +47,9 @@ struct model_ctx {
     scratch_set own;                  /* used unless shared != NULL */
     scratch_set *ss;                  /* &own, or the parent's */
     int32_t *history;                 /* the tokens whose K/V are in the cache [n_ctx] */
+    int32_t *next_pos;                /* M-RoPE models: [n_ctx + 1], the rope position of a text row at
+                                       * slot s (s itself until an image advances positions by
+                                       * max(grid) instead of its rows); NULL: position = slot */
     struct recurrent_state *rs;       /* hybrid models: the recurrent layers' states (delta_net.h), else NULL */
 };
 
@@ -68,6 +72,7 @@ typedef struct {
     const seq_span *seqs;     /* the batch's sequences (consecutive rows), n_seq of them */
     int n_seq;
     bool bidirectional;       /* the batch's rows see each other both ways (model_eval_embd) */
+    const be_tensor *rope_tab;/* M-RoPE by table (image rows, qwen3vl's text): rope_rows' table [nt][n_rot] on this backend, else NULL */
 } layer_pass;
 
 /* The blocks: each adds its output into the residual s->x for the pass's nt rows. */

@@ -28,6 +28,7 @@
 #include "error.h"
 #include "moe.h"
 #include "quant.h"
+#include "rope_table.h"
 
 /* Reads an integer array key (int32 / uint32 / bool elements) into out[0..n); -1 + error. */
 static int get_int_array(const gguf_file *f, const char *key, int *out, int n, uint64_t *len) {
@@ -125,6 +126,8 @@ int qwen35_read_hparams(const gguf_file *f, model_hparams *hp) {
     if (!gguf_find(f, key)) { anv_set_error("%s: missing metadata key %s", f->path, key); return -1; }
     if (get_int_array(f, key, sec, 4, &n_sec) != 0) return -1;
     const int sect_dims = sec[0] + sec[1] + sec[2] + sec[3];
+    hp->rope_sect_mode = 1 + ROPE_SECT_IMROPE;   /* image rows (model_eval_embd_grid): their (t, h, w) */
+    memcpy(hp->rope_sections, sec, sizeof sec);
     if (sec[0] < 0 || sec[1] < 0 || sec[2] < 0 || sec[3] < 0 || sect_dims < 1 || sect_dims > hp->n_rot / 2) {
         anv_set_error("%s: metadata %s = [%d, %d, %d, %d] is invalid (sections of at most rope.dimension_count / 2 = %d pairs)",
                       f->path, key, sec[0], sec[1], sec[2], sec[3], hp->n_rot / 2);

@@ -110,8 +110,13 @@ static int projector_kind(const gguf_file *f, vision_proj_type *out) {
             }
     } else if (gguf_str_eq(s, "gemma4v")) {
         *out = VISION_PROJ_GEMMA4;
+    } else if (gguf_str_eq(s, "qwen3vl_merger")) {
+        *out = VISION_PROJ_QWEN3VL;
+    } else if (gguf_str_eq(s, "qwen2.5vl_merger")) {
+        *out = VISION_PROJ_QWEN25VL;
     } else {
-        anv_set_error("%s: projector type '%.*s' is not supported (supported: gemma3, gemma4v, mlp)", f->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
+        anv_set_error("%s: projector type '%.*s' is not supported (supported: gemma3, gemma4v, mlp, qwen3vl_merger, qwen2.5vl_merger)",
+                      f->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
         return -1;
     }
     return 0;
@@ -154,6 +159,8 @@ static int load_hparams(vision_model *v) {
         memset(v->pad, 0, 3);
         if (!read_u32(f, "clip.vision.projector.scale_factor", &v->merge, false)) return -1;
         v->n_layer_run = v->n_layer;
+    } else if (vision_is_qwen(v)) {
+        if (vision_qwen_hparams(v) != 0) return -1;
     } else {   /* llava-1.5 (llama.cpp's defaults for mlp without pinpoints) */
         v->merge = 1;
         v->resize = VISION_RESIZE_BICUBIC;
@@ -165,7 +172,8 @@ static int load_hparams(vision_model *v) {
 check:;
     const int pps = v->patch_size > 0 ? v->image_size / v->patch_size : 0;
     if (v->n_embd < 1 || v->n_head < 1 || v->n_ff < 1 || v->n_layer_run < 1 || v->proj_dim < 1 || v->patch_size < 1 ||
-        v->image_size < v->patch_size || v->image_size % v->patch_size || v->n_embd % v->n_head || v->merge < 1 || (v->proj != VISION_PROJ_GEMMA4 && pps % v->merge) ||
+        v->image_size < v->patch_size || v->image_size % v->patch_size || v->n_embd % v->n_head || v->merge < 1 ||
+        (v->proj != VISION_PROJ_GEMMA4 && !vision_is_qwen(v) && pps % v->merge) ||
         (n_head_kv >= 0 && n_head_kv != v->n_head) || v->image_size > 4096) {
         anv_set_error("%s: invalid vision shape (embedding %d, heads %d, ffn %d, blocks %d, projection %d, image %d, patch %d, merge %d)",
                       f->path, v->n_embd, v->n_head, v->n_ff, v->n_layer, v->proj_dim, v->image_size, v->patch_size, v->merge);
@@ -325,7 +333,7 @@ vision_model *vision_load(const char *path, const vision_load_opts *opts) {
     v->be = opts->gpu ? opts->gpu : opts->cpu;
     if (!(v->gguf = gguf_open(path)) || load_hparams(v) != 0) goto fail;
     if (!(v->layers = calloc((size_t)v->n_layer, sizeof *v->layers))) { anv_set_error("out of memory"); goto fail; }
-    if ((v->proj == VISION_PROJ_GEMMA4 ? gemma4v_load(v) : load_weights(v)) != 0) goto fail;
+    if ((v->proj == VISION_PROJ_GEMMA4 ? gemma4v_load(v) : vision_is_qwen(v) ? vision_qwen_load(v) : load_weights(v)) != 0) goto fail;
     return v;
 fail:
     vision_free(v);
@@ -335,6 +343,7 @@ fail:
 void vision_free(vision_model *v) {
     if (!v) return;
     gemma4v_free(v);
+    vision_qwen_free(v);
     for (int il = 0; v->layers && il < v->n_layer_run; il++) {
         vision_layer *L = &v->layers[il];
         be_tensor *ts[] = {L->ln1_w, L->ln1_b, L->ln2_w, L->ln2_b, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->bo,
@@ -369,15 +378,16 @@ static int check_image_size(int width, int height) {
 int vision_image_layout(const vision_model *v, int width, int height, vision_layout *out) {
     if (check_image_size(width, height) != 0) return -1;
     if (v->proj == VISION_PROJ_GEMMA4) return gemma4v_layout(v, width, height, out);
+    if (vision_is_qwen(v)) return vision_qwen_layout(v, width, height, out);
     const int side = v->image_size / v->patch_size / v->merge;
     *out = (vision_layout){.n_tokens = side * side, .grid_w = side, .grid_h = side, .width = v->image_size, .height = v->image_size};
     return 0;
 }
 const char *vision_image_begin(const vision_model *v) {
-    return v->proj == VISION_PROJ_GEMMA3 ? "<start_of_image>" : v->proj == VISION_PROJ_GEMMA4 ? "<|image>" : "";
+    return v->proj == VISION_PROJ_GEMMA3 ? "<start_of_image>" : v->proj == VISION_PROJ_GEMMA4 ? "<|image>" : vision_is_qwen(v) ? "<|vision_start|>" : "";
 }
 const char *vision_image_end(const vision_model *v) {
-    return v->proj == VISION_PROJ_GEMMA3 ? "<end_of_image>" : v->proj == VISION_PROJ_GEMMA4 ? "<image|>" : "";
+    return v->proj == VISION_PROJ_GEMMA3 ? "<end_of_image>" : v->proj == VISION_PROJ_GEMMA4 ? "<image|>" : vision_is_qwen(v) ? "<|vision_end|>" : "";
 }
 /* mtmd_decode_use_non_causal: gemma4v is causal for E2B / E4B (output widths 1536, 2560) only */
 bool vision_noncausal(const vision_model *v) {
@@ -385,9 +395,9 @@ bool vision_noncausal(const vision_model *v) {
 }
 
 int vision_check_text_model(const vision_model *v, const model *m) {
-    if (m->hp.n_embd != v->out_dim) {
-        anv_set_error("%s: the projector's output width %d does not match the text model's n_embd %d", v->gguf->path, v->out_dim,
-                      m->hp.n_embd);
+    if (model_n_embd_inp(m) != v->out_dim) {
+        anv_set_error("%s: the projector's output width %d does not match the text model's input width %d", v->gguf->path, v->out_dim,
+                      model_n_embd_inp(m));
         return -1;
     }
     return 0;
@@ -400,6 +410,11 @@ int vision_preprocess_rgb(const vision_model *v, const uint8_t *rgb, int width, 
     if (v->proj == VISION_PROJ_GEMMA4) {
         vision_layout lay;
         return gemma4v_layout(v, width, height, &lay) != 0 ? -1 : gemma4v_preprocess(v, rgb, width, height, &lay, out);
+    }
+    if (vision_is_qwen(v)) {
+        vision_layout lay;
+        if (vision_qwen_layout(v, width, height, &lay) != 0) return -1;
+        return vision_resize_padded_wh(rgb, width, height, out, lay.width, lay.height, v->resize, v->pad);
     }
     /* llama.cpp's PAD_CEIL: gemma3 pads black (the default colour), llava (122, 116, 104) */
     return vision_resize_padded(rgb, width, height, out, v->image_size, v->resize, v->pad);
@@ -528,6 +543,7 @@ static void project_mlp(vision_model *v, vision_scratch *s, int n_patch, float *
 int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out) {
     if (!v->be) { anv_set_error("vision_encode: the projector was opened for its layout only (vision_load_info)"); return -1; }
     if (v->proj == VISION_PROJ_GEMMA4) return !rgb || check_image_size(width, height) != 0 ? -1 : gemma4v_encode(v, rgb, width, height, out);
+    if (vision_is_qwen(v)) return !rgb || check_image_size(width, height) != 0 ? -1 : vision_qwen_encode(v, rgb, width, height, out);
     const int S = v->image_size, p = v->patch_size, n_patch = (S / p) * (S / p), n_out = fixed_tokens(v);
     const int n = n_patch + (v->class_embd ? 1 : 0);   /* positions: the patches, then the class token */
     const int64_t e = v->n_embd, pp3 = 3LL * p * p, hidden = v->mm0_w ? v->mm0_w->rows : 1;
@@ -593,7 +609,7 @@ done:
 
 int vision_eval_image(model_ctx *c, const vision_model *v, const float *embd, const vision_layout *lay, float *logits) {
     if (vision_check_text_model(v, model_ctx_model(c)) != 0) return -1;
-    return model_eval_embd(c, embd, lay->n_tokens, vision_noncausal(v), logits, false);
+    return model_eval_embd_grid(c, embd, lay->n_tokens, lay->grid_w, lay->grid_h, vision_noncausal(v), logits, false);
 }
 
 /* ---- finding the projector ---- */

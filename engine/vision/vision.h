@@ -4,11 +4,13 @@
  * embeddings evaluated into a text model's context (model_eval_embd).
  *
  * Supported projector types: gemma3 (SigLIP ViT, average pool, soft-embedding norm, input
- * projection) and llava-1.5's mlp (CLIP ViT with a class token, pre-LN, quick GELU, the second
- * to last layer's output, a two-layer GELU MLP; llama.cpp's legacy converter's files), and
- * gemma4v (variable resolution, 2-D rope RMS-norm ViT, vision_gemma4.c). Every
- * other type (and llava-1.6's grid pinpoints, explicit feature layers) is refused at load with
- * one line naming it.
+ * projection), llava-1.5's mlp (CLIP ViT with a class token, pre-LN, quick GELU, the second
+ * to last layer's output, a two-layer GELU MLP; llama.cpp's legacy converter's files),
+ * gemma4v (variable resolution, 2-D rope RMS-norm ViT, vision_gemma4.c), qwen3vl (qwen3-vl and
+ * qwen3.5: dynamic resolution, 2-D rope, 2x2 merger, deepstack rows) and qwen2.5vl (window
+ * attention, RMSNorm, SwiGLU; both vision_qwen.c); the variable-size ones give a layout per
+ * image. Every other type (and llava-1.6's grid pinpoints, explicit feature layers) is refused
+ * at load with one line naming it.
  *
  * Use (the server / CLI side):
  *   char *p = vision_find_projector(model_path, mmproj_or_NULL);   // or store_entry.projector_path
@@ -29,7 +31,9 @@
 #include "backend.h"
 #include "model.h"
 
-typedef enum { VISION_PROJ_GEMMA3 = 0, VISION_PROJ_MLP = 1, VISION_PROJ_GEMMA4 = 2 } vision_proj_type;
+typedef enum {
+    VISION_PROJ_GEMMA3 = 0, VISION_PROJ_MLP = 1, VISION_PROJ_GEMMA4 = 2, VISION_PROJ_QWEN3VL = 3, VISION_PROJ_QWEN25VL = 4
+} vision_proj_type;
 
 typedef struct vision_model vision_model;
 
@@ -76,7 +80,7 @@ int vision_check_text_model(const vision_model *v, const model *m);
 
 /* The preprocessing alone (tests): rgb (width x height RGB8, rows top to bottom) resized as
  * llama.cpp does for this projector into out: the layout's width x height RGB8 (image_size^2
- * for fixed-size encoders; gemma4: its variable size). */
+ * for fixed-size encoders; gemma4 and the qwen-vl encoders: their variable size). */
 int vision_preprocess_rgb(const vision_model *v, const uint8_t *rgb, int width, int height, uint8_t *out);
 /* Encodes one image: out gets vision_image_layout(v, width, height).n_tokens rows of vision_n_embd(v) floats. -1 +
  * error for a bad image (empty, larger than VISION_MAX_PIXELS) or a backend failure. */

@@ -39,6 +39,7 @@ struct vision_model {
     float *in_proj_host;
     be_tensor *mm0_w, *mm0_b, *mm2_w, *mm2_b;   /* mlp: [hidden][n_embd], [out_dim][hidden] + biases */
     struct vision_gemma4 *g4;    /* gemma4v's own weights (vision_gemma4.c) */
+    struct vision_qwen *qwen;    /* qwen3vl's own state (vision_qwen.c), else NULL */
 };
 
 /* Ollama's single-file vision GGUF (vision_ollama.c): whether f is one (gemma3 with vision
@@ -62,4 +63,15 @@ void gemma4v_free(vision_model *v);
 int gemma4v_layout(const vision_model *v, int width, int height, vision_layout *out);
 int gemma4v_preprocess(const vision_model *v, const uint8_t *rgb, int width, int height, const vision_layout *lay, uint8_t *out);
 int gemma4v_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out);
+/* The resize onto a tw x th canvas filled with pad (PAD_CEIL, centred; a copy when the sizes agree). */
+int vision_resize_padded_wh(const uint8_t *src, int w, int h, uint8_t *dst, int tw, int th, vision_resize_algo algo, const uint8_t pad[3]);
+
+/* The qwen-vl encoders (qwen3vl, qwen2.5vl: vision_qwen.c). */
+static inline bool vision_is_qwen(const vision_model *v) { return v->proj == VISION_PROJ_QWEN3VL || v->proj == VISION_PROJ_QWEN25VL; }
+/* qwen3vl / qwen2.5vl (vision_qwen.c): hyperparameters after the common ones, weights, free, layout, encode. */
+int vision_qwen_hparams(vision_model *v);
+int vision_qwen_load(vision_model *v);
+void vision_qwen_free(vision_model *v);
+int vision_qwen_layout(const vision_model *v, int width, int height, vision_layout *out);
+int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out);
 #endif

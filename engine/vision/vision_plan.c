@@ -29,6 +29,17 @@ static int push_tokens(vision_plan *p, int *cap, const int32_t *ids, int k, int3
     return 0;
 }
 
+/* Appends text's tokens (special tokens parsed; BOS first where bos). */
+static int push_text(vision_plan *p, int *cap, const model *m, const char *text, size_t len, bool bos) {
+    if (!len && !bos) return 0;
+    int k = 0;
+    int32_t *ids = tokenizer_encode(m->tok, text, len, bos, true, &k);
+    if (!ids) return -1;
+    const int rc = push_tokens(p, cap, ids, k, 0);
+    free(ids);
+    return rc;
+}
+
 int vision_plan_prompt(const vision_model *v, const model *m, const char *prompt, const char *marker,
                        const vision_image *images, const uint8_t *const *sha256, int n_images, vision_plan *out) {
     memset(out, 0, sizeof *out);
@@ -42,27 +53,16 @@ int vision_plan_prompt(const vision_model *v, const model *m, const char *prompt
     }
     const char *beg = vision_image_begin(v), *end = vision_image_end(v);
     const size_t lb = strlen(beg), le = strlen(end), lm = strlen(marker);
-    char *buf = malloc(strlen(prompt) + lb + le + 1);
     int cap = 0;
-    if (!buf) { anv_set_error("out of memory"); return -1; }
     if (n_images > 0 && !(out->spans = calloc((size_t)n_images, sizeof *out->spans))) { anv_set_error("out of memory"); goto fail; }
     const char *q = prompt;
     for (int im = 0; im <= n_images; im++) {
         const char *mk = im < n_images ? strstr(q, marker) : q + strlen(q);
-        /* chunk text: [end of the previous image] + text up to the marker + [begin of this image] */
-        size_t len = 0;
-        if (im > 0) { memcpy(buf, end, le); len = le; }
-        memcpy(buf + len, q, (size_t)(mk - q));
-        len += (size_t)(mk - q);
-        if (im < n_images) { memcpy(buf + len, beg, lb); len += lb; }
-        if (len) {
-            int k = 0;
-            int32_t *ids = tokenizer_encode(m->tok, buf, len, im == 0, true, &k);
-            if (!ids) goto fail;
-            const int rc = push_tokens(out, &cap, ids, k, 0);
-            free(ids);
-            if (rc != 0) goto fail;
-        }
+        /* [end of the previous image], the text up to the marker, [begin of this image]: each
+         * piece tokenized on its own (mtmd_tokenize's add_text per piece; BOS once, first) */
+        if (im > 0 && push_text(out, &cap, m, end, le, false) != 0) goto fail;
+        if ((im == 0 || mk > q) && push_text(out, &cap, m, q, (size_t)(mk - q), im == 0) != 0) goto fail;
+        if (im < n_images && push_text(out, &cap, m, beg, lb, false) != 0) goto fail;
         if (im == n_images) break;
         vision_span *sp = &out->spans[out->n_spans++];
         if (vision_image_layout(v, images[im].width, images[im].height, &sp->lay) != 0) goto fail;
@@ -78,10 +78,8 @@ int vision_plan_prompt(const vision_model *v, const model *m, const char *prompt
         anv_set_error("the prompt ends with an image: add text after it");
         goto fail;
     }
-    free(buf);
     return 0;
 fail:
-    free(buf);
     vision_plan_free(out);
     return -1;
 }

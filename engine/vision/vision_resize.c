@@ -114,20 +114,24 @@ done:
 }
 
 int vision_resize_padded(const uint8_t *src, int w, int h, uint8_t *dst, int size, vision_resize_algo algo, const uint8_t pad[3]) {
-    if (w == size && h == size) { memcpy(dst, src, (size_t)w * h * 3); return 0; }
+    return vision_resize_padded_wh(src, w, h, dst, size, size, algo, pad);
+}
+
+int vision_resize_padded_wh(const uint8_t *src, int w, int h, uint8_t *dst, int tw, int th, vision_resize_algo algo, const uint8_t pad[3]) {
+    if (w == tw && h == th) { memcpy(dst, src, (size_t)w * h * 3); return 0; }
     /* llama.cpp's PAD_CEIL: the float scale of the tighter side, sides rounded up */
-    const float sw = (float)size / (float)w, sh = (float)size / (float)h, s = sw < sh ? sw : sh;
+    const float sw = (float)tw / (float)w, sh = (float)th / (float)h, s = sw < sh ? sw : sh;
     int nw = (int)ceilf((float)w * s), nh = (int)ceilf((float)h * s);
-    if (nw > size) nw = size;
-    if (nh > size) nh = size;
+    if (nw > tw) nw = tw;
+    if (nh > th) nh = th;
     if (nw < 1) nw = 1;
     if (nh < 1) nh = 1;
     uint8_t *tmp = malloc((size_t)nw * nh * 3);
     if (!tmp) { anv_set_error("out of memory"); return -1; }
     if (vision_resample(src, w, h, tmp, nw, nh, algo) != 0) { free(tmp); return -1; }
-    for (size_t i = 0; i < (size_t)size * size; i++) memcpy(dst + i * 3, pad, 3);
-    const int ox = (size - nw) / 2, oy = (size - nh) / 2;
-    for (int y = 0; y < nh; y++) memcpy(dst + ((size_t)(y + oy) * size + ox) * 3, tmp + (size_t)y * nw * 3, (size_t)nw * 3);
+    for (size_t i = 0; i < (size_t)tw * th; i++) memcpy(dst + i * 3, pad, 3);
+    const int ox = (tw - nw) / 2, oy = (th - nh) / 2;
+    for (int y = 0; y < nh; y++) memcpy(dst + ((size_t)(y + oy) * tw + ox) * 3, tmp + (size_t)y * nw * 3, (size_t)nw * 3);
     free(tmp);
     return 0;
 }

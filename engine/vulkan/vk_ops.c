@@ -343,6 +343,31 @@ static void op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_d
     }
 }
 
+/* ---- rope_rows: x and the table each in one device buffer ---- */
+static void op_rope_rows(backend *be, be_tensor *x, const be_tensor *table, int n_tok, int n_head, int head_dim, int n_rot) {
+    vk_ctx *c = vk_of(be);
+    if (be_failed(&c->base) || n_tok <= 0) return;
+    if (!f32_tensor(c, x, "rope_rows") || !f32_tensor(c, table, "rope_rows")) return;
+    if (n_rot <= 0 || n_rot > head_dim || n_rot % 2 || n_head <= 0 || (int64_t)n_head * head_dim > x->cols || table->cols < n_rot) {
+        be_fail(&c->base, "vulkan rope_rows: bad parameters (n_rot %d, head_dim %d, n_head %d, %lld columns)", n_rot, head_dim, n_head,
+                (long long)x->cols);
+        return;
+    }
+    size_t xl, tl;
+    vk_chunk *xc = span(c, x, 0, (size_t)n_tok * (size_t)x->cols * 4, &xl, "rope_rows");
+    vk_chunk *tc = span(c, table, 0, (size_t)n_tok * (size_t)table->cols * 4, &tl, "rope_rows");
+    if (!xc || !tc) return;
+    const int tok_per = (int)(MAX_GROUPS / (uint32_t)n_head);
+    for (int t0 = 0; t0 < n_tok; t0 += tok_per) {
+        const int nt = n_tok - t0 < tok_per ? n_tok - t0 : tok_per;
+        uint32_t pc[6] = { (uint32_t)n_head, (uint32_t)head_dim, (uint32_t)n_rot, (uint32_t)(xl / 4 + (size_t)t0 * (size_t)x->cols),
+                           (uint32_t)x->cols, (uint32_t)(tl / 4 + (size_t)t0 * (size_t)table->cols) };
+        vk_binding b[2] = { { xc, true }, { tc, false } };
+        vk_dispatch(c, VKP_ROPE_ROWS, 0, b, 2, pc, (uint32_t)((n_rot / 2 + 63) / 64), (uint32_t)(nt * n_head), 1,
+                    (uint64_t)nt * (uint64_t)n_head * (uint64_t)n_rot * 12);
+    }
+}
+
 /* ---- store_rows ---- */
 static void op_store_rows(backend *be, const be_tensor *src, be_tensor *dst, int64_t dst_row0, int64_t n_rows) {
     vk_ctx *c = vk_of(be);
@@ -409,6 +434,7 @@ const backend_ops vk_backend_ops = {
     .scale = op_scale,
     .clamp = op_clamp,
     .rope = op_rope,
+    .rope_rows = op_rope_rows,
     .glu = op_glu,
     .store_rows = op_store_rows,
     .attention = vk_op_attention, /* vk_attention.c */

@@ -71,6 +71,7 @@ void vkp_describe(int id, vkp_desc *d) {
         case VKP_GLU_SIGMOID: snprintf(d->name, sizeof d->name, "glu_sigmoid"); d->n_bind = 3; d->pc_size = 20; break;
         case VKP_CONV1D_STATE: snprintf(d->name, sizeof d->name, "conv1d_state"); d->n_bind = 4; d->pc_size = 32; break;
         case VKP_DELTA_NET: snprintf(d->name, sizeof d->name, "delta_net"); d->n_bind = 7; d->pc_size = 48; break;
+        case VKP_ROPE_ROWS: snprintf(d->name, sizeof d->name, "rope_rows"); d->n_bind = 2; d->pc_size = 24; break;
         case VKP_STORE_F32: snprintf(d->name, sizeof d->name, "store_f32"); d->n_bind = 2; d->pc_size = 28; break;
         case VKP_STORE_F16: snprintf(d->name, sizeof d->name, "store_f16"); d->n_bind = 2; d->pc_size = 28; break;
         case VKP_STORE_Q8_0: snprintf(d->name, sizeof d->name, "store_q8_0"); d->n_bind = 2; d->pc_size = 28; break;

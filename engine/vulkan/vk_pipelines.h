@@ -42,6 +42,7 @@ enum {
     VKP_MMVQ_X, VKP_MMVQ_X_LAST = VKP_MMVQ_X + VKQ_N_IDS - 1, /* integer-dot mat-vec of Q4_1..Q6_K (vk_int8.c) */
     VKP_GLU_SIGMOID, VKP_CONV1D_STATE, VKP_DELTA_NET, /* qwen35 */
     VKP_CLAMP, /* gemma4v's clipped linears */
+    VKP_ROPE_ROWS, /* rope by a per-row table (M-RoPE images, the qwen-vl ViT) */
     VKP_MM_CM, /* cooperative-matrix twins of VKP_MM (per type) and VKP_MM_W (vk_coopmat.c) */
     VKP_MM_CM_W = VKP_MM_CM + VKP_N_TYPES, VKP_MM_CM_W_LAST = VKP_MM_CM_W + VKW_N_TYPES - 1,
     VKP_COUNT

@@ -346,6 +346,27 @@ static void test_rope(backend *be) {
     }
 }
 
+/* rope_rows (M-RoPE / the ViT's 2-D rope) against the reference on odd shapes: whole and partial
+ * rotation, one token and many. */
+static void test_rope_rows(backend *be) {
+    const int n_head = 3, head_dim = 22;
+    const int n_rots[2] = {22, 10}, n_toks[2] = {1, 37};
+    for (int tk = 0; tk < 2; tk++)
+        for (int ri = 0; ri < 2; ri++) {
+            const int n_tok = n_toks[tk], n_rot = n_rots[ri];
+            const int64_t n = (int64_t)n_tok * n_head * head_dim;
+            float *x = rand_floats(n, -1, 1), *tab = rand_floats((int64_t)n_tok * n_rot, -1, 1);
+            vt xt = make_f32(be, x, n_head * head_dim, n_tok), tt = make_f32(be, tab, n_rot, n_tok);
+            be->ops->rope_rows(be, &xt.view, &tt.view, n_tok, n_head, head_dim, n_rot);
+            ref_rope_rows(x, tab, n_tok, n_head, head_dim, n_rot);
+            float *got = read_f32(&xt.view, n);
+            CHECKF(tu_max_abs_diff(got, x, n) < 1e-6f, "rope_rows n_tok %d n_rot %d: diff %g", n_tok, n_rot, tu_max_abs_diff(got, x, n));
+            free(got);
+            be_tensor_free(xt.base); be_tensor_free(tt.base);
+            free(x); free(tab);
+        }
+}
+
 static void test_get_rows(backend *be) {
     const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0, QT_Q4_K, QT_Q6_K, QT_MXFP4, QT_IQ4_NL, QT_IQ4_XS, QT_IQ3_XXS, QT_IQ3_S, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ1_S, QT_IQ1_M, QT_TQ1_0, QT_TQ2_0};
     const int32_t ids[5] = {4, 0, 4, 6, 2};
@@ -475,6 +496,7 @@ int main(void) {
             test_clamp(be);
             test_glu(be);
             test_rope(be);
+            test_rope_rows(be);
             test_get_rows(be);
             test_store_rows(be);
             test_attention(be);

@@ -1,11 +1,12 @@
 /* vision_dump: Anvil's side of the vision goldens, the counterpart of mtmd_oracle.c with the
  * same JSON: loads a text model and a projector, splits PROMPT at its one "<__media__>" into
  * text before + the projector's begin marker, the image, the end marker + text after (as
- * llama.cpp's mtmd_tokenize does), tokenizes each text chunk (the first with BOS), encodes the
+ * llama.cpp's mtmd_tokenize does, each piece tokenized on its own, BOS first), encodes the
  * image (vision_encode), and evaluates the chunks in order, printing every text chunk's tokens
  * and logits and the image's embeddings and encode time (best of REPEATS).
  *
- *   vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N] [--prompt-api]
+ *   vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N] [--ctx N] [--prompt-api]
+ * --ctx: the context size (256; above 512 an image of more than 512 rows is evaluated in parts).
  * --prompt-api: vision_eval_prompt + the last token's model_eval instead (the path `anvil run`
  * takes), printing {"tokens": [all, image rows as -1], "last_logits": [...]}.
  * --vulkan: the text model and the encoder on lavapipe (with ANVIL_VK_VALIDATE=1 a non-zero
@@ -51,10 +52,15 @@ static int fail(const char *what) {
     return 1;
 }
 
-static int text_chunk(model_ctx *c, const tokenizer *tok, const char *text, size_t len, bool first, int n_vocab, bool comma) {
-    int n = 0;
-    int32_t *ids = tokenizer_encode(tok, text, len, first, true, &n);
+/* A text chunk of two pieces tokenized one after the other (mtmd_tokenize's add_text per piece). */
+static int text_chunk(model_ctx *c, const tokenizer *tok, const char *a, const char *b, bool first, int n_vocab, bool comma) {
+    int na = 0, nb = 0, n;
+    int32_t *ia = tokenizer_encode(tok, a, strlen(a), first, true, &na), *ib = tokenizer_encode(tok, b, strlen(b), false, true, &nb);
+    int32_t *ids = ia && ib ? realloc(ia, (size_t)(na + nb + 1) * sizeof(int32_t)) : NULL;
     if (!ids) return fail("tokenize");
+    memcpy(ids + na, ib, (size_t)nb * sizeof(int32_t));
+    free(ib);
+    n = na + nb;
     float *logits = malloc((size_t)(n > 0 ? n : 1) * n_vocab * sizeof(float));
     if (!logits) return fail("out of memory");
     if (n > 0 && model_eval(c, ids, n, logits, true) != 0) return fail("eval");
@@ -134,11 +140,12 @@ static int finish(backend *cpu, backend *gpu, model *m, vision_model *v, model_c
 int main(int argc, char **argv) {
     if (argc < 5) { fprintf(stderr, "usage: vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N]\n"); return 2; }
     bool vulkan = false, prompt_api = false, plan_api = false;
-    int repeats = 1, threads = 2;
+    int repeats = 1, threads = 2, n_ctx = 256;
     for (int i = 5; i < argc; i++) {
         if (!strcmp(argv[i], "--vulkan")) vulkan = true;
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) n_ctx = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--prompt-api")) prompt_api = true;
         else if (!strcmp(argv[i], "--plan")) prompt_api = plan_api = true;
         else { fprintf(stderr, "vision_dump: unknown argument %s\n", argv[i]); return 2; }
@@ -164,7 +171,7 @@ int main(int argc, char **argv) {
     int w, h;
     uint8_t *rgb = read_ppm(argv[3], &w, &h);
     if (!rgb) { fprintf(stderr, "vision_dump: cannot read %s (binary PPM)\n", argv[3]); return 1; }
-    model_ctx *c = model_ctx_new(m, 256, QT_F16);
+    model_ctx *c = model_ctx_new(m, n_ctx, QT_F16);
     if (!c) return fail("context");
     const char *prompt = argv[4], *mark = strstr(prompt, "<__media__>");
     if (prompt_api) {
@@ -193,12 +200,11 @@ int main(int argc, char **argv) {
     if (vision_image_layout(v, w, h, &lay) != 0) return fail("layout");
     const int n_img = lay.n_tokens, n_embd = vision_n_embd(v);
     float *embd = malloc((size_t)n_img * n_embd * sizeof(float));
-    char *before = malloc(strlen(prompt) + 64), *after = malloc(strlen(prompt) + 64);
-    if (!embd || !before || !after) return fail("out of memory");
-    snprintf(before, strlen(prompt) + 64, "%.*s%s", (int)(mark - prompt), prompt, vision_image_begin(v));
-    snprintf(after, strlen(prompt) + 64, "%s%s", vision_image_end(v), mark + strlen("<__media__>"));
+    char *before = malloc(strlen(prompt) + 1);
+    if (!embd || !before) return fail("out of memory");
+    snprintf(before, strlen(prompt) + 1, "%.*s", (int)(mark - prompt), prompt);
     printf("{\"n_embd\": %d, \"n_vocab\": %d, \"image\": [%d, %d], \"chunks\": [\n", m->hp.n_embd, m->hp.n_vocab, w, h);
-    if (text_chunk(c, m->tok, before, strlen(before), true, m->hp.n_vocab, false) != 0) return 1;
+    if (text_chunk(c, m->tok, before, vision_image_begin(v), true, m->hp.n_vocab, false) != 0) return 1;
     double best = 1e30;
     for (int r = 0; r < (repeats < 1 ? 1 : repeats); r++) {
         const double t0 = now_ms();
@@ -210,10 +216,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < (size_t)n_img * n_embd; i++) printf("%s%.7g", i ? "," : "", embd[i]);
     printf("]}");
     if (vision_eval_image(c, v, embd, &lay, NULL) != 0) return fail("image eval");
-    if (text_chunk(c, m->tok, after, strlen(after), false, m->hp.n_vocab, true) != 0) return 1;
+    if (text_chunk(c, m->tok, vision_image_end(v), mark + strlen("<__media__>"), false, m->hp.n_vocab, true) != 0) return 1;
     printf("\n]}\n");
     free(embd);
     free(before);
-    free(after);
     return finish(cpu, gpu, m, v, c, rgb);
 }

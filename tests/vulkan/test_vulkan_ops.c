@@ -243,6 +243,33 @@ static void test_rope(backend *be) {
     free(x); free(got); free(ref);
 }
 
+/* rope_rows against the reference: a row view (offset), odd head size, whole and partial rotation. */
+static void test_rope_rows(backend *be) {
+    const int n_tok = 7, n_head = 3, head_dim = 22;
+    const int64_t n = (int64_t)n_tok * n_head * head_dim;
+    float *x = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n), *ref = malloc(sizeof(float) * n);
+    for (int rot = 0; rot < 2; rot++) {
+        const int n_rot = rot ? 10 : head_dim;
+        float *tab = malloc(sizeof(float) * n_tok * n_rot);
+        vkt_fill(&seed, x, n, -1, 1);
+        vkt_fill(&seed, tab, (int64_t)n_tok * n_rot, -1, 1);
+        be_tensor *xt = be->ops->tensor_new(be, QT_F32, n_head * head_dim, n_tok + 1);
+        be_tensor xv = be_view_rows(xt, 1, n_tok);
+        be_upload(&xv, 0, x, sizeof(float) * n);
+        be_tensor *tt = vkt_upload_new(be, QT_F32, n_rot, n_tok, tab);
+        be->ops->rope_rows(be, &xv, tt, n_tok, n_head, head_dim, n_rot);
+        be_download(&xv, 0, got, sizeof(float) * n);
+        memcpy(ref, x, sizeof(float) * n);
+        ref_rope_rows(ref, tab, n_tok, n_head, head_dim, n_rot);
+        float err = tu_max_abs_diff(got, ref, n);
+        CHECKF(err < 1e-6f, "rope_rows n_rot %d max diff %g", n_rot, err);
+        be_tensor_free(xt);
+        be_tensor_free(tt);
+        free(tab);
+    }
+    free(x); free(got); free(ref);
+}
+
 static void test_store_rows(backend *be) {
     const uint32_t types[] = { QT_F32, QT_F16, QT_Q8_0 };
     const int64_t cols = 96, ctx = 11, n_rows = 4, row0 = 5;
@@ -387,6 +414,7 @@ int main(void) {
         test_matmul(be);
         test_norm_eltwise(be);
         test_rope(be);
+        test_rope_rows(be);
         test_store_rows(be);
         test_attention(be);
         CHECKF(be_error(be) == NULL, "sticky error: %s", be_error(be));

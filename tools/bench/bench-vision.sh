@@ -6,6 +6,9 @@
 # 4 blocks, F16) and a 640x480 image (resized and padded first, as gemma3's preprocessing).
 # FAMILY gemma4: the same widths as a gemma4v projector (2-D rope RMS-norm blocks, gated FFN) on a
 # gemma4 text model; the 640x480 image keeps its aspect (15 x 11 tokens of 3 x 3 patches = 1485 patches).
+# FAMILY qwen3vl: a qwen3-vl style tower (make_test_mmproj.py --family qwen3vl --preset bench: 16 px
+# patches, 384 wide, 4 blocks, F16; a 512x384 image at its own resolution = 768 patches, 192 merged
+# rows) with a qwen35 text model.
 #   tools/bench/bench-vision.sh [BUILD_DIR] [ROUNDS] [THREADS] [FAMILY]      (LLAMA_CPP=... to pick the tree)
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,11 +24,14 @@ gcc -O1 -o "$work/mtmd_oracle" "$root/tests/vision/mtmd_oracle.c" -I"$L/include"
 if [ "$family" = gemma4 ]; then
     python3 "$root/tools/make_test_model.py" --family gemma4 --preset tiny --type f32 --swa 512 --out "$work/text.gguf" >/dev/null
     python3 "$root/tools/make_test_mmproj.py" --family gemma4 --preset bench --type f16 --n-embd-text 128 --out "$work/mmproj.gguf"
+elif [ "$family" = qwen3vl ]; then
+    python3 "$root/tools/make_test_model.py" --family qwen35 --preset tiny --type f32 --out "$work/text.gguf" >/dev/null
+    python3 "$root/tools/make_test_mmproj.py" --family qwen3vl --preset bench --type f16 --n-embd-text 128 --out "$work/mmproj.gguf"
 else
     python3 "$root/tools/make_test_model.py" --family gemma3 --preset tiny --type f32 --gemma3-swa off --out "$work/text.gguf" >/dev/null
     python3 "$root/tools/make_test_mmproj.py" --preset bench --type f16 --merge 4 --n-embd-text 128 --out "$work/mmproj.gguf"
 fi
-python3 "$root/tools/make_test_mmproj.py" --image 640x480 --out "$work/img.ppm"
+python3 "$root/tools/make_test_mmproj.py" --image "$([ "$family" = qwen3vl ] && echo 512x384 || echo 640x480)" --out "$work/img.ppm"
 ms() { python3 -c 'import json,sys; print([c["encode_ms"] for c in json.load(sys.stdin)["chunks"] if c["type"] == "image"][0])'; }
 i=0
 while [ "$i" -lt "$rounds" ]; do
