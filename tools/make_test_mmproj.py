@@ -378,6 +378,14 @@ def write_qwen25vl(args):
     w.close()
 
 
+PIXTRAL_SHAPES = {
+    # vision width, heads, ffn, blocks, patch size
+    "tiny":  dict(E=64, H=4, F=160, L=2, P=8),
+    # a speed shape: 384 wide (head 64), 4 blocks, Mistral Small's 14 px patches
+    "bench": dict(E=384, H=6, F=1536, L=4, P=14),
+}
+
+
 def write_pixtral(args):
     """pixtral as conversion/base.py MmprojModel + conversion/llava.py LlavaVisionModel (HF
     Mistral3ForConditionalGeneration / pixtral-12b): clip.projector_type pixtral, use_silu, the
@@ -387,7 +395,8 @@ def write_pixtral(args):
     patch embedding as a conv kernel without bias, mm.input_norm + mm.patch_merger ([E][E m^2]),
     mm.1 / mm.2 (biases with --mm-bias, pixtral-12b style) and the [IMG_BREAK] row of the text
     model's token embeddings as v.token_embd.img_break [T] (F32, as the converter writes vectors)."""
-    E, H, F, L, P = 64, 4, 160, 2, 8
+    sh = PIXTRAL_SHAPES[args.preset]
+    E, H, F, L, P = sh["E"], sh["H"], sh["F"], sh["L"], sh["P"]
     T, HID = args.n_embd_text, args.n_embd_text   # LlavaMultiModalProjector: hidden = text width
     M = args.merge
     w = gguf.GGUFWriter(args.out, "clip")
