@@ -380,9 +380,9 @@ def write_qwen25vl(args):
 
 PIXTRAL_SHAPES = {
     # vision width, heads, ffn, blocks, patch size
-    "tiny":  dict(E=64, H=4, F=160, L=2, P=8),
-    # a speed shape: 384 wide (head 64), 4 blocks, Mistral Small's 14 px patches
-    "bench": dict(E=384, H=6, F=1536, L=4, P=14),
+    "tiny":  dict(E=64, H=4, F=160, L=2, P=8, S=1024),
+    # a speed shape: 384 wide (head 64), 4 blocks, Mistral Small's 14 px patches and image size
+    "bench": dict(E=384, H=6, F=1536, L=4, P=14, S=1540),
 }
 
 
@@ -396,7 +396,7 @@ def write_pixtral(args):
     mm.1 / mm.2 (biases with --mm-bias, pixtral-12b style) and the [IMG_BREAK] row of the text
     model's token embeddings as v.token_embd.img_break [T] (F32, as the converter writes vectors)."""
     sh = PIXTRAL_SHAPES[args.preset]
-    E, H, F, L, P = sh["E"], sh["H"], sh["F"], sh["L"], sh["P"]
+    E, H, F, L, P, S = sh["E"], sh["H"], sh["F"], sh["L"], sh["P"], sh["S"]
     T, HID = args.n_embd_text, args.n_embd_text   # LlavaMultiModalProjector: hidden = text width
     M = args.merge
     w = gguf.GGUFWriter(args.out, "clip")
@@ -404,7 +404,7 @@ def write_pixtral(args):
     w.add_file_type(gguf.LlamaFileType.ALL_F32 if args.type == "f32" else gguf.LlamaFileType.MOSTLY_F16)
     w.add_clip_has_vision_encoder(True)
     w.add_vision_projection_dim(T)
-    w.add_vision_image_size(1024)
+    w.add_vision_image_size(S)   # unused by the dynamic-size preprocessing
     w.add_vision_patch_size(P)
     w.add_vision_embedding_length(E)
     w.add_vision_feed_forward_length(F)

@@ -176,7 +176,7 @@ static int load_hparams(vision_model *v) {
 check:;
     const int pps = v->patch_size > 0 ? v->image_size / v->patch_size : 0;
     if (v->n_embd < 1 || v->n_head < 1 || v->n_ff < 1 || v->n_layer_run < 1 || v->proj_dim < 1 || v->patch_size < 1 ||
-        v->image_size < v->patch_size || v->image_size % v->patch_size || v->n_embd % v->n_head || v->merge < 1 ||
+        v->image_size < v->patch_size || (v->proj != VISION_PROJ_PIXTRAL && v->image_size % v->patch_size) || v->n_embd % v->n_head || v->merge < 1 ||
         (v->proj != VISION_PROJ_GEMMA4 && v->proj != VISION_PROJ_PIXTRAL && !vision_is_qwen(v) && pps % v->merge) ||
         (n_head_kv >= 0 && n_head_kv != v->n_head) || v->image_size > 4096) {
         anv_set_error("%s: invalid vision shape (embedding %d, heads %d, ffn %d, blocks %d, projection %d, image %d, patch %d, merge %d)",

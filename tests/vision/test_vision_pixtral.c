@@ -46,7 +46,7 @@ static void write_projector(const char *path, int variant) {
     gguf_writer_set_bool(w, "clip.has_vision_encoder", true);
     gguf_writer_set_str(w, "clip.projector_type", "pixtral");
     gguf_writer_set_u32(w, "clip.vision.projection_dim", TXT);
-    gguf_writer_set_u32(w, "clip.vision.image_size", 64);
+    gguf_writer_set_u32(w, "clip.vision.image_size", 66);   /* not a multiple of the patch: unused (dynamic size) */
     gguf_writer_set_u32(w, "clip.vision.patch_size", PS);
     gguf_writer_set_u32(w, "clip.vision.embedding_length", E);
     gguf_writer_set_u32(w, "clip.vision.feed_forward_length", FF);
