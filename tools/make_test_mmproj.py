@@ -5,7 +5,8 @@ gemma3 as conversion/base.py MmprojModel + conversion/gemma.py Gemma3VisionModel
 with biases, post-LayerNorm, no pre-LayerNorm, fc1 -> ffn_up, the patch embedding as a conv
 kernel, position embeddings and the soft-embedding norm in F32, the input projection in F16); gemma4
 (gemma4v) as conversion/gemma.py Gemma4VisionAudioModel (write_gemma4); qwen3vl and qwen2.5vl as
-conversion/qwen3vl.py and conversion/qwenvl.py (write_qwen3vl, write_qwen25vl);
+conversion/qwen3vl.py and conversion/qwenvl.py (write_qwen3vl, write_qwen25vl); pixtral
+(Mistral Small 3.x / pixtral-12b) as conversion/llava.py LlavaVisionModel (write_pixtral);
 llava (llava-1.5's mlp projector) as tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py
 (CLIP: class embedding, pre-LayerNorm, quick GELU, fc1 -> ffn_down and fc2 -> ffn_up, the last
 block dropped and block_count = layers - 1, no post-LayerNorm, 2-D weights F16 incl. the
@@ -377,6 +378,82 @@ def write_qwen25vl(args):
     w.close()
 
 
+PIXTRAL_SHAPES = {
+    # vision width, heads, ffn, blocks, patch size
+    "tiny":  dict(E=64, H=4, F=160, L=2, P=8, S=1024),
+    # a speed shape: 384 wide (head 64), 4 blocks, Mistral Small's 14 px patches and image size
+    "bench": dict(E=384, H=6, F=1536, L=4, P=14, S=1540),
+}
+
+
+def write_pixtral(args):
+    """pixtral as conversion/base.py MmprojModel + conversion/llava.py LlavaVisionModel (HF
+    Mistral3ForConditionalGeneration / pixtral-12b): clip.projector_type pixtral, use_silu, the
+    layer-norm eps, clip.vision.spatial_merge_size when the model has a patch merger (--merge > 1,
+    Mistral Small 3.x; --merge 1: pixtral-12b, no merger), RMS norms without biases (v.pre_ln, ln1,
+    ln2), Q / K / V / out and the SwiGLU FFN without biases, no position embeddings (2-D rope), the
+    patch embedding as a conv kernel without bias, mm.input_norm + mm.patch_merger ([E][E m^2]),
+    mm.1 / mm.2 (biases with --mm-bias, pixtral-12b style) and the [IMG_BREAK] row of the text
+    model's token embeddings as v.token_embd.img_break [T] (F32, as the converter writes vectors)."""
+    sh = PIXTRAL_SHAPES[args.preset]
+    E, H, F, L, P, S = sh["E"], sh["H"], sh["F"], sh["L"], sh["P"], sh["S"]
+    T, HID = args.n_embd_text, args.n_embd_text   # LlavaMultiModalProjector: hidden = text width
+    M = args.merge
+    w = gguf.GGUFWriter(args.out, "clip")
+    w.add_type(gguf.GGUFType.MMPROJ)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32 if args.type == "f32" else gguf.LlamaFileType.MOSTLY_F16)
+    w.add_clip_has_vision_encoder(True)
+    w.add_vision_projection_dim(T)
+    w.add_vision_image_size(S)   # unused by the dynamic-size preprocessing
+    w.add_vision_patch_size(P)
+    w.add_vision_embedding_length(E)
+    w.add_vision_feed_forward_length(F)
+    w.add_vision_block_count(L)
+    w.add_vision_head_count(H)
+    w.add_vision_image_mean([0.48145466, 0.4578275, 0.40821073])
+    w.add_vision_image_std([0.26862954, 0.26130258, 0.27577711])
+    w.add_clip_projector_type(gguf.VisionProjectorType.PIXTRAL)
+    w.add_vision_attention_layernorm_eps(1e-5)
+    w.add_vision_use_silu(True)
+    if M > 1:
+        w.add_vision_spatial_merge_size(M)
+    wt = np.float32 if args.type == "f32" else np.float16
+    seed = args.seed
+
+    def mat(name, shape, scale):
+        w.add_tensor(name, values(seed, name, shape, scale).astype(wt))
+
+    def vec(name, n, scale, offset=0.0):
+        w.add_tensor(name, values(seed, name, (n,), scale, offset))
+
+    mat("v.patch_embd.weight", (E, 3, P, P), 1.0 / np.sqrt(3 * P * P))
+    vec("v.pre_ln.weight", E, 0.2, 1.0)
+    for il in range(L):
+        p = "v.blk.%d." % il
+        vec(p + "ln1.weight", E, 0.2, 1.0)
+        for t in ("attn_q", "attn_k", "attn_v"):
+            mat(p + t + ".weight", (E, E), 2.0 / np.sqrt(E))
+        mat(p + "attn_out.weight", (E, E), 1.0 / np.sqrt(E))
+        vec(p + "ln2.weight", E, 0.2, 1.0)
+        mat(p + "ffn_gate.weight", (F, E), 1.0 / np.sqrt(E))
+        mat(p + "ffn_up.weight", (F, E), 1.0 / np.sqrt(E))
+        mat(p + "ffn_down.weight", (E, F), 1.0 / np.sqrt(F))
+    if M > 1:
+        vec("mm.input_norm.weight", E, 0.2, 1.0)
+        mat("mm.patch_merger.weight", (E, E * M * M), 1.0 / np.sqrt(E * M * M))
+    mat("mm.1.weight", (HID, E), 1.0 / np.sqrt(E))
+    if args.mm_bias:
+        vec("mm.1.bias", HID, 0.1)
+    mat("mm.2.weight", (T, HID), 1.0 / np.sqrt(HID))
+    if args.mm_bias:
+        vec("mm.2.bias", T, 0.1)
+    vec("v.token_embd.img_break", T, 0.5)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_image(args):
     wd, ht = (int(v) for v in args.image.split("x"))
     y, x = np.mgrid[0:ht, 0:wd]
@@ -390,20 +467,21 @@ def write_image(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--family", choices=["gemma3", "gemma4", "llava", "qwen3vl", "qwen25vl"], default="gemma3")
+    ap.add_argument("--family", choices=["gemma3", "gemma4", "llava", "qwen3vl", "qwen25vl", "pixtral"], default="gemma3")
     ap.add_argument("--preset", choices=sorted(SHAPES), default="tiny")
     ap.add_argument("--type", choices=["f32", "f16"], default="f32")
     ap.add_argument("--n-embd-text", type=int, default=128, help="the text model's n_embd (projection_dim)")
     ap.add_argument("--merge", type=int, default=None,
                     help="pooling kernel (clip.vision.projector.scale_factor; default gemma3 4, gemma4 3)")
     ap.add_argument("--deepstack", default="", help="qwen3vl: comma-separated block indexes with a deepstack merger")
+    ap.add_argument("--mm-bias", action="store_true", help="pixtral: mm.1 / mm.2 with biases (pixtral-12b)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--clamps", action="store_true", help="gemma4: Gemma4ClippableLinear clamp scalars on every linear")
     ap.add_argument("--image", metavar="WxH", help="write a test image (binary PPM) instead")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.merge is None:
-        args.merge = 3 if args.family == "gemma4" else 4
+        args.merge = {"gemma4": 3, "pixtral": 2}.get(args.family, 4)
     if args.image:
         write_image(args)
     elif args.family == "llava":
@@ -414,6 +492,8 @@ def main():
         write_qwen3vl(args)
     elif args.family == "qwen25vl":
         write_qwen25vl(args)
+    elif args.family == "pixtral":
+        write_pixtral(args)
     else:
         write_gemma3(args)
     return 0

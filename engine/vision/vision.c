@@ -114,8 +114,10 @@ static int projector_kind(const gguf_file *f, vision_proj_type *out) {
         *out = VISION_PROJ_QWEN3VL;
     } else if (gguf_str_eq(s, "qwen2.5vl_merger")) {
         *out = VISION_PROJ_QWEN25VL;
+    } else if (gguf_str_eq(s, "pixtral")) {
+        *out = VISION_PROJ_PIXTRAL;
     } else {
-        anv_set_error("%s: projector type '%.*s' is not supported (supported: gemma3, gemma4v, mlp, qwen3vl_merger, qwen2.5vl_merger)",
+        anv_set_error("%s: projector type '%.*s' is not supported (supported: gemma3, gemma4v, mlp, qwen3vl_merger, qwen2.5vl_merger, pixtral)",
                       f->path, (int)(s.len > 64 ? 64 : s.len), s.ptr);
         return -1;
     }
@@ -161,6 +163,8 @@ static int load_hparams(vision_model *v) {
         v->n_layer_run = v->n_layer;
     } else if (vision_is_qwen(v)) {
         if (vision_qwen_hparams(v) != 0) return -1;
+    } else if (v->proj == VISION_PROJ_PIXTRAL) {
+        if (vision_pixtral_hparams(v) != 0) return -1;
     } else {   /* llava-1.5 (llama.cpp's defaults for mlp without pinpoints) */
         v->merge = 1;
         v->resize = VISION_RESIZE_BICUBIC;
@@ -172,8 +176,8 @@ static int load_hparams(vision_model *v) {
 check:;
     const int pps = v->patch_size > 0 ? v->image_size / v->patch_size : 0;
     if (v->n_embd < 1 || v->n_head < 1 || v->n_ff < 1 || v->n_layer_run < 1 || v->proj_dim < 1 || v->patch_size < 1 ||
-        v->image_size < v->patch_size || v->image_size % v->patch_size || v->n_embd % v->n_head || v->merge < 1 ||
-        (v->proj != VISION_PROJ_GEMMA4 && !vision_is_qwen(v) && pps % v->merge) ||
+        v->image_size < v->patch_size || (v->proj != VISION_PROJ_PIXTRAL && v->image_size % v->patch_size) || v->n_embd % v->n_head || v->merge < 1 ||
+        (v->proj != VISION_PROJ_GEMMA4 && v->proj != VISION_PROJ_PIXTRAL && !vision_is_qwen(v) && pps % v->merge) ||
         (n_head_kv >= 0 && n_head_kv != v->n_head) || v->image_size > 4096) {
         anv_set_error("%s: invalid vision shape (embedding %d, heads %d, ffn %d, blocks %d, projection %d, image %d, patch %d, merge %d)",
                       f->path, v->n_embd, v->n_head, v->n_ff, v->n_layer, v->proj_dim, v->image_size, v->patch_size, v->merge);
@@ -333,7 +337,11 @@ vision_model *vision_load(const char *path, const vision_load_opts *opts) {
     v->be = opts->gpu ? opts->gpu : opts->cpu;
     if (!(v->gguf = gguf_open(path)) || load_hparams(v) != 0) goto fail;
     if (!(v->layers = calloc((size_t)v->n_layer, sizeof *v->layers))) { anv_set_error("out of memory"); goto fail; }
-    if ((v->proj == VISION_PROJ_GEMMA4 ? gemma4v_load(v) : vision_is_qwen(v) ? vision_qwen_load(v) : load_weights(v)) != 0) goto fail;
+    if ((v->proj == VISION_PROJ_GEMMA4       ? gemma4v_load(v)
+         : vision_is_qwen(v)                 ? vision_qwen_load(v)
+         : v->proj == VISION_PROJ_PIXTRAL    ? vision_pixtral_load(v)
+                                             : load_weights(v)) != 0)
+        goto fail;
     return v;
 fail:
     vision_free(v);
@@ -344,6 +352,7 @@ void vision_free(vision_model *v) {
     if (!v) return;
     gemma4v_free(v);
     vision_qwen_free(v);
+    vision_pixtral_free(v);
     for (int il = 0; v->layers && il < v->n_layer_run; il++) {
         vision_layer *L = &v->layers[il];
         be_tensor *ts[] = {L->ln1_w, L->ln1_b, L->ln2_w, L->ln2_b, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->bo,
@@ -379,6 +388,7 @@ int vision_image_layout(const vision_model *v, int width, int height, vision_lay
     if (check_image_size(width, height) != 0) return -1;
     if (v->proj == VISION_PROJ_GEMMA4) return gemma4v_layout(v, width, height, out);
     if (vision_is_qwen(v)) return vision_qwen_layout(v, width, height, out);
+    if (v->proj == VISION_PROJ_PIXTRAL) return vision_pixtral_layout(v, width, height, out);
     const int side = v->image_size / v->patch_size / v->merge;
     *out = (vision_layout){.n_tokens = side * side, .grid_w = side, .grid_h = side, .width = v->image_size, .height = v->image_size};
     return 0;
@@ -387,7 +397,11 @@ const char *vision_image_begin(const vision_model *v) {
     return v->proj == VISION_PROJ_GEMMA3 ? "<start_of_image>" : v->proj == VISION_PROJ_GEMMA4 ? "<|image>" : vision_is_qwen(v) ? "<|vision_start|>" : "";
 }
 const char *vision_image_end(const vision_model *v) {
-    return v->proj == VISION_PROJ_GEMMA3 ? "<end_of_image>" : v->proj == VISION_PROJ_GEMMA4 ? "<image|>" : vision_is_qwen(v) ? "<|vision_end|>" : "";
+    return v->proj == VISION_PROJ_GEMMA3     ? "<end_of_image>"
+           : v->proj == VISION_PROJ_GEMMA4   ? "<image|>"
+           : vision_is_qwen(v)               ? "<|vision_end|>"
+           : v->proj == VISION_PROJ_PIXTRAL  ? "[IMG_END]"
+                                             : "";
 }
 /* mtmd_decode_use_non_causal: gemma4v is causal for E2B / E4B (output widths 1536, 2560) only */
 bool vision_noncausal(const vision_model *v) {
@@ -411,9 +425,9 @@ int vision_preprocess_rgb(const vision_model *v, const uint8_t *rgb, int width, 
         vision_layout lay;
         return gemma4v_layout(v, width, height, &lay) != 0 ? -1 : gemma4v_preprocess(v, rgb, width, height, &lay, out);
     }
-    if (vision_is_qwen(v)) {
+    if (vision_is_qwen(v) || v->proj == VISION_PROJ_PIXTRAL) {
         vision_layout lay;
-        if (vision_qwen_layout(v, width, height, &lay) != 0) return -1;
+        if (vision_image_layout(v, width, height, &lay) != 0) return -1;
         return vision_resize_padded_wh(rgb, width, height, out, lay.width, lay.height, v->resize, v->pad);
     }
     /* llama.cpp's PAD_CEIL: gemma3 pads black (the default colour), llava (122, 116, 104) */
@@ -544,6 +558,7 @@ int vision_encode(vision_model *v, const uint8_t *rgb, int width, int height, fl
     if (!v->be) { anv_set_error("vision_encode: the projector was opened for its layout only (vision_load_info)"); return -1; }
     if (v->proj == VISION_PROJ_GEMMA4) return !rgb || check_image_size(width, height) != 0 ? -1 : gemma4v_encode(v, rgb, width, height, out);
     if (vision_is_qwen(v)) return !rgb || check_image_size(width, height) != 0 ? -1 : vision_qwen_encode(v, rgb, width, height, out);
+    if (v->proj == VISION_PROJ_PIXTRAL) return !rgb || check_image_size(width, height) != 0 ? -1 : vision_pixtral_encode(v, rgb, width, height, out);
     const int S = v->image_size, p = v->patch_size, n_patch = (S / p) * (S / p), n_out = fixed_tokens(v);
     const int n = n_patch + (v->class_embd ? 1 : 0);   /* positions: the patches, then the class token */
     const int64_t e = v->n_embd, pp3 = 3LL * p * p, hidden = v->mm0_w ? v->mm0_w->rows : 1;

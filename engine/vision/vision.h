@@ -7,9 +7,10 @@
  * projection), llava-1.5's mlp (CLIP ViT with a class token, pre-LN, quick GELU, the second
  * to last layer's output, a two-layer GELU MLP; llama.cpp's legacy converter's files),
  * gemma4v (variable resolution, 2-D rope RMS-norm ViT, vision_gemma4.c), qwen3vl (qwen3-vl and
- * qwen3.5: dynamic resolution, 2-D rope, 2x2 merger, deepstack rows) and qwen2.5vl (window
- * attention, RMSNorm, SwiGLU; both vision_qwen.c); the variable-size ones give a layout per
- * image. Every other type (and llava-1.6's grid pinpoints, explicit feature layers) is refused
+ * qwen3.5: dynamic resolution, 2-D rope, 2x2 merger, deepstack rows), qwen2.5vl (window
+ * attention, RMSNorm, SwiGLU; both vision_qwen.c) and pixtral (mistral3: Mistral Small 3.x,
+ * pixtral-12b; dynamic resolution, 2-D rope, optional patch merger, [IMG_BREAK] rows:
+ * vision_pixtral.c); the variable-size ones give a layout per image. Every other type (and llava-1.6's grid pinpoints, explicit feature layers) is refused
  * at load with one line naming it.
  *
  * Use (the server / CLI side):
@@ -32,7 +33,8 @@
 #include "model.h"
 
 typedef enum {
-    VISION_PROJ_GEMMA3 = 0, VISION_PROJ_MLP = 1, VISION_PROJ_GEMMA4 = 2, VISION_PROJ_QWEN3VL = 3, VISION_PROJ_QWEN25VL = 4
+    VISION_PROJ_GEMMA3 = 0, VISION_PROJ_MLP = 1, VISION_PROJ_GEMMA4 = 2, VISION_PROJ_QWEN3VL = 3, VISION_PROJ_QWEN25VL = 4,
+    VISION_PROJ_PIXTRAL = 5
 } vision_proj_type;
 
 typedef struct vision_model vision_model;
@@ -62,7 +64,8 @@ int vision_n_embd(const vision_model *v);
  * resolution ones (qwen-vl) depend on the image. The text side uses the grid for M-RoPE. */
 typedef struct {
     int n_tokens;        /* embedding rows (gemma3: (image_size / patch_size / merge)^2; mlp: one per patch) */
-    int grid_w, grid_h;  /* n_tokens == grid_w * grid_h */
+    int grid_w, grid_h;  /* n_tokens == grid_w * grid_h (pixtral: grid_w counts the [IMG_BREAK]
+                          * column, which the last row lacks: n_tokens == grid_w * grid_h - 1) */
     int width, height;   /* the preprocessed image's pixels */
 } vision_layout;
 /* The layout of an image of width x height source pixels; -1 + error (empty or over VISION_MAX_PIXELS). */

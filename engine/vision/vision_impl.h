@@ -40,6 +40,7 @@ struct vision_model {
     be_tensor *mm0_w, *mm0_b, *mm2_w, *mm2_b;   /* mlp: [hidden][n_embd], [out_dim][hidden] + biases */
     struct vision_gemma4 *g4;    /* gemma4v's own weights (vision_gemma4.c) */
     struct vision_qwen *qwen;    /* qwen3vl's own state (vision_qwen.c), else NULL */
+    struct vision_pixtral *pix;  /* pixtral's own state (vision_pixtral.c), else NULL */
 };
 
 /* Ollama's single-file vision GGUF (vision_ollama.c): whether f is one (gemma3 with vision
@@ -74,4 +75,14 @@ int vision_qwen_load(vision_model *v);
 void vision_qwen_free(vision_model *v);
 int vision_qwen_layout(const vision_model *v, int width, int height, vision_layout *out);
 int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out);
+
+/* pixtral (mistral3: vision_pixtral.c): hyperparameters after the common ones, weights, free,
+ * layout ([IMG_BREAK] rows counted), encode. */
+int vision_pixtral_hparams(vision_model *v);
+int vision_pixtral_load(vision_model *v);
+void vision_pixtral_free(vision_model *v);
+int vision_pixtral_layout(const vision_model *v, int width, int height, vision_layout *out);
+int vision_pixtral_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out);
+/* clip.cpp's calc_size_preserved_ratio: width x height to multiples of f within [min, max] pixels. */
+void vision_dyn_size(int f, int64_t min_pixels, int64_t max_pixels, int width, int height, int *ow, int *oh);
 #endif

@@ -135,3 +135,29 @@ int vision_resize_padded_wh(const uint8_t *src, int w, int h, uint8_t *dst, int 
     free(tmp);
     return 0;
 }
+
+/* clip.cpp's calc_size_preserved_ratio (float arithmetic as there): the dyn_size target. */
+void vision_dyn_size(int f, int64_t min_pixels, int64_t max_pixels, int width, int height, int *ow, int *oh) {
+#define ROUND_BY(x) ((int)roundf((x) / (float)f) * f)
+#define CEIL_BY(x) ((int)ceilf((x) / (float)f) * f)
+#define FLOOR_BY(x) ((int)floorf((x) / (float)f) * f)
+    int w = ROUND_BY((float)width), h = ROUND_BY((float)height);
+    if (w < f) w = f;
+    if (h < f) h = f;
+    if ((int64_t)h * w > max_pixels) {
+        const float beta = sqrtf((float)height * (float)width / (float)max_pixels);
+        h = FLOOR_BY((float)height / beta);
+        w = FLOOR_BY((float)width / beta);
+        if (h < f) h = f;
+        if (w < f) w = f;
+    } else if ((int64_t)h * w < min_pixels) {
+        const float beta = sqrtf((float)min_pixels / ((float)height * (float)width));
+        h = CEIL_BY((float)height * beta);
+        w = CEIL_BY((float)width * beta);
+    }
+#undef ROUND_BY
+#undef CEIL_BY
+#undef FLOOR_BY
+    *ow = w;
+    *oh = h;
+}

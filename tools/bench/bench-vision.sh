@@ -9,6 +9,9 @@
 # FAMILY qwen3vl: a qwen3-vl style tower (make_test_mmproj.py --family qwen3vl --preset bench: 16 px
 # patches, 384 wide, 4 blocks, F16; a 512x384 image at its own resolution = 768 patches, 192 merged
 # rows) with a qwen35 text model.
+# FAMILY pixtral: a Mistral Small 3.x style tower (make_test_mmproj.py --family pixtral --preset bench:
+# 14 px patches, 384 wide, 4 blocks, F16, 2x2 patch merger; a 448x336 image at its own resolution
+# = 768 patches as qwen3vl's, 192 merged rows + 11 [IMG_BREAK] rows) with a mistral3 text model.
 #   tools/bench/bench-vision.sh [BUILD_DIR] [ROUNDS] [THREADS] [FAMILY]      (LLAMA_CPP=... to pick the tree)
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,11 +30,14 @@ if [ "$family" = gemma4 ]; then
 elif [ "$family" = qwen3vl ]; then
     python3 "$root/tools/make_test_model.py" --family qwen35 --preset tiny --type f32 --out "$work/text.gguf" >/dev/null
     python3 "$root/tools/make_test_mmproj.py" --family qwen3vl --preset bench --type f16 --n-embd-text 128 --out "$work/mmproj.gguf"
+elif [ "$family" = pixtral ]; then
+    python3 "$root/tools/make_test_model.py" --family mistral3 --preset tiny --type f32 --out "$work/text.gguf" >/dev/null
+    python3 "$root/tools/make_test_mmproj.py" --family pixtral --preset bench --type f16 --n-embd-text 128 --out "$work/mmproj.gguf"
 else
     python3 "$root/tools/make_test_model.py" --family gemma3 --preset tiny --type f32 --gemma3-swa off --out "$work/text.gguf" >/dev/null
     python3 "$root/tools/make_test_mmproj.py" --preset bench --type f16 --merge 4 --n-embd-text 128 --out "$work/mmproj.gguf"
 fi
-python3 "$root/tools/make_test_mmproj.py" --image "$([ "$family" = qwen3vl ] && echo 512x384 || echo 640x480)" --out "$work/img.ppm"
+python3 "$root/tools/make_test_mmproj.py" --image "$(case $family in qwen3vl) echo 512x384;; pixtral) echo 448x336;; *) echo 640x480;; esac)" --out "$work/img.ppm"
 ms() { python3 -c 'import json,sys; print([c["encode_ms"] for c in json.load(sys.stdin)["chunks"] if c["type"] == "image"][0])'; }
 i=0
 while [ "$i" -lt "$rounds" ]; do
