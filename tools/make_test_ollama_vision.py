@@ -32,6 +32,12 @@ image_std}; the Hugging Face names through its replacements: v.patch_embed.weigh
 [p, p, 2, n_embd * 3]), v.patch_embed.bias, v.pos_embed, v.blk.N.norm1 / norm2, attn_q / k / v
 (attn.qkv split in three), attn_out, mlp.linear_fc1 / fc2, v.merger.{norm, linear_fc1,
 linear_fc2}, v.deepstack_merger.X.{norm, linear_fc1, linear_fc2}).
+qwen35 (convert/convert_qwen3next.go before its two-file split: the text keys of the llama.cpp
+file but attention.head_count_kv one per layer (0 on the recurrent ones), 3 rope sections as
+rope.dimension_sections / mrope_section / mrope_sections plus rope.mrope_interleaved, no
+attention.recurrent_layers (full_attention_interval says it), ssm.v_head_reordered, blk.N.ssm_dt
+for ssm_dt.bias; the MTP layer left out (block_count the main layers); the vision tower as
+qwen3vl's under qwen35.vision.*, deepstack_visual_indexes empty).
 
   make_test_ollama_vision.py --model text.gguf --mmproj mmproj.gguf --out single.gguf
 """
@@ -199,6 +205,11 @@ def write_qwen3vl(w, text, proj):
     w.add_array("qwen3vl.vision.image_std", [float(x) for x in scalar(proj, "clip.vision.image_std")])
     for t in text.tensors:
         copy_tensor(w, t, t.name)
+    write_qwen3vl_tower(w, proj, ds)
+
+
+def write_qwen3vl_tower(w, proj, ds):
+    """The projector's tensors under the names of Ollama's qwen3vl / qwen3.5 files."""
     by = {t.name: t for t in proj.tensors}
     k0, k1 = by["v.patch_embd.weight"], by["v.patch_embd.weight.1"]
     if k0.tensor_type != k1.tensor_type:
@@ -232,6 +243,46 @@ def write_qwen3vl(w, text, proj):
         copy_tensor(w, t, n)
 
 
+def write_qwen35(w, text, proj):
+    arch = scalar(text, "general.architecture")
+    n_layer = scalar(text, arch + ".block_count")
+    nextn = scalar(text, arch + ".nextn_predict_layers", 0)
+    main_layers = n_layer - nextn
+    interval = scalar(text, arch + ".full_attention_interval", 4)
+    recurrent = [(il + 1) % interval != 0 for il in range(main_layers)]
+    flags = scalar(text, arch + ".attention.recurrent_layers", None) if arch + ".attention.recurrent_layers" in text.fields else None
+    if flags is not None and [bool(x) for x in flags[:main_layers]] != recurrent:
+        sys.exit("make_test_ollama_vision: attention.recurrent_layers is not full_attention_interval %d's pattern" % interval)
+    n_kv = scalar(text, arch + ".attention.head_count_kv")
+    sec = [int(x) for x in scalar(text, arch + ".rope.dimension_sections")]
+    if len(sec) == 4 and sec[3] != 0:
+        sys.exit("make_test_ollama_vision: rope.dimension_sections %s has a 4th section (Ollama's files have 3)" % sec)
+    skip = {arch + "." + k for k in ("block_count", "nextn_predict_layers", "attention.recurrent_layers", "attention.head_count_kv",
+                                      "rope.dimension_sections")}
+    copy_kv(w, text, skip | {"general.architecture"})
+    w.add_uint32(arch + ".block_count", main_layers)
+    w.add_array(arch + ".attention.head_count_kv", [0 if r else n_kv for r in recurrent])
+    for k in ("rope.dimension_sections", "rope.mrope_section", "mrope_sections"):
+        w.add_array(arch + "." + k, sec[:3])
+    w.add_bool(arch + ".rope.mrope_interleaved", True)
+    if scalar(text, arch + ".ssm.time_step_rank") != scalar(text, arch + ".ssm.group_count"):
+        w.add_bool(arch + ".ssm.v_head_reordered", True)
+    vision_common(w, proj, arch)
+    check_same("clip.vision.projection_dim", scalar(proj, "clip.vision.projection_dim"), scalar(text, arch + ".embedding_length"))
+    check_same("clip.use_gelu", scalar(proj, "clip.use_gelu", False), True)
+    if any(scalar(proj, "clip.vision.is_deepstack_layers", [False])):
+        sys.exit("make_test_ollama_vision: qwen3.5 has no deepstack layers")
+    w.add_uint32(arch + ".vision.feed_forward_length", scalar(proj, "clip.vision.feed_forward_length"))
+    w.add_array(arch + ".vision.deepstack_visual_indexes", [])
+    w.add_array(arch + ".vision.image_mean", [float(x) for x in scalar(proj, "clip.vision.image_mean")])
+    w.add_array(arch + ".vision.image_std", [float(x) for x in scalar(proj, "clip.vision.image_std")])
+    for t in text.tensors:
+        if t.name.startswith("blk.") and int(t.name.split(".")[1]) >= main_layers:
+            continue   # the MTP layer
+        copy_tensor(w, t, t.name[:-len(".bias")] if t.name.endswith(".ssm_dt.bias") else t.name)
+    write_qwen3vl_tower(w, proj, [])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -240,8 +291,10 @@ def main():
     a = ap.parse_args()
     text, proj = gguf.GGUFReader(a.model), gguf.GGUFReader(a.mmproj)
     kind = scalar(proj, "clip.projector_type")
+    if kind == "qwen3vl_merger" and scalar(text, "general.architecture") in ("qwen35", "qwen35moe"):
+        kind = "qwen35"
     families = {"gemma3": ("gemma3", write_gemma3), "qwen2.5vl_merger": ("qwen25vl", write_qwen25vl),
-                "qwen3vl_merger": ("qwen3vl", write_qwen3vl)}
+                "qwen3vl_merger": ("qwen3vl", write_qwen3vl), "qwen35": (scalar(text, "general.architecture"), write_qwen35)}
     if kind not in families:
         sys.exit("make_test_ollama_vision: projector type %s is not one of %s" % (kind, ", ".join(families)))
     arch, write = families[kind]

@@ -165,7 +165,8 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
         if (!model_read_u32(f, arch, "feed_forward_length", &hp->n_ff, true)) return -1;
         if (!model_read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
         hp->n_kv_head = hp->n_head;
-        if (!model_read_u32(f, arch, "attention.head_count_kv", &hp->n_kv_head, false)) return -1;
+        const int kv_array = model_ollama_kv_heads(f, arch, &hp->n_kv_head);   /* Ollama's qwen35: one per layer */
+        if (kv_array < 0 || (!kv_array && !model_read_u32(f, arch, "attention.head_count_kv", &hp->n_kv_head, false))) return -1;
     }
     bool has_key_length = key_present(f, arch, "attention.key_length");
     if (!check_counts(f, arch, hp, has_key_length)) return -1;

@@ -12,7 +12,11 @@
  * entries; the 4th is 0), and qwen3vl files without rope.dimension_sections: the sections are
  * rope.mrope_section when the converter wrote it (from the Hugging Face config), else Ollama's
  * [24, 20, 20, 0] (the shim's and its former runtime's default), and n_deepstack_layers, when
- * absent, the length of vision.deepstack_visual_indexes. */
+ * absent, the length of vision.deepstack_visual_indexes.
+ * qwen3.5 (convert/convert_qwen3next.go before the two-file split; the shim's
+ * apply_qwen35_text_fixes): attention.head_count_kv per layer (0 on the recurrent ones) taken as
+ * its largest entry, blk.N.ssm_dt for llama.cpp's ssm_dt.bias (qwen35.c takes either), 3 rope
+ * sections (qwen35.c pads them with a 0). */
 #include "model_ollama.h"
 
 #include <stdio.h>
@@ -73,5 +77,26 @@ int model_ollama_qwenvl_sections(const gguf_file *f, const char *arch, int sec[4
         }
         if (ds) *n_deepstack = (int)ds->arr_len;
     }
+    return 1;
+}
+
+int model_ollama_kv_heads(const gguf_file *f, const char *arch, int *out) {
+    if (strcmp(arch, "qwen35") && strcmp(arch, "qwen35moe")) return 0;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+    const gguf_kv *kv = gguf_find(f, key);
+    if (!kv || kv->type != GGUF_ARRAY) return 0;
+    if ((kv->arr_type != GGUF_INT32 && kv->arr_type != GGUF_UINT32) || kv->arr_len > 4096) {
+        anv_set_error("%s: metadata %s must be an integer or an array of integers", f->path, key);
+        return -1;
+    }
+    uint32_t best = 0;
+    for (uint64_t i = 0; i < kv->arr_len; i++) {
+        uint32_t x;
+        memcpy(&x, (const uint8_t *)kv->arr_data + i * 4, 4);
+        if (x <= (1u << 20) && x > best) best = x;
+    }
+    if (!best) { anv_set_error("%s: metadata %s has no attention layer (all entries 0)", f->path, key); return -1; }
+    *out = (int)best;
     return 1;
 }

@@ -36,6 +36,10 @@
  *   feed_forward_length (mlp.linear_fc1's rows), image_size = sqrt(positions) * patch, mean /
  *   std 0.5 unless written, GELU, projection_dim = qwen3vl.embedding_length.
  *
+ * qwen35 / qwen35moe (convert/convert_qwen3next.go before the two-file split; the shim's
+ *   handle_qwen35_like_clip): qwen3vl's tower under {arch}.vision.* and the same tensor names,
+ *   no deepstack (the indexes, if written, are ignored as the shim does).
+ *
  * vision.c and vision_qwen.c ask for tensors by llama.cpp's names; vision_ollama_tensor translates. */
 #include "vision_impl.h"
 
@@ -47,7 +51,7 @@
 #include "error.h"
 #include "quant.h"
 
-typedef enum { OLLAMA_NONE = 0, OLLAMA_GEMMA3, OLLAMA_QWEN25VL, OLLAMA_QWEN3VL } ollama_family;
+typedef enum { OLLAMA_NONE = 0, OLLAMA_GEMMA3, OLLAMA_QWEN25VL, OLLAMA_QWEN3VL, OLLAMA_QWEN35 } ollama_family;
 
 /* a llama.cpp name (a prefix, or the whole name when exact) -> Ollama's */
 typedef struct { const char *clip, *ollama; bool exact; } rename_rule;
@@ -88,6 +92,12 @@ static const struct family {
     {OLLAMA_QWEN25VL, "qwen25vl", "qwen25vl.vision.block_count", "v.patch_embd_0.weight", "Ollama's single-file qwen2.5-vl layout",
      VISION_PROJ_QWEN25VL, qwen25vl_renames, NULL, sizeof qwen25vl_renames / sizeof qwen25vl_renames[0], 0},
     {OLLAMA_QWEN3VL, "qwen3vl", "qwen3vl.vision.block_count", "v.patch_embed.weight", "Ollama's single-file qwen3-vl layout",
+     VISION_PROJ_QWEN3VL, qwen3vl_renames, qwen3vl_block, sizeof qwen3vl_renames / sizeof qwen3vl_renames[0],
+     sizeof qwen3vl_block / sizeof qwen3vl_block[0]},
+    {OLLAMA_QWEN35, "qwen35", "qwen35.vision.block_count", "v.patch_embed.weight", "Ollama's single-file qwen3.5 layout",
+     VISION_PROJ_QWEN3VL, qwen3vl_renames, qwen3vl_block, sizeof qwen3vl_renames / sizeof qwen3vl_renames[0],
+     sizeof qwen3vl_block / sizeof qwen3vl_block[0]},
+    {OLLAMA_QWEN35, "qwen35moe", "qwen35moe.vision.block_count", "v.patch_embed.weight", "Ollama's single-file qwen3.5 layout",
      VISION_PROJ_QWEN3VL, qwen3vl_renames, qwen3vl_block, sizeof qwen3vl_renames / sizeof qwen3vl_renames[0],
      sizeof qwen3vl_block / sizeof qwen3vl_block[0]},
 };
@@ -201,7 +211,7 @@ static int qwen3vl_hparams(vision_model *v, const struct family *fam) {
     if (!get_u32(f, fam, "vision.spatial_merge_size", &merge, false) || !get_u32(f, fam, "vision.temporal_patch_size", &temporal, false))
         return -1;
     if (temporal != 2) {
-        anv_set_error("%s: qwen3vl.vision.temporal_patch_size = %d is not supported (2)", f->path, temporal);
+        anv_set_error("%s: %s.vision.temporal_patch_size = %d is not supported (2)", f->path, fam->arch, temporal);
         return -1;
     }
     if ((v->n_ff = rows_of(f, "v.blk.0.mlp.linear_fc1.weight")) < 0) return -1;
@@ -213,12 +223,13 @@ static int qwen3vl_hparams(vision_model *v, const struct family *fam) {
     }
     v->image_size = side * v->patch_size;
     for (int c = 0; c < 3; c++) v->mean[c] = v->std[c] = 0.5f;
-    const char *arrs[2] = {"qwen3vl.vision.image_mean", "qwen3vl.vision.image_std"};
     for (int k = 0; k < 2; k++) {
-        const gguf_kv *kv = gguf_find(f, arrs[k]);
+        char key[128];
+        snprintf(key, sizeof key, "%s.vision.%s", fam->arch, k ? "image_std" : "image_mean");
+        const gguf_kv *kv = gguf_find(f, key);
         if (!kv || (kv->type == GGUF_ARRAY && kv->arr_len == 0)) continue;   /* the converter writes [] when the config had none */
         if (kv->type != GGUF_ARRAY || kv->arr_type != GGUF_FLOAT32 || kv->arr_len != 3) {
-            anv_set_error("%s: metadata %s must be an array of 3 floats", f->path, arrs[k]);
+            anv_set_error("%s: metadata %s must be an array of 3 floats", f->path, key);
             return -1;
         }
         memcpy(k ? v->std : v->mean, kv->arr_data, 3 * sizeof(float));
@@ -248,7 +259,8 @@ int vision_ollama_hparams(vision_model *v) {
     }
     switch (fam->id) {
     case OLLAMA_QWEN25VL: return qwen25vl_hparams(v, fam);
-    case OLLAMA_QWEN3VL: return qwen3vl_hparams(v, fam);
+    case OLLAMA_QWEN3VL:
+    case OLLAMA_QWEN35: return qwen3vl_hparams(v, fam);
     default: return gemma3_hparams(v, fam);
     }
 }
@@ -257,7 +269,7 @@ int vision_ollama_deepstack(const vision_model *v, int *ds_of_layer, int *n_deep
     const gguf_file *f = v->gguf;
     const struct family *fam = family_of(f);
     *n_deepstack = 0;
-    if (!fam || fam->id != OLLAMA_QWEN3VL) return 0;
+    if (!fam || fam->id != OLLAMA_QWEN3VL) return 0;   /* qwen3.5: none (the shim's all-false mask) */
     bool bad = false;
     const gguf_kv *ds = get_ints(f, fam, "vision.deepstack_visual_indexes", (uint64_t)v->n_layer, &bad);
     if (bad) return -1;
