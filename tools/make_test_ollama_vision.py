@@ -38,6 +38,12 @@ rope.dimension_sections / mrope_section / mrope_sections plus rope.mrope_interle
 attention.recurrent_layers (full_attention_interval says it), ssm.v_head_reordered, blk.N.ssm_dt
 for ssm_dt.bias; the MTP layer left out (block_count the main layers); the vision tower as
 qwen3vl's under qwen35.vision.*, deepstack_visual_indexes empty).
+gemma4 (convert/convert_gemma4.go: the text keys and tensors as llama.cpp's; gemma4.vision.
+{block_count, embedding_length, attention.head_count, feed_forward_length, patch_size,
+num_channels, projector.scale_factor, attention.layer_norm_epsilon}; llama.cpp's vision tensor
+names, but the Gemma4ClippableLinear bounds (<linear>.input_min ... scalars) packed in one F32
+v.clamp_data: per block, per linear q, k, v, out, gate, up, down: input min, max, output min,
+max; then the projector's; all linears clamped or none, as the converter assumes).
 
   make_test_ollama_vision.py --model text.gguf --mmproj mmproj.gguf --out single.gguf
 """
@@ -283,6 +289,38 @@ def write_qwen35(w, text, proj):
     write_qwen3vl_tower(w, proj, [])
 
 
+G4_LINEARS = ("attn_q", "attn_k", "attn_v", "attn_out", "ffn_gate", "ffn_up", "ffn_down")
+G4_BOUNDS = ("input_min", "input_max", "output_min", "output_max")
+
+
+def write_gemma4(w, text, proj):
+    copy_kv(w, text, {"general.architecture"})
+    n_layer = scalar(proj, "clip.vision.block_count")
+    check_same("clip.vision.projection_dim", scalar(proj, "clip.vision.projection_dim"), scalar(text, "gemma4.embedding_length"))
+    for k, want in (("image_mean", [0.0] * 3), ("image_std", [1.0] * 3)):
+        if list(scalar(proj, "clip.vision." + k)) != want:
+            sys.exit("make_test_ollama_vision: clip.vision.%s is not %s (what Ollama supplies)" % (k, want))
+    for key in ("block_count", "embedding_length", "attention.head_count", "feed_forward_length", "patch_size"):
+        w.add_uint32("gemma4.vision." + key, scalar(proj, "clip.vision." + key))
+    w.add_uint32("gemma4.vision.num_channels", 3)
+    w.add_uint32("gemma4.vision.projector.scale_factor", scalar(proj, "clip.vision.projector.scale_factor", 3))
+    w.add_float32("gemma4.vision.attention.layer_norm_epsilon", scalar(proj, "clip.vision.attention.layer_norm_epsilon"))
+    for t in text.tensors:
+        copy_tensor(w, t, t.name)
+    by = {t.name: t for t in proj.tensors}
+    bases = ["v.blk.%d.%s" % (il, lin) for il in range(n_layer) for lin in G4_LINEARS] + ["mm.input_projection"]
+    names = {b + "." + x for b in bases for x in G4_BOUNDS}
+    have = names & set(by)
+    if have and have != names:
+        sys.exit("make_test_ollama_vision: clamps on some linears only (Ollama's v.clamp_data has every one)")
+    for t in proj.tensors:
+        if t.name not in names:
+            copy_tensor(w, t, t.name)
+    if have:
+        w.add_tensor("v.clamp_data", np.array([float(by[n].data[0]) for n in (b + "." + x for b in bases for x in G4_BOUNDS)],
+                                              dtype=np.float32))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -290,10 +328,10 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     text, proj = gguf.GGUFReader(a.model), gguf.GGUFReader(a.mmproj)
-    kind = scalar(proj, "clip.projector_type")
+    kind = scalar(proj, "clip.projector_type", "") or scalar(proj, "clip.vision.projector_type")
     if kind == "qwen3vl_merger" and scalar(text, "general.architecture") in ("qwen35", "qwen35moe"):
         kind = "qwen35"
-    families = {"gemma3": ("gemma3", write_gemma3), "qwen2.5vl_merger": ("qwen25vl", write_qwen25vl),
+    families = {"gemma3": ("gemma3", write_gemma3), "gemma4v": ("gemma4", write_gemma4), "qwen2.5vl_merger": ("qwen25vl", write_qwen25vl),
                 "qwen3vl_merger": ("qwen3vl", write_qwen3vl), "qwen35": (scalar(text, "general.architecture"), write_qwen35)}
     if kind not in families:
         sys.exit("make_test_ollama_vision: projector type %s is not one of %s" % (kind, ", ".join(families)))

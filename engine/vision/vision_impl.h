@@ -42,7 +42,7 @@ struct vision_model {
     struct vision_qwen *qwen;    /* qwen3vl's own state (vision_qwen.c), else NULL */
 };
 
-/* Ollama's single-file vision GGUFs (vision_ollama.c: gemma3, qwen25vl, qwen3vl): whether f is
+/* Ollama's single-file vision GGUFs (vision_ollama.c: gemma3, qwen25vl, qwen3vl, qwen35, gemma4): whether f is
  * one (the text architecture with its vision metadata and tensors), the projector it holds, its
  * hyperparameters into v (-1 + error), a tensor asked for by llama.cpp's clip name found under
  * Ollama's (NULL if absent), and the name Ollama's layout gives llama.cpp's (buf, or name itself). */
@@ -56,6 +56,9 @@ const char *vision_ollama_name(const gguf_file *f, const char *name, char *buf, 
  * temporal halves summed, malloc'd F32 [n_embd][3 p p] (NULL + error). */
 int vision_ollama_deepstack(const vision_model *v, int *ds_of_layer, int *n_deepstack);
 float *vision_ollama_qwen3vl_patch(const vision_model *v);
+/* gemma4: the clamps of block il's linear k of n_lin (il -1: the projector) from v.clamp_data
+ * (in min, in max, out min, out max; *present false without that tensor); -1 + error. */
+int vision_ollama_clamps(const vision_model *v, int il, int k, int n_lin, float out[4], bool *present);
 /* A tensor by llama.cpp's name in v's file, either layout; the name it has there (for errors). */
 const gguf_tensor *vision_tensor(const vision_model *v, const char *name);
 const char *vision_tensor_name(const vision_model *v, const char *name, char *buf, size_t cap);

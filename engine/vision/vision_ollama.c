@@ -40,6 +40,15 @@
  *   handle_qwen35_like_clip): qwen3vl's tower under {arch}.vision.* and the same tensor names,
  *   no deepstack (the indexes, if written, are ignored as the shim does).
  *
+ * gemma4 (convert/convert_gemma4.go; the shim's handle_gemma4_clip): gemma4.vision.{block_count,
+ *   embedding_length, attention.head_count, feed_forward_length, patch_size, num_channels,
+ *   projector.scale_factor, attention.layer_norm_epsilon}; llama.cpp's tensor names (its own
+ *   renames give them), the audio tower a.* beside; Gemma4ClippableLinear's bounds packed in one
+ *   F32 tensor v.clamp_data: per block, per linear (q, k, v, out, gate, up, down), input min, max,
+ *   output min, max, then the projector's four (llama.cpp's <linear>.input_min ... scalars).
+ *   Supplied: image_size 224, GELU quick (no use_gelu), mean 0 and std 1 (the model's own v.std_bias / v.std_scale),
+ *   projection_dim = gemma4.embedding_length.
+ *
  * vision.c and vision_qwen.c ask for tensors by llama.cpp's names; vision_ollama_tensor translates. */
 #include "vision_impl.h"
 
@@ -51,7 +60,7 @@
 #include "error.h"
 #include "quant.h"
 
-typedef enum { OLLAMA_NONE = 0, OLLAMA_GEMMA3, OLLAMA_QWEN25VL, OLLAMA_QWEN3VL, OLLAMA_QWEN35 } ollama_family;
+typedef enum { OLLAMA_NONE = 0, OLLAMA_GEMMA3, OLLAMA_QWEN25VL, OLLAMA_QWEN3VL, OLLAMA_QWEN35, OLLAMA_GEMMA4 } ollama_family;
 
 /* a llama.cpp name (a prefix, or the whole name when exact) -> Ollama's */
 typedef struct { const char *clip, *ollama; bool exact; } rename_rule;
@@ -100,6 +109,8 @@ static const struct family {
     {OLLAMA_QWEN35, "qwen35moe", "qwen35moe.vision.block_count", "v.patch_embed.weight", "Ollama's single-file qwen3.5 layout",
      VISION_PROJ_QWEN3VL, qwen3vl_renames, qwen3vl_block, sizeof qwen3vl_renames / sizeof qwen3vl_renames[0],
      sizeof qwen3vl_block / sizeof qwen3vl_block[0]},
+    {OLLAMA_GEMMA4, "gemma4", "gemma4.vision.block_count", "v.patch_embd.weight", "Ollama's single-file gemma4 layout",
+     VISION_PROJ_GEMMA4, NULL, NULL, 0, 0},   /* llama.cpp's tensor names already */
 };
 
 static const struct family *family_of(const gguf_file *f) {
@@ -189,6 +200,40 @@ static int gemma3_hparams(vision_model *v, const struct family *fam) {
     return 0;
 }
 
+static int gemma4_hparams(vision_model *v, const struct family *fam) {
+    const gguf_file *f = v->gguf;
+    v->merge = 3;   /* the converter's default pooling */
+    if (!get_u32(f, fam, "vision.feed_forward_length", &v->n_ff, true) || !get_u32(f, fam, "vision.projector.scale_factor", &v->merge, false))
+        return -1;
+    v->image_size = 224;   /* the shim's (unused by gemma4v's variable resolution) */
+    v->gelu_quick = true;  /* no clip.use_gelu from the shim: clip.cpp's default, GELU quick (as llama.cpp's files) */
+    for (int c = 0; c < 3; c++) v->mean[c] = 0.0f, v->std[c] = 1.0f;   /* the model normalizes itself (v.std_bias / v.std_scale) */
+    v->resize = VISION_RESIZE_BICUBIC;
+    memset(v->pad, 0, 3);
+    v->n_layer_run = v->n_layer;
+    return 0;
+}
+
+int vision_ollama_clamps(const vision_model *v, int il, int k, int n_lin, float out[4], bool *present) {
+    const gguf_file *f = v->gguf;
+    *present = false;
+    const gguf_tensor *t = gguf_find_tensor(f, "v.clamp_data");
+    if (!t) return 0;
+    const int64_t n = ((int64_t)v->n_layer * n_lin + 1) * 4;
+    if (t->type != QT_F32 || t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1) {
+        anv_set_error("%s: tensor 'v.clamp_data' must be F32 [%lld] ((blocks x %d linears + the projector) x 4 bounds)", f->path,
+                      (long long)n, n_lin);
+        return -1;
+    }
+    const float *d = (const float *)t->data + (il < 0 ? (int64_t)v->n_layer * n_lin * 4 : ((int64_t)il * n_lin + k) * 4);
+    for (int i = 0; i < 4; i++) {
+        if (!isfinite(d[i])) { anv_set_error("%s: tensor 'v.clamp_data' holds a value that is not finite", f->path); return -1; }
+        out[i] = d[i];
+    }
+    *present = true;
+    return 0;
+}
+
 static int qwen25vl_hparams(vision_model *v, const struct family *fam) {
     const gguf_file *f = v->gguf;
     int merge = 2, window = 112, wa_pattern = 8;
@@ -261,6 +306,7 @@ int vision_ollama_hparams(vision_model *v) {
     case OLLAMA_QWEN25VL: return qwen25vl_hparams(v, fam);
     case OLLAMA_QWEN3VL:
     case OLLAMA_QWEN35: return qwen3vl_hparams(v, fam);
+    case OLLAMA_GEMMA4: return gemma4_hparams(v, fam);
     default: return gemma3_hparams(v, fam);
     }
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ollama_single_file: Ollama's single-file vision GGUF (text model and vision tower in one file,
-Ollama's key and tensor names: gemma3, qwen25vl, qwen3vl or qwen35, following the fixture's files;
+Ollama's key and tensor names: gemma3, qwen25vl, qwen3vl, qwen35 or gemma4, following the fixture's files;
 tools/make_test_ollama_vision.py writes it from the fixture's two files, same weights) read by
 engine/vision (vision_ollama.c) and engine/model (model_ollama.c):
 - vision_dump on the single file (as model and projector) gives exactly the image embeddings and
@@ -10,7 +10,8 @@ engine/vision (vision_ollama.c) and engine/model (model_ollama.c):
   --mmproj, nothing next to it) and gives llama-mtmd-cli's greedy reply (the committed text);
 - a single file with a vision tensor missing (Ollama's name for it) or a bad key (gemma3: a
   tokens_per_image that does not pool the patch grid; qwen25vl: no rope.mrope_section; qwen3vl:
-  deepstack_visual_indexes out of order; qwen35: head_count_kv all 0) is one line naming the problem.
+  deepstack_visual_indexes out of order; qwen35: head_count_kv all 0; gemma4: no vision
+  feed_forward_length) is one line naming the problem.
 
   ollama_single_file.py --dump VISION_DUMP --anvil ANVIL --tools TOOLS_DIR --base BASE --greedy GREEDY.txt --prompt P"""
 import argparse
@@ -104,6 +105,9 @@ BAD = {
     "qwen35": (("a missing vision MLP tensor", {"drop": "v.blk.1.mlp.linear_fc2.weight"}, "tensor 'v.blk.1.mlp.linear_fc2.weight' is missing"),
                ("no attention layer in head_count_kv", {"key": "qwen35.attention.head_count_kv", "value": [0, 0, 0, 0, 0]},
                 "qwen35.attention.head_count_kv has no attention layer")),
+    "gemma4": (("a missing vision FFN tensor", {"drop": "v.blk.1.ffn_gate.weight"}, "v.blk.1.ffn_gate.weight"),
+               ("no vision feed_forward_length", {"key": "gemma4.vision.feed_forward_length"},
+                "missing metadata key gemma4.vision.feed_forward_length")),
 }
 arch = gguf.GGUFReader(single).fields["general.architecture"].contents()
 check(arch in BAD, "the single file's architecture %r is one of %s" % (arch, sorted(BAD)))

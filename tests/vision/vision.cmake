@@ -72,9 +72,10 @@ if(TARGET anvil)
   set_tests_properties(server_vision_api PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
                        LABELS "server;vision")
   # Ollama's single-file layouts (text + vision tower in one GGUF) against the two files (tests/vision/ollama_single_file.py):
-  # gemma3 on the first entry, qwen25vl / qwen3vl / qwen35 on the entries with those projectors and text archs
+  # gemma3 on the first entry, qwen25vl / qwen3vl / qwen35 / gemma4 (clamps packed in v.clamp_data) on the entries with those projectors and text archs
   foreach(_pair "vision_ollama_single_file=${_vfirst}" "vision_ollama_single_file_qwen25vl=qwen2vl-qwen25vl"
-                "vision_ollama_single_file_qwen3vl=qwen3vl-deepstack" "vision_ollama_single_file_qwen35=qwen35-qwen3vl")
+                "vision_ollama_single_file_qwen3vl=qwen3vl-deepstack" "vision_ollama_single_file_qwen35=qwen35-qwen3vl"
+                "vision_ollama_single_file_gemma4=gemma4-dense")
     string(REPLACE "=" ";" _pair "${_pair}")
     list(GET _pair 0 _tname)
     list(GET _pair 1 _case)
