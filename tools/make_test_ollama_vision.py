@@ -38,7 +38,9 @@ rope.dimension_sections / mrope_section / mrope_sections plus rope.mrope_interle
 attention.recurrent_layers (full_attention_interval says it), ssm.v_head_reordered, blk.N.ssm_dt
 for ssm_dt.bias; the MTP layer left out (block_count the main layers); the vision tower as
 qwen3vl's under qwen35.vision.*, deepstack_visual_indexes empty).
-gemma4 (convert/convert_gemma4.go: the text keys and tensors as llama.cpp's; gemma4.vision.
+gemma4 (convert/convert_gemma4.go: the text keys and tensors as llama.cpp's (its
+tokenizer.ggml.model 'llama' for gemma4's BPE is not written: the synthetic vocabulary is SPM);
+gemma4.vision.
 {block_count, embedding_length, attention.head_count, feed_forward_length, patch_size,
 num_channels, projector.scale_factor, attention.layer_norm_epsilon}; llama.cpp's vision tensor
 names, but the Gemma4ClippableLinear bounds (<linear>.input_min ... scalars) packed in one F32
@@ -294,7 +296,7 @@ G4_BOUNDS = ("input_min", "input_max", "output_min", "output_max")
 
 
 def write_gemma4(w, text, proj):
-    copy_kv(w, text, {"general.architecture"})
+    copy_kv(w, text, {"general.architecture"})   # the synthetic vocabulary as it is (see the docstring)
     n_layer = scalar(proj, "clip.vision.block_count")
     check_same("clip.vision.projection_dim", scalar(proj, "clip.vision.projection_dim"), scalar(text, "gemma4.embedding_length"))
     for k, want in (("image_mean", [0.0] * 3), ("image_std", [1.0] * 3)):
