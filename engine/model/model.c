@@ -33,6 +33,7 @@ static const arch_desc ARCHS[] = {
     {"qwen3", ARCH_QWEN3, BE_ROPE_NEOX},
     {"qwen3vl", ARCH_QWEN3, BE_ROPE_NEOX},       /* qwen3 + IMROPE + deepstack (qwenvl_text.c) */
     {"qwen2vl", ARCH_QWEN2, BE_ROPE_NEOX},       /* qwen2 + MROPE (qwenvl_text.c) */
+    {"qwen25vl", ARCH_QWEN2, BE_ROPE_NEOX},      /* Ollama's qwen2.5-vl: qwen2vl's body (model_ollama.c) */
     {"gemma3", ARCH_GEMMA3, BE_ROPE_NEOX},
     {"gemma-embedding", ARCH_GEMMA3, BE_ROPE_NEOX},   /* the gemma3 body, bidirectional, pooled */
     {"qwen2moe", ARCH_QWEN2MOE, BE_ROPE_NEOX},
@@ -145,7 +146,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
         if (gguf_str_eq(a, ARCHS[i].name)) ad = &ARCHS[i];
     if (!ad) {
-        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, mistral3, qwen2, qwen3, qwen35, qwen35moe, gemma3, gemma4, qwen2moe, qwen3moe, gpt-oss, gemma-embedding, bert, nomic-bert)",
+        anv_set_error("%s: unsupported architecture '%.*s' (supported: llama, mistral3, qwen2, qwen3, qwen2vl, qwen25vl, qwen3vl, qwen35, qwen35moe, gemma3, gemma4, qwen2moe, qwen3moe, gpt-oss, gemma-embedding, bert, nomic-bert)",
                       f->path, (int)(a.len > 64 ? 64 : a.len), a.ptr);
         return -1;
     }
@@ -164,7 +165,8 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
         if (!model_read_u32(f, arch, "feed_forward_length", &hp->n_ff, true)) return -1;
         if (!model_read_u32(f, arch, "attention.head_count", &hp->n_head, true)) return -1;
         hp->n_kv_head = hp->n_head;
-        if (!model_read_u32(f, arch, "attention.head_count_kv", &hp->n_kv_head, false)) return -1;
+        const int kv_array = model_ollama_kv_heads(f, arch, &hp->n_kv_head);   /* Ollama's qwen35: one per layer */
+        if (kv_array < 0 || (!kv_array && !model_read_u32(f, arch, "attention.head_count_kv", &hp->n_kv_head, false))) return -1;
     }
     bool has_key_length = key_present(f, arch, "attention.key_length");
     if (!check_counts(f, arch, hp, has_key_length)) return -1;
@@ -266,7 +268,7 @@ static int load_hparams(const gguf_file *f, model_hparams *hp) {
     if (moe_read_hparams(f, arch, hp) != 0) return -1;
     if (hp->arch == ARCH_GPTOSS && gptoss_read_hparams(f, hp) != 0) return -1;
     if (hp->arch == ARCH_QWEN35 && qwen35_read_hparams(f, hp) != 0) return -1;
-    if ((!strcmp(arch, "qwen3vl") || !strcmp(arch, "qwen2vl")) && qwenvl_read_hparams(f, arch, hp) != 0) return -1;
+    if ((!strcmp(arch, "qwen3vl") || !strcmp(arch, "qwen2vl") || !strcmp(arch, "qwen25vl")) && qwenvl_read_hparams(f, arch, hp) != 0) return -1;
     if (hp->arch == ARCH_GEMMA4 && gemma4_read_hparams(f, hp) != 0) return -1;
     return 0;
 }

@@ -206,7 +206,10 @@ int qwen35_load_layer(model *m, int il, backend *be) {
             anv_set_error("%s: tensor 'blk.%d.ssm_conv1d.weight' must be F32 (is %s)", m->gguf->path, il, qtype_get(L->ssm_conv->type)->name);
             fail = true;
         }
-        L->ssm_dt_bias = place_blk(m, be, il, "ssm_dt.bias", hv, 1, &fail);
+        char dt[64];   /* Ollama's files name it blk.N.ssm_dt (the shim renames it) */
+        snprintf(dt, sizeof dt, "blk.%d.ssm_dt", il);
+        const bool ollama_dt = gguf_find_tensor(m->gguf, dt) != NULL;
+        L->ssm_dt_bias = place_blk(m, be, il, ollama_dt ? "ssm_dt" : "ssm_dt.bias", hv, 1, &fail);
         L->ssm_a = place_blk(m, be, il, "ssm_a", hv, 1, &fail);
         L->ssm_beta = place_blk(m, be, il, "ssm_beta.weight", e, hv, &fail);
         L->ssm_alpha = place_blk(m, be, il, "ssm_alpha.weight", e, hv, &fail);

@@ -7,26 +7,30 @@
  *  - qwen2vl: MROPE (consecutive sections), no deepstack.
  * Text positions are [p, p, p, 0] (llama.cpp's batch): a rotated pair that falls in the fourth
  * section does not rotate for text, so such a model ropes text through rope_rows' table too
- * (rope_text_table). */
+ * (rope_text_table). Ollama's own qwen25vl / qwen3vl files (no rope.dimension_sections): the sections
+ * and deepstack count as Ollama gives them (model_ollama.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "error.h"
 #include "model.h"
+#include "model_ollama.h"
 #include "rope_table.h"
 
 int qwenvl_read_hparams(const gguf_file *f, const char *arch, model_hparams *hp) {
     const bool v3 = strcmp(arch, "qwen3vl") == 0;
     char key[128];
     snprintf(key, sizeof key, "%s.rope.dimension_sections", arch);
-    const gguf_kv *kv = gguf_find(f, key);
-    if (!kv) { anv_set_error("%s: missing metadata key %s", f->path, key); return -1; }
-    if (kv->type != GGUF_ARRAY || (kv->arr_type != GGUF_INT32 && kv->arr_type != GGUF_UINT32) || kv->arr_len < 3 || kv->arr_len > 4) {
+    int sec[4] = {0, 0, 0, 0};
+    const int ollama = model_ollama_qwenvl_sections(f, arch, sec, &hp->n_deepstack);   /* Ollama's own files */
+    if (ollama < 0) return -1;
+    const gguf_kv *kv = ollama ? NULL : gguf_find(f, key);
+    if (!ollama && !kv) { anv_set_error("%s: missing metadata key %s", f->path, key); return -1; }
+    if (kv && (kv->type != GGUF_ARRAY || (kv->arr_type != GGUF_INT32 && kv->arr_type != GGUF_UINT32) || kv->arr_len < 3 || kv->arr_len > 4)) {
         anv_set_error("%s: metadata %s must be an array of 3 or 4 integers", f->path, key);
         return -1;
     }
-    int sec[4] = {0, 0, 0, 0};
-    for (uint64_t i = 0; i < kv->arr_len; i++) memcpy(&sec[i], (const uint8_t *)kv->arr_data + i * 4, 4);
+    for (uint64_t i = 0; kv && i < kv->arr_len; i++) memcpy(&sec[i], (const uint8_t *)kv->arr_data + i * 4, 4);
     const int sect_dims = sec[0] + sec[1] + sec[2] + sec[3];
     if (sec[0] < 0 || sec[1] < 0 || sec[2] < 0 || sec[3] < 0 || sect_dims < 1 || sect_dims > hp->n_rot / 2) {
         anv_set_error("%s: metadata %s = [%d, %d, %d, %d] is invalid (sections of at most rope.dimension_count / 2 = %d pairs)", f->path,
@@ -47,7 +51,7 @@ int qwenvl_read_hparams(const gguf_file *f, const char *arch, model_hparams *hp)
                              : s < sec[0] + sec[1] + sec[2];
         if (!text) hp->rope_text_table = true;
     }
-    hp->n_deepstack = 0;
+    if (!ollama) hp->n_deepstack = 0;
     if (v3 && !model_read_u32(f, arch, "n_deepstack_layers", &hp->n_deepstack, false)) return -1;
     if (hp->n_deepstack < 0 || hp->n_deepstack > hp->n_layer) {
         anv_set_error("%s: metadata %s.n_deepstack_layers = %d is invalid (at most block_count %d)", f->path, arch, hp->n_deepstack, hp->n_layer);

@@ -39,12 +39,10 @@ static bool read_f32x3(const gguf_file *f, const char *key, float out[3]) {
 }
 
 /* A tensor by llama.cpp's clip name, in either layout. */
-static const gguf_tensor *find_tensor(const vision_model *v, const char *name) {
-    return v->ollama ? vision_ollama_tensor(v->gguf, name) : gguf_find_tensor(v->gguf, name);
-}
+static const gguf_tensor *find_tensor(const vision_model *v, const char *name) { return vision_tensor(v, name); }
 /* The name a tensor has in v's file (for errors). */
 static const char *file_name(const vision_model *v, const char *name, char *buf, size_t cap) {
-    return v->ollama ? vision_ollama_name(name, buf, cap) : name;
+    return vision_tensor_name(v, name, buf, cap);
 }
 
 /* A tensor of ne [ne0, ne1] (ne1 = 1: a vector, F32) placed on be; NULL + *fail if absent
@@ -81,8 +79,8 @@ static be_tensor *put_l(vision_model *v, int il, const char *suffix, int64_t ne0
  * anv_last_error() saying why the file is not a projector Anvil runs. */
 static int projector_kind(const gguf_file *f, vision_proj_type *out) {
     gguf_str s;
-    if (vision_ollama_detect(f)) {   /* a gemma3 model file holding its vision tower (Ollama's library) */
-        *out = VISION_PROJ_GEMMA3;
+    if (vision_ollama_detect(f)) {   /* a model file holding its vision tower (Ollama's library) */
+        *out = vision_ollama_proj(f);
         return 0;
     }
     if (!gguf_get_str(f, "general.architecture", &s) || !gguf_str_eq(s, "clip")) {

@@ -112,10 +112,16 @@ static int clip_scalar(const vision_model *v, const char *base, const char *suff
     return 0;
 }
 
-/* The clamps of the linear <base>.weight (llama.cpp's clamp_info_map). */
-static int read_clip(const vision_model *v, const char *base, g4_clip *c) {
+/* The clamps of the linear <base>.weight (llama.cpp's clamp_info_map), block il's linear k (il -1:
+ * the projector); Ollama's single file packs them in v.clamp_data (vision_ollama.c). */
+static int read_clip(const vision_model *v, const char *base, int il, int k, g4_clip *c) {
     *c = (g4_clip){-FLT_MAX, FLT_MAX, -FLT_MAX, FLT_MAX, false, false};
-    if (clip_scalar(v, base, "input_min", &c->in_lo, &c->in) != 0 || clip_scalar(v, base, "input_max", &c->in_hi, &c->in) != 0 ||
+    if (v->ollama) {
+        float b[4];
+        bool present = false;
+        if (vision_ollama_clamps(v, il, k, G4_N_LIN, b, &present) != 0) return -1;
+        if (present) *c = (g4_clip){b[0], b[1], b[2], b[3], true, true};
+    } else if (clip_scalar(v, base, "input_min", &c->in_lo, &c->in) != 0 || clip_scalar(v, base, "input_max", &c->in_hi, &c->in) != 0 ||
         clip_scalar(v, base, "output_min", &c->out_lo, &c->out) != 0 || clip_scalar(v, base, "output_max", &c->out_hi, &c->out) != 0)
         return -1;
     if (c->in_lo > c->in_hi || c->out_lo > c->out_hi) {
@@ -205,12 +211,12 @@ int gemma4v_load(vision_model *v) {
             snprintf(wname, sizeof wname, "%s.weight", g4_lin_names[k]);
             const int64_t in = k == G4_DOWN ? ff : e, out = k == G4_GATE || k == G4_UP ? ff : e;
             L->w[k] = g4_put_l(v, il, wname, in, out, true, &fail);
-            if (!fail && read_clip(v, base, &L->clip[k]) != 0) return -1;
+            if (!fail && read_clip(v, base, il, k, &L->clip[k]) != 0) return -1;
         }
     }
     g->post_ln = g4_put(v, "v.post_ln.weight", e, 1, false, &fail);
     g->in_proj = g4_put(v, "mm.input_projection.weight", e, v->proj_dim, true, &fail);
-    if (!fail && read_clip(v, "mm.input_projection", &g->in_proj_clip) != 0) return -1;
+    if (!fail && read_clip(v, "mm.input_projection", -1, 0, &g->in_proj_clip) != 0) return -1;
     g->std_scale = g4_put(v, "v.std_scale", e, 1, false, &fail);
     if (fail) return -1;
     const gguf_tensor *sb = gguf_find_tensor(v->gguf, "v.std_bias");

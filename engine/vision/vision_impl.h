@@ -43,14 +43,26 @@ struct vision_model {
     struct vision_pixtral *pix;  /* pixtral's own state (vision_pixtral.c), else NULL */
 };
 
-/* Ollama's single-file vision GGUF (vision_ollama.c): whether f is one (gemma3 with vision
- * metadata and tensors), its hyperparameters into v (-1 + error), and a tensor asked for by
- * llama.cpp's clip name found under Ollama's (NULL if absent). */
+/* Ollama's single-file vision GGUFs (vision_ollama.c: gemma3, qwen25vl, qwen3vl, qwen35, gemma4): whether f is
+ * one (the text architecture with its vision metadata and tensors), the projector it holds, its
+ * hyperparameters into v (-1 + error), a tensor asked for by llama.cpp's clip name found under
+ * Ollama's (NULL if absent), and the name Ollama's layout gives llama.cpp's (buf, or name itself). */
 bool vision_ollama_detect(const gguf_file *f);
+vision_proj_type vision_ollama_proj(const gguf_file *f);
 int vision_ollama_hparams(vision_model *v);
 const gguf_tensor *vision_ollama_tensor(const gguf_file *f, const char *name);
-/* The name Ollama's layout gives llama.cpp's tensor name (buf, or name itself when the same). */
-const char *vision_ollama_name(const char *name, char *buf, size_t cap);
+const char *vision_ollama_name(const gguf_file *f, const char *name, char *buf, size_t cap);
+/* qwen3vl: the deepstack blocks (ds_of_layer[block] = its row slot, from
+ * vision.deepstack_visual_indexes; ds_of_layer preset to -1), and the Conv3D patch kernel's two
+ * temporal halves summed, malloc'd F32 [n_embd][3 p p] (NULL + error). */
+int vision_ollama_deepstack(const vision_model *v, int *ds_of_layer, int *n_deepstack);
+float *vision_ollama_qwen3vl_patch(const vision_model *v);
+/* gemma4: the clamps of block il's linear k of n_lin (il -1: the projector) from v.clamp_data
+ * (in min, in max, out min, out max; *present false without that tensor); -1 + error. */
+int vision_ollama_clamps(const vision_model *v, int il, int k, int n_lin, float out[4], bool *present);
+/* A tensor by llama.cpp's name in v's file, either layout; the name it has there (for errors). */
+const gguf_tensor *vision_tensor(const vision_model *v, const char *name);
+const char *vision_tensor_name(const vision_model *v, const char *name, char *buf, size_t cap);
 
 /* Pillow's resampling of RGB8 (w x h) to out_w x out_h; -1 + error (out of memory). */
 int vision_resample(const uint8_t *src, int w, int h, uint8_t *dst, int out_w, int out_h, vision_resize_algo algo);
@@ -71,6 +83,9 @@ int vision_resize_padded_wh(const uint8_t *src, int w, int h, uint8_t *dst, int 
 static inline bool vision_is_qwen(const vision_model *v) { return v->proj == VISION_PROJ_QWEN3VL || v->proj == VISION_PROJ_QWEN25VL; }
 /* qwen3vl / qwen2.5vl (vision_qwen.c): hyperparameters after the common ones, weights, free, layout, encode. */
 int vision_qwen_hparams(vision_model *v);
+/* The qwen state from hparams read either way: the spatial merge, the activation flag (use_silu /
+ * use_gelu), and qwen2.5vl's n_wa_pattern and window_size in pixels. */
+int vision_qwen_setup(vision_model *v, int merge, bool act_on, int wa_pattern, int window_px);
 int vision_qwen_load(vision_model *v);
 void vision_qwen_free(vision_model *v);
 int vision_qwen_layout(const vision_model *v, int width, int height, vision_layout *out);

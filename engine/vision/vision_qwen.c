@@ -60,10 +60,12 @@ static bool tensor_ok(const gguf_tensor *t, int64_t ne0, int64_t ne1, int64_t ne
 /* A tensor of ne [ne0, ne1] on the encoder's backend (vectors F32); NULL + *fail if absent or misshapen. */
 static be_tensor *qput(vision_model *v, const char *name, int64_t ne0, int64_t ne1, bool *fail) {
     if (*fail) return NULL;
-    const gguf_tensor *t = gguf_find_tensor(v->gguf, name);
+    const gguf_tensor *t = vision_tensor(v, name);
     const qtype_info *qi = t ? qtype_get(t->type) : NULL;
+    char fn[160];
     if (!tensor_ok(t, ne0, ne1, 1, 1) || !qi || !qi->is_weight || (ne1 == 1 && t->type != QT_F32)) {
-        anv_set_error("%s: tensor '%s' is %s, expected [%lld, %lld]%s", v->gguf->path, name, t ? "misshapen" : "missing",
+        anv_set_error("%s: tensor '%s' is %s, expected [%lld, %lld]%s", v->gguf->path, vision_tensor_name(v, name, fn, sizeof fn),
+                      t ? "misshapen" : "missing",
                       (long long)ne0, (long long)ne1, ne1 == 1 ? " F32" : "");
         *fail = true;
         return NULL;
@@ -76,11 +78,13 @@ static be_tensor *qput(vision_model *v, const char *name, int64_t ne0, int64_t n
 /* Rows [r0, r0 + n) of a 2-D tensor (the fused QKV split into Q, K, V), or of a vector (n elements). */
 static be_tensor *qput_part(vision_model *v, const char *name, int64_t cols, int64_t total_rows, int64_t r0, int64_t n, bool *fail) {
     if (*fail) return NULL;
-    const gguf_tensor *t = gguf_find_tensor(v->gguf, name);
+    const gguf_tensor *t = vision_tensor(v, name);
     const bool vec = total_rows == 1;
     const qtype_info *qi = t ? qtype_get(t->type) : NULL;
+    char fn[160];
     if (!tensor_ok(t, cols, total_rows, 1, 1) || !qi || !qi->is_weight || (vec && t->type != QT_F32)) {
-        anv_set_error("%s: tensor '%s' is %s, expected [%lld, %lld]%s", v->gguf->path, name, t ? "misshapen" : "missing",
+        anv_set_error("%s: tensor '%s' is %s, expected [%lld, %lld]%s", v->gguf->path, vision_tensor_name(v, name, fn, sizeof fn),
+                      t ? "misshapen" : "missing",
                       (long long)cols, (long long)total_rows, vec ? " F32" : "");
         *fail = true;
         return NULL;
@@ -101,22 +105,35 @@ static float *dequant_all(const gguf_tensor *t, int64_t n) {
 
 int vision_qwen_hparams(vision_model *v) {
     const gguf_file *f = v->gguf;
+    const bool v25 = v->proj == VISION_PROJ_QWEN25VL;
+    uint32_t merge = 2, pat = 0, win = 112;   /* clip.cpp: n_wa_pattern required, window_size 112 unless given */
+    if (gguf_find(f, "clip.vision.spatial_merge_size") && !gguf_get_u32(f, "clip.vision.spatial_merge_size", &merge)) return -1;
+    bool on = false;
+    if (!gguf_get_bool(f, v25 ? "clip.use_silu" : "clip.use_gelu", &on)) on = false;
+    if (v25) {
+        if (!gguf_get_u32(f, "clip.vision.n_wa_pattern", &pat)) {
+            if (!gguf_find(f, "clip.vision.n_wa_pattern")) anv_set_error("%s: missing metadata key clip.vision.n_wa_pattern", f->path);
+            return -1;
+        }
+        if (gguf_find(f, "clip.vision.window_size") && !gguf_get_u32(f, "clip.vision.window_size", &win)) return -1;
+    }
+    return vision_qwen_setup(v, merge > 64 ? 0 : (int)merge, on, pat > (1u << 20) ? -1 : (int)pat, win > (1u << 20) ? -1 : (int)win);
+}
+
+int vision_qwen_setup(vision_model *v, int merge, bool act_on, int wa_pattern, int window_px) {
+    const gguf_file *f = v->gguf;
     struct vision_qwen *q = calloc(1, sizeof *q);
     if (!q) { anv_set_error("out of memory"); return -1; }
     v->qwen = q;
     q->v25 = v->proj == VISION_PROJ_QWEN25VL;
     const char *type = q->v25 ? "qwen2.5vl" : "qwen3vl";
-    uint32_t merge = 2;
-    if (gguf_find(f, "clip.vision.spatial_merge_size") && !gguf_get_u32(f, "clip.vision.spatial_merge_size", &merge)) return -1;
-    if (merge != 2) { anv_set_error("%s: %s with spatial_merge_size %u is not supported (2 only)", f->path, type, merge); return -1; }
+    if (merge != 2) { anv_set_error("%s: %s with spatial_merge_size %d is not supported (2 only)", f->path, type, merge); return -1; }
     v->merge = 2;
     v->resize = VISION_RESIZE_BICUBIC;
     memset(v->pad, 0, 3);
     v->n_layer_run = v->n_layer;
-    const char *act = q->v25 ? "clip.use_silu" : "clip.use_gelu";
-    bool on = false;
-    if (!gguf_get_bool(f, act, &on) || !on) {
-        anv_set_error("%s: %s projector without %s = true is not supported", f->path, type, act);
+    if (!act_on) {
+        anv_set_error("%s: %s projector without %s = true is not supported", f->path, type, q->v25 ? "clip.use_silu" : "clip.use_gelu");
         return -1;
     }
     if (v->n_embd % v->n_head || (v->n_embd / v->n_head) % 4) {
@@ -124,19 +141,13 @@ int vision_qwen_hparams(vision_model *v) {
         return -1;
     }
     if (q->v25) {
-        uint32_t pat = 0, win = 112;   /* clip.cpp: n_wa_pattern required, window_size 112 unless given */
-        if (!gguf_get_u32(f, "clip.vision.n_wa_pattern", &pat)) {
-            if (!gguf_find(f, "clip.vision.n_wa_pattern")) anv_set_error("%s: missing metadata key clip.vision.n_wa_pattern", f->path);
+        const int unit = v->patch_size * v->merge;
+        if (wa_pattern < 1 || wa_pattern > 1024 || window_px < unit || window_px > (1 << 16)) {
+            anv_set_error("%s: qwen2.5vl n_wa_pattern %d / window_size %d is invalid (window at least %d px)", f->path, wa_pattern, window_px, unit);
             return -1;
         }
-        if (gguf_find(f, "clip.vision.window_size") && !gguf_get_u32(f, "clip.vision.window_size", &win)) return -1;
-        const uint32_t unit = (uint32_t)(v->patch_size * v->merge);
-        if (pat < 1 || pat > 1024 || win < unit || win > (1u << 16)) {
-            anv_set_error("%s: qwen2.5vl n_wa_pattern %u / window_size %u is invalid (window at least %u px)", f->path, pat, win, unit);
-            return -1;
-        }
-        q->wa_pattern = (int)pat;
-        q->window = (int)(win / unit);
+        q->wa_pattern = wa_pattern;
+        q->window = window_px / unit;
     }
     return 0;
 }
@@ -149,37 +160,41 @@ int vision_qwen_load(vision_model *v) {
     q->min_pixels = 8 * patch_area;
     q->max_pixels = 4096 * patch_area;
     bool fail = false;
-    /* the temporal pair of conv kernels, summed (the frame is repeated) */
-    const gguf_tensor *w0 = gguf_find_tensor(f, "v.patch_embd.weight"), *w1 = gguf_find_tensor(f, "v.patch_embd.weight.1");
-    for (int k = 0; k < 2; k++) {
+    /* the temporal pair of conv kernels, summed (the frame is repeated); Ollama's qwen3vl: one Conv3D */
+    const bool conv3d = v->ollama && !q->v25;
+    const gguf_tensor *w0 = vision_tensor(v, "v.patch_embd.weight"), *w1 = vision_tensor(v, "v.patch_embd.weight.1");
+    char fn[160];
+    for (int k = 0; k < 2 && !conv3d; k++) {
         const gguf_tensor *w = k ? w1 : w0;
         if (!tensor_ok(w, p, p, 3, e) || (w->type != QT_F32 && w->type != QT_F16)) {
-            anv_set_error("%s: tensor 'v.patch_embd.weight%s' is %s, expected [%lld, %lld, 3, %lld] F32/F16", f->path, k ? ".1" : "",
+            anv_set_error("%s: tensor '%s' is %s, expected [%lld, %lld, 3, %lld] F32/F16", f->path,
+                          vision_tensor_name(v, k ? "v.patch_embd.weight.1" : "v.patch_embd.weight", fn, sizeof fn),
                           w ? "misshapen" : "missing", (long long)p, (long long)p, (long long)e);
             return -1;
         }
     }
-    float *a = dequant_all(w0, e * pp3), *b = dequant_all(w1, e * pp3);
-    if (!a || !b) { free(a); free(b); return -1; }
-    for (int64_t i = 0; i < e * pp3; i++) a[i] += b[i];
+    float *a = conv3d ? vision_ollama_qwen3vl_patch(v) : dequant_all(w0, e * pp3), *b = conv3d ? NULL : dequant_all(w1, e * pp3);
+    if (!a || (!conv3d && !b)) { free(a); free(b); return -1; }
+    for (int64_t i = 0; b && i < e * pp3; i++) a[i] += b[i];
     free(b);
     q->patch_host = a;
     if (!(v->patch_w = v->be->ops->weight_new(v->be, QT_F32, pp3, e, a))) return -1;
     if (!q->v25) v->patch_b = qput(v, "v.patch_embd.bias", e, 1, &fail);   /* qwen2.5vl: none */
     /* learned positions (qwen3vl): a square grid, kept on the host for the interpolation */
-    const gguf_tensor *pt = q->v25 ? NULL : gguf_find_tensor(f, "v.position_embd.weight");
+    const gguf_tensor *pt = q->v25 ? NULL : vision_tensor(v, "v.position_embd.weight");
     if (!q->v25) {
         const int side = pt ? (int)lround(sqrt((double)pt->ne[1])) : 0;
         if (!pt || pt->ne[0] != e || side < 1 || (int64_t)side * side != pt->ne[1] || pt->ne[2] != 1 || pt->ne[3] != 1 ||
             (pt->type != QT_F32 && pt->type != QT_F16)) {
-            anv_set_error("%s: tensor 'v.position_embd.weight' is %s, expected [%lld, side^2] F32/F16", f->path, pt ? "misshapen" : "missing",
+            anv_set_error("%s: tensor '%s' is %s, expected [%lld, side^2] F32/F16", f->path,
+                          vision_tensor_name(v, "v.position_embd.weight", fn, sizeof fn), pt ? "misshapen" : "missing",
                           (long long)e);
             return -1;
         }
         q->pos_side = side;
         if (!(q->pos_host = dequant_all(pt, e * pt->ne[1]))) return -1;
     }
-    if (gguf_find_tensor(f, "v.pre_ln.weight")) {
+    if (vision_tensor(v, "v.pre_ln.weight")) {
         v->pre_ln_w = qput(v, "v.pre_ln.weight", e, 1, &fail);
         v->pre_ln_b = qput(v, "v.pre_ln.bias", e, 1, &fail);
     }
@@ -193,8 +208,9 @@ int vision_qwen_load(vision_model *v) {
     /* deepstack layers */
     if (!(q->ds_of_layer = malloc((size_t)v->n_layer * sizeof(int)))) { anv_set_error("out of memory"); return -1; }
     for (int il = 0; il < v->n_layer; il++) q->ds_of_layer[il] = -1;
-    const gguf_kv *dk = gguf_find(f, "clip.vision.is_deepstack_layers") ? gguf_get_arr(f, "clip.vision.is_deepstack_layers", GGUF_BOOL) : NULL;
-    if (gguf_find(f, "clip.vision.is_deepstack_layers") && !dk) return -1;
+    if (v->ollama && vision_ollama_deepstack(v, q->ds_of_layer, &q->n_deepstack) != 0) return -1;
+    const gguf_kv *dk = !v->ollama && gguf_find(f, "clip.vision.is_deepstack_layers") ? gguf_get_arr(f, "clip.vision.is_deepstack_layers", GGUF_BOOL) : NULL;
+    if (!v->ollama && gguf_find(f, "clip.vision.is_deepstack_layers") && !dk) return -1;
     if (dk) {
         if (dk->arr_len != (uint64_t)v->n_layer) {
             anv_set_error("%s: clip.vision.is_deepstack_layers has %llu entries for %d blocks", f->path, (unsigned long long)dk->arr_len, v->n_layer);
@@ -204,10 +220,11 @@ int vision_qwen_load(vision_model *v) {
             if (((const uint8_t *)dk->arr_data)[il]) q->ds_of_layer[il] = q->n_deepstack++;
     }
     const char *m0 = "mm.0.weight", *m2 = "mm.2.weight";
-    const gguf_tensor *t0 = gguf_find_tensor(f, m0), *t2 = gguf_find_tensor(f, m2);
+    const gguf_tensor *t0 = vision_tensor(v, m0), *t2 = vision_tensor(v, m2);
     if (!t0 || !t2 || t0->ne[0] != e4 || t2->ne[0] != t0->ne[1] || t0->ne[1] < 1 || t0->ne[1] > (1 << 20) || t2->ne[1] < 1 || t2->ne[1] > (1 << 20)) {
-        anv_set_error("%s: tensors 'mm.0.weight' / 'mm.2.weight' are missing or misshapen (expected [%lld, hidden], [hidden, text])", f->path,
-                      (long long)e4);
+        char fn2[160];
+        anv_set_error("%s: tensors '%s' / '%s' are missing or misshapen (expected [%lld, hidden], [hidden, text])", f->path,
+                      vision_tensor_name(v, m0, fn, sizeof fn), vision_tensor_name(v, m2, fn2, sizeof fn2), (long long)e4);
         return -1;
     }
     q->n_hidden = (int)t0->ne[1];
@@ -223,24 +240,28 @@ int vision_qwen_load(vision_model *v) {
 #define QN(s) (snprintf(name, sizeof name, "v.blk.%d.%s", il, s), name)
         L->ln1_w = qput(v, QN("ln1.weight"), e, 1, &fail);
         L->ln2_w = qput(v, QN("ln2.weight"), e, 1, &fail);
-        if (q->v25) {   /* RMSNorms; Q, K, V apart; a gated MLP */
+        if (!q->v25) {   /* LayerNorms */
+            L->ln1_b = qput(v, QN("ln1.bias"), e, 1, &fail);
+            L->ln2_b = qput(v, QN("ln2.bias"), e, 1, &fail);
+        }
+        if (q->v25 || v->ollama) {   /* Q, K, V apart (qwen2.5vl; Ollama's qwen3vl, split by its converter) */
             L->wq = qput(v, QN("attn_q.weight"), e, e, &fail);
             L->wk = qput(v, QN("attn_k.weight"), e, e, &fail);
             L->wv = qput(v, QN("attn_v.weight"), e, e, &fail);
             L->bq = qput(v, QN("attn_q.bias"), e, 1, &fail);
             L->bk = qput(v, QN("attn_k.bias"), e, 1, &fail);
             L->bv = qput(v, QN("attn_v.bias"), e, 1, &fail);
-            q->gate_w[il] = qput(v, QN("ffn_gate.weight"), e, ff, &fail);
-            q->gate_b[il] = qput(v, QN("ffn_gate.bias"), ff, 1, &fail);
         } else {
-            L->ln1_b = qput(v, QN("ln1.bias"), e, 1, &fail);
-            L->ln2_b = qput(v, QN("ln2.bias"), e, 1, &fail);
             L->wq = qput_part(v, QN("attn_qkv.weight"), e, 3 * e, 0, e, &fail);
             L->wk = qput_part(v, name, e, 3 * e, e, e, &fail);
             L->wv = qput_part(v, name, e, 3 * e, 2 * e, e, &fail);
             L->bq = qput_part(v, QN("attn_qkv.bias"), 3 * e, 1, 0, e, &fail);
             L->bk = qput_part(v, name, 3 * e, 1, e, e, &fail);
             L->bv = qput_part(v, name, 3 * e, 1, 2 * e, e, &fail);
+        }
+        if (q->v25) {   /* a gated MLP */
+            q->gate_w[il] = qput(v, QN("ffn_gate.weight"), e, ff, &fail);
+            q->gate_b[il] = qput(v, QN("ffn_gate.bias"), ff, 1, &fail);
         }
         L->wo = qput(v, QN("attn_out.weight"), e, e, &fail);
         L->bo = qput(v, QN("attn_out.bias"), e, 1, &fail);
@@ -253,9 +274,12 @@ int vision_qwen_load(vision_model *v) {
         if (d < 0 || fail) continue;
         qwen_deepstack *D = &q->ds[d];
 #define DN(s) (snprintf(name, sizeof name, "v.deepstack.%d.%s", il, s), name)
-        const gguf_tensor *fc1 = gguf_find_tensor(f, DN("fc1.weight"));
+        const gguf_tensor *fc1 = vision_tensor(v, DN("fc1.weight"));
         const int64_t dh = fc1 ? fc1->ne[1] : 0;
-        if (!fc1 || dh < 1 || dh > (1 << 20)) { anv_set_error("%s: tensor '%s' is missing or misshapen", f->path, name); return -1; }
+        if (!fc1 || dh < 1 || dh > (1 << 20)) {
+            anv_set_error("%s: tensor '%s' is missing or misshapen", f->path, vision_tensor_name(v, name, fn, sizeof fn));
+            return -1;
+        }
         D->norm_w = qput(v, DN("norm.weight"), e4, 1, &fail);
         D->norm_b = qput(v, DN("norm.bias"), e4, 1, &fail);
         D->fc1_w = qput(v, DN("fc1.weight"), e4, dh, &fail);

@@ -71,14 +71,21 @@ if(TARGET anvil)
                    ${ANVIL_TEST_MODELS}/vision-${_vfirst} ${_vdir}/${_vfirst}.greedy.txt)
   set_tests_properties(server_vision_api PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
                        LABELS "server;vision")
-  # Ollama's single-file layout (text + vision tower in one gemma3 GGUF) against the two files (tests/vision/ollama_single_file.py)
-  string(JSON _vprompt GET "${_vman}" cases ${_vfirst} prompt)
-  add_test(NAME vision_ollama_single_file
-           COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/vision/ollama_single_file.py --dump $<TARGET_FILE:vision_dump>
-                   --anvil $<TARGET_FILE:anvil> --tools ${CMAKE_SOURCE_DIR}/tools --base ${ANVIL_TEST_MODELS}/vision-${_vfirst}
-                   --greedy ${_vdir}/${_vfirst}.greedy.txt --prompt "${_vprompt}")
-  set_tests_properties(vision_ollama_single_file PROPERTIES FIXTURES_REQUIRED anvil_vision_${_vfirst} TIMEOUT 300
-                       LABELS "golden;vision")
+  # Ollama's single-file layouts (text + vision tower in one GGUF) against the two files (tests/vision/ollama_single_file.py):
+  # gemma3 on the first entry, qwen25vl / qwen3vl / qwen35 / gemma4 (clamps packed in v.clamp_data) on the entries with those projectors and text archs
+  foreach(_pair "vision_ollama_single_file=${_vfirst}" "vision_ollama_single_file_qwen25vl=qwen2vl-qwen25vl"
+                "vision_ollama_single_file_qwen3vl=qwen3vl-deepstack" "vision_ollama_single_file_qwen35=qwen35-qwen3vl"
+                "vision_ollama_single_file_gemma4=gemma4-dense")
+    string(REPLACE "=" ";" _pair "${_pair}")
+    list(GET _pair 0 _tname)
+    list(GET _pair 1 _case)
+    string(JSON _vprompt GET "${_vman}" cases ${_case} prompt)
+    add_test(NAME ${_tname}
+             COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/vision/ollama_single_file.py --dump $<TARGET_FILE:vision_dump>
+                     --anvil $<TARGET_FILE:anvil> --tools ${CMAKE_SOURCE_DIR}/tools --base ${ANVIL_TEST_MODELS}/vision-${_case}
+                     --greedy ${_vdir}/${_case}.greedy.txt --prompt "${_vprompt}")
+    set_tests_properties(${_tname} PROPERTIES FIXTURES_REQUIRED anvil_vision_${_case} TIMEOUT 300 LABELS "golden;vision")
+  endforeach()
   # images in the interactive chat (pexpect): attached, kept per turn, /clear, the cache (tests/cli/vision_repl.py)
   add_test(NAME cli_vision_repl
            COMMAND ${Python3_EXECUTABLE} ${ANVIL_TESTS}/cli/vision_repl.py $<TARGET_FILE:anvil>
