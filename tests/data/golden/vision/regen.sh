@@ -3,7 +3,7 @@
 # tests/vision/mtmd_oracle.c against its libmtmd (build-cpu, `ninja llama-mtmd-cli` builds the
 # library), makes each manifest case's files as the test does, and records the oracle's JSON and
 # llama-mtmd-cli's 12-token greedy reply to "Describe it." with the image (batches of 1024: a
-# bidirectional image must fit one ubatch, gemma3-576 has 576 rows).
+# bidirectional image must fit one ubatch, gemma3-rows576 has 576 rows).
 #   tests/data/golden/vision/regen.sh [LLAMA_CPP_DIR] [CASE...]   (no CASE: every case)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
