@@ -30,7 +30,7 @@ typedef struct { uint64_t x, w, out; int64_t n_rows, row_len; float eps; int32_t
 /* matvec and matmul share one block: out[t][r] (+)= sum_c W[r][c] * x[t][c]. */
 typedef struct { uint64_t w, x, out; int64_t cols, rows, row_bytes; int32_t n_tok, accumulate, type, pad; } anv_matmul_args;
 /* op: 0 add, 1 mul, 2 scale (b unused, s), 3 glu silu, 4 glu gelu-tanh, 5 glu swiglu-oai (b = up),
- * 6 clamp to [s, s2] (b unused). */
+ * 6 clamp to [s, s2] (b unused), 7 glu sigmoid (sigmoid(a) * b). */
 typedef struct { uint64_t a, b, out; int64_t n, b_n; float s; int32_t op; float s2; int32_t pad; } anv_ew_args;
 typedef struct {
     uint64_t x, freq_factors;
@@ -38,6 +38,8 @@ typedef struct {
     float freq_base, freq_scale;
     float ext_factor, attn_factor, corr_lo, corr_hi; /* YaRN, as be_rope_params (backend.h) */
 } anv_rope_args;
+/* rope_rows (M-RoPE by table): row t's (cos, sin) pairs table[t][2i], table[t][2i + 1] rotate (i, i + n_rot / 2) of every head. */
+typedef struct { uint64_t x, table; int32_t n_tok, n_head, head_dim, n_rot; } anv_rope_rows_args;
 typedef struct { uint64_t src, dst; int64_t cols, row0, n_rows, dst_row_bytes; int32_t dst_type, pad; } anv_store_rows_args;
 typedef struct {
     uint64_t q, k, v, out;

@@ -26,7 +26,7 @@ typedef struct {
     char target[48];
     anv_hip_module mod;
     anv_hip_func matvec[QT_COUNT], matmul[QT_COUNT], get_rows[QT_COUNT];
-    anv_hip_func rms_norm, ew, rope, store_rows, att_f32, att_f16, att_q8_0, att_q4_0;
+    anv_hip_func rms_norm, ew, rope, rope_rows, store_rows, att_f32, att_f16, att_q8_0, att_q4_0;
     void *ids;          /* device scratch for get_rows ids */
     size_t ids_cap;
     uint64_t allocated; /* device bytes held */
@@ -267,10 +267,26 @@ static void hip_op_clamp(backend *be, const be_tensor *x, be_tensor *out, int64_
     ew2(be, "clamp", 6, x, NULL, out, n, 0, lo, hi);
 }
 
+static void hip_op_rope_rows(backend *be, be_tensor *x, const be_tensor *table, int n_tok, int n_head, int head_dim, int n_rot) {
+    hip_ctx *c = ctx_of(be);
+    if (n_tok < 0 || n_head <= 0 || head_dim <= 0 || n_rot <= 0 || n_rot > head_dim || n_rot % 2 != 0) {
+        be_fail(be, "%s rope_rows: bad shape (n_rot %d, head_dim %d)", c->name, n_rot, head_dim);
+        return;
+    }
+    if (!need_f32(be, x, (int64_t)n_tok * n_head * head_dim, "rope_rows", "x") ||
+        !need_f32(be, table, (int64_t)n_tok * n_rot, "rope_rows", "table") || n_tok == 0)
+        return;
+    anv_rope_rows_args a = {.x = addr_of(x), .table = addr_of(table), .n_tok = n_tok, .n_head = n_head, .head_dim = head_dim, .n_rot = n_rot};
+    launch(be, "rope_rows", c->rope_rows, blocks_for((int64_t)n_tok * n_head * (n_rot / 2), ANV_EW_BLOCK), 1, ANV_EW_BLOCK, &a);
+}
+
 static void hip_op_glu(backend *be, const be_tensor *gate, const be_tensor *up, be_tensor *out, int64_t n, be_glu_kind kind) {
-    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH && kind != BE_GLU_SWIGLU_OAI) { be_fail(be, "%s glu: unknown activation %d", ctx_of(be)->name, (int)kind); return; }
+    if (kind != BE_GLU_SILU && kind != BE_GLU_GELU_TANH && kind != BE_GLU_SWIGLU_OAI && kind != BE_GLU_SIGMOID) {
+        be_fail(be, "%s glu: unknown activation %d", ctx_of(be)->name, (int)kind);
+        return;
+    }
     if (!need_f32(be, up, n, "glu", "up")) return;
-    ew(be, "glu", kind == BE_GLU_SILU ? 3 : kind == BE_GLU_GELU_TANH ? 4 : 5, gate, up, out, n, n, 0);
+    ew(be, "glu", kind == BE_GLU_SILU ? 3 : kind == BE_GLU_GELU_TANH ? 4 : kind == BE_GLU_SIGMOID ? 7 : 5, gate, up, out, n, n, 0);
 }
 
 static void hip_op_rope(backend *be, be_tensor *x, int n_tok, int n_head, int head_dim, int pos0, const be_rope_params *p) {
@@ -363,7 +379,7 @@ static const backend_ops hip_ops_table = {
     .destroy = hip_destroy, .tensor_new = hip_tensor_new, .weight_new = hip_weight_new, .tensor_free = hip_tensor_free,
     .upload = hip_upload, .download = hip_download, .sync = hip_sync, .error = be_sticky_error,
     .get_rows = hip_op_get_rows, .rms_norm = hip_op_rms_norm, .matmul = hip_op_matmul, .add = hip_op_add, .mul = hip_op_mul,
-    .scale = hip_op_scale, .clamp = hip_op_clamp, .rope = hip_op_rope, .glu = hip_op_glu, .store_rows = hip_op_store_rows, .attention = hip_op_attention,
+    .scale = hip_op_scale, .clamp = hip_op_clamp, .rope = hip_op_rope, .rope_rows = hip_op_rope_rows, .glu = hip_op_glu, .store_rows = hip_op_store_rows, .attention = hip_op_attention,
 };
 
 /* The code object for gfx: an exact match of the processor name (features dropped). */
@@ -393,6 +409,7 @@ static int load_kernels(hip_ctx *c) {
     ANV_HIP_TYPES(ANV_T)
 #undef ANV_T
     if (get_fn(c, &c->rms_norm, "anv_rms_norm") || get_fn(c, &c->ew, "anv_ew") || get_fn(c, &c->rope, "anv_rope") ||
+        get_fn(c, &c->rope_rows, "anv_rope_rows") ||
         get_fn(c, &c->store_rows, "anv_store_rows") || get_fn(c, &c->att_f32, "anv_attention_f32") ||
         get_fn(c, &c->att_f16, "anv_attention_f16") || get_fn(c, &c->att_q8_0, "anv_attention_q8_0") ||
         get_fn(c, &c->att_q4_0, "anv_attention_q4_0"))

@@ -140,6 +140,7 @@ ANV_KERNEL void anv_ew(const anv_ew_args a) {
         case 2: o[i] = g * a.s; break;
         case 6: { const float v = g < a.s2 ? g : a.s2; o[i] = v > a.s ? v : a.s; break; }
         case 3: o[i] = g / (1.0f + expf(-g)) * b[i]; break;
+        case 7: o[i] = 1.0f / (1.0f + expf(-g)) * b[i]; break;
         case 5: { // ggml_swiglu_oai: alpha 1.702, limit 7
             const float xc = fminf(g, 7.0f);
             o[i] = xc / (1.0f + expf(-1.702f * xc)) * (fminf(fmaxf(b[i], -7.0f), 7.0f) + 1.0f);
@@ -177,6 +178,21 @@ ANV_KERNEL void anv_rope(const anv_rope_args a) {
     const float x0 = v[i0], x1 = v[i1];
     v[i0] = x0 * cs - x1 * sn;
     v[i1] = x0 * sn + x1 * cs;
+}
+
+// M-RoPE by table (backend.h rope_rows): one thread per (token, head, pair), NEOX pairs (i, i + half).
+ANV_KERNEL void anv_rope_rows(const anv_rope_rows_args a) {
+    const int half = a.n_rot / 2;
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)a.n_tok * a.n_head * half) return;
+    const int i = (int)(idx % half);
+    const int64_t th = idx / half;
+    const int t = (int)(th / a.n_head);
+    const float *cs = (const float *)a.table + (int64_t)t * a.n_rot;
+    float *v = (float *)a.x + th * a.head_dim;
+    const float x0 = v[i], x1 = v[i + half], c = cs[2 * i], s = cs[2 * i + 1];
+    v[i] = x0 * c - x1 * s;
+    v[i + half] = x0 * s + x1 * c;
 }
 
 ANV_KERNEL void anv_store_rows(const anv_store_rows_args a) {

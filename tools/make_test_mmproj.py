@@ -45,6 +45,10 @@ def values(seed, name, shape, scale, offset=0.0):
 
 def write_gemma3(args):
     sh = dict(SHAPES[args.preset])
+    if args.image_size:   # e.g. more image rows than a text batch of 512 (a real-size gemma4 photo's count)
+        sh["image_size"] = args.image_size
+    if args.patch_size:
+        sh["patch_size"] = args.patch_size
     E, H, F, L, S, P = sh["n_embd"], sh["n_head"], sh["n_ff"], sh["n_layer"], sh["image_size"], sh["patch_size"]
     T = args.n_embd_text
     w = gguf.GGUFWriter(args.out, "clip")
@@ -476,6 +480,8 @@ def main():
     ap.add_argument("--deepstack", default="", help="qwen3vl: comma-separated block indexes with a deepstack merger")
     ap.add_argument("--mm-bias", action="store_true", help="pixtral: mm.1 / mm.2 with biases (pixtral-12b)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--image-size", type=int, help="gemma3: override the preset's image side (pixels)")
+    ap.add_argument("--patch-size", type=int, help="gemma3: override the preset's patch side (pixels)")
     ap.add_argument("--clamps", action="store_true", help="gemma4: Gemma4ClippableLinear clamp scalars on every linear")
     ap.add_argument("--image", metavar="WxH", help="write a test image (binary PPM) instead")
     ap.add_argument("--out", required=True)

@@ -30,6 +30,48 @@ static void scale_queries_by_position(const layer_pass *p, be_tensor *q, int pos
     }
 }
 
+void attention_noncausal_window(const layer_pass *p, const be_tensor *q, const be_tensor *k_cache, const be_tensor *v_cache,
+                                be_tensor *att, const be_attn_params *ap) {
+    const backend_ops *op = p->op;
+    backend *be = p->be;
+    const int n = ap->n_tok, pos0 = ap->pos0, end = pos0 + n, w = ap->window;
+    be_attn_params cp = *ap;
+    cp.noncausal = true;
+    cp.window = 0;
+    if (w <= 0) { op->attention(be, q, k_cache, v_cache, att, &cp); return; }
+    /* rows [0, a): p <= w - 1, nothing behind them is out of the window: every key of [0, end) */
+    int a = w - pos0;
+    a = a < 0 ? 0 : a > n ? n : a;
+    /* rows [b, n): p + w - 1 >= end - 1, the symmetric window |p - j| <= w - 1 ends at the batch's end */
+    int b = end - w - pos0;
+    if (b < a) b = a;
+    if (w < 2) b = n;   /* a window of 1 has no symmetric form (window 0 is none) */
+    if (a > 0) {
+        const be_tensor qa = be_view_rows(q, 0, a);
+        be_tensor oa = be_view_rows(att, 0, a);
+        cp.n_tok = a;
+        cp.pos0 = end - a;   /* keys [0, pos0 + n_tok) = [0, end) */
+        op->attention(be, &qa, k_cache, v_cache, &oa, &cp);
+    }
+    /* the rows between: keys [p - w + 1, end) each, as a view of the cache from its window's start */
+    for (int t = a; t < b; t++) {
+        const int lo = pos0 + t - w + 1;
+        const be_tensor qt = be_view_rows(q, t, 1), kt = be_view_rows(k_cache, lo, end - lo), vt = be_view_rows(v_cache, lo, end - lo);
+        be_tensor ot = be_view_rows(att, t, 1);
+        cp.n_tok = 1;
+        cp.pos0 = end - lo - 1;
+        op->attention(be, &qt, &kt, &vt, &ot, &cp);
+    }
+    if (b < n) {
+        const be_tensor qb = be_view_rows(q, b, n - b);
+        be_tensor ob = be_view_rows(att, b, n - b);
+        cp.n_tok = n - b;
+        cp.pos0 = pos0 + b;
+        cp.window = 2 * (w - 1);
+        op->attention(be, &qb, k_cache, v_cache, &ob, &cp);
+    }
+}
+
 /* The RoPE of layer il (global or sliding-window base, YaRN, llama3 frequency factors). */
 static be_rope_params layer_rope(const layer_pass *p, bool swa) {
     const model_hparams *hp = p->hp;
@@ -87,14 +129,10 @@ static void attend_sequence(const layer_pass *p, const seq_span *sq, be_tensor *
         .scale = hp->attn_scale, .window = swa ? hp->swa_window : 0, .softcap = 0, .noncausal = hp->noncausal,
         .sinks = p->L->attn_sinks,
     };
-    if (p->bidirectional && !hp->noncausal) {
-        /* llama.cpp's non-causal batch: every cached key and every row of the batch, except keys
-         * a window or more behind (p - j >= window). With n <= window this is the symmetric
-         * window |p - j| <= window - 1 (model_eval_embd checks n). */
-        ap.noncausal = true;
-        if (ap.window > 0) ap.window = 2 * (ap.window - 1);
-    }
-    op->attention(be, q, k_cache, v_cache, att, &ap);
+    /* llama.cpp's non-causal batch (an image's rows): every cached key and every row of the
+     * batch, except keys a window or more behind */
+    if (p->bidirectional && !hp->noncausal) attention_noncausal_window(p, q, k_cache, v_cache, att, &ap);
+    else op->attention(be, q, k_cache, v_cache, att, &ap);
     if (kr->n_k) { /* the output back from V's rotation */
         kv_rot_apply(kr, be, true, att, q, sq->n);
         op->store_rows(be, q, att, 0, sq->n);

@@ -4,6 +4,7 @@
  * layer as its blocks (attention.c, feed_forward.c; pass.h), the output head and pooling, and
  * the eval entry points of model.h. Activations cross between backends once per boundary. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,6 +170,25 @@ model_ctx *model_ctx_new_shared(model_ctx *parent, int n_ctx, uint32_t kv_type) 
 }
 
 int model_ctx_n_batch(const model_ctx *c) { return c->ss->n_batch; }
+
+int model_ctx_reserve_batch(model_ctx *c, int n_rows) {
+    if (n_rows > c->n_ctx) n_rows = c->n_ctx;   /* no pass holds more rows than the context */
+    scratch_set *ss = c->ss;
+    if (n_rows <= ss->n_batch) return 0;
+    /* the new set first: on failure the context keeps its old one */
+    scratch_set grown;
+    memset(&grown, 0, sizeof grown);
+    if (scratch_set_init(&grown, c->m, n_rows) != 0) {
+        scratch_set_free(&grown);
+        char why[256];
+        snprintf(why, sizeof why, "%s", anv_last_error());
+        anv_set_error("cannot make a batch of %d rows: %s", n_rows, why);
+        return -1;
+    }
+    scratch_set_free(ss);
+    *ss = grown;
+    return 0;
+}
 
 void model_ctx_free(model_ctx *c) {
     if (!c) return;
@@ -435,14 +455,8 @@ int model_eval_embd_grid(model_ctx *c, const float *embd, int n, int grid_w, int
     const model_hparams *hp = &m->hp;
     if (check_room(c, n) != 0) return -1;
     if (!embd) { anv_set_error("model_eval_embd: no embeddings"); return -1; }
-    if (n > c->ss->n_batch && bidirectional) {
-        anv_set_error("%d bidirectional embedding rows exceed the batch size %d (such an image is evaluated in one pass)", n, c->ss->n_batch);
-        return -1;
-    }
-    if (bidirectional && hp->swa_window > 0 && n > hp->swa_window) {
-        anv_set_error("%d bidirectional rows exceed the sliding window of %d", n, hp->swa_window);
-        return -1;
-    }
+    /* bidirectional rows go in one pass: a batch of them (model_ctx_reserve_batch; a no-op when it holds them) */
+    if (bidirectional && model_ctx_reserve_batch(c, n) != 0) return -1;
     const size_t w = (size_t)model_n_embd_inp(m);
     for (size_t i = 0; i < (size_t)n * w; i++)
         if (!isfinite(embd[i])) { anv_set_error("model_eval_embd: embedding row %zu holds a non-finite value", i / w); return -1; }

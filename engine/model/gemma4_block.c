@@ -56,11 +56,8 @@ static void attend(const layer_pass *p, const seq_span *sq, be_tensor *q, be_ten
     /* an image's rows (model_eval_embd): llama.cpp's LLAMA_NON_CAUSAL_TYPE_SWA_ONLY for gemma4, the
      * sliding layers see the batch both ways (as attention.c's non-causal batch), the full layers
      * stay causal */
-    if (p->bidirectional && swa) {
-        ap.noncausal = true;
-        if (ap.window > 0) ap.window = 2 * (ap.window - 1);
-    }
-    op->attention(be, q, k_cache, v_cache, att, &ap);
+    if (p->bidirectional && swa) attention_noncausal_window(p, q, k_cache, v_cache, att, &ap);
+    else op->attention(be, q, k_cache, v_cache, att, &ap);
     if (kr->n_k) {
         kv_rot_apply(kr, be, true, att, q, sq->n);
         op->store_rows(be, q, att, 0, sq->n);

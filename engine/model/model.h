@@ -202,9 +202,11 @@ void model_ctx_truncate(model_ctx *c, int n);
 int model_eval(model_ctx *c, const int32_t *tokens, int n, float *logits, bool all_logits);
 
 /* Runs n rows of input embeddings (n * n_embd floats, e.g. an image's from engine/vision) in
- * place of token lookups at positions n_past.. (no embedding scale), in one forward pass
- * (n <= model_ctx_n_batch). bidirectional: the n rows attend to each other both ways (gemma3's
- * image tokens; sliding layers keep their window backwards, as llama.cpp's non-causal mask).
+ * place of token lookups at positions n_past.. (no embedding scale): causal rows in passes of
+ * model_ctx_n_batch, bidirectional ones in one pass (the batch grows to n first:
+ * model_ctx_reserve_batch). bidirectional: the n rows attend to each other both ways (gemma3's
+ * image tokens; sliding layers keep their window backwards, as llama.cpp's non-causal mask,
+ * also for more rows than the window).
  * The cache history records them as MODEL_TOKEN_EMBD. logits as model_eval. 0 or -1 + error. */
 #define MODEL_TOKEN_EMBD (-1)
 int model_eval_embd(model_ctx *c, const float *embd, int n, bool bidirectional, float *logits, bool all_logits);
@@ -228,6 +230,13 @@ model_ctx *model_ctx_new_shared(model_ctx *parent, int n_ctx, uint32_t kv_type);
 /* Most tokens one forward pass takes (model_eval splits longer inputs; model_eval_multi
  * does not). */
 int model_ctx_n_batch(const model_ctx *c);
+/* Grows c's activation scratch (a shared one: for every context sharing it) to hold passes of
+ * at least n_rows rows (capped at c's context size), e.g. the largest bidirectional image of a
+ * projector (vision_batch_rows), which goes in one pass. Costs the scratch's bytes per row
+ * (activations of the widest layer, a few n_embd and n_ff wide) times the rows added; the old
+ * scratch is freed after the new one is made. Must not run during another context's pass on
+ * the same scratch. 0 (also when already large enough), or -1 + error (the old one kept). */
+int model_ctx_reserve_batch(model_ctx *c, int n_rows);
 /* Continuous batching: one forward pass over n_seq independent sequences; sequence i
  * appends n_tokens[i] (>= 1) tokens to ctxs[i] at its own positions and attends only to
  * its own cache. Every ctx must share ctxs[0]'s scratch (model_ctx_new_shared or ctxs[0]

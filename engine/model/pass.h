@@ -77,6 +77,16 @@ typedef struct {
 
 /* The blocks: each adds its output into the residual s->x for the pass's nt rows. */
 void attention_block(const layer_pass *p);     /* attention.c */
+/* attention.c: llama.cpp's non-causal batch under a sliding window (its KV mask with causal_attn
+ * off and is_masked_swa): query p sees every cached key and every later row of the batch, except
+ * keys a window or more behind (p - j >= ap->window; window 0: none), which is no symmetric window
+ * once the batch is longer than the window. With the one attention op of every backend: the rows
+ * whose window reaches back to 0 in one call (no window), those whose window reaches the batch's
+ * end in one (the symmetric window of half window - 1), each row between (there are some only
+ * when the cache up to the batch's end spans more than two windows) alone over the cache from its
+ * window's start. ap: the pass's parameters (its noncausal ignored). */
+void attention_noncausal_window(const layer_pass *p, const be_tensor *q, const be_tensor *k_cache, const be_tensor *v_cache,
+                                be_tensor *att, const be_attn_params *ap);
 void feed_forward_block(const layer_pass *p);  /* feed_forward.c: dense or MoE */
 void delta_net_block(const layer_pass *p);     /* delta_net.c: a recurrent layer's token mixing (qwen35) */
 void gemma4_layer(const layer_pass *p);        /* gemma4_block.c: a whole Gemma 4 layer */

@@ -371,6 +371,13 @@ void vision_free(vision_model *v) {
 vision_proj_type vision_projector(const vision_model *v) { return v->proj; }
 int vision_n_embd(const vision_model *v) { return v->out_dim; }
 int vision_image_size(const vision_model *v) { return v->image_size; }
+int vision_max_tokens(const vision_model *v) {
+    if (v->proj == VISION_PROJ_GEMMA4) return gemma4v_max_tokens(v);
+    if (vision_is_qwen(v)) return vision_qwen_max_tokens(v);
+    const int side = v->image_size / v->patch_size / v->merge;
+    return side * side;
+}
+int vision_batch_rows(const vision_model *v) { return vision_noncausal(v) ? vision_max_tokens(v) : 0; }
 static int fixed_tokens(const vision_model *v) {
     const int side = v->image_size / v->patch_size / v->merge;
     return side * side;

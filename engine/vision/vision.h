@@ -72,6 +72,14 @@ typedef struct {
 int vision_image_layout(const vision_model *v, int width, int height, vision_layout *out);
 /* The nominal square side (clip.vision.image_size): every image for fixed-size encoders. */
 int vision_image_size(const vision_model *v);
+/* The most embedding rows any image can become under the projector's limits: fixed-size
+ * encoders their count (gemma3 256 for 896 / 14 / 4), gemma4 its token budget's maximum (1120,
+ * as clip.cpp), the qwen-vl encoders theirs (4096 merged patches). */
+int vision_max_tokens(const vision_model *v);
+/* Rows a text context's batch must hold for this projector's images: vision_max_tokens where
+ * the image is bidirectional (evaluated in one pass: gemma3, gemma4 26B / 31B), else 0 (causal
+ * images go in parts of any batch). Give it to model_ctx_reserve_batch when the projector loads. */
+int vision_batch_rows(const vision_model *v);
 /* The text that opens / closes an image in the prompt (gemma3: "<start_of_image>",
  * "<end_of_image>"; llama.cpp's mtmd wraps the embeddings in them), or "" where none. */
 const char *vision_image_begin(const vision_model *v);

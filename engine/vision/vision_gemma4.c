@@ -255,6 +255,11 @@ static int ceil_by(float x, int f) { return (int)ceilf(x / (float)f) * f; }
 static int floor_by(float x, int f) { return (int)floorf(x / (float)f) * f; }
 static int imax(int a, int b) { return a > b ? a : b; }
 
+int gemma4v_max_tokens(const vision_model *v) {
+    (void)v;
+    return G4_MAX_TOKENS;   /* max_pixels is this many tokens' area, and the layout stays within it */
+}
+
 int gemma4v_layout(const vision_model *v, int width, int height, vision_layout *out) {
     const struct vision_gemma4 *g = v->g4;
     const int align = v->patch_size * v->merge;

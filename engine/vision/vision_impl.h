@@ -74,6 +74,7 @@ int gemma4v_info(vision_model *v);   /* from load_hparams: what the layout needs
 int gemma4v_load(vision_model *v);   /* the weights, after gemma4v_info */
 void gemma4v_free(vision_model *v);
 int gemma4v_layout(const vision_model *v, int width, int height, vision_layout *out);
+int gemma4v_max_tokens(const vision_model *v);   /* the token budget's maximum */
 int gemma4v_preprocess(const vision_model *v, const uint8_t *rgb, int width, int height, const vision_layout *lay, uint8_t *out);
 int gemma4v_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out);
 /* The resize onto a tw x th canvas filled with pad (PAD_CEIL, centred; a copy when the sizes agree). */
@@ -89,6 +90,7 @@ int vision_qwen_setup(vision_model *v, int merge, bool act_on, int wa_pattern, i
 int vision_qwen_load(vision_model *v);
 void vision_qwen_free(vision_model *v);
 int vision_qwen_layout(const vision_model *v, int width, int height, vision_layout *out);
+int vision_qwen_max_tokens(const vision_model *v);   /* merged patches of the largest image (max_pixels) */
 int vision_qwen_encode(vision_model *v, const uint8_t *rgb, int width, int height, float *out);
 
 /* pixtral (mistral3: vision_pixtral.c): hyperparameters after the common ones, weights, free,

@@ -32,6 +32,9 @@
 #include "quant.h"
 #include "rope_table.h"
 
+#define QWEN_MIN_TOKENS 8      /* clip.cpp's set_limit_image_tokens(8, 4096) */
+#define QWEN_MAX_TOKENS 4096
+
 typedef struct {
     be_tensor *norm_w, *norm_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
 } qwen_deepstack;
@@ -157,8 +160,8 @@ int vision_qwen_load(vision_model *v) {
     const int64_t e = v->n_embd, ff = v->n_ff, p = v->patch_size, pp3 = 3 * p * p, e4 = 4 * e;
     struct vision_qwen *q = v->qwen;
     const int patch_area = v->patch_size * v->patch_size * v->merge * v->merge;   /* clip.cpp set_limit_image_tokens(8, 4096) */
-    q->min_pixels = 8 * patch_area;
-    q->max_pixels = 4096 * patch_area;
+    q->min_pixels = QWEN_MIN_TOKENS * patch_area;
+    q->max_pixels = QWEN_MAX_TOKENS * patch_area;
     bool fail = false;
     /* the temporal pair of conv kernels, summed (the frame is repeated); Ollama's qwen3vl: one Conv3D */
     const bool conv3d = v->ollama && !q->v25;
@@ -360,6 +363,11 @@ static void smart_size(const vision_model *v, int width, int height, int *ow, in
 #undef FLOOR_BY
     *ow = w;
     *oh = h;
+}
+
+int vision_qwen_max_tokens(const vision_model *v) {
+    (void)v;
+    return QWEN_MAX_TOKENS;   /* max_pixels is this many merged patches, and smart_size stays within it */
 }
 
 int vision_qwen_layout(const vision_model *v, int width, int height, vision_layout *out) {

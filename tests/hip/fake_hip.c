@@ -247,7 +247,10 @@ EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
         case 1: ref_mul(PTR(a->a), PTR(a->b), PTR(a->out), a->n, a->b_n); break;
         case 2: ref_scale(PTR(a->a), a->n, a->s); break;
         case 6: ref_clamp(PTR(a->a), PTR(a->out), a->n, a->s, a->s2); break;
-        default: ref_glu(PTR(a->a), PTR(a->b), PTR(a->out), a->n, a->op == 3 ? BE_GLU_SILU : a->op == 5 ? BE_GLU_SWIGLU_OAI : BE_GLU_GELU_TANH); break;
+        default:
+            ref_glu(PTR(a->a), PTR(a->b), PTR(a->out), a->n,
+                    a->op == 3 ? BE_GLU_SILU : a->op == 5 ? BE_GLU_SWIGLU_OAI : a->op == 7 ? BE_GLU_SIGMOID : BE_GLU_GELU_TANH);
+            break;
         }
         return OK;
     }
@@ -257,6 +260,12 @@ EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
         be_rope_params p = {.n_rot = a->n_rot, .mode = (be_rope_mode)a->mode, .freq_base = a->freq_base, .freq_scale = a->freq_scale,
                             .ext_factor = a->ext_factor, .attn_factor = a->attn_factor, .corr_lo = a->corr_lo, .corr_hi = a->corr_hi};
         return ref_rope_ext(PTR(a->x), a->n_tok, a->n_head, a->head_dim, a->pos0, &p, a->has_ff ? PTR(a->freq_factors) : NULL) ? E_OOM : OK;
+    }
+    if (!strcmp(n, "anv_rope_rows")) {
+        const anv_rope_rows_args *a = params[0];
+        if (gxs * bx < (uint64_t)a->n_tok * a->n_head * (a->n_rot / 2)) return need(0);
+        ref_rope_rows(PTR(a->x), PTR(a->table), a->n_tok, a->n_head, a->head_dim, a->n_rot);
+        return OK;
     }
     if (!strcmp(n, "anv_store_rows")) {
         const anv_store_rows_args *a = params[0];

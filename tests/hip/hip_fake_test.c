@@ -423,6 +423,50 @@ static void test_gptoss_ops(backend *be) {
     be_tensor_free(sb);
 }
 
+/* The vision ops (issue 32): rope_rows (M-RoPE by table: qwen-vl encoders, qwen3vl / qwen2vl text)
+ * on odd shapes with n_rot < head_dim and a view with an offset, glu's sigmoid kind (gemma4v's
+ * GELU-quick), and rope_rows' one-line refusal of a table too short. */
+static void test_vision_ops(backend *be) {
+    enum { N = 5 * 37 };
+    float g[N], u[N], want[N], got[N];
+    for (int i = 0; i < N; i++) { g[i] = tu_rand_f32(&g_rng, -9, 9); u[i] = tu_rand_f32(&g_rng, -3, 3); }
+    be_tensor *gb, *ub, *ob;
+    be_tensor gv = view_of(be, g, 37, 5, &gb), uv = view_of(be, u, 37, 5, &ub), ov = view_of(be, NULL, 37, 5, &ob);
+    ref_glu(g, u, want, N, BE_GLU_SIGMOID);
+    be->ops->glu(be, &gv, &uv, &ov, N, BE_GLU_SIGMOID);
+    be_download(&ov, 0, got, sizeof got);
+    CHECKF(!be_error(be) && same(got, want, N), "glu sigmoid: %s", be_error(be) ? be_error(be) : "differs");
+    enum { T = 29, H = 3, D = 22, R = 14, OFF = 2 };   /* 609 pairs: more than one block of threads */
+    float x[(T + OFF) * H * D], xw[(T + OFF) * H * D], tab[T * R];
+    rand_fill(x, (T + OFF) * H * D);
+    for (int t = 0; t < T; t++)   /* (cos, sin) of assorted angles per row and pair */
+        for (int i = 0; i < R / 2; i++) {
+            const float ang = 0.37f * (float)(t + 1) * (float)(i + 1);
+            tab[t * R + 2 * i] = cosf(ang);
+            tab[t * R + 2 * i + 1] = sinf(ang);
+        }
+    memcpy(xw, x, sizeof x);
+    be_tensor *xb, *tb;
+    be_tensor xall = view_of(be, x, H * D, T + OFF, &xb), tv = view_of(be, tab, R, T, &tb);
+    be_tensor xv = be_view_rows(&xall, OFF, T);   /* rows from OFF: the op must honour the offset */
+    ref_rope_rows(xw + OFF * H * D, tab, T, H, D, R);
+    be->ops->rope_rows(be, &xv, &tv, T, H, D, R);
+    be_download(&xall, 0, x, sizeof x);
+    CHECKF(!be_error(be) && same(x, xw, (T + OFF) * H * D), "rope_rows: %s", be_error(be) ? be_error(be) : "differs");
+    be_tensor_free(gb); be_tensor_free(ub); be_tensor_free(ob); be_tensor_free(xb); be_tensor_free(tb);
+    backend *b2 = hip_backend_new(0, "gfx1100");   /* a fresh backend for the sticky error */
+    CHECK(b2 != NULL);
+    if (b2) {
+        be_tensor *xb2, *tb2;
+        be_tensor x2 = view_of(b2, x, H * D, T, &xb2), t2 = view_of(b2, tab, R, T - 1, &tb2);
+        b2->ops->rope_rows(b2, &x2, &t2, T, H, D, R);
+        CHECKF(be_error(b2) && strstr(be_error(b2), "rope_rows: table has") && !strchr(be_error(b2), '\n'), "%s",
+               be_error(b2) ? be_error(b2) : "(none)");
+        be_tensor_free(xb2); be_tensor_free(tb2);
+        b2->ops->destroy(b2);
+    }
+}
+
 static void test_backend(void) {
     runtime(g_fake, NULL);
     backend *be = hip_backend_new(0, "gfx1100");
@@ -435,6 +479,7 @@ static void test_backend(void) {
     test_matmul(be);
     test_small_ops(be);
     test_gptoss_ops(be);
+    test_vision_ops(be);
     long launches;
     fake_stats(&launches, &used, &live);
     printf("fake runtime: %ld kernel launches\n", launches - launches0);

@@ -1,7 +1,8 @@
 /* test_batch_eval: continuous batching (model_eval_multi over contexts sharing one
  * scratch) gives the logits each sequence gets when evaluated alone, for every family's
  * synthetic model, with sequences joining mid-way (a prompt chunk batched with other
- * sequences' decode steps); model_embed checked against the output head; misuse errors.
+ * sequences' decode steps); model_embed checked against the output head; misuse errors; a
+ * shared scratch grown by model_ctx_reserve_batch.
  * Usage: test_batch_eval [--vulkan]  (models from $ANVIL_TEST_MODELS, tests/model/models.cmake). */
 #include <math.h>
 #include <stdio.h>
@@ -127,6 +128,28 @@ static void test_model(const char *path, backend *gpu, double tol) {
         free(big);
     }
     for (int s = N_SEQ - 1; s >= 0; s--) model_ctx_free(ctx[s]);
+
+    /* model_ctx_reserve_batch (a bidirectional image's one pass): the parent's scratch grows for
+     * the contexts sharing it, capped at the asking context's size, never shrinks; same logits */
+    {
+        model_ctx *par = model_ctx_new(m, 1024, QT_F32), *kid = par ? model_ctx_new_shared(par, 64, QT_F32) : NULL;
+        float *l0 = malloc(sizeof(float) * V), *l1 = malloc(sizeof(float) * V);
+        CHECK(par && kid && l0 && l1 && model_ctx_n_batch(par) == 512);
+        if (par && kid && l0 && l1) {
+            CHECK(model_eval(kid, prompts[1], PROMPT_LEN[1], l0, false) == 0);
+            CHECK(model_ctx_reserve_batch(par, 700) == 0 && model_ctx_n_batch(par) == 700 && model_ctx_n_batch(kid) == 700);
+            CHECK(model_ctx_reserve_batch(kid, 5000) == 0 && model_ctx_n_batch(par) == 700);   /* kid's 64 rows: no change */
+            CHECK(model_ctx_reserve_batch(par, 100) == 0 && model_ctx_n_batch(par) == 700);
+            CHECK(model_ctx_reserve_batch(par, 5000) == 0 && model_ctx_n_batch(par) == 1024);
+            model_ctx_reset(kid);
+            CHECK(model_eval(kid, prompts[1], PROMPT_LEN[1], l1, false) == 0);
+            CHECKF(rel_diff(l0, l1, V) <= tol, "%s: logits after the batch grew differ by %.2e", path, rel_diff(l0, l1, V));
+        }
+        free(l0);
+        free(l1);
+        model_ctx_free(kid);
+        model_ctx_free(par);
+    }
 
     /* model_embed: for one token, the output head applied to the embedding gives the logits */
     if (!gpu && m->output->type == QT_F32 && m->hp.final_softcap == 0) {

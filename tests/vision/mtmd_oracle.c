@@ -47,19 +47,13 @@ int main(int argc, char **argv) {
     mp.n_gpu_layers = 0;
     struct llama_model *model = llama_model_load_from_file(argv[1], mp);
     if (!model) { fprintf(stderr, "cannot load %s\n", argv[1]); return 1; }
-    struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = 256;
-    cp.n_batch = 256;
-    cp.n_ubatch = 256;
-    cp.n_threads = cp.n_threads_batch = 2;
-    struct llama_context *lctx = llama_init_from_model(model, cp);
     struct mtmd_context_params vp = mtmd_context_params_default();
     vp.use_gpu = false;
     vp.n_threads = 2;
     vp.print_timings = false;
     vp.warmup = false;
     mtmd_context *mctx = mtmd_init_from_file(argv[2], model, vp);
-    if (!lctx || !mctx) { fprintf(stderr, "cannot init contexts\n"); return 1; }
+    if (!mctx) { fprintf(stderr, "cannot init the mtmd context\n"); return 1; }
     int w, h;
     unsigned char *rgb = read_ppm(argv[3], &w, &h);
     if (!rgb) { fprintf(stderr, "cannot read %s\n", argv[3]); return 1; }
@@ -68,6 +62,16 @@ int main(int argc, char **argv) {
     mtmd_input_text txt = {argv[4], strlen(argv[4]), true, true};
     const mtmd_bitmap *bmps[1] = {bmp};
     if (mtmd_tokenize(mctx, chunks, &txt, bmps, 1) != 0) { fprintf(stderr, "tokenize failed\n"); return 1; }
+    /* 256 (and batches of 256), or enough for a prompt whose image has more rows: a bidirectional
+     * image must be one ubatch */
+    const int n_all = (int)mtmd_helper_get_n_tokens(chunks), n_ctx = n_all + 16 > 256 ? n_all + 16 : 256;
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)n_ctx;
+    cp.n_batch = (uint32_t)n_ctx;
+    cp.n_ubatch = (uint32_t)n_ctx;
+    cp.n_threads = cp.n_threads_batch = 2;
+    struct llama_context *lctx = llama_init_from_model(model, cp);
+    if (!lctx) { fprintf(stderr, "cannot init the context\n"); return 1; }
     const int n_embd = llama_model_n_embd(model);
     const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
     printf("{\"n_embd\": %d, \"n_vocab\": %d, \"image\": [%d, %d], \"chunks\": [\n", n_embd, n_vocab, w, h);
@@ -110,7 +114,7 @@ int main(int argc, char **argv) {
             for (size_t i = 0; i < nt * (size_t)n_embd; i++) printf("%s%.7g", i ? "," : "", embd[i]);
             printf("]}");
             llama_pos np;
-            if (mtmd_helper_decode_image_chunk(mctx, lctx, ch, embd, n_past, 0, 256, &np, NULL, NULL) != 0) { fprintf(stderr, "image decode failed\n"); return 1; }
+            if (mtmd_helper_decode_image_chunk(mctx, lctx, ch, embd, n_past, 0, n_ctx, &np, NULL, NULL) != 0) { fprintf(stderr, "image decode failed\n"); return 1; }
             n_past = np;
         }
     }

@@ -129,6 +129,8 @@ int main(void) {
     if (v) {
         CHECK(vision_projector(v) == VISION_PROJ_GEMMA4 && vision_n_embd(v) == PROJ && vision_noncausal(v));
         CHECK(!strcmp(vision_image_begin(v), "<|image>") && !strcmp(vision_image_end(v), "<image|>"));
+        /* the batch a text context needs: clip.cpp's token budget maximum, bidirectional here */
+        CHECKF(vision_max_tokens(v) == 1120 && vision_batch_rows(v) == 1120, "%d %d", vision_max_tokens(v), vision_batch_rows(v));
         /* small (scaled up to 70 tokens), large (down to 1120), square, odd, elongated */
         const int sizes[][2] = {{1, 1}, {21, 9}, {80, 56}, {45, 131}, {500, 500}, {1920, 1080}, {37, 400}};
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) check_layout(v, sizes[i][0], sizes[i][1]);

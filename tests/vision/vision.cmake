@@ -64,6 +64,7 @@ foreach(i RANGE ${_vlast})
 endforeach()
 # `anvil serve` with a vision model (issue 32): "vision" in capabilities, images through the
 # scheduler give llama-mtmd-cli's greedy reply (tests/server/vision_api.py), on the first entry's files
+# (the first by name: CMake's JSON members come sorted, whatever the manifest's order)
 if(TARGET anvil)
   string(JSON _vfirst MEMBER "${_vman}" cases 0)
   add_test(NAME server_vision_api

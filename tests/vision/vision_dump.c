@@ -6,7 +6,8 @@
  * and logits and the image's embeddings and encode time (best of REPEATS).
  *
  *   vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N] [--ctx N] [--prompt-api]
- * --ctx: the context size (256; above 512 an image of more than 512 rows is evaluated in parts).
+ * --ctx: the context size (256, or the image's rows + 128 when more; above 512 a causal image of more than
+ * 512 rows is evaluated in parts, a bidirectional one grows the batch).
  * --prompt-api: vision_eval_prompt + the last token's model_eval instead (the path `anvil run`
  * takes), printing {"tokens": [all, image rows as -1], "last_logits": [...]}.
  * --vulkan: the text model and the encoder on lavapipe (with ANVIL_VK_VALIDATE=1 a non-zero
@@ -140,7 +141,7 @@ static int finish(backend *cpu, backend *gpu, model *m, vision_model *v, model_c
 int main(int argc, char **argv) {
     if (argc < 5) { fprintf(stderr, "usage: vision_dump MODEL MMPROJ IMAGE.ppm PROMPT [--vulkan] [--repeats N] [--threads N]\n"); return 2; }
     bool vulkan = false, prompt_api = false, plan_api = false;
-    int repeats = 1, threads = 2, n_ctx = 256;
+    int repeats = 1, threads = 2, n_ctx = 0;
     for (int i = 5; i < argc; i++) {
         if (!strcmp(argv[i], "--vulkan")) vulkan = true;
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
@@ -171,6 +172,9 @@ int main(int argc, char **argv) {
     int w, h;
     uint8_t *rgb = read_ppm(argv[3], &w, &h);
     if (!rgb) { fprintf(stderr, "vision_dump: cannot read %s (binary PPM)\n", argv[3]); return 1; }
+    vision_layout lay0;
+    if (vision_image_layout(v, w, h, &lay0) != 0) return fail("layout");
+    if (n_ctx <= 0) n_ctx = lay0.n_tokens + 128 > 256 ? lay0.n_tokens + 128 : 256;   /* an image of many rows and its text */
     model_ctx *c = model_ctx_new(m, n_ctx, QT_F16);
     if (!c) return fail("context");
     const char *prompt = argv[4], *mark = strstr(prompt, "<__media__>");

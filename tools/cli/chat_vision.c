@@ -83,6 +83,8 @@ int32_t *chat_vision_eval(chat_vision *cv, model *m, model_ctx *ctx, const char 
     *n_tok = 0;
     memset(counts, 0, sizeof *counts);
     if (ensure_projector(cv, m, projector_path) != 0) return NULL;
+    /* the largest bidirectional image in one pass (a no-op once the context's batch holds it) */
+    if (model_ctx_reserve_batch(ctx, vision_batch_rows(cv->v)) != 0) return NULL;
     int n_img = 0;
     for (int i = 0; i < n_hist; i++) n_img += images[i].n;
     anv_image *dec = calloc((size_t)n_img, sizeof *dec);

@@ -649,6 +649,8 @@ static void load_vision(run_opts *o, local_chat *lc, const char *model_path, cha
     o->vision = vision_load(proj, &vo);
     free(proj);
     if (!o->vision || vision_check_text_model(o->vision, lc->m) != 0) anv_die("%s", anv_last_error());
+    /* a batch for the projector's largest bidirectional image (evaluated in one pass) */
+    if (model_ctx_reserve_batch(lc->ctx, vision_batch_rows(o->vision)) != 0) anv_die("run: %s", anv_last_error());
     char *tagged = api_image_tag_text(*prompt, 0, o->n_decoded);
     int *order = malloc((size_t)o->n_decoded * sizeof *order);
     o->imgs = malloc((size_t)o->n_decoded * sizeof *o->imgs);

@@ -199,6 +199,11 @@ static bool eval_images(lmodel *lm, slot *sl, step_out *so) {
     if (!lm->vision) {
         vision_load_opts vo = {.cpu = lm->m->cpu, .gpu = lm->m->gpu};
         lm->vision = vision_load(j->projector, &vo);
+        /* the slots' shared batch grows to the projector's largest bidirectional image (one pass) */
+        if (lm->vision && model_ctx_reserve_batch(lm->parent, vision_batch_rows(lm->vision)) != 0) {
+            vision_free(lm->vision);
+            lm->vision = NULL;
+        }
         if (!lm->vision) {
             sched_job_fail(j, 500, "%s", anv_last_error());
             finish(sl, "stop", false, so);

@@ -2,7 +2,8 @@
 # regen.sh: regenerates the vision goldens (<case>.json.gz) from today's llama.cpp: builds
 # tests/vision/mtmd_oracle.c against its libmtmd (build-cpu, `ninja llama-mtmd-cli` builds the
 # library), makes each manifest case's files as the test does, and records the oracle's JSON and
-# llama-mtmd-cli's 12-token greedy reply to "Describe it." with the image (plus the case's
+# llama-mtmd-cli's 12-token greedy reply to "Describe it." with the image (batches of 1024: a
+# bidirectional image must fit one ubatch, gemma3-rows576 has 576 rows; plus the case's
 # "mtmd_cli_args" if any: --jinja where the model's own template differs from llama.cpp's
 # built-in one, as mistral3's default system message does; Anvil renders the model's template).
 #   tests/data/golden/vision/regen.sh [LLAMA_CPP_DIR] [CASE...]   (no CASE: every case)
@@ -35,6 +36,6 @@ while IFS="$(printf '\t')" read -r name model mmproj image prompt cli; do
     ORACLE_QUIET=1 "$work/mtmd_oracle" "$base.gguf" "$base-mmproj.gguf" "$base.ppm" "$prompt" > "$base.json"
     gzip -9n < "$base.json" > "$here/$name.json.gz"
     "$L/build-cpu/bin/llama-mtmd-cli" -m "$base.gguf" --mmproj "$base-mmproj.gguf" --image "$base.ppm" -p "Describe it." \
-        -n 12 --temp 0 -t 2 $cli 2>/dev/null > "$here/$name.greedy.txt"
+        -b 1024 -ub 1024 -n 12 --temp 0 -t 2 $cli 2>/dev/null > "$here/$name.greedy.txt"
     echo "$name: $(wc -c < "$here/$name.json.gz") bytes"
 done < "$work/cases"
