@@ -111,6 +111,8 @@ void mm_packed_float_install_avx512(mm_kernels *k);
 void vecmath_install_avx2(mm_kernels *k);
 /* attn_tile_avx2.c: att_gemm / att_scale_max / att_exp_sum with AVX2/FMA (called by mm_kernels_avx2). */
 void attn_tile_install_avx2(mm_kernels *k);
+/* attn_tile_avx512.c: att_gemm with AVX-512 (called by mm_kernels_avx512, after the AVX2 install). */
+void attn_tile_install_avx512(mm_kernels *k);
 /* cpu_attention.c: the scalar att_gemm / att_scale_max / att_exp_sum (called by mm_kernels_scalar). */
 void attn_tile_install_scalar(mm_kernels *k);
 

@@ -474,7 +474,8 @@ static void test_attention_many_rows(backend *be) {
             p.pos0 = variant >= 2 ? 11 : 0;
             p.scale = 1.0f / sqrtf((float)p.head_dim);
             p.noncausal = variant < 2;
-            p.window = variant == 1 ? 40 : variant == 3 ? 37 : 0;
+            /* windows narrower than a key chunk, and wider than chunk + tile (chunks fully inside) */
+            p.window = variant == 1 ? (hi % 2 ? 40 : 190) : variant == 3 ? (hi % 2 ? 37 : 110) : 0;
             p.softcap = variant == 4 ? 4.0f : 0.0f;
             const uint32_t kvt = hi % 3 == 1 ? QT_F16 : QT_F32;
             const int64_t q_cols = (int64_t)p.n_head * p.head_dim, kv_cols = (int64_t)p.n_kv_head * p.head_dim;
