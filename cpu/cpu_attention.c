@@ -163,19 +163,27 @@ static void att_item_tiled(const att_job *a, int item, float *buf) {
     for (int qi = 0; qi < nq; qi++) { mx[qi] = -INFINITY; sum[qi] = 0; }
     memset(acc, 0, (size_t)nq * hd * sizeof(float));
 
+    const int64_t kv_ld = a->kv_type == QT_F32 ? (int64_t)(a->kv_rb / sizeof(float)) : hd;
     const int first_pos = p->pos0 + t0, last_pos = first_pos + nt - 1;
     int j_lo, j_hi;
     key_range(p, first_pos, last_pos, &j_lo, &j_hi);
     for (int cj = j_lo; cj <= j_hi; cj += ATT_KV_CHUNK) {
         const int nj = j_hi + 1 - cj < ATT_KV_CHUNK ? j_hi + 1 - cj : ATT_KV_CHUNK;
         const int nj8 = (nj + 7) / 8 * 8; /* score columns computed (the padding keys are zero) */
-        load_rows(a, a->k, cj, nj, kvh, kb);
+        /* F32 caches are read in place (rows kv_ld floats apart), the others converted first */
+        const float *krows = kb, *vrows = vb;
+        if (a->kv_type == QT_F32) {
+            krows = (const float *)(const void *)(a->k + (size_t)cj * a->kv_rb) + (size_t)kvh * hd;
+            vrows = (const float *)(const void *)(a->v + (size_t)cj * a->kv_rb) + (size_t)kvh * hd;
+        } else {
+            load_rows(a, a->k, cj, nj, kvh, kb);
+            load_rows(a, a->v, cj, nj, kvh, vb);
+        }
         for (int c = 0; c < hd; c++) {
             float *ktc = kt + (size_t)c * ATT_KV_CHUNK;
-            for (int jj = 0; jj < nj; jj++) ktc[jj] = kb[(size_t)jj * hd + c];
+            for (int jj = 0; jj < nj; jj++) ktc[jj] = krows[(size_t)jj * kv_ld + c];
             for (int jj = nj; jj < nj8; jj++) ktc[jj] = 0.0f;
         }
-        load_rows(a, a->v, cj, nj, kvh, vb);
         for (int hi = 0; hi < nh; hi++)
             kk->att_gemm(a->q + (int64_t)t0 * q_cols + (int64_t)(h0 + hi) * hd, q_cols, kt, ATT_KV_CHUNK,
                          s + (size_t)hi * nt * ATT_KV_CHUNK, ATT_KV_CHUNK, nt, hd, nj8, false);
@@ -206,7 +214,7 @@ static void att_item_tiled(const att_job *a, int item, float *buf) {
             }
             sum[qi] += kk->att_exp_sum(sr, nj, mx[qi]);
         }
-        kk->att_gemm(s, ATT_KV_CHUNK, vb, hd, acc, hd, nq, nj, hd, true);
+        kk->att_gemm(s, ATT_KV_CHUNK, vrows, kv_ld, acc, hd, nq, nj, hd, true);
     }
     finish_rows(a, h0, nh, t0, nt, acc, mx, sum);
 }
