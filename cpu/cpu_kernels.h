@@ -67,6 +67,15 @@ typedef struct {
     float (*vec_dot_f32)(const float *a, const float *b, int64_t n);
     void (*vec_mad_f32)(float *y, const float *x, float a, int64_t n);
     void (*cvt_f16_f32)(const uint16_t *src, float *dst, int64_t n);
+    /* Attention over many query rows (cpu_attention.c's tiles): c[r][j] (+)= sum_i a[r][i] *
+     * b[i][j] for r < m, i < k, j < n; row r of a at a + r * lda, of b at b + i * ldb, of c at
+     * c + r * ldc (a small row-major GEMM: Q.K^T on transposed keys, P.V on value rows). */
+    void (*att_gemm)(const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc, int m, int k, int n,
+                     bool accumulate);
+    /* x[j] *= scale for j < n; returns max_j x[j] (-INFINITY when n == 0 or every x[j] is). */
+    float (*att_scale_max)(float *x, int n, float scale);
+    /* x[j] = exp(x[j] - mx) (an x[j] of -INFINITY gives exactly 0) for j < n; returns their sum. */
+    float (*att_exp_sum)(float *x, int n, float mx);
     /* GLU activations out = act(gate) * up (NULL: cpu_ops.c's scalar loop). */
     void (*glu_silu)(const float *gate, const float *up, float *out, int64_t n);
     void (*glu_gelu)(const float *gate, const float *up, float *out, int64_t n);
@@ -100,6 +109,12 @@ void mm_packed_q5_install_avx512(mm_kernels *k);
 void mm_packed_float_install_avx512(mm_kernels *k);
 /* vecmath_avx2.c: the vectorized GLU activations (called by mm_kernels_avx2). */
 void vecmath_install_avx2(mm_kernels *k);
+/* attn_tile_avx2.c: att_gemm / att_scale_max / att_exp_sum with AVX2/FMA (called by mm_kernels_avx2). */
+void attn_tile_install_avx2(mm_kernels *k);
+/* attn_tile_avx512.c: att_gemm with AVX-512 (called by mm_kernels_avx512, after the AVX2 install). */
+void attn_tile_install_avx512(mm_kernels *k);
+/* cpu_attention.c: the scalar att_gemm / att_scale_max / att_exp_sum (called by mm_kernels_scalar). */
+void attn_tile_install_scalar(mm_kernels *k);
 
 /* Row bytes of the quantized activation of n elements. */
 static inline size_t mm_act_row_bytes(act_kind a, int64_t n) {

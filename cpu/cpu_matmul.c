@@ -308,6 +308,7 @@ void mm_kernels_scalar(mm_kernels *k) {
     k->vec_dot_f32 = vec_dot_f32_scalar;
     k->vec_mad_f32 = vec_mad_f32_scalar;
     k->cvt_f16_f32 = cvt_f16_f32_scalar;
+    attn_tile_install_scalar(k);
 }
 
 /* ---- driver ---- */

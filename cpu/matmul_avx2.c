@@ -219,6 +219,7 @@ void mm_kernels_avx2(mm_kernels *k) {
     k32_install(k);
     kq_install(k);
     vecmath_install_avx2(k);
+    attn_tile_install_avx2(k);
     k->quant_q8x = quant_q8x_avx2;
     k->quant_q8s = quant_q8s_avx2;
     k->quant_q8ks = quant_q8ks_avx2;

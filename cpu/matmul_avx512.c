@@ -26,4 +26,5 @@ void mm_kernels_avx512(mm_kernels *k) {
     mm_packed_install_avx512(k);
     mm_packed_q5_install_avx512(k);
     mm_packed_float_install_avx512(k);
+    attn_tile_install_avx512(k);
 }

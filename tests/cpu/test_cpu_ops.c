@@ -3,7 +3,8 @@
  * 2 threads. Matmul covers every weight type at 1, 7 and 64 tokens, accumulate on/off
  * (IQ2_XS also with every one of its 65536 qs words);
  * attention covers F32/F16/Q8_0 caches, GQA ratios 1, 3, 4, 6, 1 and 64 tokens, window, softcap,
- * noncausal (encoders) with and without a symmetric window.
+ * noncausal (encoders) with and without a symmetric window; the many-rows (tiled) kernel also
+ * at head dims 20/40/64/72/80/128 and 97/150 tokens (chunk and tile remainders).
  *
  * Tolerances (max |cpu - ref| / max |ref| over the output):
  *  - float ops (norm, rope, glu, add, ...), F32/F16/BF16 matmul: 1e-5 .. 1e-4 (float vs double sums)
@@ -458,6 +459,50 @@ static void test_attention(backend *be) {
                 }
 }
 
+/* Many query rows (the tiled kernel: prompt prefill, vision encoders): head dims 40/64/72/80/128
+ * and 20 (not a multiple of 8), key counts that are not multiples of the 64-key chunk or the
+ * 32-token tile, noncausal (+ window) and causal (+ window, softcap), GQA 1 and 3, F32/F16 caches. */
+static void test_attention_many_rows(backend *be) {
+    const int head_dims[6] = {40, 64, 72, 80, 128, 20};
+    for (int hi = 0; hi < 6; hi++)
+        for (int variant = 0; variant < 5; variant++) { /* noncausal, noncausal window, causal, causal window, softcap */
+            be_attn_params p = {0};
+            p.head_dim = head_dims[hi];
+            p.n_kv_head = 2;
+            p.n_head = variant == 2 || variant == 4 ? 6 : 2;
+            p.n_tok = hi % 2 ? 97 : 150;
+            p.pos0 = variant >= 2 ? 11 : 0;
+            p.scale = 1.0f / sqrtf((float)p.head_dim);
+            p.noncausal = variant < 2;
+            /* windows narrower than a key chunk, and wider than chunk + tile (chunks fully inside) */
+            p.window = variant == 1 ? (hi % 2 ? 40 : 190) : variant == 3 ? (hi % 2 ? 37 : 110) : 0;
+            p.softcap = variant == 4 ? 4.0f : 0.0f;
+            const uint32_t kvt = hi % 3 == 1 ? QT_F16 : QT_F32;
+            const int64_t q_cols = (int64_t)p.n_head * p.head_dim, kv_cols = (int64_t)p.n_kv_head * p.head_dim;
+            const int ctx = p.pos0 + p.n_tok;
+            float *q = rand_floats(q_cols * p.n_tok, -3, 3);
+            float *kf = rand_floats(kv_cols * ctx, -2, 2), *vf = rand_floats(kv_cols * ctx, -2, 2);
+            vt qt = make_f32(be, q, q_cols, p.n_tok), ot = make(be, QT_F32, q_cols, p.n_tok, 1);
+            vt kc = make(be, kvt, kv_cols, ctx, 2), vc = make(be, kvt, kv_cols, ctx, 2);
+            vt ks = make_f32(be, kf, kv_cols, ctx), vs = make_f32(be, vf, kv_cols, ctx);
+            be->ops->store_rows(be, &ks.view, &kc.view, 0, ctx);
+            be->ops->store_rows(be, &vs.view, &vc.view, 0, ctx);
+            be->ops->attention(be, &qt.view, &kc.view, &vc.view, &ot.view, &p);
+            const size_t kv_bytes = be_nbytes(&kc.view);
+            uint8_t *kh = malloc(kv_bytes), *vh = malloc(kv_bytes);
+            be_download(&kc.view, 0, kh, kv_bytes);
+            be_download(&vc.view, 0, vh, kv_bytes);
+            float *want = malloc((size_t)(q_cols * p.n_tok) * sizeof(float));
+            ref_attention(q, kvt, kh, vh, want, &p);
+            float *got = read_f32(&ot.view, q_cols * p.n_tok);
+            const float err = tu_rel_err(got, want, q_cols * p.n_tok);
+            CHECKF(err < 1e-4f, "attention many rows head_dim %d n_tok %d variant %d: rel err %g", p.head_dim, p.n_tok, variant, err);
+            free(q); free(kf); free(vf); free(kh); free(vh); free(want); free(got);
+            be_tensor_free(qt.base); be_tensor_free(ot.base); be_tensor_free(kc.base);
+            be_tensor_free(vc.base); be_tensor_free(ks.base); be_tensor_free(vs.base);
+        }
+}
+
 static void test_errors(backend *be) {
     CHECK(be_tensor_new(be, QT_Q4_0, 33, 2) == NULL); /* cols not a block multiple */
     CHECK(strstr(anv_last_error(), "bad shape") != NULL);
@@ -500,6 +545,7 @@ int main(void) {
             test_get_rows(be);
             test_store_rows(be);
             test_attention(be);
+            test_attention_many_rows(be);
             test_errors(be);
             be->ops->destroy(be);
         }

@@ -13,6 +13,7 @@
 # 14 px patches, 384 wide, 4 blocks, F16, 2x2 patch merger; a 448x336 image at its own resolution
 # = 768 patches as qwen3vl's, 192 merged rows + 11 [IMG_BREAK] rows) with a mistral3 text model.
 #   tools/bench/bench-vision.sh [BUILD_DIR] [ROUNDS] [THREADS] [FAMILY]      (LLAMA_CPP=... to pick the tree)
+# BASE_BUILD=DIR also times DIR/tests/vision_dump (an earlier build) in each round, first, for before/after.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
@@ -41,8 +42,11 @@ python3 "$root/tools/make_test_mmproj.py" --image "$(case $family in qwen3vl) ec
 ms() { python3 -c 'import json,sys; print([c["encode_ms"] for c in json.load(sys.stdin)["chunks"] if c["type"] == "image"][0])'; }
 i=0
 while [ "$i" -lt "$rounds" ]; do
+    b=
+    [ -z "${BASE_BUILD:-}" ] || b=$("$BASE_BUILD/tests/vision_dump" "$work/text.gguf" "$work/mmproj.gguf" "$work/img.ppm" "x<__media__>y" --repeats 3 --threads "$threads" | ms)
     a=$("$build/tests/vision_dump" "$work/text.gguf" "$work/mmproj.gguf" "$work/img.ppm" "x<__media__>y" --repeats 3 --threads "$threads" | ms)
     l=$(ORACLE_QUIET=1 "$work/mtmd_oracle" "$work/text.gguf" "$work/mmproj.gguf" "$work/img.ppm" "x<__media__>y" 3 2>/dev/null | ms)
     python3 -c "print('round $i: anvil %.1f ms  llama.cpp %.1f ms  ratio (llama.cpp / anvil) %.2fx' % ($a, $l, $l / $a))"
+    [ -z "$b" ] || python3 -c "print('round $i: base %.1f ms (llama.cpp / base %.2fx), anvil / base %.2fx' % ($b, $l / $b, $a / $b))"
     i=$((i + 1))
 done
