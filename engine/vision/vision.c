@@ -45,22 +45,21 @@ static const char *file_name(const vision_model *v, const char *name, char *buf,
     return vision_tensor_name(v, name, buf, cap);
 }
 
-/* A tensor of ne [ne0, ne1] (ne1 = 1: a vector, F32) placed on be; NULL + *fail if absent
- * (required) or misshapen. */
-static be_tensor *put(vision_model *v, const char *name, int64_t ne0, int64_t ne1, bool required, bool *fail) {
+be_tensor *vision_put(vision_model *v, const char *name, int64_t ne0, int64_t ne1, bool required, bool *fail) {
+    if (*fail) return NULL;
     const gguf_tensor *t = find_tensor(v, name);
+    if (!t && !required) return NULL;
     char fn[160];
+    const qtype_info *qi = t ? qtype_get(t->type) : NULL;
     if (!t) {
-        if (required && !*fail) { anv_set_error("%s: missing tensor '%s'", v->gguf->path, file_name(v, name, fn, sizeof fn)); *fail = true; }
+        anv_set_error("%s: tensor '%s' is missing", v->gguf->path, file_name(v, name, fn, sizeof fn));
+        *fail = true;
         return NULL;
     }
-    const qtype_info *qi = qtype_get(t->type);
     if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1 || !qi || !qi->is_weight || (ne1 == 1 && t->type != QT_F32)) {
-        if (!*fail)
-            anv_set_error("%s: tensor '%s' has shape [%lld, %lld, %lld] type %s, expected [%lld, %lld]%s", v->gguf->path,
-                          file_name(v, name, fn, sizeof fn),
-                          (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], qi ? qi->name : "?", (long long)ne0,
-                          (long long)ne1, ne1 == 1 ? " F32" : "");
+        anv_set_error("%s: tensor '%s' is misshapen: [%lld, %lld, %lld] %s, expected [%lld, %lld]%s", v->gguf->path,
+                      file_name(v, name, fn, sizeof fn), (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                      qi ? qi->name : "?", (long long)ne0, (long long)ne1, ne1 == 1 ? " F32" : "");
         *fail = true;
         return NULL;
     }
@@ -69,10 +68,10 @@ static be_tensor *put(vision_model *v, const char *name, int64_t ne0, int64_t ne
     return bt;
 }
 
-static be_tensor *put_l(vision_model *v, int il, const char *suffix, int64_t ne0, int64_t ne1, bool required, bool *fail) {
-    char name[96];
+be_tensor *vision_put_l(vision_model *v, int il, const char *suffix, int64_t ne0, int64_t ne1, bool required, bool *fail) {
+    char name[160];
     snprintf(name, sizeof name, "v.blk.%d.%s", il, suffix);
-    return put(v, name, ne0, ne1, required, fail);
+    return vision_put(v, name, ne0, ne1, required, fail);
 }
 
 /* The projector kind of a clip file, as vision_load takes it: 0 with *out set, or -1 with
@@ -216,7 +215,7 @@ static int load_weights(vision_model *v) {
     /* the conv kernel [out][in 3][ky][kx] read as [e][3 p p]: one matmul over unfolded patches */
     v->patch_w = v->be->ops->weight_new(v->be, pw->type, pp3, e, pw->data);
     if (!v->patch_w) return -1;
-    v->patch_b = put(v, "v.patch_embd.bias", e, 1, false, &fail);
+    v->patch_b = vision_put(v, "v.patch_embd.bias", e, 1, false, &fail);
     const gguf_tensor *pt = find_tensor(v, "v.position_embd.weight");
     if (pt && pt->type == QT_F16 && pt->ne[0] == e && pt->ne[1] == n_pos && pt->ne[2] == 1 && pt->ne[3] == 1) {
         /* added as rows (llama.cpp: get_rows): an F32 copy for the add op */
@@ -224,16 +223,16 @@ static int load_weights(vision_model *v) {
         dequantize_row(QT_F16, pt->data, v->pos_host, n_pos * e);
         if (!(v->pos_embd = v->be->ops->weight_new(v->be, QT_F32, e, n_pos, v->pos_host))) return -1;
     } else {
-        v->pos_embd = put(v, "v.position_embd.weight", e, n_pos, true, &fail);
+        v->pos_embd = vision_put(v, "v.position_embd.weight", e, n_pos, true, &fail);
         if (v->pos_embd && v->pos_embd->type != QT_F32) {
             anv_set_error("%s: tensor 'v.position_embd.weight' must be F32 or F16", v->gguf->path);
             return -1;
         }
     }
-    v->pre_ln_w = put(v, "v.pre_ln.weight", e, 1, false, &fail);
-    v->pre_ln_b = put(v, "v.pre_ln.bias", e, 1, v->pre_ln_w != NULL, &fail);
-    v->post_ln_w = put(v, "v.post_ln.weight", e, 1, false, &fail);
-    v->post_ln_b = put(v, "v.post_ln.bias", e, 1, v->post_ln_w != NULL, &fail);
+    v->pre_ln_w = vision_put(v, "v.pre_ln.weight", e, 1, false, &fail);
+    v->pre_ln_b = vision_put(v, "v.pre_ln.bias", e, 1, v->pre_ln_w != NULL, &fail);
+    v->post_ln_w = vision_put(v, "v.post_ln.weight", e, 1, false, &fail);
+    v->post_ln_b = vision_put(v, "v.post_ln.bias", e, 1, v->post_ln_w != NULL, &fail);
     if (fail) return -1;
     /* old files have fc1 / fc2 swapped into ffn_down / ffn_up (llama.cpp's is_ffn_swapped) */
     char name[96];
@@ -244,26 +243,26 @@ static int load_weights(vision_model *v) {
     for (int il = 0; il < v->n_layer_run && !fail; il++) {
         vision_layer *L = &v->layers[il];
         char w[64], b[64];
-        L->ln1_w = put_l(v, il, "ln1.weight", e, 1, true, &fail);
-        L->ln1_b = put_l(v, il, "ln1.bias", e, 1, true, &fail);
-        L->ln2_w = put_l(v, il, "ln2.weight", e, 1, true, &fail);
-        L->ln2_b = put_l(v, il, "ln2.bias", e, 1, true, &fail);
-        L->wq = put_l(v, il, "attn_q.weight", e, e, true, &fail);
-        L->wk = put_l(v, il, "attn_k.weight", e, e, true, &fail);
-        L->wv = put_l(v, il, "attn_v.weight", e, e, true, &fail);
-        L->wo = put_l(v, il, "attn_out.weight", e, e, true, &fail);
-        L->bq = put_l(v, il, "attn_q.bias", e, 1, false, &fail);
-        L->bk = put_l(v, il, "attn_k.bias", e, 1, false, &fail);
-        L->bv = put_l(v, il, "attn_v.bias", e, 1, false, &fail);
-        L->bo = put_l(v, il, "attn_out.bias", e, 1, false, &fail);
+        L->ln1_w = vision_put_l(v, il, "ln1.weight", e, 1, true, &fail);
+        L->ln1_b = vision_put_l(v, il, "ln1.bias", e, 1, true, &fail);
+        L->ln2_w = vision_put_l(v, il, "ln2.weight", e, 1, true, &fail);
+        L->ln2_b = vision_put_l(v, il, "ln2.bias", e, 1, true, &fail);
+        L->wq = vision_put_l(v, il, "attn_q.weight", e, e, true, &fail);
+        L->wk = vision_put_l(v, il, "attn_k.weight", e, e, true, &fail);
+        L->wv = vision_put_l(v, il, "attn_v.weight", e, e, true, &fail);
+        L->wo = vision_put_l(v, il, "attn_out.weight", e, e, true, &fail);
+        L->bq = vision_put_l(v, il, "attn_q.bias", e, 1, false, &fail);
+        L->bk = vision_put_l(v, il, "attn_k.bias", e, 1, false, &fail);
+        L->bv = vision_put_l(v, il, "attn_v.bias", e, 1, false, &fail);
+        L->bo = vision_put_l(v, il, "attn_out.bias", e, 1, false, &fail);
         snprintf(w, sizeof w, "%s.weight", up);
         snprintf(b, sizeof b, "%s.bias", up);
-        L->w_up = put_l(v, il, w, e, ff, true, &fail);
-        L->b_up = put_l(v, il, b, ff, 1, false, &fail);
+        L->w_up = vision_put_l(v, il, w, e, ff, true, &fail);
+        L->b_up = vision_put_l(v, il, b, ff, 1, false, &fail);
         snprintf(w, sizeof w, "%s.weight", down);
         snprintf(b, sizeof b, "%s.bias", down);
-        L->w_down = put_l(v, il, w, ff, e, true, &fail);
-        L->b_down = put_l(v, il, b, e, 1, false, &fail);
+        L->w_down = vision_put_l(v, il, w, ff, e, true, &fail);
+        L->b_down = vision_put_l(v, il, b, e, 1, false, &fail);
     }
     if (fail) return -1;
     v->center_host = malloc((size_t)e * (size_t)e * sizeof(float));
@@ -279,15 +278,15 @@ static int load_weights(vision_model *v) {
             anv_set_error("%s: tensor 'mm.0.weight' / 'mm.2.weight' has an invalid shape", v->gguf->path);
             return -1;
         }
-        v->mm0_w = put(v, "mm.0.weight", e, hidden, true, &fail);
-        v->mm0_b = put(v, "mm.0.bias", hidden, 1, true, &fail);
-        v->mm2_w = put(v, "mm.2.weight", hidden, out, true, &fail);
-        v->mm2_b = put(v, "mm.2.bias", out, 1, true, &fail);
+        v->mm0_w = vision_put(v, "mm.0.weight", e, hidden, true, &fail);
+        v->mm0_b = vision_put(v, "mm.0.bias", hidden, 1, true, &fail);
+        v->mm2_w = vision_put(v, "mm.2.weight", hidden, out, true, &fail);
+        v->mm2_b = vision_put(v, "mm.2.bias", out, 1, true, &fail);
         v->out_dim = (int)out;
         return fail ? -1 : 0;
     }
     v->out_dim = v->proj_dim;
-    v->soft_norm = put(v, "mm.soft_emb_norm.weight", e, 1, true, &fail);
+    v->soft_norm = vision_put(v, "mm.soft_emb_norm.weight", e, 1, true, &fail);
     if (fail) return -1;
     const gguf_tensor *ip = find_tensor(v, "mm.input_projection.weight");
     const qtype_info *qi = ip ? qtype_get(ip->type) : NULL;

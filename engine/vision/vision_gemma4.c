@@ -54,33 +54,6 @@ struct vision_gemma4 {
     int64_t min_pixels, max_pixels;
 };
 
-/* A tensor of ne [ne0, ne1] on the encoder's backend; NULL + *fail if required and absent, or misshapen. */
-static be_tensor *g4_put(vision_model *v, const char *name, int64_t ne0, int64_t ne1, bool required, bool *fail) {
-    const gguf_tensor *t = gguf_find_tensor(v->gguf, name);
-    if (!t) {
-        if (required && !*fail) { anv_set_error("%s: missing tensor '%s'", v->gguf->path, name); *fail = true; }
-        return NULL;
-    }
-    const qtype_info *qi = qtype_get(t->type);
-    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1 || !qi || !qi->is_weight || (ne1 == 1 && t->type != QT_F32)) {
-        if (!*fail)
-            anv_set_error("%s: tensor '%s' has shape [%lld, %lld, %lld] type %s, expected [%lld, %lld]%s", v->gguf->path, name,
-                          (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], qi ? qi->name : "?", (long long)ne0,
-                          (long long)ne1, ne1 == 1 ? " F32" : "");
-        *fail = true;
-        return NULL;
-    }
-    be_tensor *bt = v->be->ops->weight_new(v->be, t->type, ne0, ne1, t->data);
-    if (!bt) *fail = true;
-    return bt;
-}
-
-static be_tensor *g4_put_l(vision_model *v, int il, const char *suffix, int64_t ne0, int64_t ne1, bool required, bool *fail) {
-    char name[160];
-    snprintf(name, sizeof name, "v.blk.%d.%s", il, suffix);
-    return g4_put(v, name, ne0, ne1, required, fail);
-}
-
 /* The rotate-half matrix of the 2-D neox rope: per head, per half (base b, quarter q):
  * (R x)[b + i] = -x[b + i + q], (R x)[b + i + q] = x[b + i], i < q. */
 static float *rotate_half_matrix(int e, int hd) {
@@ -198,26 +171,26 @@ int gemma4v_load(vision_model *v) {
     g->qk_norm_len = qn && qn->ne[0] == hd ? (int)hd : (int)e;
     for (int il = 0; il < v->n_layer && !fail; il++) {
         g4_layer *L = &g->layers[il];
-        L->ln1 = g4_put_l(v, il, "ln1.weight", e, 1, true, &fail);
-        L->ln2 = g4_put_l(v, il, "ln2.weight", e, 1, true, &fail);
-        L->attn_post = g4_put_l(v, il, "attn_post_norm.weight", e, 1, false, &fail);
-        L->ffn_post = g4_put_l(v, il, "ffn_post_norm.weight", e, 1, false, &fail);
-        L->q_norm = g4_put_l(v, il, "attn_q_norm.weight", g->qk_norm_len, 1, false, &fail);
-        L->k_norm = g4_put_l(v, il, "attn_k_norm.weight", g->qk_norm_len, 1, false, &fail);
-        L->out_scale = g4_put_l(v, il, "out_scale.weight", 1, 1, false, &fail);
+        L->ln1 = vision_put_l(v, il, "ln1.weight", e, 1, true, &fail);
+        L->ln2 = vision_put_l(v, il, "ln2.weight", e, 1, true, &fail);
+        L->attn_post = vision_put_l(v, il, "attn_post_norm.weight", e, 1, false, &fail);
+        L->ffn_post = vision_put_l(v, il, "ffn_post_norm.weight", e, 1, false, &fail);
+        L->q_norm = vision_put_l(v, il, "attn_q_norm.weight", g->qk_norm_len, 1, false, &fail);
+        L->k_norm = vision_put_l(v, il, "attn_k_norm.weight", g->qk_norm_len, 1, false, &fail);
+        L->out_scale = vision_put_l(v, il, "out_scale.weight", 1, 1, false, &fail);
         for (int k = 0; k < G4_N_LIN && !fail; k++) {
             char base[48], wname[48];
             snprintf(base, sizeof base, "v.blk.%d.%s", il, g4_lin_names[k]);
             snprintf(wname, sizeof wname, "%s.weight", g4_lin_names[k]);
             const int64_t in = k == G4_DOWN ? ff : e, out = k == G4_GATE || k == G4_UP ? ff : e;
-            L->w[k] = g4_put_l(v, il, wname, in, out, true, &fail);
+            L->w[k] = vision_put_l(v, il, wname, in, out, true, &fail);
             if (!fail && read_clip(v, base, il, k, &L->clip[k]) != 0) return -1;
         }
     }
-    g->post_ln = g4_put(v, "v.post_ln.weight", e, 1, false, &fail);
-    g->in_proj = g4_put(v, "mm.input_projection.weight", e, v->proj_dim, true, &fail);
+    g->post_ln = vision_put(v, "v.post_ln.weight", e, 1, false, &fail);
+    g->in_proj = vision_put(v, "mm.input_projection.weight", e, v->proj_dim, true, &fail);
     if (!fail && read_clip(v, "mm.input_projection", -1, 0, &g->in_proj_clip) != 0) return -1;
-    g->std_scale = g4_put(v, "v.std_scale", e, 1, false, &fail);
+    g->std_scale = vision_put(v, "v.std_scale", e, 1, false, &fail);
     if (fail) return -1;
     const gguf_tensor *sb = gguf_find_tensor(v->gguf, "v.std_bias");
     if (!sb != !g->std_scale || (sb && (sb->type != QT_F32 || sb->ne[0] != e || sb->ne[1] != 1 || sb->ne[2] != 1))) {
@@ -250,11 +223,6 @@ void gemma4v_free(vision_model *v) {
 
 /* ---- preprocessing (mtmd's dyn_size: calc_size_preserved_ratio, then a PAD_CEIL resize) ---- */
 
-static int round_by(float x, int f) { return (int)roundf(x / (float)f) * f; }
-static int ceil_by(float x, int f) { return (int)ceilf(x / (float)f) * f; }
-static int floor_by(float x, int f) { return (int)floorf(x / (float)f) * f; }
-static int imax(int a, int b) { return a > b ? a : b; }
-
 int gemma4v_max_tokens(const vision_model *v) {
     (void)v;
     return G4_MAX_TOKENS;   /* max_pixels is this many tokens' area, and the layout stays within it */
@@ -262,17 +230,8 @@ int gemma4v_max_tokens(const vision_model *v) {
 
 int gemma4v_layout(const vision_model *v, int width, int height, vision_layout *out) {
     const struct vision_gemma4 *g = v->g4;
-    const int align = v->patch_size * v->merge;
-    int w = imax(align, round_by((float)width, align)), h = imax(align, round_by((float)height, align));
-    if ((int64_t)w * h > g->max_pixels) {
-        const float beta = sqrtf((float)height * (float)width / (float)g->max_pixels);
-        h = imax(align, floor_by((float)height / beta, align));
-        w = imax(align, floor_by((float)width / beta, align));
-    } else if ((int64_t)w * h < g->min_pixels) {
-        const float beta = sqrtf((float)g->min_pixels / ((float)height * (float)width));
-        h = ceil_by((float)height * beta, align);
-        w = ceil_by((float)width * beta, align);
-    }
+    int w, h;
+    vision_dyn_size(v->patch_size * v->merge, g->min_pixels, g->max_pixels, width, height, &w, &h);
     const int nx = w / v->patch_size, ny = h / v->patch_size;
     if ((int64_t)w * h > 4 * g->max_pixels || nx > g->pos_size || ny > g->pos_size) {
         anv_set_error("image of %d x %d pixels has too extreme an aspect ratio for the gemma4 encoder (%d x %d patches, %d positions)",
@@ -285,25 +244,7 @@ int gemma4v_layout(const vision_model *v, int width, int height, vision_layout *
 }
 
 int gemma4v_preprocess(const vision_model *v, const uint8_t *rgb, int width, int height, const vision_layout *lay, uint8_t *out) {
-    const int tw = lay->width, th = lay->height;
-    if (tw == width && th == height) {
-        memcpy(out, rgb, (size_t)width * height * 3);
-        return 0;
-    }
-    const float scale = fminf((float)tw / (float)width, (float)th / (float)height);
-    int nw = (int)ceilf((float)width * scale), nh = (int)ceilf((float)height * scale);
-    if (nw > tw) nw = tw;
-    if (nh > th) nh = th;
-    if (nw < 1) nw = 1;
-    if (nh < 1) nh = 1;
-    uint8_t *tmp = malloc((size_t)nw * nh * 3);
-    if (!tmp) { anv_set_error("out of memory"); return -1; }
-    if (vision_resample(rgb, width, height, tmp, nw, nh, v->resize) != 0) { free(tmp); return -1; }
-    memset(out, 0, (size_t)tw * th * 3);   /* PAD_CEIL's black */
-    const int ox = (tw - nw) / 2, oy = (th - nh) / 2;
-    for (int y = 0; y < nh; y++) memcpy(out + ((size_t)(oy + y) * tw + ox) * 3, tmp + (size_t)y * nw * 3, (size_t)nw * 3);
-    free(tmp);
-    return 0;
+    return vision_resize_padded_wh(rgb, width, height, out, lay->width, lay->height, v->resize, v->pad);   /* PAD_CEIL, black */
 }
 
 /* ---- the encoder ---- */

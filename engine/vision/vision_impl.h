@@ -64,6 +64,12 @@ int vision_ollama_clamps(const vision_model *v, int il, int k, int n_lin, float 
 const gguf_tensor *vision_tensor(const vision_model *v, const char *name);
 const char *vision_tensor_name(const vision_model *v, const char *name, char *buf, size_t cap);
 
+/* A tensor of ne [ne0, ne1] (ne1 = 1: a vector, F32) by llama.cpp's clip name (either file layout:
+ * vision_tensor), placed on the encoder's backend. Absent and optional: NULL, no failure; absent
+ * and required, or misshapen: NULL, *fail set and a one-line error; nothing once *fail is set.
+ * vision_put_l names a block's tensor ("v.blk.<il>.<suffix>"). */
+be_tensor *vision_put(vision_model *v, const char *name, int64_t ne0, int64_t ne1, bool required, bool *fail);
+be_tensor *vision_put_l(vision_model *v, int il, const char *suffix, int64_t ne0, int64_t ne1, bool required, bool *fail);
 /* Pillow's resampling of RGB8 (w x h) to out_w x out_h; -1 + error (out of memory). */
 int vision_resample(const uint8_t *src, int w, int h, uint8_t *dst, int out_w, int out_h, vision_resize_algo algo);
 /* The aspect-preserving resize onto a size x size square filled with pad (llama.cpp's PAD_CEIL). */

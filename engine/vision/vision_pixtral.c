@@ -73,24 +73,6 @@ static bool shape_is(const gguf_tensor *t, int64_t ne0, int64_t ne1) {
     return t && t->ne[0] == ne0 && t->ne[1] == ne1 && t->ne[2] == 1 && t->ne[3] == 1;
 }
 
-/* A tensor [ne0, ne1] on the encoder's backend (vectors F32); NULL + *fail when absent (if
- * required) or misshapen. Absent and optional: NULL, no failure. */
-static be_tensor *pput(vision_model *v, const char *name, int64_t ne0, int64_t ne1, bool required, bool *fail) {
-    if (*fail) return NULL;
-    const gguf_tensor *t = gguf_find_tensor(v->gguf, name);
-    if (!t && !required) return NULL;
-    const qtype_info *qi = t ? qtype_get(t->type) : NULL;
-    if (!shape_is(t, ne0, ne1) || !qi || !qi->is_weight || (ne1 == 1 && t->type != QT_F32)) {
-        anv_set_error("%s: tensor '%s' is %s, expected [%lld, %lld]%s", v->gguf->path, name, t ? "misshapen" : "missing",
-                      (long long)ne0, (long long)ne1, ne1 == 1 ? " F32" : "");
-        *fail = true;
-        return NULL;
-    }
-    be_tensor *bt = v->be->ops->weight_new(v->be, t->type, ne0, ne1, t->data);
-    if (!bt) *fail = true;
-    return bt;
-}
-
 /* W_q / W_k [e][e] with each head's rows un-interleaved (new i = old 2i, new i + d/2 = old 2i + 1). */
 static be_tensor *put_rope_permuted(vision_model *v, const char *name, void **host, bool *fail) {
     if (*fail) return NULL;
@@ -129,8 +111,8 @@ int vision_pixtral_load(vision_model *v) {
         return -1;
     }
     if (!(v->patch_w = v->be->ops->weight_new(v->be, pw->type, pp3, e, pw->data))) return -1;
-    v->patch_b = pput(v, "v.patch_embd.bias", e, 1, false, &fail);
-    v->pre_ln_w = pput(v, "v.pre_ln.weight", e, 1, false, &fail);
+    v->patch_b = vision_put(v, "v.patch_embd.bias", e, 1, false, &fail);
+    v->pre_ln_w = vision_put(v, "v.pre_ln.weight", e, 1, false, &fail);
     if (!(px->gate_w = calloc((size_t)v->n_layer, sizeof *px->gate_w)) || !(px->qk_host = calloc(2 * (size_t)v->n_layer, sizeof *px->qk_host))) {
         anv_set_error("out of memory");
         return -1;
@@ -146,15 +128,15 @@ int vision_pixtral_load(vision_model *v) {
                 anv_set_error("%s: pixtral block tensor '%s' (a bias) is not supported", f->path, name);
                 return -1;
             }
-        L->ln1_w = pput(v, PN("ln1.weight"), e, 1, true, &fail);
-        L->ln2_w = pput(v, PN("ln2.weight"), e, 1, true, &fail);
+        L->ln1_w = vision_put(v, PN("ln1.weight"), e, 1, true, &fail);
+        L->ln2_w = vision_put(v, PN("ln2.weight"), e, 1, true, &fail);
         L->wq = put_rope_permuted(v, PN("attn_q.weight"), &px->qk_host[2 * il], &fail);
         L->wk = put_rope_permuted(v, PN("attn_k.weight"), &px->qk_host[2 * il + 1], &fail);
-        L->wv = pput(v, PN("attn_v.weight"), e, e, true, &fail);
-        L->wo = pput(v, PN("attn_out.weight"), e, e, true, &fail);
-        px->gate_w[il] = pput(v, PN("ffn_gate.weight"), e, ff, true, &fail);
-        L->w_up = pput(v, PN("ffn_up.weight"), e, ff, true, &fail);
-        L->w_down = pput(v, PN("ffn_down.weight"), ff, e, true, &fail);
+        L->wv = vision_put(v, PN("attn_v.weight"), e, e, true, &fail);
+        L->wo = vision_put(v, PN("attn_out.weight"), e, e, true, &fail);
+        px->gate_w[il] = vision_put(v, PN("ffn_gate.weight"), e, ff, true, &fail);
+        L->w_up = vision_put(v, PN("ffn_up.weight"), e, ff, true, &fail);
+        L->w_down = vision_put(v, PN("ffn_down.weight"), ff, e, true, &fail);
 #undef PN
     }
     if (fail) return -1;
@@ -179,7 +161,7 @@ int vision_pixtral_load(vision_model *v) {
                 for (int64_t c = 0; c < e; c++) px->merger_host[r * e * mm + k * e + c] = raw[r * e * mm + c * mm + k];
         free(raw);
         if (!(px->merger = v->be->ops->weight_new(v->be, QT_F32, e * mm, e, px->merger_host))) return -1;
-        px->in_norm = pput(v, "mm.input_norm.weight", e, 1, true, &fail);
+        px->in_norm = vision_put(v, "mm.input_norm.weight", e, 1, true, &fail);
     }
     const gguf_tensor *t1 = gguf_find_tensor(f, "mm.1.weight"), *t2 = gguf_find_tensor(f, "mm.2.weight");
     if (!t1 || !t2 || t1->ne[0] != e || t1->ne[1] < 1 || t1->ne[1] > (1 << 20) || t2->ne[0] != t1->ne[1] || t2->ne[1] < 1 || t2->ne[1] > (1 << 20)) {
@@ -188,10 +170,10 @@ int vision_pixtral_load(vision_model *v) {
     }
     px->n_hidden = (int)t1->ne[1];
     v->out_dim = (int)t2->ne[1];
-    px->mm1_w = pput(v, "mm.1.weight", e, px->n_hidden, true, &fail);
-    px->mm1_b = pput(v, "mm.1.bias", px->n_hidden, 1, false, &fail);
-    px->mm2_w = pput(v, "mm.2.weight", px->n_hidden, v->out_dim, true, &fail);
-    px->mm2_b = pput(v, "mm.2.bias", v->out_dim, 1, false, &fail);
+    px->mm1_w = vision_put(v, "mm.1.weight", e, px->n_hidden, true, &fail);
+    px->mm1_b = vision_put(v, "mm.1.bias", px->n_hidden, 1, false, &fail);
+    px->mm2_w = vision_put(v, "mm.2.weight", px->n_hidden, v->out_dim, true, &fail);
+    px->mm2_b = vision_put(v, "mm.2.bias", v->out_dim, 1, false, &fail);
     if (fail) return -1;
     const gguf_tensor *tb = gguf_find_tensor(f, "v.token_embd.img_break");
     const qtype_info *bi = tb ? qtype_get(tb->type) : NULL;

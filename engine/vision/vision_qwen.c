@@ -60,24 +60,6 @@ static bool tensor_ok(const gguf_tensor *t, int64_t ne0, int64_t ne1, int64_t ne
     return t && t->ne[0] == ne0 && t->ne[1] == ne1 && t->ne[2] == ne2 && t->ne[3] == ne3;
 }
 
-/* A tensor of ne [ne0, ne1] on the encoder's backend (vectors F32); NULL + *fail if absent or misshapen. */
-static be_tensor *qput(vision_model *v, const char *name, int64_t ne0, int64_t ne1, bool *fail) {
-    if (*fail) return NULL;
-    const gguf_tensor *t = vision_tensor(v, name);
-    const qtype_info *qi = t ? qtype_get(t->type) : NULL;
-    char fn[160];
-    if (!tensor_ok(t, ne0, ne1, 1, 1) || !qi || !qi->is_weight || (ne1 == 1 && t->type != QT_F32)) {
-        anv_set_error("%s: tensor '%s' is %s, expected [%lld, %lld]%s", v->gguf->path, vision_tensor_name(v, name, fn, sizeof fn),
-                      t ? "misshapen" : "missing",
-                      (long long)ne0, (long long)ne1, ne1 == 1 ? " F32" : "");
-        *fail = true;
-        return NULL;
-    }
-    be_tensor *bt = v->be->ops->weight_new(v->be, t->type, ne0, ne1, t->data);
-    if (!bt) *fail = true;
-    return bt;
-}
-
 /* Rows [r0, r0 + n) of a 2-D tensor (the fused QKV split into Q, K, V), or of a vector (n elements). */
 static be_tensor *qput_part(vision_model *v, const char *name, int64_t cols, int64_t total_rows, int64_t r0, int64_t n, bool *fail) {
     if (*fail) return NULL;
@@ -182,7 +164,7 @@ int vision_qwen_load(vision_model *v) {
     free(b);
     q->patch_host = a;
     if (!(v->patch_w = v->be->ops->weight_new(v->be, QT_F32, pp3, e, a))) return -1;
-    if (!q->v25) v->patch_b = qput(v, "v.patch_embd.bias", e, 1, &fail);   /* qwen2.5vl: none */
+    if (!q->v25) v->patch_b = vision_put(v, "v.patch_embd.bias", e, 1, true, &fail);   /* qwen2.5vl: none */
     /* learned positions (qwen3vl): a square grid, kept on the host for the interpolation */
     const gguf_tensor *pt = q->v25 ? NULL : vision_tensor(v, "v.position_embd.weight");
     if (!q->v25) {
@@ -198,11 +180,11 @@ int vision_qwen_load(vision_model *v) {
         if (!(q->pos_host = dequant_all(pt, e * pt->ne[1]))) return -1;
     }
     if (vision_tensor(v, "v.pre_ln.weight")) {
-        v->pre_ln_w = qput(v, "v.pre_ln.weight", e, 1, &fail);
-        v->pre_ln_b = qput(v, "v.pre_ln.bias", e, 1, &fail);
+        v->pre_ln_w = vision_put(v, "v.pre_ln.weight", e, 1, true, &fail);
+        v->pre_ln_b = vision_put(v, "v.pre_ln.bias", e, 1, true, &fail);
     }
-    v->post_ln_w = qput(v, "v.post_ln.weight", e, 1, &fail);
-    if (!q->v25) v->post_ln_b = qput(v, "v.post_ln.bias", e, 1, &fail);   /* qwen2.5vl: RMSNorm */
+    v->post_ln_w = vision_put(v, "v.post_ln.weight", e, 1, true, &fail);
+    if (!q->v25) v->post_ln_b = vision_put(v, "v.post_ln.bias", e, 1, true, &fail);   /* qwen2.5vl: RMSNorm */
     if (q->v25 && (!(q->gate_w = calloc((size_t)v->n_layer, sizeof *q->gate_w)) || !(q->gate_b = calloc((size_t)v->n_layer, sizeof *q->gate_b)))) {
         anv_set_error("out of memory");
         return -1;
@@ -232,28 +214,28 @@ int vision_qwen_load(vision_model *v) {
     }
     q->n_hidden = (int)t0->ne[1];
     q->out_text = (int)t2->ne[1];
-    v->mm0_w = qput(v, m0, e4, q->n_hidden, &fail);
-    v->mm0_b = qput(v, "mm.0.bias", q->n_hidden, 1, &fail);
-    v->mm2_w = qput(v, m2, q->n_hidden, q->out_text, &fail);
-    v->mm2_b = qput(v, "mm.2.bias", q->out_text, 1, &fail);
+    v->mm0_w = vision_put(v, m0, e4, q->n_hidden, true, &fail);
+    v->mm0_b = vision_put(v, "mm.0.bias", q->n_hidden, 1, true, &fail);
+    v->mm2_w = vision_put(v, m2, q->n_hidden, q->out_text, true, &fail);
+    v->mm2_b = vision_put(v, "mm.2.bias", q->out_text, 1, true, &fail);
     if (q->n_deepstack && !(q->ds = calloc((size_t)q->n_deepstack, sizeof *q->ds))) { anv_set_error("out of memory"); return -1; }
     char name[96];
     for (int il = 0; il < v->n_layer && !fail; il++) {
         vision_layer *L = &v->layers[il];
 #define QN(s) (snprintf(name, sizeof name, "v.blk.%d.%s", il, s), name)
-        L->ln1_w = qput(v, QN("ln1.weight"), e, 1, &fail);
-        L->ln2_w = qput(v, QN("ln2.weight"), e, 1, &fail);
+        L->ln1_w = vision_put(v, QN("ln1.weight"), e, 1, true, &fail);
+        L->ln2_w = vision_put(v, QN("ln2.weight"), e, 1, true, &fail);
         if (!q->v25) {   /* LayerNorms */
-            L->ln1_b = qput(v, QN("ln1.bias"), e, 1, &fail);
-            L->ln2_b = qput(v, QN("ln2.bias"), e, 1, &fail);
+            L->ln1_b = vision_put(v, QN("ln1.bias"), e, 1, true, &fail);
+            L->ln2_b = vision_put(v, QN("ln2.bias"), e, 1, true, &fail);
         }
         if (q->v25 || v->ollama) {   /* Q, K, V apart (qwen2.5vl; Ollama's qwen3vl, split by its converter) */
-            L->wq = qput(v, QN("attn_q.weight"), e, e, &fail);
-            L->wk = qput(v, QN("attn_k.weight"), e, e, &fail);
-            L->wv = qput(v, QN("attn_v.weight"), e, e, &fail);
-            L->bq = qput(v, QN("attn_q.bias"), e, 1, &fail);
-            L->bk = qput(v, QN("attn_k.bias"), e, 1, &fail);
-            L->bv = qput(v, QN("attn_v.bias"), e, 1, &fail);
+            L->wq = vision_put(v, QN("attn_q.weight"), e, e, true, &fail);
+            L->wk = vision_put(v, QN("attn_k.weight"), e, e, true, &fail);
+            L->wv = vision_put(v, QN("attn_v.weight"), e, e, true, &fail);
+            L->bq = vision_put(v, QN("attn_q.bias"), e, 1, true, &fail);
+            L->bk = vision_put(v, QN("attn_k.bias"), e, 1, true, &fail);
+            L->bv = vision_put(v, QN("attn_v.bias"), e, 1, true, &fail);
         } else {
             L->wq = qput_part(v, QN("attn_qkv.weight"), e, 3 * e, 0, e, &fail);
             L->wk = qput_part(v, name, e, 3 * e, e, e, &fail);
@@ -263,15 +245,15 @@ int vision_qwen_load(vision_model *v) {
             L->bv = qput_part(v, name, 3 * e, 1, 2 * e, e, &fail);
         }
         if (q->v25) {   /* a gated MLP */
-            q->gate_w[il] = qput(v, QN("ffn_gate.weight"), e, ff, &fail);
-            q->gate_b[il] = qput(v, QN("ffn_gate.bias"), ff, 1, &fail);
+            q->gate_w[il] = vision_put(v, QN("ffn_gate.weight"), e, ff, true, &fail);
+            q->gate_b[il] = vision_put(v, QN("ffn_gate.bias"), ff, 1, true, &fail);
         }
-        L->wo = qput(v, QN("attn_out.weight"), e, e, &fail);
-        L->bo = qput(v, QN("attn_out.bias"), e, 1, &fail);
-        L->w_up = qput(v, QN("ffn_up.weight"), e, ff, &fail);
-        L->b_up = qput(v, QN("ffn_up.bias"), ff, 1, &fail);
-        L->w_down = qput(v, QN("ffn_down.weight"), ff, e, &fail);
-        L->b_down = qput(v, QN("ffn_down.bias"), e, 1, &fail);
+        L->wo = vision_put(v, QN("attn_out.weight"), e, e, true, &fail);
+        L->bo = vision_put(v, QN("attn_out.bias"), e, 1, true, &fail);
+        L->w_up = vision_put(v, QN("ffn_up.weight"), e, ff, true, &fail);
+        L->b_up = vision_put(v, QN("ffn_up.bias"), ff, 1, true, &fail);
+        L->w_down = vision_put(v, QN("ffn_down.weight"), ff, e, true, &fail);
+        L->b_down = vision_put(v, QN("ffn_down.bias"), e, 1, true, &fail);
 #undef QN
         const int d = q->ds_of_layer[il];
         if (d < 0 || fail) continue;
@@ -283,12 +265,12 @@ int vision_qwen_load(vision_model *v) {
             anv_set_error("%s: tensor '%s' is missing or misshapen", f->path, vision_tensor_name(v, name, fn, sizeof fn));
             return -1;
         }
-        D->norm_w = qput(v, DN("norm.weight"), e4, 1, &fail);
-        D->norm_b = qput(v, DN("norm.bias"), e4, 1, &fail);
-        D->fc1_w = qput(v, DN("fc1.weight"), e4, dh, &fail);
-        D->fc1_b = qput(v, DN("fc1.bias"), dh, 1, &fail);
-        D->fc2_w = qput(v, DN("fc2.weight"), dh, q->out_text, &fail);
-        D->fc2_b = qput(v, DN("fc2.bias"), q->out_text, 1, &fail);
+        D->norm_w = vision_put(v, DN("norm.weight"), e4, 1, true, &fail);
+        D->norm_b = vision_put(v, DN("norm.bias"), e4, 1, true, &fail);
+        D->fc1_w = vision_put(v, DN("fc1.weight"), e4, dh, true, &fail);
+        D->fc1_b = vision_put(v, DN("fc1.bias"), dh, 1, true, &fail);
+        D->fc2_w = vision_put(v, DN("fc2.weight"), dh, q->out_text, true, &fail);
+        D->fc2_b = vision_put(v, DN("fc2.bias"), q->out_text, 1, true, &fail);
 #undef DN
     }
     if (fail) return -1;
@@ -337,32 +319,9 @@ void vision_qwen_free(vision_model *v) {
 
 /* ---- preprocessing ---- */
 
-/* clip.cpp's calc_size_preserved_ratio (float arithmetic as there). */
+/* clip.cpp's calc_size_preserved_ratio within the projector's pixel bounds (vision_dyn_size). */
 static void smart_size(const vision_model *v, int width, int height, int *ow, int *oh) {
-    const int f = v->patch_size * v->merge;
-    const struct vision_qwen *q = v->qwen;
-#define ROUND_BY(x) ((int)roundf((x) / (float)f) * f)
-#define CEIL_BY(x) ((int)ceilf((x) / (float)f) * f)
-#define FLOOR_BY(x) ((int)floorf((x) / (float)f) * f)
-    int w = ROUND_BY((float)width), h = ROUND_BY((float)height);
-    if (w < f) w = f;
-    if (h < f) h = f;
-    if ((int64_t)h * w > q->max_pixels) {
-        const float beta = sqrtf((float)height * (float)width / (float)q->max_pixels);
-        h = FLOOR_BY((float)height / beta);
-        w = FLOOR_BY((float)width / beta);
-        if (h < f) h = f;
-        if (w < f) w = f;
-    } else if ((int64_t)h * w < q->min_pixels) {
-        const float beta = sqrtf((float)q->min_pixels / ((float)height * (float)width));
-        h = CEIL_BY((float)height * beta);
-        w = CEIL_BY((float)width * beta);
-    }
-#undef ROUND_BY
-#undef CEIL_BY
-#undef FLOOR_BY
-    *ow = w;
-    *oh = h;
+    vision_dyn_size(v->patch_size * v->merge, v->qwen->min_pixels, v->qwen->max_pixels, width, height, ow, oh);
 }
 
 int vision_qwen_max_tokens(const vision_model *v) {

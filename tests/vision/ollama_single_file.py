@@ -92,7 +92,7 @@ def variant(path, drop=None, key=None, value=None):
 
 
 BAD = {
-    "gemma3": (("a missing vision tensor", {"drop": "v.blk.1.mlp.fc1.weight"}, "missing tensor 'v.blk.1.mlp.fc1.weight'"),
+    "gemma3": (("a missing vision tensor", {"drop": "v.blk.1.mlp.fc1.weight"}, "tensor 'v.blk.1.mlp.fc1.weight' is missing"),
                ("tokens_per_image not a pooling of the grid", {"key": "gemma3.mm.tokens_per_image", "value": 15},
                 "gemma3.mm.tokens_per_image = 15")),
     "qwen25vl": (("a missing merger norm", {"drop": "v.merger.ln_q.weight"}, "tensor 'v.merger.ln_q.weight' is missing"),

@@ -20,7 +20,7 @@
 enum { V_OK, V_ARCH, V_PROJ_LDP, V_NO_KEY, V_BAD_SHAPE, V_NO_TENSOR, V_BAD_MERGE, V_TRUNCATED, V_COUNT };
 static const char *expect[V_COUNT] = {
     NULL, "not a projector file", "projector type 'ldp' is not supported", "missing metadata key clip.vision.block_count",
-    "tensor 'v.blk.0.attn_q.weight' has shape", "missing tensor 'mm.soft_emb_norm.weight'", "invalid vision shape", "",
+    "tensor 'v.blk.0.attn_q.weight' is misshapen", "tensor 'mm.soft_emb_norm.weight' is missing", "invalid vision shape", "",
 };
 
 #define E 8
