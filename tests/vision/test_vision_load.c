@@ -16,6 +16,7 @@
 #include "quant.h"
 #include "testutil.h"
 #include "vision.h"
+#include "vision_testlib.h"
 
 enum { V_OK, V_ARCH, V_PROJ_LDP, V_NO_KEY, V_BAD_SHAPE, V_NO_TENSOR, V_BAD_MERGE, V_TRUNCATED, V_COUNT };
 static const char *expect[V_COUNT] = {
@@ -95,15 +96,7 @@ int main(void) {
     CHECK(cpu != NULL);
     vision_load_opts vo = {.cpu = cpu, .gpu = NULL};
     char path[256];
-    for (int variant = V_ARCH; variant < V_COUNT; variant++) {
-        snprintf(path, sizeof path, "%s/bad%d.gguf", dir, variant);
-        write_projector(path, variant);
-        vision_model *v = vision_load(path, &vo);
-        const char *err = anv_last_error();
-        CHECKF(v == NULL, "variant %d loaded", variant);
-        CHECKF(strstr(err, expect[variant]) && !strchr(err, '\n') && strstr(err, path), "variant %d: '%s'", variant, err);
-        vision_free(v);
-    }
+    vt_check_refusals(dir, &vo, V_ARCH, V_COUNT, write_projector, expect);
     snprintf(path, sizeof path, "%s/mmproj-tiny.gguf", dir);
     write_projector(path, V_OK);
     vision_model *v = vision_load(path, &vo);
