@@ -459,9 +459,10 @@ static void test_attention(backend *be) {
                 }
 }
 
-/* Many query rows (the tiled kernel: prompt prefill, vision encoders): head dims 40/64/72/80/128
- * and 20 (not a multiple of 8), key counts that are not multiples of the 64-key chunk or the
- * 32-token tile, noncausal (+ window) and causal (+ window, softcap), GQA 1 and 3, F32/F16 caches. */
+/* Many query rows: noncausal (+ window) through the tiled kernel (the vision encoders), causal
+ * (+ window, softcap) through the per-pair one; head dims 40/64/72/80/128 and 20 (not a multiple
+ * of 8), key counts that are not multiples of the 64-key chunk or the 32-token tile, GQA 1 and 3,
+ * F32/F16 caches. */
 static void test_attention_many_rows(backend *be) {
     const int head_dims[6] = {40, 64, 72, 80, 128, 20};
     for (int hi = 0; hi < 6; hi++)
