@@ -90,16 +90,26 @@ static void finish_rows(const att_job *a, int h0, int nh, int t0, int nt, float 
     }
 }
 
+/* What an item covers: kv head kvh, query heads [h0, h0 + nh), tokens [t0, t0 + nt). */
+static void item_span(const att_job *a, int item, int *kvh, int *h0, int *nh, int *t0, int *nt) {
+    const be_attn_params *p = a->p;
+    const int group = p->n_head / p->n_kv_head;
+    const int tile = item / (p->n_kv_head * a->n_sub), rem = item % (p->n_kv_head * a->n_sub);
+    const int sub = rem % a->n_sub;
+    *kvh = rem / a->n_sub;
+    *h0 = *kvh * group + sub * a->heads_per_item;
+    *nh = (*kvh + 1) * group - *h0 < a->heads_per_item ? (*kvh + 1) * group - *h0 : a->heads_per_item;
+    *t0 = tile * a->tok_tile;
+    *nt = p->n_tok - *t0 < a->tok_tile ? p->n_tok - *t0 : a->tok_tile;
+}
+
 /* Item = (token tile, kv head, a subset of the query heads that share it). */
 static void att_item(const att_job *a, int item, float *buf) {
     const be_attn_params *p = a->p;
     const mm_kernels *kk = &a->c->kernels;
-    const int hd = p->head_dim, group = p->n_head / p->n_kv_head;
-    const int tile = item / (p->n_kv_head * a->n_sub), rem = item % (p->n_kv_head * a->n_sub);
-    const int kvh = rem / a->n_sub, sub = rem % a->n_sub;
-    const int h0 = kvh * group + sub * a->heads_per_item;
-    const int nh = (kvh + 1) * group - h0 < a->heads_per_item ? (kvh + 1) * group - h0 : a->heads_per_item;
-    const int t0 = tile * a->tok_tile, nt = p->n_tok - t0 < a->tok_tile ? p->n_tok - t0 : a->tok_tile;
+    const int hd = p->head_dim;
+    int kvh, h0, nh, t0, nt;
+    item_span(a, item, &kvh, &h0, &nh, &t0, &nt);
     const int64_t q_cols = (int64_t)p->n_head * hd;
     const int nq = nh * nt; /* query rows of this item: index qi = hi * nt + t */
     float *kb = buf, *vb = kb + (size_t)ATT_KV_CHUNK * hd, *acc = vb + (size_t)ATT_KV_CHUNK * hd;
@@ -150,12 +160,9 @@ static void att_item(const att_job *a, int item, float *buf) {
 static void att_item_tiled(const att_job *a, int item, float *buf) {
     const be_attn_params *p = a->p;
     const mm_kernels *kk = &a->c->kernels;
-    const int hd = p->head_dim, group = p->n_head / p->n_kv_head;
-    const int tile = item / (p->n_kv_head * a->n_sub), rem = item % (p->n_kv_head * a->n_sub);
-    const int kvh = rem / a->n_sub, sub = rem % a->n_sub;
-    const int h0 = kvh * group + sub * a->heads_per_item;
-    const int nh = (kvh + 1) * group - h0 < a->heads_per_item ? (kvh + 1) * group - h0 : a->heads_per_item;
-    const int t0 = tile * a->tok_tile, nt = p->n_tok - t0 < a->tok_tile ? p->n_tok - t0 : a->tok_tile;
+    const int hd = p->head_dim;
+    int kvh, h0, nh, t0, nt;
+    item_span(a, item, &kvh, &h0, &nh, &t0, &nt);
     const int64_t q_cols = (int64_t)p->n_head * hd;
     const int nq = nh * nt; /* query rows of this item: index qi = hi * nt + t */
     float *kb = buf, *kt = kb + (size_t)ATT_KV_CHUNK * hd, *vb = kt + (size_t)ATT_KV_CHUNK * hd;
